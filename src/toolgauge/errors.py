@@ -1,0 +1,40 @@
+"""Errors that reach the user as one clear line."""
+
+from __future__ import annotations
+
+
+class DataError(Exception):
+    """Bad input: a file, line or field that is not what the loader expects.
+
+    The CLI prints ``str(error)`` (``path:line: field: what is wrong``) and exits with code 2.
+    """
+
+    def __init__(self, path: str, message: str, *, line: int | None = None, field: str | None = None):
+        self.path = path
+        self.line = line
+        self.field = field
+        self.message = message
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        """Return the one-line form ``path:line: field: message``."""
+        where = self.path if self.line is None else f"{self.path}:{self.line}"
+        if self.field:
+            return f"{where}: {self.field}: {self.message}"
+        return f"{where}: {self.message}"
+
+
+class UsageError(Exception):
+    """A command-line argument that cannot be used (unknown split, bad model spec...)."""
+
+
+class ModelError(Exception):
+    """A model call failed for good (bad request, auth, malformed response)."""
+
+
+class TransientModelError(ModelError):
+    """A model call failed in a way worth retrying (429, 5xx, timeout, connection reset)."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
