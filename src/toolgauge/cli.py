@@ -1,0 +1,444 @@
+"""The ``toolgauge`` command line."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Callable
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from rich.console import Console
+
+from toolgauge.engine import EngineConfig
+from toolgauge.errors import DataError, UsageError
+from toolgauge.protocols.base import Benchmark, RunOptions, run_benchmark
+from toolgauge.protocols.options import CallSettings
+from toolgauge.report.export import samples_jsonl, summary_to_csv, write_atomic
+from toolgauge.report.terminal import render_summary
+
+app = typer.Typer(
+    name="toolgauge",
+    help="Measure how well language models use tools: MTU-Bench, BFCL and toolgauge's own suites.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+eval_app = typer.Typer(help="Run a model on a benchmark and score it.", no_args_is_help=True)
+score_app = typer.Typer(help="Rescore recorded model outputs offline (no model calls).", no_args_is_help=True)
+app.add_typer(eval_app, name="eval")
+app.add_typer(score_app, name="score")
+
+err = Console(stderr=True)
+out = Console()
+
+
+class Mode(StrEnum):
+    """How the model is asked for calls."""
+
+    prompt = "prompt"
+    native = "native"
+
+
+class Variant(StrEnum):
+    """Metric variant."""
+
+    reference = "reference"
+    strict = "strict"
+
+
+class ToolChoice(StrEnum):
+    """Tool-choice setting for native calls."""
+
+    auto = "auto"
+    none = "none"
+    expected = "expected"
+
+
+# -- shared options -------------------------------------------------------------------------
+ModelOpt = Annotated[
+    str,
+    typer.Option("--model", "-m", help="local | gold | replay:PATH | scripted:PATH | openai:MODEL[@URL] | URL#MODEL"),
+]
+StoreOpt = Annotated[
+    str | None, typer.Option("--store", help="SQLAlchemy URL of the store [default: $TOOLGAUGE_STORE or .toolgauge/]")
+]
+ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", "-c", min=1, help="Samples run at once.")]
+TimeoutOpt = Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds per model request.")]
+RetriesOpt = Annotated[int, typer.Option("--max-retries", min=0, help="Retries on 429/5xx/timeouts.")]
+NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Do not serve model answers from the cache.")]
+ResumeOpt = Annotated[str | None, typer.Option("--resume", help="Continue an interrupted run by id.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")]
+SamplesOpt = Annotated[Path | None, typer.Option("--samples", help="Write one JSON line per sample to this file.")]
+LimitOpt = Annotated[int | None, typer.Option("--limit", min=1, help="Run only the first N samples.")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+TempOpt = Annotated[float, typer.Option("--temperature", help="Sampling temperature.")]
+MaxTokOpt = Annotated[int, typer.Option("--max-tokens", min=1, help="Max tokens per model reply.")]
+ToolChoiceOpt = Annotated[
+    ToolChoice, typer.Option("--tool-choice", help="auto | none | expected (force the reference tool by name).")
+]
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    """Print one error line and exit."""
+    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def guarded(fn: Callable[[], Any]) -> Any:
+    """Run a command body, turning bad input into one line and exit code 2."""
+    try:
+        return fn()
+    except DataError as exc:
+        fail(exc.render())
+    except UsageError as exc:
+        fail(str(exc))
+    except KeyboardInterrupt:
+        err.print("[yellow]interrupted[/]: finished samples are saved; continue with --resume RUN_ID (toolgauge runs)")
+        raise typer.Exit(130) from None
+
+
+def run_options(
+    *,
+    store: str | None,
+    concurrency: int,
+    timeout: float,
+    max_retries: int,
+    no_cache: bool,
+    resume: str | None,
+    quiet: bool,
+) -> RunOptions:
+    """Build the engine options shared by every eval/score command."""
+    return RunOptions(
+        store_url=store,
+        resume=resume,
+        engine=EngineConfig(
+            concurrency=concurrency,
+            timeout=timeout,
+            max_retries=max_retries,
+            use_cache=not no_cache,
+            show_progress=not quiet,
+        ),
+        console=err,
+    )
+
+
+def execute(
+    bench: Benchmark[Any, Any], model: str, options: RunOptions, *, as_json: bool, samples: Path | None
+) -> None:
+    """Run, then print/export; the samples file is written whole at the end or not at all."""
+    result = asyncio.run(run_benchmark(bench, model, options))
+    summary = result.scored.summary
+    if samples is not None:
+        write_atomic(samples, samples_jsonl(result.scored.rows))
+    if as_json:
+        sys.stdout.write(json.dumps(summary, indent=2, sort_keys=False) + "\n")
+    else:
+        render_summary(summary, out)
+        if samples is not None:
+            out.print(f"per-sample results: {samples}")
+
+
+def _limit(items: list[Any], limit: int | None) -> list[Any]:
+    return items[:limit] if limit else items
+
+
+def _split_list(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    parts = [p.strip() for p in value.split(",") if p.strip()]
+    if not parts:
+        raise UsageError("an empty list was given")
+    return parts
+
+
+# -- eval -----------------------------------------------------------------------------------
+@eval_app.command("suite")
+def eval_suite(
+    model: ModelOpt,
+    data: Annotated[
+        Path | None, typer.Option("--data", help="A toolgauge JSONL file [default: built-in sample]")
+    ] = None,
+    tool_choice: ToolChoiceOpt = ToolChoice.auto,
+    variant: Annotated[Variant, typer.Option("--variant")] = Variant.strict,
+    store: StoreOpt = None,
+    concurrency: ConcurrencyOpt = 4,
+    timeout: TimeoutOpt = 120.0,
+    max_retries: RetriesOpt = 4,
+    no_cache: NoCacheOpt = False,
+    resume: ResumeOpt = None,
+    as_json: JsonOpt = False,
+    samples: SamplesOpt = None,
+    limit: LimitOpt = None,
+    quiet: QuietOpt = False,
+    temperature: TempOpt = 0.0,
+    max_tokens: MaxTokOpt = 512,
+) -> None:
+    """Run a model on toolgauge's own multi-turn format (the built-in sample suite by default)."""
+
+    def body() -> None:
+        from toolgauge.loaders.suite import builtin_suite_path, load_suite
+        from toolgauge.protocols.suite import SuiteBenchmark
+
+        path = data or builtin_suite_path()
+        dialogues = _limit(load_suite(path), limit)
+        bench = SuiteBenchmark(
+            dialogues,
+            data_label="builtin:sample" if data is None else str(path),
+            settings=CallSettings(temperature=temperature, max_tokens=max_tokens, tool_choice=tool_choice.value),
+            variant=variant.value,
+        )
+        opts = run_options(
+            store=store, concurrency=concurrency, timeout=timeout, max_retries=max_retries,
+            no_cache=no_cache, resume=resume, quiet=quiet,
+        )  # fmt: skip
+        execute(bench, model, opts, as_json=as_json, samples=samples)
+
+    guarded(body)
+
+
+@eval_app.command("mtu-bench")
+def eval_mtu(
+    model: ModelOpt,
+    data: Annotated[Path, typer.Option("--data", help="Folder with <split>_eval.jsonl files.")],
+    splits: Annotated[str | None, typer.Option("--splits", help="Comma list of S-S,S-M,M-S,M-M,OOD")] = None,
+    mode: Annotated[
+        Mode, typer.Option("--mode", help="prompt (ReAct text, reference) or native tool calls")
+    ] = Mode.prompt,
+    variant: Annotated[Variant, typer.Option("--variant")] = Variant.reference,
+    tool_choice: ToolChoiceOpt = ToolChoice.auto,
+    store: StoreOpt = None,
+    concurrency: ConcurrencyOpt = 4,
+    timeout: TimeoutOpt = 120.0,
+    max_retries: RetriesOpt = 4,
+    no_cache: NoCacheOpt = False,
+    resume: ResumeOpt = None,
+    as_json: JsonOpt = False,
+    samples: SamplesOpt = None,
+    limit: LimitOpt = None,
+    quiet: QuietOpt = False,
+    temperature: TempOpt = 0.0,
+    max_tokens: MaxTokOpt = 512,
+) -> None:
+    """Run a model on MTU-Bench's eval files and score it with MTU-Bench's metrics."""
+
+    def body() -> None:
+        from toolgauge.loaders.mtu import load_mtu
+        from toolgauge.protocols.mtu import MtuBenchmark
+
+        items = _limit(load_mtu(data, _split_list(splits)), limit)
+        bench = MtuBenchmark(
+            items,
+            data_label=str(data),
+            mode=mode.value,
+            variant=variant.value,
+            settings=CallSettings(temperature=temperature, max_tokens=max_tokens, tool_choice=tool_choice.value),
+        )
+        opts = run_options(
+            store=store, concurrency=concurrency, timeout=timeout, max_retries=max_retries,
+            no_cache=no_cache, resume=resume, quiet=quiet,
+        )  # fmt: skip
+        execute(bench, model, opts, as_json=as_json, samples=samples)
+
+    guarded(body)
+
+
+@eval_app.command("bfcl")
+def eval_bfcl(
+    model: ModelOpt,
+    data: Annotated[Path, typer.Option("--data", help="Folder with BFCL_v4_<category>.json and possible_answer/.")],
+    categories: Annotated[str, typer.Option("--categories", help="Comma list, e.g. simple_python,multiple")],
+    mode: Annotated[
+        Mode, typer.Option("--mode", help="native (function calling) or prompt (Python-call text)")
+    ] = Mode.native,
+    underscore_to_dot: Annotated[
+        bool | None, typer.Option("--underscore-to-dot/--keep-dots", help="BFCL name conversion [default: by mode]")
+    ] = None,
+    store: StoreOpt = None,
+    concurrency: ConcurrencyOpt = 4,
+    timeout: TimeoutOpt = 120.0,
+    max_retries: RetriesOpt = 4,
+    no_cache: NoCacheOpt = False,
+    resume: ResumeOpt = None,
+    as_json: JsonOpt = False,
+    samples: SamplesOpt = None,
+    limit: LimitOpt = None,
+    quiet: QuietOpt = False,
+    temperature: TempOpt = 0.0,
+    max_tokens: MaxTokOpt = 512,
+) -> None:
+    """Run a model on BFCL's AST categories and score it with BFCL's checker rules."""
+
+    def body() -> None:
+        from toolgauge.loaders.bfcl import load_bfcl
+        from toolgauge.protocols.bfcl import BfclBenchmark
+
+        entries = _limit(load_bfcl(data, _split_list(categories) or []), limit)
+        bench = BfclBenchmark(
+            entries,
+            data_label=str(data),
+            mode=mode.value,
+            underscore_to_dot=underscore_to_dot,
+            settings=CallSettings(temperature=temperature, max_tokens=max_tokens),
+        )
+        opts = run_options(
+            store=store, concurrency=concurrency, timeout=timeout, max_retries=max_retries,
+            no_cache=no_cache, resume=resume, quiet=quiet,
+        )  # fmt: skip
+        execute(bench, model, opts, as_json=as_json, samples=samples)
+
+    guarded(body)
+
+
+# -- score ----------------------------------------------------------------------------------
+@score_app.command("mtu-bench")
+def score_mtu(
+    data: Annotated[Path, typer.Option("--data", help="Folder with <split>_eval.jsonl files.")],
+    predictions: Annotated[Path, typer.Option("--predictions", help='File or folder of {"id","response"} lines.')],
+    splits: Annotated[
+        str | None, typer.Option("--splits", help="Comma list [default: splits with predictions]")
+    ] = None,
+    variant: Annotated[Variant, typer.Option("--variant")] = Variant.reference,
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+    samples: SamplesOpt = None,
+    quiet: QuietOpt = True,
+) -> None:
+    """Rescore recorded MTU-Bench replies (e.g. the published GPT-4 responses)."""
+
+    def body() -> None:
+        from toolgauge.loaders.mtu import load_mtu, load_mtu_predictions
+        from toolgauge.protocols.mtu import MtuBenchmark, splits_with_predictions
+
+        preds = load_mtu_predictions(predictions)
+        chosen = _split_list(splits) or splits_with_predictions(preds)
+        items = load_mtu(data, chosen)
+        bench = MtuBenchmark(items, data_label=str(data), mode="prompt", variant=variant.value)
+        opts = run_options(
+            store=store, concurrency=64, timeout=60.0, max_retries=0, no_cache=True, resume=None, quiet=quiet
+        )
+        execute(bench, f"replay:{predictions}", opts, as_json=as_json, samples=samples)
+
+    guarded(body)
+
+
+@score_app.command("bfcl")
+def score_bfcl(
+    data: Annotated[Path, typer.Option("--data", help="Folder with BFCL_v4_<category>.json and possible_answer/.")],
+    predictions: Annotated[
+        Path, typer.Option("--predictions", help="BFCL result file or folder (searched recursively).")
+    ],
+    categories: Annotated[
+        str | None, typer.Option("--categories", help="Comma list [default: categories with result files]")
+    ] = None,
+    underscore_to_dot: Annotated[
+        bool | None,
+        typer.Option("--underscore-to-dot/--keep-dots", help="BFCL name conversion [default: FC lists yes, text no]"),
+    ] = None,
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+    samples: SamplesOpt = None,
+    quiet: QuietOpt = True,
+) -> None:
+    """Rescore BFCL result files (``{"id", "result"}`` lines) with BFCL's checker rules."""
+
+    def body() -> None:
+        from toolgauge.loaders.bfcl import load_bfcl
+        from toolgauge.protocols.bfcl import BfclBenchmark, categories_with_results
+
+        chosen = _split_list(categories) or categories_with_results(predictions)
+        entries = load_bfcl(data, chosen)
+        bench = BfclBenchmark(
+            entries, data_label=str(data), mode="replay", underscore_to_dot=underscore_to_dot, settings=CallSettings()
+        )
+        opts = run_options(
+            store=store, concurrency=64, timeout=60.0, max_retries=0, no_cache=True, resume=None, quiet=quiet
+        )
+        execute(bench, f"replay:{predictions}", opts, as_json=as_json, samples=samples)
+
+    guarded(body)
+
+
+# -- runs and reports -----------------------------------------------------------------------
+@app.command("runs")
+def runs_cmd(
+    store: StoreOpt = None,
+    limit: Annotated[int, typer.Option("--limit", min=1)] = 30,
+    as_json: JsonOpt = False,
+) -> None:
+    """List runs, newest first."""
+
+    def body() -> None:
+        import time
+
+        from rich.table import Table
+
+        from toolgauge.store import open_store
+
+        st = open_store(store)
+        try:
+            runs = st.list_runs(limit)
+        finally:
+            st.close()
+        if as_json:
+            rows = [
+                {"id": r.id, "benchmark": r.benchmark, "model": r.model, "status": r.status, "samples": r.n_samples,
+                 "created_at": r.created_at, "finished_at": r.finished_at}
+                for r in runs
+            ]  # fmt: skip
+            sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+            return
+        table = Table(title="runs", title_justify="left")
+        for col in ("id", "benchmark", "model", "status", "samples", "started"):
+            table.add_column(col)
+        for r in runs:
+            started = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created_at))
+            table.add_row(r.id, r.benchmark, r.model, r.status, str(r.n_samples), started)
+        out.print(table)
+
+    guarded(body)
+
+
+@app.command("report")
+def report_cmd(
+    run_id: Annotated[str, typer.Argument(help="Run id (see: toolgauge runs).")],
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+    as_csv: Annotated[bool, typer.Option("--csv", help="Print scope,metric,value rows.")] = False,
+) -> None:
+    """Print or export one run's summary."""
+
+    def body() -> None:
+        from toolgauge.store import open_store
+
+        st = open_store(store)
+        try:
+            run = st.get_run(run_id)
+        finally:
+            st.close()
+        if run is None:
+            raise UsageError(f"no run {run_id!r} in the store (see: toolgauge runs)")
+        if run.summary is None:
+            raise UsageError(
+                f"run {run_id} has no summary yet (status: {run.status}); resume it with --resume {run_id}"
+            )
+        if as_json:
+            sys.stdout.write(json.dumps(run.summary, indent=2) + "\n")
+        elif as_csv:
+            sys.stdout.write(summary_to_csv(run.summary))
+        else:
+            render_summary(run.summary, out)
+
+    guarded(body)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,5 @@
+"""The one runner engine: concurrency, retries, timeouts, caching, resume, progress."""
+
+from toolgauge.engine.runner import EngineConfig, EpisodeContext, RunOutcome, SampleOutcome, run_episodes
+
+__all__ = ["EngineConfig", "EpisodeContext", "RunOutcome", "SampleOutcome", "run_episodes"]

@@ -1,0 +1,295 @@
+"""Run one episode per sample with bounded concurrency, and record everything as it happens.
+
+Each protocol supplies only an episode coroutine ``episode(sample, ctx) -> result``; the
+engine owns scheduling, model-call retries and timeouts, the response cache, resume, the
+store writes and the progress bar.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from toolgauge.engine.cache import request_hash
+from toolgauge.engine.retry import backoff_delay
+from toolgauge.errors import ModelError, TransientModelError
+from toolgauge.models.base import ModelClient
+from toolgauge.records import AssistantTurn, GenerateOptions, Message, ModelRequest, ToolSpec
+from toolgauge.store import Store
+
+S = TypeVar("S")
+R = TypeVar("R", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Knobs of the runner engine."""
+
+    concurrency: int = 8
+    timeout: float = 120.0
+    max_retries: int = 4
+    backoff_base: float = 1.0
+    backoff_cap: float = 60.0
+    use_cache: bool = True
+    show_progress: bool = True
+    seed: int = 0
+
+
+@dataclass
+class SampleOutcome(Generic[R]):
+    """What one sample produced: a result, or the error that stopped it."""
+
+    key: str
+    result: R | None
+    error: str | None
+    latency_s: float
+    resumed: bool = False
+
+
+@dataclass
+class RunOutcome(Generic[R]):
+    """All sample outcomes of a run, in input order, plus run-level counts."""
+
+    outcomes: list[SampleOutcome[R]]
+    resumed: int = 0
+    interrupted: bool = False
+    model_calls: int = 0
+    cached_calls: int = 0
+
+
+@dataclass
+class _RunState:
+    client: ModelClient
+    store: Store
+    run_id: str
+    config: EngineConfig
+    rng: random.Random
+    calls: int = 0
+    cached: int = 0
+    sleeps: list[float] = field(default_factory=list)
+
+
+class EpisodeContext:
+    """Handed to an episode: the one way to call the model (through cache, retries, store)."""
+
+    def __init__(self, state: _RunState, sample_key: str):
+        self._state = state
+        self.sample_key = sample_key
+        self._step = 0
+
+    async def generate(
+        self,
+        messages: list[Message],
+        tools: list[ToolSpec] | None = None,
+        options: GenerateOptions | None = None,
+        *,
+        gold: AssistantTurn | None = None,
+    ) -> AssistantTurn:
+        """Call the model once; raises ``ModelError`` when it fails for good."""
+        st = self._state
+        request = ModelRequest(
+            messages=messages,
+            tools=tools or [],
+            options=options or GenerateOptions(),
+            sample_key=self.sample_key,
+            step=self._step,
+            gold=gold,
+        )
+        self._step += 1
+        key = request_hash(st.client.cache_id, request) if st.client.cacheable else None
+        if key is not None and st.config.use_cache:
+            hit = st.store.cache_get(key)
+            if hit is not None:
+                turn = AssistantTurn.model_validate(hit)
+                st.cached += 1
+                self._record(request, key, turn, None, 0.0, 0, cached=True)
+                return turn
+        attempt = 0
+        while True:
+            attempt += 1
+            started = time.perf_counter()
+            try:
+                turn = await asyncio.wait_for(st.client.generate(request), st.config.timeout)
+            except (TransientModelError, TimeoutError) as exc:
+                latency = time.perf_counter() - started
+                message = str(exc) or f"timed out after {st.config.timeout:g} s"
+                if attempt > st.config.max_retries:
+                    self._record(request, key, None, f"gave up after {attempt} attempts: {message}", latency, attempt)
+                    raise ModelError(f"gave up after {attempt} attempts: {message}") from exc
+                retry_after = exc.retry_after if isinstance(exc, TransientModelError) else None
+                delay = backoff_delay(
+                    attempt,
+                    base=st.config.backoff_base,
+                    cap=st.config.backoff_cap,
+                    retry_after=retry_after,
+                    rng=st.rng,
+                )
+                st.sleeps.append(delay)
+                await asyncio.sleep(delay)
+                continue
+            except ModelError as exc:
+                self._record(request, key, None, str(exc), time.perf_counter() - started, attempt)
+                raise
+            latency = time.perf_counter() - started
+            st.calls += 1
+            self._record(request, key, turn, None, latency, attempt)
+            if key is not None:
+                st.store.cache_put(key, st.client.cache_id, turn.model_dump())
+            return turn
+
+    def _record(
+        self,
+        request: ModelRequest,
+        key: str | None,
+        turn: AssistantTurn | None,
+        error: str | None,
+        latency: float,
+        attempts: int,
+        *,
+        cached: bool = False,
+    ) -> None:
+        self._state.store.record_call(
+            {
+                "run_id": self._state.run_id,
+                "sample_key": self.sample_key,
+                "step": request.step,
+                "request_hash": key,
+                "response": turn.model_dump_json() if turn is not None else None,
+                "error": error,
+                "input_tokens": turn.usage.input_tokens if turn else 0,
+                "output_tokens": turn.usage.output_tokens if turn else 0,
+                "latency_s": latency,
+                "attempts": attempts,
+                "cached": cached,
+            }
+        )
+
+
+Episode = Callable[[S, EpisodeContext], Awaitable[R]]
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, ModelError):
+        return f"model_error: {exc}"
+    return f"{exc.__class__.__name__}: {exc}"
+
+
+async def run_episodes(
+    samples: Sequence[tuple[str, S]],
+    episode: Episode[S, R],
+    result_type: type[R],
+    *,
+    client: ModelClient,
+    store: Store,
+    run_id: str,
+    config: EngineConfig | None = None,
+    description: str = "samples",
+    console: Console | None = None,
+) -> RunOutcome[R]:
+    """Run ``episode`` on every sample not already finished in ``run_id``.
+
+    Samples stored as done are reused (resume); samples stored with an error are run again.
+    A failure inside one sample is recorded on that sample and the run goes on.
+    """
+    cfg = config or EngineConfig()
+    state = _RunState(client=client, store=store, run_id=run_id, config=cfg, rng=random.Random(cfg.seed))
+    previous = store.finished_samples(run_id)
+    outcomes: dict[str, SampleOutcome[R]] = {}
+    retry_keys: list[str] = []
+    for key, rec in previous.items():
+        if rec.status == "done" and rec.result is not None:
+            try:
+                outcomes[key] = SampleOutcome(
+                    key, result_type.model_validate(rec.result), None, rec.latency_s or 0.0, True
+                )
+                continue
+            except ValidationError:
+                pass
+        retry_keys.append(key)
+    store.forget_samples(run_id, retry_keys)
+    todo = [(k, s) for k, s in samples if k not in outcomes]
+    resumed = len(samples) - len(todo)
+
+    progress = _progress(console) if cfg.show_progress else None
+    task_id = progress.add_task(description, total=len(samples), completed=resumed) if progress else None
+    queue_iter = iter(todo)
+
+    async def worker() -> None:
+        for key, sample in queue_iter:
+            started = time.perf_counter()
+            ctx = EpisodeContext(state, key)
+            result: R | None = None
+            error: str | None = None
+            try:
+                result = await episode(sample, ctx)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a failing sample is data, never the end of the run
+                error = _describe(exc)
+            latency = time.perf_counter() - started
+            outcomes[key] = SampleOutcome(key, result, error, latency)
+            store.record_sample(
+                run_id, key, result=result.model_dump(mode="json") if result is not None else None,
+                error=error, latency_s=latency,
+            )  # fmt: skip
+            if progress is not None and task_id is not None:
+                progress.advance(task_id)
+
+    interrupted = False
+    try:
+        if progress is not None:
+            progress.start()
+        workers = [asyncio.create_task(worker()) for _ in range(max(1, min(cfg.concurrency, len(todo) or 1)))]
+        try:
+            await asyncio.gather(*workers)
+        except BaseException:
+            for w in workers:
+                w.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            raise
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        interrupted = True
+        raise
+    finally:
+        if progress is not None:
+            progress.stop()
+        store.flush()
+    ordered = [outcomes[k] for k, _ in samples if k in outcomes]
+    return RunOutcome(
+        ordered, resumed=resumed, interrupted=interrupted, model_calls=state.calls, cached_calls=state.cached
+    )
+
+
+def _progress(console: Console | None) -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console or Console(stderr=True),
+        transient=False,
+    )
+
+
+def summarize_latency(outcomes: Sequence[SampleOutcome[Any]]) -> dict[str, float]:
+    """Return sample count, error count and mean latency of a run's outcomes."""
+    n = len(outcomes)
+    errors = sum(1 for o in outcomes if o.error)
+    mean = sum(o.latency_s for o in outcomes) / n if n else 0.0
+    return {"samples": n, "errors": errors, "mean_sample_latency_s": mean}

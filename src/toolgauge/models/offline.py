@@ -1,0 +1,110 @@
+"""Clients that need no model: scripted outputs, recorded outputs, and the reference answer."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from toolgauge.records import AssistantTurn, ModelRequest, ToolCall
+
+Policy = Callable[[ModelRequest], AssistantTurn | Awaitable[AssistantTurn]]
+ScriptItem = AssistantTurn | str | Mapping[str, Any]
+
+
+def as_turn(item: ScriptItem) -> AssistantTurn:
+    """Turn a scripted item (text, a dict with content/tool_calls, or a turn) into a turn."""
+    if isinstance(item, AssistantTurn):
+        return item
+    if isinstance(item, str):
+        return AssistantTurn(content=item, finish_reason="stop")
+    calls = [c if isinstance(c, ToolCall) else ToolCall.model_validate(c) for c in item.get("tool_calls", [])]
+    return AssistantTurn(
+        content=item.get("content"),
+        tool_calls=calls,
+        finish_reason=item.get("finish_reason", "tool_calls" if calls else "stop"),
+    )
+
+
+class _NoResources:
+    cacheable = False
+
+    @property
+    def cache_id(self) -> str:
+        return str(getattr(self, "name", "offline"))
+
+    async def start(self) -> None:
+        """Nothing to start."""
+
+    async def close(self) -> None:
+        """Nothing to release."""
+
+
+class ScriptedClient(_NoResources):
+    """Answers from a list of outputs in order, or from a policy function of the request.
+
+    With a list, the outputs are consumed in call order across the whole run (so use
+    ``concurrency=1`` where order matters); ``cycle=True`` starts over when they run out,
+    otherwise an exhausted script answers with an empty turn.
+    """
+
+    def __init__(
+        self,
+        outputs: Iterable[ScriptItem] | None = None,
+        *,
+        policy: Policy | None = None,
+        cycle: bool = False,
+        name: str = "scripted",
+        delay: float = 0.0,
+    ):
+        if (outputs is None) == (policy is None):
+            raise ValueError("give exactly one of outputs or policy")
+        self.name = name
+        self._outputs = [as_turn(o) for o in outputs] if outputs is not None else []
+        self._policy = policy
+        self._cycle = cycle
+        self._next = 0
+        self._delay = delay
+        self.requests: list[ModelRequest] = []
+
+    async def generate(self, request: ModelRequest) -> AssistantTurn:
+        """Return the next scripted output (or the policy's answer)."""
+        self.requests.append(request)
+        if self._delay:
+            await asyncio.sleep(self._delay)
+        if self._policy is not None:
+            answer = self._policy(request)
+            return await answer if inspect.isawaitable(answer) else answer
+        if self._next >= len(self._outputs):
+            if not self._cycle or not self._outputs:
+                return AssistantTurn(content=None, finish_reason="stop")
+            self._next = 0
+        turn = self._outputs[self._next]
+        self._next += 1
+        return turn
+
+
+class ReplayClient(_NoResources):
+    """Serves recorded outputs keyed by (sample key, step); a missing one is an empty turn."""
+
+    def __init__(self, recorded: Mapping[str, Sequence[AssistantTurn]], *, name: str = "replay"):
+        self.name = name
+        self._recorded = recorded
+
+    async def generate(self, request: ModelRequest) -> AssistantTurn:
+        """Return the recorded output for this sample and step."""
+        turns = self._recorded.get(request.sample_key, ())
+        if request.step < len(turns):
+            return turns[request.step]
+        return AssistantTurn(content=None, finish_reason="stop")
+
+
+class GoldClient(_NoResources):
+    """Emits the reference answer the protocol attached to the request (the upper bound)."""
+
+    name = "gold"
+
+    async def generate(self, request: ModelRequest) -> AssistantTurn:
+        """Return ``request.gold`` (an empty turn if the protocol gave none)."""
+        return request.gold if request.gold is not None else AssistantTurn(content=None, finish_reason="stop")

@@ -1,0 +1,109 @@
+"""Parse ``--model`` specs into clients.
+
+Specs:
+- ``openai:MODEL``: OpenAI (or ``$OPENAI_BASE_URL``) with ``$OPENAI_API_KEY``.
+- ``openai:MODEL@URL`` or ``URL#MODEL`` (URL starting with http:// or https://): any
+  OpenAI-compatible server (vLLM, SGLang, Ollama, llama.cpp server...); the key comes from
+  ``$TOOLGAUGE_API_KEY``, then ``$OPENAI_API_KEY``, else a placeholder.
+- ``local``: the embedded SmolLM2-135M model behind a private llama-cpp-python server.
+- ``gold``: the reference answers (the ceiling).
+- ``replay:PATH``: recorded outputs (the protocol reads PATH in its own format).
+- ``scripted:PATH``: a JSON list (or JSONL) of outputs, each a string or
+  ``{"content", "tool_calls": [{"name", "arguments"}]}``, served in order (for tests and demos).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from toolgauge.errors import DataError, UsageError
+from toolgauge.models.base import ModelClient
+from toolgauge.models.offline import GoldClient, ReplayClient, ScriptedClient, ScriptItem
+from toolgauge.records import AssistantTurn
+
+ReplayLoader = Callable[[Path], Mapping[str, Sequence[AssistantTurn]]]
+
+
+def resolve_model(spec: str, *, replay_loader: ReplayLoader | None = None, timeout: float = 120.0) -> ModelClient:
+    """Return the client a ``--model`` spec names, or raise ``UsageError``."""
+    from toolgauge.models.local_server import LocalServerClient
+    from toolgauge.models.openai_compat import OpenAICompatClient
+
+    spec = spec.strip()
+    if spec == "local":
+        return LocalServerClient()
+    if spec == "gold":
+        return GoldClient()
+    if spec.startswith("replay:"):
+        if replay_loader is None:
+            raise UsageError("this command cannot replay recorded outputs")
+        path = Path(spec.removeprefix("replay:"))
+        if not path.exists():
+            raise UsageError(f"replay file not found: {path}")
+        return ReplayClient(replay_loader(path), name=f"replay:{path}")
+    if spec.startswith("scripted:"):
+        path = Path(spec.removeprefix("scripted:"))
+        return ScriptedClient(_read_script(path), name=f"scripted:{path}")
+    if spec.startswith(("http://", "https://")) or spec.startswith("openai-compatible:"):
+        url, _, model = spec.removeprefix("openai-compatible:").partition("#")
+        if not model:
+            raise UsageError(f"model spec {spec!r}: give the model name after '#', e.g. {url}#my-model")
+        return OpenAICompatClient(model, base_url=url, api_key=_compatible_key(), timeout=timeout, name=spec)
+    if spec.startswith("openai:"):
+        rest = spec.removeprefix("openai:")
+        model, _, url = rest.partition("@")
+        if not model:
+            raise UsageError(f"model spec {spec!r}: missing model name, e.g. openai:gpt-4o")
+        if url:
+            return OpenAICompatClient(model, base_url=url, api_key=_compatible_key(), timeout=timeout, name=spec)
+        if not os.environ.get("OPENAI_API_KEY"):
+            raise UsageError("openai:... needs OPENAI_API_KEY in the environment")
+        return OpenAICompatClient(model, base_url=os.environ.get("OPENAI_BASE_URL"), timeout=timeout, name=spec)
+    raise UsageError(
+        f"unknown model spec {spec!r}; use local, gold, replay:PATH, scripted:PATH, openai:MODEL, "
+        "openai:MODEL@URL or URL#MODEL"
+    )
+
+
+def _compatible_key() -> str:
+    return os.environ.get("TOOLGAUGE_API_KEY") or os.environ.get("OPENAI_API_KEY") or "sk-no-key"
+
+
+def _read_script(path: Path) -> list[ScriptItem]:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise DataError(str(path), f"cannot read: {exc.strerror}") from exc
+    stripped = text.lstrip()
+    items: list[object]
+    if stripped.startswith("["):
+        try:
+            items = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise DataError(str(path), f"invalid JSON: {exc.msg}", line=exc.lineno) from exc
+    else:
+        items = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                items.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise DataError(str(path), f"invalid JSON: {exc.msg}", line=n) from exc
+    out: list[ScriptItem] = []
+    for i, item in enumerate(items):
+        if isinstance(item, str):
+            out.append(item)
+        elif isinstance(item, dict):
+            try:
+                from toolgauge.models.offline import as_turn
+
+                out.append(as_turn(item))
+            except ValueError as exc:
+                raise DataError(str(path), f"output {i}: {exc}".splitlines()[0]) from exc
+        else:
+            raise DataError(str(path), f"output {i} must be a string or an object")
+    return out

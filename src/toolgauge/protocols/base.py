@@ -1,0 +1,159 @@
+"""What a benchmark protocol supplies, and the one driver that runs any of them."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Generic, Protocol, TypeVar
+
+from pydantic import BaseModel
+from rich.console import Console
+
+from toolgauge.engine import EngineConfig, EpisodeContext, SampleOutcome, run_episodes
+from toolgauge.errors import ModelError, UsageError
+from toolgauge.models.base import ModelClient
+from toolgauge.models.spec import resolve_model
+from toolgauge.records import AssistantTurn
+from toolgauge.store import Store, open_store
+
+S = TypeVar("S")
+R = TypeVar("R", bound=BaseModel)
+
+
+@dataclass
+class ScoredRun:
+    """A scored run: the JSON summary and one row per sample for ``--samples``."""
+
+    summary: dict[str, Any]
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+
+class Benchmark(Protocol[S, R]):
+    """The pieces a protocol provides; the engine does the rest."""
+
+    name: str
+    result_type: type[R]
+
+    def samples(self) -> list[tuple[str, S]]:
+        """Return (unique key, sample) pairs in a stable order."""
+        ...
+
+    def config(self) -> dict[str, Any]:
+        """Return the settings that define the run (stored, and checked on resume)."""
+        ...
+
+    async def episode(self, sample: S, ctx: EpisodeContext) -> R:
+        """Run one sample against the model."""
+        ...
+
+    def score(self, samples: Sequence[tuple[str, S]], outcomes: Sequence[SampleOutcome[R]]) -> ScoredRun:
+        """Score every sample (failed ones count as empty replies) with pure metrics."""
+        ...
+
+    def replay_table(self, path: Path) -> Mapping[str, Sequence[AssistantTurn]]:
+        """Read recorded outputs at ``path`` into (sample key -> turns by step)."""
+        ...
+
+
+@dataclass
+class RunOptions:
+    """Run-level options shared by every ``eval`` and ``score`` command."""
+
+    store_url: str | None = None
+    resume: str | None = None
+    engine: EngineConfig = field(default_factory=EngineConfig)
+    console: Console | None = None
+
+
+@dataclass
+class RunResult(Generic[R]):
+    """What the driver returns to the CLI."""
+
+    run_id: str
+    scored: ScoredRun
+    interrupted: bool = False
+
+
+async def run_benchmark(
+    bench: Benchmark[S, R], model_spec: str, options: RunOptions, *, client: ModelClient | None = None
+) -> RunResult[R]:
+    """Run a benchmark end to end: model, engine, scoring, store.
+
+    The data has already been loaded and validated by the time we get here, so nothing
+    reaches the store for bad input.
+    """
+    samples = bench.samples()
+    client = client or resolve_model(model_spec, replay_loader=bench.replay_table, timeout=options.engine.timeout)
+    store = open_store(options.store_url)
+    try:
+        run_id = _open_run(store, bench, model_spec, options.resume)
+        try:
+            await client.start()
+        except ModelError as exc:
+            store.set_run_status(run_id, "failed")
+            raise UsageError(f"model {model_spec!r} could not start: {exc}") from exc
+        started = time.perf_counter()
+        try:
+            outcome = await run_episodes(
+                samples,
+                bench.episode,
+                bench.result_type,
+                client=client,
+                store=store,
+                run_id=run_id,
+                config=options.engine,
+                description=f"{bench.name} · {model_spec}",
+                console=options.console,
+            )
+        except BaseException:
+            store.set_run_status(run_id, "interrupted")
+            raise
+        finally:
+            await client.close()
+        wall = time.perf_counter() - started
+        scored = bench.score(samples, outcome.outcomes)
+        stats = store.call_stats(run_id)
+        errors = sum(1 for o in outcome.outcomes if o.error)
+        scored.summary["run"] = {
+            "id": run_id,
+            "model": model_spec,
+            "samples": len(samples),
+            "sample_errors": errors,
+            "resumed_samples": outcome.resumed,
+            "model_calls": outcome.model_calls,
+            "cached_calls": outcome.cached_calls,
+            "input_tokens": int(stats["input_tokens"]),
+            "output_tokens": int(stats["output_tokens"]),
+            "wall_seconds": round(wall, 3),
+        }
+        store.save_summary(run_id, scored.summary)
+        store.set_run_status(run_id, "finished", n_samples=len(samples))
+        return RunResult(run_id, scored, interrupted=outcome.interrupted)
+    finally:
+        store.close()
+
+
+def _open_run(store: Store, bench: Benchmark[Any, Any], model_spec: str, resume: str | None) -> str:
+    config = bench.config()
+    if resume is None:
+        return store.create_run(bench.name, model_spec, config)
+    run = store.get_run(resume)
+    if run is None:
+        raise UsageError(f"--resume {resume}: no such run in the store (see: toolgauge runs)")
+    if run.benchmark != bench.name or run.model != model_spec:
+        raise UsageError(
+            f"--resume {resume}: that run is {run.benchmark} with model {run.model!r}, "
+            f"not {bench.name} with {model_spec!r}"
+        )
+    if run.config != _jsonable(config):
+        raise UsageError(f"--resume {resume}: the run was started with other settings: {run.config}")
+    store.set_run_status(resume, "running")
+    return resume
+
+
+def _jsonable(config: Mapping[str, Any]) -> dict[str, Any]:
+    import json
+
+    return dict(json.loads(json.dumps(dict(config), sort_keys=True, default=str)))

@@ -1,0 +1,104 @@
+"""Rich tables for run summaries; scores shown as percentages with two decimals."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+MTU_COLUMNS = [
+    ("tool_accuracy", "Tool acc"),
+    ("parameter_accuracy", "Param acc"),
+    ("tool_number_accuracy", "TN acc"),
+    ("tool_order_accuracy", "TO acc"),
+    ("success_rate", "SR"),
+    ("turn_success_rate", "ATS"),
+    ("soft_turn_success_rate", "SATS"),
+    ("task_process_rate", "TPR"),
+]
+
+
+def pct(value: Any) -> str:
+    """Format a fraction as a percentage with two decimals ("—" when absent)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "—"
+    return f"{value * 100:.2f}"
+
+
+def render_summary(summary: Mapping[str, Any], console: Console) -> None:
+    """Print a summary as tables, by benchmark."""
+    bench = summary.get("benchmark")
+    if bench == "bfcl":
+        _render_bfcl(summary, console)
+    elif bench in ("mtu-bench", "suite"):
+        _render_metric_rows(summary, console)
+    else:
+        _render_generic(summary, console)
+    run = summary.get("run")
+    if isinstance(run, Mapping):
+        console.print(
+            f"run [bold]{run.get('id')}[/] · {run.get('samples')} samples · {run.get('sample_errors')} failed · "
+            f"{run.get('model_calls')} model calls ({run.get('cached_calls')} from cache) · "
+            f"{run.get('input_tokens')}+{run.get('output_tokens')} tokens · {run.get('wall_seconds')} s"
+        )
+
+
+def _render_metric_rows(summary: Mapping[str, Any], console: Console) -> None:
+    rows: Mapping[str, Mapping[str, Any]] = summary.get("splits") or {"all": summary.get("scores", {})}
+    present = [(k, label) for k, label in MTU_COLUMNS if any(k in r for r in rows.values())]
+    title = f"{summary.get('benchmark')} · variant {summary.get('variant', '')} · mode {summary.get('mode', '')}"
+    table = Table(title=title, title_justify="left")
+    table.add_column("split")
+    table.add_column("n", justify="right")
+    for _, label in present:
+        table.add_column(label, justify="right")
+    for name, row in rows.items():
+        n = row.get("n", row.get("n_turns", ""))
+        table.add_row(name, str(n), *[pct(row.get(k)) for k, _ in present])
+    console.print(table)
+    _print_warnings(summary, console)
+
+
+def _render_bfcl(summary: Mapping[str, Any], console: Console) -> None:
+    table = Table(title=f"BFCL AST · {summary.get('mode', '')}", title_justify="left")
+    table.add_column("category")
+    table.add_column("correct", justify="right")
+    table.add_column("n", justify="right")
+    table.add_column("accuracy %", justify="right")
+    for name, row in (summary.get("categories") or {}).items():
+        table.add_row(name, str(row.get("correct", "")), str(row.get("n", "")), pct(row.get("accuracy")))
+    aggregates = summary.get("aggregates") or {}
+    for name, value in aggregates.items():
+        table.add_row(f"[italic]{name}[/]", "", "", pct(value))
+    console.print(table)
+    notes = []
+    if summary.get("unsatisfiable"):
+        notes.append(f"{summary['unsatisfiable']} entries cannot be passed by any answer (data defects)")
+    loophole = summary.get("irrelevance_unparsable_abstentions")
+    if loophole:
+        notes.append(f"{loophole} 'correct abstentions' on irrelevance were really unparsable outputs")
+    for note in notes:
+        console.print(f"[yellow]note:[/] {note}")
+    _print_warnings(summary, console)
+
+
+def _render_generic(summary: Mapping[str, Any], console: Console) -> None:
+    from toolgauge.report.export import flatten
+
+    table = Table(title=str(summary.get("benchmark", "run")), title_justify="left")
+    table.add_column("scope")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for scope, metric, value in flatten({k: v for k, v in summary.items() if k != "run"}):
+        table.add_row(scope, metric, str(value))
+    console.print(table)
+
+
+def _print_warnings(summary: Mapping[str, Any], console: Console) -> None:
+    warnings: Sequence[str] = summary.get("warnings") or []
+    for w in warnings[:10]:
+        console.print(f"[yellow]warning:[/] {w}")
+    if len(warnings) > 10:
+        console.print(f"[yellow]warning:[/] ... and {len(warnings) - 10} more")

@@ -1,0 +1,88 @@
+"""Table definitions. JSON is stored as text so SQLite and PostgreSQL behave the same."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    Boolean,
+    Column,
+    Float,
+    ForeignKey,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
+
+SCHEMA_VERSION = 1
+
+metadata = MetaData()
+
+meta = Table(
+    "toolgauge_meta",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", Text, nullable=False),
+)
+
+runs = Table(
+    "runs",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("benchmark", String(64), nullable=False),
+    Column("model", Text, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("config", Text, nullable=False),
+    Column("n_samples", Integer, nullable=False, default=0),
+    Column("created_at", Float, nullable=False),
+    Column("finished_at", Float),
+    Column("summary", Text),
+)
+
+samples = Table(
+    "samples",
+    metadata,
+    Column("run_id", String(64), ForeignKey("runs.id"), primary_key=True),
+    Column("sample_key", String(255), primary_key=True),
+    Column("status", String(16), nullable=False),
+    Column("result", Text),
+    Column("error", Text),
+    Column("latency_s", Float),
+    Column("finished_at", Float, nullable=False),
+)
+
+model_calls = Table(
+    "model_calls",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", String(64), ForeignKey("runs.id"), nullable=False, index=True),
+    Column("sample_key", String(255), nullable=False),
+    Column("step", Integer, nullable=False),
+    Column("request_hash", String(64)),
+    Column("response", Text),
+    Column("error", Text),
+    Column("input_tokens", Integer, nullable=False, default=0),
+    Column("output_tokens", Integer, nullable=False, default=0),
+    Column("latency_s", Float, nullable=False, default=0.0),
+    Column("attempts", Integer, nullable=False, default=1),
+    Column("cached", Boolean, nullable=False, default=False),
+    Column("created_at", Float, nullable=False),
+)
+
+scores = Table(
+    "scores",
+    metadata,
+    Column("run_id", String(64), ForeignKey("runs.id"), primary_key=True),
+    Column("scope", String(128), primary_key=True),
+    Column("metric", String(128), primary_key=True),
+    Column("value", Float),
+)
+
+response_cache = Table(
+    "response_cache",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("model", Text, nullable=False),
+    Column("response", Text, nullable=False),
+    Column("created_at", Float, nullable=False),
+)
