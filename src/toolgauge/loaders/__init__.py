@@ -1,0 +1,1 @@
+"""Loaders: one module per source format; bad input raises DataError."""
