@@ -643,3 +643,12 @@ def test_error_not_utf8(tmp_path: Path) -> None:
     path = tmp_path / "latin1.jsonl"
     path.write_bytes(json.dumps(dialogue()).encode() + b'\n{"id": "caf\xe9"}\n')
     assert load_error(path) == f"{path}:2: not valid UTF-8 text"
+
+
+def test_the_documented_example_is_a_valid_dialogue(tmp_path: Path) -> None:
+    docs = Path(__file__).resolve().parents[1] / "docs" / "datasets.md"
+    block = docs.read_text(encoding="utf-8").split("```json\n", 1)[1].split("```", 1)[0]
+    path = write_lines(tmp_path, json.loads(block))
+    [loaded] = load_suite(path)
+    assert [len(t.expected_calls) for t in loaded.turns] == [2, 1, 0]
+    assert [m.role for m in turn_history(loaded, 1)][-3:] == ["tool", "assistant", "user"]
