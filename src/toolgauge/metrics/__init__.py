@@ -1,0 +1,1 @@
+"""Scoring functions: pure computations over loaded items and parsed predictions."""

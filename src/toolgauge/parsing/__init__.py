@@ -1,0 +1,1 @@
+"""Parsers that turn free-text model replies into tool calls."""
