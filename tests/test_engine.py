@@ -71,7 +71,9 @@ async def test_results_come_back_in_input_order_and_are_stored(tmp_path):
     store = store_at(tmp_path)
     run_id = store.create_run("t", "counting", {})
     samples = [(f"s{i}", f"abc{i}") for i in range(20)]
-    out = await run_episodes(samples, echo_episode, Echo, client=CountingClient(), store=store, run_id=run_id, config=FAST)
+    out = await run_episodes(
+        samples, echo_episode, Echo, client=CountingClient(), store=store, run_id=run_id, config=FAST
+    )
     assert [o.key for o in out.outcomes] == [k for k, _ in samples]
     assert [o.result.text for o in out.outcomes] == [s[::-1] for _, s in samples]
     stored = store.finished_samples(run_id)
@@ -83,8 +85,15 @@ async def test_concurrency_is_bounded(tmp_path):
     store = store_at(tmp_path)
     client = CountingClient(delay=0.01)
     cfg = EngineConfig(concurrency=3, show_progress=False)
-    await run_episodes([(str(i), "x") for i in range(12)], echo_episode, Echo, client=client, store=store,
-                       run_id=store.create_run("t", "m", {}), config=cfg)
+    await run_episodes(
+        [(str(i), "x") for i in range(12)],
+        echo_episode,
+        Echo,
+        client=client,
+        store=store,
+        run_id=store.create_run("t", "m", {}),
+        config=cfg,
+    )
     assert client.max_in_flight == 3
 
 
@@ -104,8 +113,9 @@ async def test_giving_up_is_recorded_on_the_sample_and_the_run_goes_on(tmp_path)
     cfg = EngineConfig(concurrency=1, max_retries=1, backoff_base=0.001, show_progress=False, use_cache=False)
     client = CountingClient(fail_first=2)  # first sample exhausts its two attempts
     run_id = store.create_run("t", "m", {})
-    out = await run_episodes([("a", "x"), ("b", "yz")], echo_episode, Echo, client=client, store=store,
-                             run_id=run_id, config=cfg)
+    out = await run_episodes(
+        [("a", "x"), ("b", "yz")], echo_episode, Echo, client=client, store=store, run_id=run_id, config=cfg
+    )
     assert out.outcomes[0].result is None
     assert out.outcomes[0].error.startswith("model_error: gave up after 2 attempts")
     assert out.outcomes[1].result == Echo(text="zy")
@@ -115,8 +125,9 @@ async def test_giving_up_is_recorded_on_the_sample_and_the_run_goes_on(tmp_path)
 async def test_permanent_errors_are_not_retried(tmp_path):
     store = store_at(tmp_path)
     client = CountingClient(fail_first=1, error=ModelError("HTTP 400: bad request"))
-    out = await run_episodes([("a", "x")], echo_episode, Echo, client=client, store=store,
-                             run_id=store.create_run("t", "m", {}), config=FAST)
+    out = await run_episodes(
+        [("a", "x")], echo_episode, Echo, client=client, store=store, run_id=store.create_run("t", "m", {}), config=FAST
+    )
     assert client.calls == 1
     assert out.outcomes[0].error == "model_error: HTTP 400: bad request"
 
@@ -125,8 +136,9 @@ async def test_timeouts_are_transient(tmp_path):
     store = store_at(tmp_path)
     client = CountingClient(delay=0.2)
     cfg = EngineConfig(timeout=0.01, max_retries=1, backoff_base=0.001, show_progress=False)
-    out = await run_episodes([("a", "x")], echo_episode, Echo, client=client, store=store,
-                             run_id=store.create_run("t", "m", {}), config=cfg)
+    out = await run_episodes(
+        [("a", "x")], echo_episode, Echo, client=client, store=store, run_id=store.create_run("t", "m", {}), config=cfg
+    )
     assert client.calls == 2
     assert "timed out after 0.01 s" in out.outcomes[0].error
 
@@ -138,8 +150,15 @@ async def test_crashing_episode_is_recorded_and_others_finish(tmp_path):
         return await echo_episode(sample, ctx)
 
     store = store_at(tmp_path)
-    out = await run_episodes([("1", "ok"), ("2", "boom"), ("3", "fine")], sometimes_crash, Echo,
-                             client=CountingClient(), store=store, run_id=store.create_run("t", "m", {}), config=FAST)
+    out = await run_episodes(
+        [("1", "ok"), ("2", "boom"), ("3", "fine")],
+        sometimes_crash,
+        Echo,
+        client=CountingClient(),
+        store=store,
+        run_id=store.create_run("t", "m", {}),
+        config=FAST,
+    )
     assert [o.error for o in out.outcomes] == [None, "ValueError: tool exploded", None]
 
 
@@ -147,11 +166,13 @@ async def test_second_run_is_served_from_cache_with_zero_model_calls(tmp_path):
     store = store_at(tmp_path)
     samples = [(str(i), f"q{i}") for i in range(10)]
     first = CountingClient()
-    await run_episodes(samples, echo_episode, Echo, client=first, store=store,
-                       run_id=store.create_run("t", "m", {}), config=FAST)
+    await run_episodes(
+        samples, echo_episode, Echo, client=first, store=store, run_id=store.create_run("t", "m", {}), config=FAST
+    )
     second = CountingClient()
-    out = await run_episodes(samples, echo_episode, Echo, client=second, store=store,
-                             run_id=store.create_run("t", "m", {}), config=FAST)
+    out = await run_episodes(
+        samples, echo_episode, Echo, client=second, store=store, run_id=store.create_run("t", "m", {}), config=FAST
+    )
     assert second.calls == 0
     assert out.cached_calls == 10
     assert [o.result.text for o in out.outcomes] == [f"q{i}"[::-1] for i in range(10)]
@@ -160,12 +181,20 @@ async def test_second_run_is_served_from_cache_with_zero_model_calls(tmp_path):
 async def test_no_cache_option_calls_the_model_again(tmp_path):
     store = store_at(tmp_path)
     samples = [("a", "q")]
-    await run_episodes(samples, echo_episode, Echo, client=CountingClient(), store=store,
-                       run_id=store.create_run("t", "m", {}), config=FAST)
+    await run_episodes(
+        samples,
+        echo_episode,
+        Echo,
+        client=CountingClient(),
+        store=store,
+        run_id=store.create_run("t", "m", {}),
+        config=FAST,
+    )
     again = CountingClient()
     cfg = EngineConfig(use_cache=False, show_progress=False)
-    await run_episodes(samples, echo_episode, Echo, client=again, store=store,
-                       run_id=store.create_run("t", "m", {}), config=cfg)
+    await run_episodes(
+        samples, echo_episode, Echo, client=again, store=store, run_id=store.create_run("t", "m", {}), config=cfg
+    )
     assert again.calls == 1
 
 
@@ -183,8 +212,17 @@ async def test_resume_repeats_no_finished_sample_and_reruns_failed_ones(tmp_path
         seen.append(sample)
         return Echo(text=sample)
 
-    task = asyncio.create_task(run_episodes(samples, hang_after_three, Echo, client=CountingClient(), store=store,
-                                            run_id=run_id, config=EngineConfig(concurrency=1, show_progress=False)))
+    task = asyncio.create_task(
+        run_episodes(
+            samples,
+            hang_after_three,
+            Echo,
+            client=CountingClient(),
+            store=store,
+            run_id=run_id,
+            config=EngineConfig(concurrency=1, show_progress=False),
+        )
+    )
     await done.wait()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -198,8 +236,15 @@ async def test_resume_repeats_no_finished_sample_and_reruns_failed_ones(tmp_path
         rerun.append(sample)
         return Echo(text=sample)
 
-    out = await run_episodes(samples, record, Echo, client=CountingClient(), store=store, run_id=run_id,
-                             config=EngineConfig(concurrency=1, show_progress=False))
+    out = await run_episodes(
+        samples,
+        record,
+        Echo,
+        client=CountingClient(),
+        store=store,
+        run_id=run_id,
+        config=EngineConfig(concurrency=1, show_progress=False),
+    )
     assert rerun == ["q3", "q4", "q5"]
     assert out.resumed == 3
     assert [o.result.text for o in out.outcomes] == [s for _, s in samples]

@@ -66,8 +66,13 @@ class FakeServer:
         self.httpd.server_close()
 
 
-TOOLS = [ToolSpec(name="get_weather", description="Weather", parameters={
-    "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})]
+TOOLS = [
+    ToolSpec(
+        name="get_weather",
+        description="Weather",
+        parameters={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    )
+]
 
 
 def request(**kw) -> ModelRequest:
@@ -80,7 +85,9 @@ async def test_tool_call_is_decoded_with_usage():
         client = OpenAICompatClient("fake-model", base_url=srv.url, api_key="k")
         turn = await client.generate(request(options=GenerateOptions(tool_choice="get_weather")))
         await client.close()
-    assert turn.tool_calls == [ToolCall(name="get_weather", arguments={"city": "Oslo"}, id="c1", raw='{"city": "Oslo"}')]
+    assert turn.tool_calls == [
+        ToolCall(name="get_weather", arguments={"city": "Oslo"}, id="c1", raw='{"city": "Oslo"}')
+    ]
     assert turn.usage.input_tokens == 11 and turn.usage.output_tokens == 7
     sent = srv.requests[0]
     assert sent["tool_choice"] == {"type": "function", "function": {"name": "get_weather"}}
@@ -100,8 +107,10 @@ async def test_truncated_arguments_become_a_parse_error_not_an_exception():
 
 
 async def test_429_is_transient_with_retry_after_and_400_is_permanent():
-    replies = [(429, {"retry-after": "3"}, {"error": {"message": "slow down"}}),
-               (400, {}, {"error": {"message": "bad"}})]
+    replies = [
+        (429, {"retry-after": "3"}, {"error": {"message": "slow down"}}),
+        (400, {}, {"error": {"message": "bad"}}),
+    ]
     with FakeServer(replies) as srv:
         client = OpenAICompatClient("fake-model", base_url=srv.url, api_key="k")
         with pytest.raises(TransientModelError) as transient:
@@ -127,9 +136,15 @@ async def test_engine_retries_a_503_against_the_real_sdk(tmp_path):
     with FakeServer(replies) as srv:
         client = OpenAICompatClient("fake-model", base_url=srv.url, api_key="k")
         store = open_store(f"sqlite:///{tmp_path / 's.db'}")
-        out = await run_episodes([("a", "hi")], ask, Reply, client=client, store=store,
-                                 run_id=store.create_run("t", "m", {}),
-                                 config=EngineConfig(backoff_base=0.01, show_progress=False))
+        out = await run_episodes(
+            [("a", "hi")],
+            ask,
+            Reply,
+            client=client,
+            store=store,
+            run_id=store.create_run("t", "m", {}),
+            config=EngineConfig(backoff_base=0.01, show_progress=False),
+        )
         await client.close()
     assert out.outcomes[0].result.content == "sunny"
     assert len(srv.requests) == 2
@@ -141,7 +156,10 @@ def test_assistant_messages_always_carry_content():
     assert wire["content"] == ""
     assert wire["tool_calls"][0]["function"] == {"name": "f", "arguments": '{"a": 1}'}
     assert message_to_openai(Message(role="tool", content="ok", tool_call_id="x")) == {
-        "role": "tool", "content": "ok", "tool_call_id": "x"}
+        "role": "tool",
+        "content": "ok",
+        "tool_call_id": "x",
+    }
 
 
 def test_model_specs_resolve():

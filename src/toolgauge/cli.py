@@ -33,7 +33,8 @@ app.add_typer(eval_app, name="eval")
 app.add_typer(score_app, name="score")
 
 err = Console(stderr=True)
-out = Console()
+# Piped output keeps full tables instead of wrapping at rich's 80-column default.
+out = Console() if sys.stdout.isatty() else Console(width=120)
 
 
 class Mode(StrEnum):

@@ -57,7 +57,12 @@ class SuiteBenchmark:
 
     def config(self) -> dict[str, Any]:
         """Settings that define the run."""
-        return {"data": self.data_label, "variant": self.variant, **self.settings.model_dump()}
+        return {
+            "data": self.data_label,
+            "variant": self.variant,
+            "n": len(self.dialogues),
+            **self.settings.model_dump(),
+        }
 
     async def episode(self, sample: SuiteDialogue, ctx: EpisodeContext) -> SuiteResult:
         """Ask the model once per turn, on the gold history."""

