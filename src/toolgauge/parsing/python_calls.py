@@ -427,7 +427,8 @@ _JAVA_PATTERNS = [
         r"0[xX][0-9a-fA-F_]+[lL]?|0[bB][01_]+[lL]?|(?:\d[\d_]*(?:\.[\d_]*)?|\.\d[\d_]*)(?:[eE][+-]?\d+)?[fFdDlL]?"
     )),
     ("string", re.compile(r'"(?:[^"\\\n]|\\.)*"')),
-    ("char", re.compile(r"'(?:[^'\\\n]|\\[^\n]+?)'")),
+    # tree-sitter-java's character_literal accepts several characters ('abc').
+    ("char", re.compile(r"'(?:[^'\\\n]|\\.)*'")),
     ("punct", re.compile("|".join(re.escape(p) for p in _JAVA_PUNCT))),
 ]
 _JAVA_ASSIGN = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=", ">>>="}
@@ -436,7 +437,7 @@ _JAVA_PRIMITIVES = {"byte", "short", "int", "long", "float", "double", "boolean"
 _JAVA_LITERAL_WORDS = {"true": "true", "false": "false", "null": "null_literal", "this": "this"}
 _JAVA_RESERVED = {"new", "class", "instanceof", "return", "if", "else", "for", "while", "do", "switch",
                   "case", "default", "break", "continue", "try", "catch", "finally", "throw", "import",
-                  "package", "public", "private", "protected", "static", "final", "abstract", "super"}
+                  "package", "super"}
 _JAVA_ERROR_THRESHOLD_BYTES = 10
 
 
@@ -729,7 +730,7 @@ class _JavaDecoder(_Parser):
             arguments = self.arguments()
             children = [new, type_node, arguments]
             if self.at("{"):
-                children.append(_span("class_body", self.skip_balanced("{", "}")))
+                children.append(self.class_body())
             return _span("object_creation_expression", children, type=type_node, arguments=arguments)
         if not self.at("["):
             raise BfclDecodeError("expected '(' or '[' after new")
@@ -758,6 +759,32 @@ class _JavaDecoder(_Parser):
                 parts.append(_leaf(self.advance()))
                 parts.append(_leaf(self._ident(), "type_identifier"))
         return parts[0] if len(parts) == 1 else _span("generic_type", parts)
+
+    def class_body(self) -> _Node:
+        """An anonymous class body holding only initializer blocks (``{{ put(...); }}``)."""
+        parts = [self.expect("{")]
+        while not self.at("}"):
+            if self.at(";"):
+                parts.append(_leaf(self.advance()))
+            elif self.at("{"):
+                parts.append(self.block())
+            else:
+                raise BfclDecodeError("class body members other than initializer blocks are not supported")
+        parts.append(self.expect("}"))
+        return _span("class_body", parts)
+
+    def block(self) -> _Node:
+        parts = [self.expect("{")]
+        while not self.at("}"):
+            if self.at("{"):
+                parts.append(self.block())
+            elif self.at(";"):
+                parts.append(_leaf(self.advance()))
+            else:
+                parts.append(self.expression())
+                parts.append(self.expect(";"))
+        parts.append(self.expect("}"))
+        return _span("block", parts)
 
     def array_initializer(self) -> _Node:
         parts = [self.expect("{")]

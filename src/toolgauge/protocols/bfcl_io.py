@@ -104,20 +104,47 @@ def bfcl_gold_turn(entry: BfclEntry, *, style: Style, underscore_to_dot: bool) -
         calls: list[tuple[str, dict[str, Any]]] = [(entry.functions[0]["name"], {})]
     else:
         calls = [_gold_call(call) for call in entry.ground_truth or []]
+    output = bfcl_calls_output(entry, calls, style=style, underscore_to_dot=underscore_to_dot)
+    if isinstance(output, str):
+        return AssistantTurn(content=output)
+    tool_calls = []
+    for call in output:
+        (name, raw), = call.items()
+        tool_calls.append(ToolCall(name=name, arguments=json.loads(raw), raw=raw))
+    return AssistantTurn(tool_calls=tool_calls)
+
+
+def bfcl_calls_output(
+    entry: BfclEntry, calls: list[tuple[str, dict[str, Any]]], *, style: Style, underscore_to_dot: bool
+) -> str | list[dict[str, Any]]:
+    """Render calls as the BFCL output a model in the given style would produce.
+
+    Python categories: ``[f(a=1)]`` text or ``[{name: json_arguments}]``. Java/JavaScript
+    categories: every value becomes source text (``5L``, ``new ArrayList<>(...)``, ``[1, 2]``),
+    quoted strings in prompt style and bare strings in native style, as BFCL expects.
+
+    Args:
+        entry: The entry whose function docs give the declared types.
+        calls: ``(function_name, arguments)`` pairs with Python values.
+        style: ``"prompt"`` for text, ``"native"`` for function-calling output.
+        underscore_to_dot: Name native calls with underscores instead of dots.
+
+    Returns:
+        Prompting text or a function-calling output list.
+    """
     language = "java" if "java" in entry.category and "javascript" not in entry.category else (
         "javascript" if "javascript" in entry.category else "python")
     if style == "prompt":
         if language == "python":
-            return AssistantTurn(content=render_python_calls(calls))
+            return render_python_calls(calls)
         rendered = [_render_source_call(entry, name, args, language, quoted=True) for name, args in calls]
-        return AssistantTurn(content="[" + ", ".join(rendered) + "]")
-    tool_calls = []
+        return "[" + ", ".join(rendered) + "]"
+    output: list[dict[str, Any]] = []
     for name, args in calls:
         if language != "python":
             args = _source_arguments(entry, name, args, language, quoted=False)
-        tool_name = name.replace(".", "_") if underscore_to_dot else name
-        tool_calls.append(ToolCall(name=tool_name, arguments=args, raw=json.dumps(args)))
-    return AssistantTurn(tool_calls=tool_calls)
+        output.append({name.replace(".", "_") if underscore_to_dot else name: json.dumps(args)})
+    return output
 
 
 def assistant_turn_to_bfcl_output(turn: AssistantTurn, style: Style) -> str | list[dict[str, Any]]:
