@@ -45,7 +45,8 @@ def parse_react_single(text: str) -> list[ToolCall]:
     containing a comma keeps only its first part.
 
     Crash fixes (the original raises on these): no ``Action:`` line, or an ``Action Input`` with no
-    ``{...}``, is no call; an ``Action:`` without ``Action Input:`` is that tool with arguments ``{}``.
+    ``{...}``, is no call; an ``Action:`` followed by ``Action Input`` without its colon is that tool
+    (named by the text up to ``Action Input``) with arguments ``{}``.
     A call whose name ends up empty is returned only when it has arguments, because the reference
     still compares those arguments (an empty name is how it spells "no call").
     """
@@ -54,10 +55,14 @@ def parse_react_single(text: str) -> list[ToolCall]:
         return []
     if "\nAction:" not in spread:
         return []  # crash fix: "Action Input" present but no "Action:"
-    name = spread.split("\nAction:")[1].split("\nAction Input:")[0].strip()
+    after_action = spread.split("\nAction:")[1]
     arguments: dict[str, Any] = {}
     raw: str | None = None
-    if "\nAction Input:" in spread:
+    if "\nAction Input:" not in spread:
+        # crash fix: "Action Input" without its colon; the tool (named up to that marker) with {}.
+        name = after_action.split("\nAction Input")[0].strip()
+    else:
+        name = after_action.split("\nAction Input:")[0].strip()
         action_input = spread.split("\nAction Input:")[1].strip()
         action_input = action_input.rsplit("}", 1)[0] + "}"
         action_input = action_input.replace("\n", "").replace("True", "true").replace("False", "false")
@@ -71,7 +76,6 @@ def parse_react_single(text: str) -> list[ToolCall]:
         if decoded is None:
             name, decoded = "", {}
         arguments = decoded
-    # else: crash fix, "Action Input" without its colon: the tool with arguments {}.
     if "None" in name:
         return []
     if "," in name:
