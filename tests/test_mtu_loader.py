@@ -286,3 +286,10 @@ def test_read_literal_python_and_json() -> None:
         read_literal("User: hi")
     with pytest.raises(ValueError):
         read_literal("[__import__('os')]")
+
+
+def test_native_request_is_also_reachable_from_the_loader_module() -> None:
+    from toolgauge.loaders import mtu
+
+    item = native_item(PY_APIS + "\nUser: Find a bus.", split="S-S")
+    assert mtu.mtu_native_request(item) == mtu_native_request(item)

@@ -17,7 +17,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel
 
 from toolgauge.errors import DataError
-from toolgauge.records import ToolCall
+from toolgauge.records import Message, ToolCall, ToolSpec
 
 MtuSplit = Literal["S-S", "S-M", "M-S", "M-M", "OOD"]
 MTU_SPLITS: tuple[MtuSplit, ...] = get_args(MtuSplit)
@@ -192,6 +192,14 @@ def pair_predictions(
         shown = ", ".join(missing[:10]) + (", ..." if len(missing) > 10 else "")
         warnings.append(f"{len(missing)} item(s) have no prediction and are scored as empty replies: {shown}")
     return responses, warnings
+
+
+def mtu_native_request(item: MtuItem) -> tuple[list[ToolSpec], list[Message]]:
+    """The item as a native tool-calling request; see ``toolgauge.loaders.mtu_native``."""
+    # Imported here: mtu_native imports MtuItem from this module.
+    from toolgauge.loaders.mtu_native import mtu_native_request as convert
+
+    return convert(item)
 
 
 def _as_split(name: str) -> MtuSplit:
