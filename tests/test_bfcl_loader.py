@@ -39,15 +39,15 @@ def test_loads_entries_with_answers(data: Path) -> None:
 
 
 def test_unknown_category_names_the_known_ones(data: Path) -> None:
-    with pytest.raises(DataError, match="unknown BFCL category 'simple_rust'.*simple_python"):
+    with pytest.raises(DataError, match=r"unknown BFCL category 'simple_rust'.*simple_python"):
         load_bfcl(data, ["simple_rust"])
 
 
 def test_missing_files(data: Path) -> None:
-    with pytest.raises(DataError, match="BFCL_v4_multiple.json: file not found"):
+    with pytest.raises(DataError, match=r"BFCL_v4_multiple\.json: file not found"):
         load_bfcl(data, ["multiple"])
     (data / "possible_answer" / "BFCL_v4_simple_python.json").unlink()
-    with pytest.raises(DataError, match="possible_answer/BFCL_v4_simple_python.json: file not found"):
+    with pytest.raises(DataError, match=r"possible_answer/BFCL_v4_simple_python\.json: file not found"):
         load_bfcl(data, ["simple_python"])
 
 
@@ -110,5 +110,5 @@ def test_bad_result_lines(tmp_path: Path, line: str, message: str) -> None:
 def test_missing_or_empty_result_paths(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="does not exist"):
         load_bfcl_results(tmp_path / "absent")
-    with pytest.raises(DataError, match="no BFCL_v4_<category>_result.json files"):
+    with pytest.raises(DataError, match=r"no BFCL_v4_<category>_result\.json files"):
         load_bfcl_results(tmp_path)
