@@ -65,7 +65,10 @@ ModelOpt = Annotated[
     typer.Option("--model", "-m", help="local | gold | replay:PATH | scripted:PATH | openai:MODEL[@URL] | URL#MODEL"),
 ]
 StoreOpt = Annotated[
-    str | None, typer.Option("--store", help="SQLAlchemy URL of the store [default: $TOOLGAUGE_STORE or .toolgauge/]")
+    str | None,
+    typer.Option(
+        "--store", help="SQLAlchemy URL of the store (default: $TOOLGAUGE_STORE, else .toolgauge/toolgauge.db)"
+    ),
 ]
 ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", "-c", min=1, help="Samples run at once.")]
 TimeoutOpt = Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds per model request.")]
@@ -161,7 +164,7 @@ def _split_list(value: str | None) -> list[str] | None:
 def eval_suite(
     model: ModelOpt,
     data: Annotated[
-        Path | None, typer.Option("--data", help="A toolgauge JSONL file [default: built-in sample]")
+        Path | None, typer.Option("--data", help="A toolgauge JSONL file (default: the built-in sample suite)")
     ] = None,
     tool_choice: ToolChoiceOpt = ToolChoice.auto,
     variant: Annotated[Variant, typer.Option("--variant")] = Variant.strict,
@@ -256,7 +259,11 @@ def eval_bfcl(
         Mode, typer.Option("--mode", help="native (function calling) or prompt (Python-call text)")
     ] = Mode.native,
     underscore_to_dot: Annotated[
-        bool | None, typer.Option("--underscore-to-dot/--keep-dots", help="BFCL name conversion [default: by mode]")
+        bool | None,
+        typer.Option(
+            "--underscore-to-dot/--keep-dots",
+            help="BFCL name conversion (default: on in native mode, off in prompt mode)",
+        ),
     ] = None,
     store: StoreOpt = None,
     concurrency: ConcurrencyOpt = 4,
@@ -300,7 +307,7 @@ def score_mtu(
     data: Annotated[Path, typer.Option("--data", help="Folder with <split>_eval.jsonl files.")],
     predictions: Annotated[Path, typer.Option("--predictions", help='File or folder of {"id","response"} lines.')],
     splits: Annotated[
-        str | None, typer.Option("--splits", help="Comma list [default: splits with predictions]")
+        str | None, typer.Option("--splits", help="Comma list (default: the splits that have predictions)")
     ] = None,
     variant: Annotated[Variant, typer.Option("--variant")] = Variant.reference,
     store: StoreOpt = None,
@@ -333,11 +340,14 @@ def score_bfcl(
         Path, typer.Option("--predictions", help="BFCL result file or folder (searched recursively).")
     ],
     categories: Annotated[
-        str | None, typer.Option("--categories", help="Comma list [default: categories with result files]")
+        str | None, typer.Option("--categories", help="Comma list (default: the categories that have result files)")
     ] = None,
     underscore_to_dot: Annotated[
         bool | None,
-        typer.Option("--underscore-to-dot/--keep-dots", help="BFCL name conversion [default: FC lists yes, text no]"),
+        typer.Option(
+            "--underscore-to-dot/--keep-dots",
+            help="BFCL name conversion (default: on for function-calling lists, off for text)",
+        ),
     ] = None,
     store: StoreOpt = None,
     as_json: JsonOpt = False,
