@@ -269,6 +269,8 @@ async def test_scripted_policy_sees_the_request():
 def test_backoff_grows_is_capped_and_honours_retry_after():
     rng = random.Random(0)
     delays = [backoff_delay(a, base=1.0, cap=8.0, retry_after=None, rng=rng) for a in range(1, 8)]
-    assert all(0.5 * min(8.0, 2 ** (a - 1)) <= d < min(8.0, 2 ** (a - 1)) for a, d in zip(range(1, 8), delays))
+    assert all(
+        0.5 * min(8.0, 2 ** (a - 1)) <= d < min(8.0, 2 ** (a - 1)) for a, d in zip(range(1, 8), delays, strict=True)
+    )
     assert backoff_delay(3, base=1.0, cap=8.0, retry_after=2.5, rng=rng) == 2.5
     assert backoff_delay(3, base=1.0, cap=8.0, retry_after=100.0, rng=rng) == 8.0

@@ -34,7 +34,7 @@ class FakeServer:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802
+            def do_POST(self):
                 length = int(self.headers.get("content-length", 0))
                 outer.requests.append(json.loads(self.rfile.read(length)))
                 status, headers, body = outer.replies.pop(0) if outer.replies else (500, {}, {"error": "empty"})

@@ -225,6 +225,14 @@ async def run_episodes(
     todo = [(k, s) for k, s in samples if k not in outcomes]
     resumed = len(samples) - len(todo)
 
+    loop = asyncio.get_running_loop()
+    flush_pending = False
+
+    def flush_finished() -> None:
+        nonlocal flush_pending
+        flush_pending = False
+        store.flush()
+
     progress = _progress(console) if cfg.show_progress else None
     task_id = progress.add_task(description, total=len(samples), completed=resumed) if progress else None
     queue_iter = iter(todo)
@@ -247,6 +255,11 @@ async def run_episodes(
                 run_id, key, result=result.model_dump(mode="json") if result is not None else None,
                 error=error, latency_s=latency,
             )  # fmt: skip
+            # Group commit: every sample that finishes in this loop tick is committed together.
+            nonlocal flush_pending
+            if not flush_pending:
+                flush_pending = True
+                loop.call_soon(flush_finished)
             if progress is not None and task_id is not None:
                 progress.advance(task_id)
 

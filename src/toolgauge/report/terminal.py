@@ -72,14 +72,15 @@ def _render_bfcl(summary: Mapping[str, Any], console: Console) -> None:
         table.add_row(name, str(row.get("correct", "")), str(row.get("n", "")), pct(row.get("accuracy")))
     aggregates = summary.get("aggregates") or {}
     for name, value in aggregates.items():
-        table.add_row(f"[italic]{name}[/]", "", "", pct(value))
+        if isinstance(value, int | float):
+            table.add_row(f"[italic]{name} (aggregate)[/]", "", "", pct(value))
     console.print(table)
     notes = []
     if summary.get("unsatisfiable"):
         notes.append(f"{summary['unsatisfiable']} entries cannot be passed by any answer (data defects)")
-    loophole = summary.get("irrelevance_unparsable_abstentions")
+    loophole = (summary.get("loophole") or {}).get("irrelevance_correct_but_unparsable")
     if loophole:
-        notes.append(f"{loophole} 'correct abstentions' on irrelevance were really unparsable outputs")
+        notes.append(f"{loophole} 'correct abstentions' on irrelevance were really unparsable call attempts")
     for note in notes:
         console.print(f"[yellow]note:[/] {note}")
     _print_warnings(summary, console)

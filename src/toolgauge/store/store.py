@@ -1,8 +1,9 @@
 """SQLAlchemy-backed store.
 
-Writes are buffered and flushed in small batches (every ``flush_rows`` rows or
-``flush_seconds``), because one transaction per sample would dominate the per-sample
-overhead on SQLite; a crash loses at most that window, and resume re-runs those samples.
+Rows are buffered and committed in groups: the engine flushes as soon as the samples that
+finished in the same event-loop tick are buffered (group commit), so a sample counts as
+finished only once it is durable, and a resume after ``kill -9`` never repeats one. Other
+callers get a time/size-based flush as a safety net.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, func, insert, select, update
-from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
 from toolgauge.errors import UsageError
@@ -280,7 +280,8 @@ class Store:
         self._pending_samples, self._pending_calls, self._pending_cache = [], [], {}
         with self.engine.begin() as conn:
             if samples:
-                self._upsert_samples(conn, samples)
+                # Failed samples are deleted (forget_samples) before they are re-run, so inserts never collide.
+                conn.execute(insert(schema.samples), samples)
             if calls:
                 conn.execute(insert(schema.model_calls), calls)
             if cache:
@@ -292,22 +293,6 @@ class Store:
                 fresh = [v for k, v in cache.items() if k not in existing]
                 if fresh:
                     conn.execute(insert(schema.response_cache), fresh)
-
-    @staticmethod
-    def _upsert_samples(conn: Connection, rows: list[dict[str, Any]]) -> None:
-        # A sample re-run on resume replaces its earlier failed row.
-        keys_by_run: dict[str, list[str]] = {}
-        for r in rows:
-            keys_by_run.setdefault(r["run_id"], []).append(r["sample_key"])
-        for run_id, keys in keys_by_run.items():
-            for start in range(0, len(keys), 500):
-                conn.execute(
-                    schema.samples.delete().where(
-                        (schema.samples.c.run_id == run_id)
-                        & (schema.samples.c.sample_key.in_(keys[start : start + 500]))
-                    )
-                )
-        conn.execute(insert(schema.samples), rows)
 
 
 def _run_info(row: Any) -> RunInfo:
