@@ -29,8 +29,18 @@ from toolgauge.loaders.bfcl import BfclEntry, load_bfcl
 from toolgauge.metrics.bfcl import check_bfcl_entry
 from toolgauge.protocols.bfcl_io import bfcl_calls_output, bfcl_gold_turn
 
-CATEGORIES = ["simple_python", "simple_java", "simple_javascript", "multiple", "parallel", "parallel_multiple",
-              "live_simple", "live_multiple", "irrelevance", "live_relevance"]
+CATEGORIES = [
+    "simple_python",
+    "simple_java",
+    "simple_javascript",
+    "multiple",
+    "parallel",
+    "parallel_multiple",
+    "live_simple",
+    "live_multiple",
+    "irrelevance",
+    "live_relevance",
+]
 PROMPT_MODEL = "gpt-4o-2024-11-20"  # BFCL registry entry with underscore_to_dot=False
 FC_MODEL = "gpt-4o-2024-11-20-FC"  # underscore_to_dot=True
 
@@ -95,7 +105,7 @@ def first_options(entry: BfclEntry) -> list[tuple[str, dict[str, Any]]]:
 
 
 def _gold_python(call: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    (name, params), = call.items()
+    ((name, params),) = call.items()
     args = {}
     for param, options in params.items():
         real = [o for o in options if o != ""]
@@ -106,8 +116,7 @@ def _gold_python(call: dict[str, Any]) -> tuple[str, dict[str, Any]]:
 
 def expand(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: expand(next((o for o in v if o != ""), "")) for k, v in value.items()
-                if any(o != "" for o in v)}
+        return {k: expand(next((o for o in v if o != ""), "")) for k, v in value.items() if any(o != "" for o in v)}
     if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
         return [expand(v) for v in value]
     return value
@@ -119,15 +128,24 @@ def value_variants(value: Any, rng: random.Random) -> list[tuple[str, Any]]:
     if isinstance(value, bool):
         out += [("bool->int", int(value)), ("bool->str", str(value).lower()), ("bool flip", not value)]
     elif isinstance(value, int):
-        out += [("int->float", float(value)), ("int->str", str(value)), ("int+1", value + 1),
-                ("int->bool", bool(value))]
+        out += [
+            ("int->float", float(value)),
+            ("int->str", str(value)),
+            ("int+1", value + 1),
+            ("int->bool", bool(value)),
+        ]
     elif isinstance(value, float):
         out += [("float->str", str(value)), ("float*2", value * 2 + 1)]
         if value.is_integer():
             out.append(("float->int", int(value)))
     elif isinstance(value, str):
-        out += [("str upper", value.upper()), ("str punct", value.replace(" ", "-") + "."),
-                ("str spaced", " ".join(value)), ("str wrong", value + "zz"), ("str->int", 7)]
+        out += [
+            ("str upper", value.upper()),
+            ("str punct", value.replace(" ", "-") + "."),
+            ("str spaced", " ".join(value)),
+            ("str wrong", value + "zz"),
+            ("str->int", 7),
+        ]
         if "'" not in value:
             out.append(("str quote", value + "'"))
     elif isinstance(value, list):
@@ -147,15 +165,18 @@ def value_variants(value: Any, rng: random.Random) -> list[tuple[str, Any]]:
     return out
 
 
-def call_variants(entry: BfclEntry, calls: list[tuple[str, dict[str, Any]]], rng: random.Random
-                  ) -> list[tuple[str, list[tuple[str, dict[str, Any]]]]]:
+def call_variants(
+    entry: BfclEntry, calls: list[tuple[str, dict[str, Any]]], rng: random.Random
+) -> list[tuple[str, list[tuple[str, dict[str, Any]]]]]:
     out: list[tuple[str, list[tuple[str, dict[str, Any]]]]] = [("gold", calls)]
     docs = {d["name"]: d for d in entry.functions}
     for index, (name, args) in enumerate(calls):
+
         def replace(new_name: str, new_args: dict[str, Any], i: int = index) -> list[tuple[str, dict[str, Any]]]:
             changed = list(calls)
             changed[i] = (new_name, new_args)
             return changed
+
         doc = docs.get(name, {"parameters": {"properties": {}, "required": []}})
         required = [p for p in doc["parameters"].get("required", []) if p in args]
         if required:
@@ -179,16 +200,31 @@ def call_variants(entry: BfclEntry, calls: list[tuple[str, dict[str, Any]]], rng
     return out
 
 
-TEXT_NOISE = ["", "[]", "I cannot help with that.", "None of the functions apply.",
-              "<tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>", "[f(]", "```python\n[f(a=1)]\n```"]
+TEXT_NOISE = [
+    "",
+    "[]",
+    "I cannot help with that.",
+    "None of the functions apply.",
+    '<tool_call>{"name": "f", "arguments": {}}</tool_call>',
+    "[f(]",
+    "```python\n[f(a=1)]\n```",
+]
 
 
 def build_cases(entries: list[BfclEntry], rng: random.Random, per_entry: int) -> list[dict[str, Any]]:
     cases: list[dict[str, Any]] = []
 
     def add(entry: BfclEntry, label: str, output: Any, model: str) -> None:
-        cases.append({"case": len(cases), "test_id": entry.id, "category": entry.category, "label": label,
-                      "output": output, "model": model})
+        cases.append(
+            {
+                "case": len(cases),
+                "test_id": entry.id,
+                "category": entry.category,
+                "label": label,
+                "output": output,
+                "model": model,
+            }
+        )
 
     for entry in entries:
         if entry.category in ("irrelevance", "live_relevance"):
@@ -207,17 +243,29 @@ def build_cases(entries: list[BfclEntry], rng: random.Random, per_entry: int) ->
         chosen = variants[:1] + rng.sample(variants[1:], min(per_entry, len(variants) - 1))
         for label, variant in chosen:
             try:
-                add(entry, f"prompt {label}", bfcl_calls_output(entry, variant, style="prompt",
-                                                                underscore_to_dot=False), PROMPT_MODEL)
-                add(entry, f"fc {label}", bfcl_calls_output(entry, variant, style="native",
-                                                            underscore_to_dot=True), FC_MODEL)
+                add(
+                    entry,
+                    f"prompt {label}",
+                    bfcl_calls_output(entry, variant, style="prompt", underscore_to_dot=False),
+                    PROMPT_MODEL,
+                )
+                add(
+                    entry,
+                    f"fc {label}",
+                    bfcl_calls_output(entry, variant, style="native", underscore_to_dot=True),
+                    FC_MODEL,
+                )
             except (TypeError, ValueError):  # a perturbation JSON cannot carry (e.g. a tuple key)
                 continue
         gold = bfcl_calls_output(entry, calls, style="prompt", underscore_to_dot=False)
         assert isinstance(gold, str)
         add(entry, "prompt gold, FC registry name", gold, FC_MODEL)
-        add(entry, "fc dotted names kept", bfcl_calls_output(entry, calls, style="native", underscore_to_dot=False),
-            FC_MODEL)
+        add(
+            entry,
+            "fc dotted names kept",
+            bfcl_calls_output(entry, calls, style="native", underscore_to_dot=False),
+            FC_MODEL,
+        )
         add(entry, "text truncated", gold[:-3], PROMPT_MODEL)
         add(entry, "text noise", rng.choice(TEXT_NOISE), PROMPT_MODEL)
         add(entry, "text no brackets", gold[1:-1], PROMPT_MODEL)
@@ -227,8 +275,12 @@ def build_cases(entries: list[BfclEntry], rng: random.Random, per_entry: int) ->
         if "java" in entry.category:  # Java/JavaScript: bare (unquoted) string values
             add(entry, "text unquoted strings", gold.replace('"', ""), PROMPT_MODEL)
         if "java" not in entry.category:
-            add(entry, "text unary plus", gold.replace("=", "=+", 1) if "=-" not in gold else gold.replace("=-", "=+"),
-                PROMPT_MODEL)
+            add(
+                entry,
+                "text unary plus",
+                gold.replace("=", "=+", 1) if "=-" not in gold else gold.replace("=-", "=+"),
+                PROMPT_MODEL,
+            )
     return cases
 
 
@@ -236,8 +288,9 @@ def run_bfcl(cases: list[dict[str, Any]], bfcl_python: str, data_dir: Path) -> d
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as script:
         script.write(BFCL_SIDE)
     payload = "".join(json.dumps(c) + "\n" for c in cases)
-    done = subprocess.run([bfcl_python, script.name, str(data_dir)], input=payload, capture_output=True,
-                          text=True, check=False)
+    done = subprocess.run(
+        [bfcl_python, script.name, str(data_dir)], input=payload, capture_output=True, text=True, check=False
+    )
     results = {}
     for line in done.stdout.splitlines():
         if line.startswith("{"):
@@ -266,8 +319,9 @@ def main() -> int:
     started = time.perf_counter()
     ours = {}
     for case in cases:
-        verdict = check_bfcl_entry(by_id[case["test_id"]], copy.deepcopy(case["output"]),
-                                   underscore_to_dot=case["model"] == FC_MODEL)
+        verdict = check_bfcl_entry(
+            by_id[case["test_id"]], copy.deepcopy(case["output"]), underscore_to_dot=case["model"] == FC_MODEL
+        )
         ours[case["case"]] = verdict
     ours_seconds = time.perf_counter() - started
 
@@ -279,21 +333,35 @@ def main() -> int:
     for case in cases:
         mine, ref = ours[case["case"]], theirs[case["case"]]
         if (mine.valid, mine.error_type) != (ref["valid"], ref["error_type"]):
-            disagreements.append({**case, "ours": [mine.valid, mine.error_type],
-                                  "bfcl": [ref["valid"], ref["error_type"]], "bfcl_exception": ref.get("exception")})
+            disagreements.append(
+                {
+                    **case,
+                    "ours": [mine.valid, mine.error_type],
+                    "bfcl": [ref["valid"], ref["error_type"]],
+                    "bfcl_exception": ref.get("exception"),
+                }
+            )
     agree = len(cases) - len(disagreements)
     valid_agree = sum(ours[c["case"]].valid == theirs[c["case"]]["valid"] for c in cases)
     report = {
-        "cases": len(cases), "agree": agree, "agreement": agree / len(cases),
-        "valid_agree": valid_agree, "bfcl_valid": sum(r["valid"] for r in theirs.values()),
+        "cases": len(cases),
+        "agree": agree,
+        "agreement": agree / len(cases),
+        "valid_agree": valid_agree,
+        "bfcl_valid": sum(r["valid"] for r in theirs.values()),
         "bfcl_error_types": dict(Counter(r["error_type"] for r in theirs.values()).most_common()),
-        "categories": categories, "seconds": {"toolgauge": round(ours_seconds, 2), "bfcl": round(bfcl_seconds, 2)},
+        "categories": categories,
+        "seconds": {"toolgauge": round(ours_seconds, 2), "bfcl": round(bfcl_seconds, 2)},
         "disagreements": disagreements,
     }
     print(json.dumps({k: v for k, v in report.items() if k != "disagreements"}, indent=1))
     for d in disagreements:
-        print(json.dumps({k: d[k] for k in ("test_id", "label", "output", "model", "ours", "bfcl", "bfcl_exception")},
-                         default=str)[:600])
+        print(
+            json.dumps(
+                {k: d[k] for k in ("test_id", "label", "output", "model", "ours", "bfcl", "bfcl_exception")},
+                default=str,
+            )[:600]
+        )
     if args.out:
         args.out.write_text(json.dumps(report, indent=1, default=str))
     return 0

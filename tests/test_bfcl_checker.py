@@ -50,12 +50,19 @@ ANSWER = {
 }
 
 
-def entry(category: str = "simple_python", functions: list[dict[str, Any]] | None = None,
-          truth: list[dict[str, Any]] | None = None) -> BfclEntry:
+def entry(
+    category: str = "simple_python",
+    functions: list[dict[str, Any]] | None = None,
+    truth: list[dict[str, Any]] | None = None,
+) -> BfclEntry:
     return BfclEntry(
-        id=f"{category}_0", category=category, question=[[{"role": "user", "content": "q"}]],
+        id=f"{category}_0",
+        category=category,
+        question=[[{"role": "user", "content": "q"}]],
         functions=functions if functions is not None else [DOC],
-        ground_truth=truth if truth is not None else [ANSWER], path="mem", line=1,
+        ground_truth=truth if truth is not None else [ANSWER],
+        path="mem",
+        line=1,
     )
 
 
@@ -105,8 +112,7 @@ def test_types() -> None:
 def test_int_accepted_for_float() -> None:
     doc = {**DOC, "parameters": {**DOC["parameters"], "required": []}}
     truth = [{"math.stats": {"number": [5, ""], "ratio": [2.0]}}]
-    assert check_bfcl_entry(entry(functions=[doc], truth=truth), "[math.stats(ratio=2)]",
-                            underscore_to_dot=False).valid
+    assert check_bfcl_entry(entry(functions=[doc], truth=truth), "[math.stats(ratio=2)]", underscore_to_dot=False).valid
 
 
 def test_string_standardisation() -> None:
@@ -147,8 +153,10 @@ def test_variable_answers_skip_normalisation() -> None:
 def test_other_values_and_missing_optional() -> None:
     assert error("[math.stats(number=6)]") == "value_error:others"
     truth = [{"math.stats": {"number": [5], "ratio": [0.5]}}]  # ratio may not be omitted
-    assert check_bfcl_entry(entry(truth=truth), "[math.stats(number=5)]", underscore_to_dot=False
-                            ).error_type == "simple_function_checker:missing_optional"
+    assert (
+        check_bfcl_entry(entry(truth=truth), "[math.stats(number=5)]", underscore_to_dot=False).error_type
+        == "simple_function_checker:missing_optional"
+    )
 
 
 def test_counts_and_decoder_failures() -> None:
@@ -159,8 +167,7 @@ def test_counts_and_decoder_failures() -> None:
     assert verdict([{"math.stats": "{bad json"}]).error_type == "ast_decoder:decoder_failed"
 
 
-GET = {"name": "get", "parameters": {"type": "dict", "properties": {"city": {"type": "string"}},
-                                     "required": ["city"]}}
+GET = {"name": "get", "parameters": {"type": "dict", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
 PUT = {"name": "put", "parameters": {"type": "dict", "properties": {"n": {"type": "integer"}}, "required": ["n"]}}
 
 
@@ -172,26 +179,46 @@ def test_multiple_checks_the_expected_function_only() -> None:
 
 
 def test_parallel_any_order_greedy() -> None:
-    parallel = {"category": "parallel", "functions": [GET],
-                "truth": [{"get": {"city": ["Paris"]}}, {"get": {"city": ["Rome"]}}]}
+    parallel = {
+        "category": "parallel",
+        "functions": [GET],
+        "truth": [{"get": {"city": ["Paris"]}}, {"get": {"city": ["Rome"]}}],
+    }
     assert verdict("[get(city='rome'), get(city='PARIS')]", **parallel).valid
     assert verdict("[get(city='Rome')]", **parallel).error_type == "parallel_function_checker_no_order:wrong_count"
-    assert verdict("[get(city='Rome'), get(city='Rome')]", **parallel
-                   ).error_type == "parallel_function_checker_no_order:cannot_find_match"
+    assert (
+        verdict("[get(city='Rome'), get(city='Rome')]", **parallel).error_type
+        == "parallel_function_checker_no_order:cannot_find_match"
+    )
 
 
 def test_java_and_javascript_values_are_converted_strings() -> None:
-    doc = {"name": "A.run", "parameters": {"type": "dict", "properties": {
-        "n": {"type": "long"}, "names": {"type": "ArrayList", "items": {"type": "String"}}}, "required": ["n"]}}
+    doc = {
+        "name": "A.run",
+        "parameters": {
+            "type": "dict",
+            "properties": {"n": {"type": "long"}, "names": {"type": "ArrayList", "items": {"type": "String"}}},
+            "required": ["n"],
+        },
+    }
     truth = [{"A.run": {"n": [42], "names": [["x", "y"], ""]}}]
     java = {"category": "simple_java", "functions": [doc], "truth": truth}
     assert verdict('[A.run(n=42L, names=new ArrayList<>(Arrays.asList("x", "y")))]', **java).valid
     assert verdict("[A.run(n=42)]", **java).error_type == "type_error:simple"  # '42' stays a string for long
     assert verdict([{"A.run": '{"n": 42}'}], **java).error_type == "type_error:java"
-    js_doc = {"name": "run", "parameters": {"type": "dict", "properties": {
-        "v": {"type": "array", "items": {"type": "float"}}, "d": {"type": "dict"}}, "required": ["v"]}}
-    js = {"category": "simple_javascript", "functions": [js_doc],
-          "truth": [{"run": {"v": [[1.5, 2.0]], "d": [{"k": ["v"]}, ""]}}]}
+    js_doc = {
+        "name": "run",
+        "parameters": {
+            "type": "dict",
+            "properties": {"v": {"type": "array", "items": {"type": "float"}}, "d": {"type": "dict"}},
+            "required": ["v"],
+        },
+    }
+    js = {
+        "category": "simple_javascript",
+        "functions": [js_doc],
+        "truth": [{"run": {"v": [[1.5, 2.0]], "d": [{"k": ["v"]}, ""]}}],
+    }
     assert verdict("[run(v=[1.5, 2.0], d={k: 'v'})]", **js).valid
     assert verdict([{"run": '{"v": [1.5, 2.0]}'}], **js).error_type == "type_error:js"
 
@@ -223,16 +250,27 @@ def test_unsatisfiable_reasons() -> None:
     assert "no acceptable value" in (unsatisfiable_reason(entry(truth=empty_required)) or "")
     off_schema = [{"math.stats": {"number": [5], "ghost": ["", 1]}}]
     assert "not in the function's schema" in (unsatisfiable_reason(entry(truth=off_schema)) or "")
-    assert check_bfcl_entry(entry(truth=empty_required), "[math.stats(number=5)]",
-                            underscore_to_dot=False).unsatisfiable
+    assert check_bfcl_entry(
+        entry(truth=empty_required), "[math.stats(number=5)]", underscore_to_dot=False
+    ).unsatisfiable
 
 
 def test_score_summary_and_aggregates() -> None:
     entries = []
-    for category in ("simple_python", "simple_java", "simple_javascript", "multiple", "parallel",
-                     "parallel_multiple", "live_simple"):
-        entries.append(entry(category, functions=[GET], truth=[{"get": {"city": ["x"]}}]).model_copy(
-            update={"id": f"{category}_1"}))
+    for category in (
+        "simple_python",
+        "simple_java",
+        "simple_javascript",
+        "multiple",
+        "parallel",
+        "parallel_multiple",
+        "live_simple",
+    ):
+        entries.append(
+            entry(category, functions=[GET], truth=[{"get": {"city": ["x"]}}]).model_copy(
+                update={"id": f"{category}_1"}
+            )
+        )
     outputs = {"simple_python_1": "[get(city='x')]", "multiple_1": "[get(city='x')]"}
     score = score_bfcl(entries, outputs, underscore_to_dot=False)
     summary = score.summary

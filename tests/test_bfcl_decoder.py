@@ -71,10 +71,14 @@ def test_python_huge_arithmetic_is_refused_not_computed() -> None:
     ("text", "expected"),
     [
         # Values are strings; quotes stripped at top level, tokens joined without whitespace.
-        ('[Foo.bar(a="x y", b=5, c=new int[]{1, 2}, d=-3)]',
-         [{"Foo.bar": {"a": "x y", "b": "5", "c": "new int[]{1,2}", "d": "-3"}}]),
-        ('[f(m=new HashMap<String, Object>() {{ put("a", 1); }}, n=10L)]',
-         [{"f": {"m": "new HashMap<String,Object>()", "n": "10L"}}]),  # class body dropped
+        (
+            '[Foo.bar(a="x y", b=5, c=new int[]{1, 2}, d=-3)]',
+            [{"Foo.bar": {"a": "x y", "b": "5", "c": "new int[]{1,2}", "d": "-3"}}],
+        ),
+        (
+            '[f(m=new HashMap<String, Object>() {{ put("a", 1); }}, n=10L)]',
+            [{"f": {"m": "new HashMap<String,Object>()", "n": "10L"}}],
+        ),  # class body dropped
         ("[f(a=obj.get( 1 ), b=x, c=1)]", [{"f": {"a": "obj.get( 1 )", "b": "x", "c": "1"}}]),
         ("[a.b.func(x, y=true)]", [{"a.b.func": {UNNAMED_ARGUMENT_KEY: "x", "y": "true"}}]),
         ("[f(a=1); g(b=2)]", [{"f": {"a": "1"}}]),  # first call only
@@ -104,11 +108,13 @@ def test_java_no_call_is_wrong_format() -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("[f(a=[1, 2], b={k: 'v'}, c='x', d=\"y\", e=5)]",
-         [{"f": {"a": "[1, 2]", "b": "{k: 'v'}", "c": "x", "d": "y", "e": "5"}}]),
+        (
+            "[f(a=[1, 2], b={k: 'v'}, c='x', d=\"y\", e=5)]",
+            [{"f": {"a": "[1, 2]", "b": "{k: 'v'}", "c": "x", "d": "y", "e": "5"}}],
+        ),
         ("[f(x, b=true, c=false)]", [{"f": {UNNAMED_ARGUMENT_KEY: "x", "b": "true", "c": "false"}}]),
-        ("[o.f(a=new Date(\"2020\"))]", [{"o.f": {"a": 'new Date("2020")'}}]),
-        ("[f(a=\"a\"+\"b\")]", [{"f": {"a": 'a"+"b'}}]),  # one pair of quotes removed from raw text
+        ('[o.f(a=new Date("2020"))]', [{"o.f": {"a": 'new Date("2020")'}}]),
+        ('[f(a="a"+"b")]', [{"f": {"a": 'a"+"b'}}]),  # one pair of quotes removed from raw text
     ],
 )
 def test_javascript_shapes(text: str, expected: list[dict[str, object]]) -> None:

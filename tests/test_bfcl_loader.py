@@ -10,9 +10,11 @@ import pytest
 from toolgauge.errors import DataError
 from toolgauge.loaders.bfcl import load_bfcl, load_bfcl_results
 
-QUESTION = {"id": "simple_python_0", "question": [[{"role": "user", "content": "hi"}]],
-            "function": [{"name": "f", "description": "", "parameters": {"type": "dict", "properties": {},
-                                                                          "required": []}}]}
+QUESTION = {
+    "id": "simple_python_0",
+    "question": [[{"role": "user", "content": "hi"}]],
+    "function": [{"name": "f", "description": "", "parameters": {"type": "dict", "properties": {}, "required": []}}],
+}
 ANSWER = {"id": "simple_python_0", "ground_truth": [{"f": {}}]}
 
 
@@ -32,8 +34,10 @@ def data(tmp_path: Path) -> Path:
 
 def test_loads_entries_with_answers(data: Path) -> None:
     entries = load_bfcl(data, ["simple_python", "irrelevance"])
-    assert [(e.id, e.category, e.line) for e in entries] == [("simple_python_0", "simple_python", 1),
-                                                              ("irrelevance_0", "irrelevance", 1)]
+    assert [(e.id, e.category, e.line) for e in entries] == [
+        ("simple_python_0", "simple_python", 1),
+        ("irrelevance_0", "irrelevance", 1),
+    ]
     assert entries[0].ground_truth == [{"f": {}}]
     assert entries[1].ground_truth is None  # relevance categories have no possible answers
 
@@ -72,8 +76,11 @@ def test_bad_question_lines(data: Path, line: str, message: str) -> None:
 
 
 def test_bad_possible_answer_line(data: Path) -> None:
-    write(data / "possible_answer" / "BFCL_v4_simple_python.json", ANSWER,
-          {"id": "simple_python_1", "ground_truth": [{"f": [1]}]})
+    write(
+        data / "possible_answer" / "BFCL_v4_simple_python.json",
+        ANSWER,
+        {"id": "simple_python_1", "ground_truth": [{"f": [1]}]},
+    )
     with pytest.raises(DataError, match=r"BFCL_v4_simple_python.json:2: ground_truth:"):
         load_bfcl(data, ["simple_python"])
 

@@ -24,12 +24,35 @@ from toolgauge.protocols.bfcl_io import (
 
 pytestmark = pytest.mark.realdata
 
-CATEGORIES = ["simple_python", "simple_java", "simple_javascript", "multiple", "parallel", "parallel_multiple",
-              "live_simple", "live_multiple", "irrelevance"]
-CEILING = {"simple_python": 400, "multiple": 200, "parallel": 200, "parallel_multiple": 198, "live_simple": 256,
-           "live_multiple": 1050, "irrelevance": 240}
-UNSATISFIABLE = {"live_simple_106-63-0", "live_simple_112-68-0", "live_multiple_507-149-4",
-                 "live_multiple_964-207-0", "live_multiple_862-181-3", "parallel_multiple_12", "parallel_multiple_26"}
+CATEGORIES = [
+    "simple_python",
+    "simple_java",
+    "simple_javascript",
+    "multiple",
+    "parallel",
+    "parallel_multiple",
+    "live_simple",
+    "live_multiple",
+    "irrelevance",
+]
+CEILING = {
+    "simple_python": 400,
+    "multiple": 200,
+    "parallel": 200,
+    "parallel_multiple": 198,
+    "live_simple": 256,
+    "live_multiple": 1050,
+    "irrelevance": 240,
+}
+UNSATISFIABLE = {
+    "live_simple_106-63-0",
+    "live_simple_112-68-0",
+    "live_multiple_507-149-4",
+    "live_multiple_964-207-0",
+    "live_multiple_862-181-3",
+    "parallel_multiple_12",
+    "parallel_multiple_26",
+}
 
 
 @pytest.fixture(scope="module")
@@ -41,11 +64,11 @@ def entries(bfcl_dir: Path) -> list[BfclEntry]:
     ("style", "underscore_to_dot", "java", "javascript"),
     [("prompt", False, 86, 50), ("native", True, 89, 50), ("native", False, 89, 50)],
 )
-def test_gold_ceiling(entries: list[BfclEntry], style: str, underscore_to_dot: bool, java: int,
-                      javascript: int) -> None:
+def test_gold_ceiling(
+    entries: list[BfclEntry], style: str, underscore_to_dot: bool, java: int, javascript: int
+) -> None:
     outputs = {
-        e.id: assistant_turn_to_bfcl_output(
-            bfcl_gold_turn(e, style=style, underscore_to_dot=underscore_to_dot), style)  # type: ignore[arg-type]
+        e.id: assistant_turn_to_bfcl_output(bfcl_gold_turn(e, style=style, underscore_to_dot=underscore_to_dot), style)  # type: ignore[arg-type]
         for e in entries
     }
     summary = score_bfcl(entries, outputs, underscore_to_dot=underscore_to_dot).summary
@@ -72,8 +95,11 @@ def test_irrelevance_loophole_is_counted(entries: list[BfclEntry]) -> None:
             outputs[e.id] = f"[{name}()]"
     summary = score_bfcl(irrelevance, outputs, underscore_to_dot=False).summary
     assert summary["categories"]["irrelevance"]["correct"] == 20
-    assert summary["loophole"] == {"irrelevance_n": 30, "irrelevance_correct": 20,
-                                   "irrelevance_correct_but_unparsable": 10}
+    assert summary["loophole"] == {
+        "irrelevance_n": 30,
+        "irrelevance_correct": 20,
+        "irrelevance_correct_but_unparsable": 10,
+    }
 
 
 def test_model_facing_views(entries: list[BfclEntry]) -> None:
@@ -86,8 +112,10 @@ def test_model_facing_views(entries: list[BfclEntry]) -> None:
     prompt = bfcl_prompt_messages(entry)
     assert prompt[0].role == "system" and '"name": "math.factorial"' in (prompt[0].content or "")
     assert [m.role for m in bfcl_native_messages(entry)] == ["user"]
-    float_entry = next(e for e in entries if any(
-        p.get("type") == "float" for p in e.functions[0]["parameters"]["properties"].values()))
+    float_entry = next(
+        e for e in entries if any(p.get("type") == "float" for p in e.functions[0]["parameters"]["properties"].values())
+    )
     float_tool = bfcl_tools(float_entry, underscore_to_dot=False)[0]
-    assert any(p.get("format") == "float" and p["type"] == "number"
-               for p in float_tool.parameters["properties"].values())
+    assert any(
+        p.get("format") == "float" and p["type"] == "number" for p in float_tool.parameters["properties"].values()
+    )

@@ -122,8 +122,10 @@ def load_bfcl_results(path: Path) -> dict[str, BfclResult]:
             if result.id in results:
                 first = results[result.id]
                 raise DataError(
-                    str(file), f"duplicate id {result.id!r} (first at {first.path}:{first.line})",
-                    line=line_number, field="id",
+                    str(file),
+                    f"duplicate id {result.id!r} (first at {first.path}:{first.line})",
+                    line=line_number,
+                    field="id",
                 )
             results[result.id] = result
     return results
@@ -161,11 +163,12 @@ def _load_answers(path: Path) -> dict[str, list[dict[str, Any]]]:
         entry_id = _require_id(record, path, line_number)
         truth = record.get("ground_truth")
         if not isinstance(truth, list) or not all(
-            isinstance(call, dict) and len(call) == 1 and isinstance(next(iter(call.values())), dict)
-            for call in truth
+            isinstance(call, dict) and len(call) == 1 and isinstance(next(iter(call.values())), dict) for call in truth
         ):
             raise DataError(
-                str(path), "expected a list of {function: {param: [options]}}", line=line_number,
+                str(path),
+                "expected a list of {function: {param: [options]}}",
+                line=line_number,
                 field="ground_truth",
             )
         answers[entry_id] = truth
@@ -181,8 +184,10 @@ def _entry(
 ) -> BfclEntry:
     entry_id = _require_id(record, path, line)
     question = record.get("question")
-    if not isinstance(question, list) or not question or not all(
-        isinstance(turn, list) and all(isinstance(m, dict) for m in turn) for turn in question
+    if (
+        not isinstance(question, list)
+        or not question
+        or not all(isinstance(turn, list) and all(isinstance(m, dict) for m in turn) for turn in question)
     ):
         raise DataError(str(path), "expected a non-empty list of turns of messages", line=line, field="question")
     functions = record.get("function")
@@ -205,8 +210,13 @@ def _entry(
             raise DataError(str(path), f"no possible answer for {entry_id!r}", line=line, field="id")
         ground_truth = answers[entry_id]
     return BfclEntry(
-        id=entry_id, category=category, question=question, functions=functions,
-        ground_truth=ground_truth, path=str(path), line=line,
+        id=entry_id,
+        category=category,
+        question=question,
+        functions=functions,
+        ground_truth=ground_truth,
+        path=str(path),
+        line=line,
     )
 
 
@@ -219,8 +229,10 @@ def _result(record: dict[str, Any], path: Path, line: int, category: str | None)
         for index, call in enumerate(value):
             if not isinstance(call, dict):
                 raise DataError(
-                    str(path), "expected {name: arguments} objects (multi-turn results are not supported)",
-                    line=line, field=f"result[{index}]",
+                    str(path),
+                    "expected {name: arguments} objects (multi-turn results are not supported)",
+                    line=line,
+                    field=f"result[{index}]",
                 )
     elif not isinstance(value, str):
         raise DataError(str(path), "expected a string or a list of calls", line=line, field="result")

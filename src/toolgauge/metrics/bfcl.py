@@ -92,20 +92,30 @@ def check_bfcl_entry(entry: BfclEntry, output: BfclOutput, *, underscore_to_dot:
 
     def verdict(valid: bool, error_type: str | None = None, errors: Sequence[str] = ()) -> BfclVerdict:
         return BfclVerdict(
-            id=entry.id, category=entry.category, valid=valid, error_type=None if valid else error_type,
-            errors=list(errors), decoded=safe_decoded, unsatisfiable=unsatisfiable, unparsable=unparsable,
+            id=entry.id,
+            category=entry.category,
+            valid=valid,
+            error_type=None if valid else error_type,
+            errors=list(errors),
+            decoded=safe_decoded,
+            unsatisfiable=unsatisfiable,
+            unparsable=unparsable,
         )
 
     if entry.category in BFCL_RELEVANCE_CATEGORIES:
         contains_call = decode_error is None and decoded is not None and not _is_empty(decoded)
         if "irrelevance" in entry.category:
             if contains_call:
-                return verdict(False, "irrelevance_error:decoder_success",
-                               ["Valid syntax. Successfully decode AST when it should not."])
+                return verdict(
+                    False,
+                    "irrelevance_error:decoder_success",
+                    ["Valid syntax. Successfully decode AST when it should not."],
+                )
             return verdict(True)
         if not contains_call:
-            return verdict(False, "relevance_error:decoder_failed",
-                           ["Invalid syntax. Failed to decode AST when it should have."])
+            return verdict(
+                False, "relevance_error:decoder_failed", ["Invalid syntax. Failed to decode AST when it should have."]
+            )
         return verdict(True)
 
     if decode_error is not None or decoded is None:
@@ -177,7 +187,7 @@ def unsatisfiable_reason(entry: BfclEntry) -> str | None:
       unexpected parameter; when its options also allow ``""``, only omitting it passes.
     """
     for call in entry.ground_truth or []:
-        (name, options), = call.items()
+        ((name, options),) = call.items()
         doc = _find_doc(entry.functions, name)
         if doc is None:
             return f"possible answer calls {name!r}, which is not among the functions"
@@ -282,8 +292,11 @@ def _check_calls(entry: BfclEntry, calls: list[dict[str, Any]], language: CheckL
 
 
 def _check_parallel(
-    functions: list[dict[str, Any]], calls: list[dict[str, Any]], answers: list[dict[str, Any]],
-    language: CheckLanguage, to_dot: bool,
+    functions: list[dict[str, Any]],
+    calls: list[dict[str, Any]],
+    answers: list[dict[str, Any]],
+    language: CheckLanguage,
+    to_dot: bool,
 ) -> None:
     if len(calls) != len(answers):
         raise _Failure("parallel_function_checker_no_order:wrong_count", "Wrong number of functions.")
@@ -311,23 +324,53 @@ def _check_parallel(
 
 
 _PYTHON_TYPES: dict[str, type] = {
-    "string": str, "integer": int, "float": float, "boolean": bool,
-    "array": list, "tuple": list, "dict": dict, "any": str,
+    "string": str,
+    "integer": int,
+    "float": float,
+    "boolean": bool,
+    "array": list,
+    "tuple": list,
+    "dict": dict,
+    "any": str,
 }
 _JAVA_TYPES: dict[str, type] = {
-    "byte": int, "short": int, "integer": int, "float": float, "double": float, "long": int,
-    "boolean": bool, "char": str, "Array": list, "ArrayList": list, "Set": set, "HashMap": dict,
-    "Hashtable": dict, "Queue": list, "Stack": list, "String": str, "any": str,
+    "byte": int,
+    "short": int,
+    "integer": int,
+    "float": float,
+    "double": float,
+    "long": int,
+    "boolean": bool,
+    "char": str,
+    "Array": list,
+    "ArrayList": list,
+    "Set": set,
+    "HashMap": dict,
+    "Hashtable": dict,
+    "Queue": list,
+    "Stack": list,
+    "String": str,
+    "any": str,
 }
 _JS_TYPES: dict[str, type] = {
-    "String": str, "integer": int, "float": float, "Bigint": int, "Boolean": bool,
-    "dict": dict, "array": list, "any": str,
+    "String": str,
+    "integer": int,
+    "float": float,
+    "Bigint": int,
+    "Boolean": bool,
+    "dict": dict,
+    "array": list,
+    "any": str,
 }
 _CONVERTED_COLLECTIONS = ("Array", "ArrayList", "array")
 
 
 def _check_call(
-    doc: dict[str, Any] | None, call: dict[str, Any], answer: dict[str, Any], language: CheckLanguage, to_dot: bool,
+    doc: dict[str, Any] | None,
+    call: dict[str, Any],
+    answer: dict[str, Any],
+    language: CheckLanguage,
+    to_dot: bool,
 ) -> None:
     """BFCL's ``simple_function_checker``: first failure wins, in BFCL's order."""
     if doc is None:
@@ -338,8 +381,9 @@ def _check_call(
     if to_dot and "." in expected_name:
         expected_name = expected_name.replace(".", "_")
     if expected_name not in call:
-        raise _Failure("simple_function_checker:wrong_func_name",
-                       f"Function name {expected_name!r} not found in model output.")
+        raise _Failure(
+            "simple_function_checker:wrong_func_name", f"Function name {expected_name!r} not found in model output."
+        )
     arguments: dict[str, Any] = call[expected_name]
     for param in doc["parameters"]["required"]:
         if param not in arguments:
@@ -370,13 +414,16 @@ def _check_call(
                 _check_list(param, value, options)
                 continue
         if value not in options:
-            raise _Failure("value_error:others",
-                           f"Invalid value for parameter {param!r}: {value!r}. Expected one of {options}.")
+            raise _Failure(
+                "value_error:others", f"Invalid value for parameter {param!r}: {value!r}. Expected one of {options}."
+            )
 
     for param, options in options_by_param.items():
         if param not in arguments and "" not in options:
-            raise _Failure("simple_function_checker:missing_optional",
-                           f"Optional parameter {param!r} not provided and not marked as optional.")
+            raise _Failure(
+                "simple_function_checker:missing_optional",
+                f"Optional parameter {param!r} not provided and not marked as optional.",
+            )
 
 
 def _typed_value(
@@ -389,9 +436,11 @@ def _typed_value(
     table = _JAVA_TYPES if language == "java" else _JS_TYPES
     expected = table[declared]
     if type(value) is not str:
-        raise _Failure(f"type_error:{'java' if language == 'java' else 'js'}",
-                       f"Incorrect type for parameter {param!r}. Expected type String, got "
-                       f"{type(value).__name__}. Parameter value: {value!r}.")
+        raise _Failure(
+            f"type_error:{'java' if language == 'java' else 'js'}",
+            f"Incorrect type for parameter {param!r}. Expected type String, got "
+            f"{type(value).__name__}. Parameter value: {value!r}.",
+        )
     convert = _java_convert if language == "java" else _js_convert
     if declared in _CONVERTED_COLLECTIONS:
         nested = schema["items"]["type"]
@@ -406,9 +455,7 @@ def _answer_type(options: list[Any]) -> type | None:
     return None
 
 
-def _check_type(
-    param: str, value: Any, options: Any, declared: str, expected: type, item_type: type | None
-) -> bool:
+def _check_type(param: str, value: Any, options: Any, declared: str, expected: type, item_type: type | None) -> bool:
     """BFCL's ``type_checker``; returns ``is_variable`` or raises the type error."""
     answer_type = _answer_type(options)
     is_variable = answer_type is not None and answer_type != expected
@@ -433,9 +480,11 @@ def _check_type(
         if nested_failed:  # BFCL returns the nested failure here despite flagging a variable
             raise _Failure("type_error:nested", f"Nested type checking failed for parameter {param!r}.")
         return True
-    raise _Failure("type_error:simple",
-                   f"Incorrect type for parameter {param!r}. Expected type {declared}, got "
-                   f"{type(value).__name__}. Parameter value: {value!r}.")
+    raise _Failure(
+        "type_error:simple",
+        f"Incorrect type for parameter {param!r}. Expected type {declared}, got "
+        f"{type(value).__name__}. Parameter value: {value!r}.",
+    )
 
 
 _STANDARDISE = re.compile(r"[ ,./\-_*^]")
@@ -455,15 +504,17 @@ def _standardised(values: Any) -> list[Any]:
 def _check_string(param: str, value: str, options: list[Any]) -> None:
     allowed = [standardize_string(option) for option in options if type(option) is str]
     if standardize_string(value) not in allowed:
-        raise _Failure("value_error:string",
-                       f"Invalid value for parameter {param!r}: {value!r}. Expected one of {options}. "
-                       "Case insensitive.")
+        raise _Failure(
+            "value_error:string",
+            f"Invalid value for parameter {param!r}: {value!r}. Expected one of {options}. Case insensitive.",
+        )
 
 
 def _check_list(param: str, value: list[Any], options: list[Any]) -> None:
     if _standardised(value) not in [_standardised(option) for option in options]:
-        raise _Failure("value_error:list/tuple",
-                       f"Invalid value for parameter {param!r}: {value!r}. Expected one of {options}.")
+        raise _Failure(
+            "value_error:list/tuple", f"Invalid value for parameter {param!r}: {value!r}. Expected one of {options}."
+        )
 
 
 def _check_dict(value: dict[Any, Any], options: list[Any]) -> None:
@@ -481,8 +532,10 @@ def _check_dict(value: dict[Any, Any], options: list[Any]) -> None:
             standardised = standardize_string(item) if type(item) is str else item
             allowed = [standardize_string(o) if type(o) is str else o for o in option[key]]
             if standardised not in allowed:
-                failure = _Failure("value_error:dict_value",
-                                   f"Invalid value for parameter {key!r}: {item!r}. Expected one of {allowed}.")
+                failure = _Failure(
+                    "value_error:dict_value",
+                    f"Invalid value for parameter {key!r}: {item!r}. Expected one of {allowed}.",
+                )
                 failed = True
                 break
         # BFCL runs this loop even after a failure above, so its error type can override.
@@ -649,8 +702,7 @@ def _js_array(code: str, nested: str | None) -> Any:
         body = (body or "").strip()
         parts = body.split(",") if body else []
         if nested:
-            return [_js_convert(p.strip(), nested, "String" if p.strip()[:1] in ("'", '"') else None)
-                    for p in parts]
+            return [_js_convert(p.strip(), nested, "String" if p.strip()[:1] in ("'", '"') else None) for p in parts]
         return [_js_literal(p.strip()) for p in parts]
     except Exception:  # BFCL returns the code unchanged on any conversion error
         return code

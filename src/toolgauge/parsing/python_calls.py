@@ -282,8 +282,12 @@ def _refuse_huge(op: ast.operator, left: Any, right: Any) -> None:
         return abs(value).bit_length() if isinstance(value, int) else 64
 
     if (
-        isinstance(op, ast.Pow) and isinstance(left, int) and isinstance(right, int)
-        and right > 0 and abs(left) > 1 and bits(left) * right > _MAX_INT_BITS
+        isinstance(op, ast.Pow)
+        and isinstance(left, int)
+        and isinstance(right, int)
+        and right > 0
+        and abs(left) > 1
+        and bits(left) * right > _MAX_INT_BITS
     ):
         raise BfclDecodeError("power too large to evaluate safely")
     if isinstance(op, ast.LShift) and isinstance(right, int) and right > _MAX_INT_BITS:
@@ -385,8 +389,9 @@ class _Parser:
         return len(self.tokens) - 1
 
 
-def _scan(source: str, patterns: list[tuple[str, re.Pattern[str]]], regex_allowed: Callable[[_Token | None], bool]
-          ) -> list[_Token]:
+def _scan(
+    source: str, patterns: list[tuple[str, re.Pattern[str]]], regex_allowed: Callable[[_Token | None], bool]
+) -> list[_Token]:
     tokens: list[_Token] = []
     index = 0
     newline = False
@@ -417,15 +422,43 @@ def _scan(source: str, patterns: list[tuple[str, re.Pattern[str]]], regex_allowe
 # Java (emulates bfcl_eval/model_handler/parser/java_parser.py over tree-sitter-java 0.21)
 
 _JAVA_PUNCT = sorted(
-    [">>>=", "<<=", ">>=", "...", "->", "::", "++", "--", "&&", "||", "==", "!=", "<=", ">=", "+=", "-=",
-     "*=", "/=", "%=", "&=", "|=", "^=", "<<", *"(){}[];,.@=<>!~?:+-*/&|^%"],
-    key=len, reverse=True,
+    [
+        ">>>=",
+        "<<=",
+        ">>=",
+        "...",
+        "->",
+        "::",
+        "++",
+        "--",
+        "&&",
+        "||",
+        "==",
+        "!=",
+        "<=",
+        ">=",
+        "+=",
+        "-=",
+        "*=",
+        "/=",
+        "%=",
+        "&=",
+        "|=",
+        "^=",
+        "<<",
+        *"(){}[];,.@=<>!~?:+-*/&|^%",
+    ],
+    key=len,
+    reverse=True,
 )
 _JAVA_PATTERNS = [
     ("ident", re.compile(r"[A-Za-z_$\u0080-\uffff][\w$\u0080-\uffff]*")),
-    ("number", re.compile(
-        r"0[xX][0-9a-fA-F_]+[lL]?|0[bB][01_]+[lL]?|(?:\d[\d_]*(?:\.[\d_]*)?|\.\d[\d_]*)(?:[eE][+-]?\d+)?[fFdDlL]?"
-    )),
+    (
+        "number",
+        re.compile(
+            r"0[xX][0-9a-fA-F_]+[lL]?|0[bB][01_]+[lL]?|(?:\d[\d_]*(?:\.[\d_]*)?|\.\d[\d_]*)(?:[eE][+-]?\d+)?[fFdDlL]?"
+        ),
+    ),
     ("string", re.compile(r'"(?:[^"\\\n]|\\.)*"')),
     # tree-sitter-java's character_literal accepts several characters ('abc').
     ("char", re.compile(r"'(?:[^'\\\n]|\\.)*'")),
@@ -435,9 +468,29 @@ _JAVA_ASSIGN = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=
 _JAVA_BINARY = {"||", "&&", "|", "^", "&", "==", "!=", "<", ">", "<=", ">=", "<<", "+", "-", "*", "/", "%"}
 _JAVA_PRIMITIVES = {"byte", "short", "int", "long", "float", "double", "boolean", "char", "void"}
 _JAVA_LITERAL_WORDS = {"true": "true", "false": "false", "null": "null_literal", "this": "this"}
-_JAVA_RESERVED = {"new", "class", "instanceof", "return", "if", "else", "for", "while", "do", "switch",
-                  "case", "default", "break", "continue", "try", "catch", "finally", "throw", "import",
-                  "package", "super"}
+_JAVA_RESERVED = {
+    "new",
+    "class",
+    "instanceof",
+    "return",
+    "if",
+    "else",
+    "for",
+    "while",
+    "do",
+    "switch",
+    "case",
+    "default",
+    "break",
+    "continue",
+    "try",
+    "catch",
+    "finally",
+    "throw",
+    "import",
+    "package",
+    "super",
+}
 _JAVA_ERROR_THRESHOLD_BYTES = 10
 
 
@@ -577,8 +630,12 @@ class _JavaDecoder(_Parser):
         parts = [self.unary()]
         while True:
             token = self.token
-            if token.kind == "punct" and token.text == ">" and self.peek().text == ">" \
-                    and self.peek().start == token.end:
+            if (
+                token.kind == "punct"
+                and token.text == ">"
+                and self.peek().text == ">"
+                and self.peek().start == token.end
+            ):
                 parts.append(_leaf(self.advance()))
                 parts.append(_leaf(self.advance()))
                 if self.at(">") and self.token.start == parts[-1].end:
@@ -709,8 +766,9 @@ class _JavaDecoder(_Parser):
                 name = _leaf(self._ident(), "identifier")
                 if self.at("("):
                     arguments = self.arguments()
-                    node = _span("method_invocation", [node, dot, name, arguments],
-                                 object=node, name=name, arguments=arguments)
+                    node = _span(
+                        "method_invocation", [node, dot, name, arguments], object=node, name=name, arguments=arguments
+                    )
                 else:
                     node = _span("field_access", [node, dot, name])
             elif self.at("["):
@@ -802,31 +860,117 @@ class _JavaDecoder(_Parser):
 # JavaScript (emulates bfcl_eval/model_handler/parser/js_parser.py over tree-sitter-javascript)
 
 _JS_PUNCT = sorted(
-    [">>>=", "...", "===", "!==", "**=", "<<=", ">>=", ">>>", "&&=", "||=", "??=", "=>", "==", "!=", "<=",
-     ">=", "&&", "||", "??", "?.", "++", "--", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "**", "<<",
-     ">>", *"(){}[];,.=<>!~?:+-*/&|^%@#"],
-    key=len, reverse=True,
+    [
+        ">>>=",
+        "...",
+        "===",
+        "!==",
+        "**=",
+        "<<=",
+        ">>=",
+        ">>>",
+        "&&=",
+        "||=",
+        "??=",
+        "=>",
+        "==",
+        "!=",
+        "<=",
+        ">=",
+        "&&",
+        "||",
+        "??",
+        "?.",
+        "++",
+        "--",
+        "+=",
+        "-=",
+        "*=",
+        "/=",
+        "%=",
+        "&=",
+        "|=",
+        "^=",
+        "**",
+        "<<",
+        ">>",
+        *"(){}[];,.=<>!~?:+-*/&|^%@#",
+    ],
+    key=len,
+    reverse=True,
 )
 _JS_TEMPLATE = re.compile(r"`(?:[^`\\$]|\\.|\$(?!\{)|\$\{(?:[^{}`]|\{[^{}]*\})*\})*`", re.DOTALL)
 _JS_PATTERNS = [
     ("ident", re.compile(r"[A-Za-z_$\u0080-\uffff][\w$\u0080-\uffff]*")),
-    ("number", re.compile(
-        r"0[xX][0-9a-fA-F_]+n?|0[bB][01_]+n?|0[oO][0-7_]+n?|\d[\d_]*n|(?:\d[\d_]*(?:\.[\d_]*)?|\.\d[\d_]*)(?:[eE][+-]?\d+)?"
-    )),
+    (
+        "number",
+        re.compile(
+            r"0[xX][0-9a-fA-F_]+n?|0[bB][01_]+n?|0[oO][0-7_]+n?|\d[\d_]*n|(?:\d[\d_]*(?:\.[\d_]*)?|\.\d[\d_]*)(?:[eE][+-]?\d+)?"
+        ),
+    ),
     ("string", re.compile(r"\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*'", re.DOTALL)),
     ("template", _JS_TEMPLATE),
     ("regex", re.compile(r"/(?![*/])(?:[^/\\\[\n]|\\.|\[(?:[^\]\\\n]|\\.)*\])+/[a-z]*")),
     ("punct", re.compile("|".join(re.escape(p) for p in _JS_PUNCT))),
 ]
-_JS_ASSIGN = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "**=", "<<=", ">>=", ">>>=", "&&=", "||=",
-              "??="}
-_JS_BINARY = {"||", "&&", "??", "|", "^", "&", "==", "!=", "===", "!==", "<", ">", "<=", ">=", "<<", ">>",
-              ">>>", "+", "-", "*", "/", "%", "**", "instanceof", "in"}
+_JS_ASSIGN = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "**=", "<<=", ">>=", ">>>=", "&&=", "||=", "??="}
+_JS_BINARY = {
+    "||",
+    "&&",
+    "??",
+    "|",
+    "^",
+    "&",
+    "==",
+    "!=",
+    "===",
+    "!==",
+    "<",
+    ">",
+    "<=",
+    ">=",
+    "<<",
+    ">>",
+    ">>>",
+    "+",
+    "-",
+    "*",
+    "/",
+    "%",
+    "**",
+    "instanceof",
+    "in",
+}
 _JS_UNARY = {"!", "~", "+", "-", "typeof", "void", "delete", "await", "++", "--"}
 _JS_WORDS = {"true": "true", "false": "false", "null": "null", "this": "this", "undefined": "undefined"}
-_JS_RESERVED = {"var", "let", "const", "if", "else", "for", "while", "do", "return", "switch", "case", "break",
-                "continue", "throw", "try", "catch", "finally", "class", "import", "export", "default",
-                "yield", "with", "debugger", "super", "extends"}
+_JS_RESERVED = {
+    "var",
+    "let",
+    "const",
+    "if",
+    "else",
+    "for",
+    "while",
+    "do",
+    "return",
+    "switch",
+    "case",
+    "break",
+    "continue",
+    "throw",
+    "try",
+    "catch",
+    "finally",
+    "class",
+    "import",
+    "export",
+    "default",
+    "yield",
+    "with",
+    "debugger",
+    "super",
+    "extends",
+}
 
 
 def _js_regex_allowed(previous: _Token | None) -> bool:
@@ -1012,8 +1156,7 @@ class _JsDecoder(_Parser):
                     else:
                         open_node = self.expect("[")
                         index = self.sequence()
-                        constructor = _span("subscript_expression", [constructor, open_node, index,
-                                                                      self.expect("]")])
+                        constructor = _span("subscript_expression", [constructor, open_node, index, self.expect("]")])
                 children = [new, constructor]
                 if self.at("("):
                     children.append(self.arguments())

@@ -22,11 +22,31 @@ IRRELEVANCE_GOLD_TEXT = "None of the provided functions can be used for this req
 """The gold reply for irrelevance entries: a plain-text refusal, no call."""
 
 _OPENAPI_TYPES = {
-    "integer": "integer", "number": "number", "float": "number", "string": "string", "boolean": "boolean",
-    "bool": "boolean", "array": "array", "list": "array", "dict": "object", "object": "object",
-    "tuple": "array", "any": "string", "byte": "integer", "short": "integer", "long": "integer",
-    "double": "number", "char": "string", "ArrayList": "array", "Array": "array", "HashMap": "object",
-    "Hashtable": "object", "Queue": "array", "Stack": "array", "Any": "string", "String": "string",
+    "integer": "integer",
+    "number": "number",
+    "float": "number",
+    "string": "string",
+    "boolean": "boolean",
+    "bool": "boolean",
+    "array": "array",
+    "list": "array",
+    "dict": "object",
+    "object": "object",
+    "tuple": "array",
+    "any": "string",
+    "byte": "integer",
+    "short": "integer",
+    "long": "integer",
+    "double": "number",
+    "char": "string",
+    "ArrayList": "array",
+    "Array": "array",
+    "HashMap": "object",
+    "Hashtable": "object",
+    "Queue": "array",
+    "Stack": "array",
+    "Any": "string",
+    "String": "string",
     "Bigint": "integer",
 }
 
@@ -109,7 +129,7 @@ def bfcl_gold_turn(entry: BfclEntry, *, style: Style, underscore_to_dot: bool) -
         return AssistantTurn(content=output)
     tool_calls = []
     for call in output:
-        (name, raw), = call.items()
+        ((name, raw),) = call.items()
         tool_calls.append(ToolCall(name=name, arguments=json.loads(raw), raw=raw))
     return AssistantTurn(tool_calls=tool_calls)
 
@@ -132,8 +152,11 @@ def bfcl_calls_output(
     Returns:
         Prompting text or a function-calling output list.
     """
-    language = "java" if "java" in entry.category and "javascript" not in entry.category else (
-        "javascript" if "javascript" in entry.category else "python")
+    language = (
+        "java"
+        if "java" in entry.category and "javascript" not in entry.category
+        else ("javascript" if "javascript" in entry.category else "python")
+    )
     if style == "prompt":
         if language == "python":
             return render_python_calls(calls)
@@ -157,9 +180,7 @@ def assistant_turn_to_bfcl_output(turn: AssistantTurn, style: Style) -> str | li
     """
     if style == "prompt":
         return turn.content or ""
-    return [
-        {call.name: call.raw if call.raw is not None else json.dumps(call.arguments)} for call in turn.tool_calls
-    ]
+    return [{call.name: call.raw if call.raw is not None else json.dumps(call.arguments)} for call in turn.tool_calls]
 
 
 def _message(raw: dict[str, Any]) -> Message:
@@ -181,19 +202,23 @@ def _documented_functions(entry: BfclEntry) -> list[dict[str, Any]]:
             declared = schema.get("type")
             if declared == "any":
                 schema["description"] = schema.get("description", "") + (
-                    f" This parameter can be of any type of {word} object in string representation.")
+                    f" This parameter can be of any type of {word} object in string representation."
+                )
             else:
                 schema["description"] = schema.get("description", "") + (
-                    f" This is {word} {declared} type parameter in string representation.")
+                    f" This is {word} {declared} type parameter in string representation."
+                )
             if declared in (("ArrayList", "Array") if java else ("array",)) and "items" in schema:
                 schema["description"] += (
                     f" The list elements are of type {schema['items'].get('type')}; they are not in string "
-                    "representation.")
+                    "representation."
+                )
                 del schema["items"]
             if javascript and declared == "dict" and "properties" in schema:
                 schema["description"] += (
                     " The dictionary entries have the following schema; they are not in string "
-                    f"representation. {json.dumps(schema['properties'])}")
+                    f"representation. {json.dumps(schema['properties'])}"
+                )
                 del schema["properties"]
             schema["type"] = "string"
     return functions
@@ -248,7 +273,7 @@ def _materialise(value: Any) -> Any:
 
 
 def _gold_call(call: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    (name, params), = call.items()
+    ((name, params),) = call.items()
     arguments = {}
     for param, options in params.items():
         keep, value = _first_option(options)
@@ -259,13 +284,19 @@ def _gold_call(call: dict[str, Any]) -> tuple[str, dict[str, Any]]:
 
 # -- Java / JavaScript source rendering for gold turns --------------------------------------------
 
-_JAVA_ELEMENT_TYPES = {"integer": "int", "long": "long", "double": "double", "float": "float",
-                       "boolean": "boolean", "char": "char", "byte": "byte", "short": "short"}
+_JAVA_ELEMENT_TYPES = {
+    "integer": "int",
+    "long": "long",
+    "double": "double",
+    "float": "float",
+    "boolean": "boolean",
+    "char": "char",
+    "byte": "byte",
+    "short": "short",
+}
 
 
-def _source_arguments(
-    entry: BfclEntry, name: str, args: dict[str, Any], language: str, quoted: bool
-) -> dict[str, Any]:
+def _source_arguments(entry: BfclEntry, name: str, args: dict[str, Any], language: str, quoted: bool) -> dict[str, Any]:
     doc = next((d for d in entry.functions if d["name"] == name), None)
     properties = doc["parameters"].get("properties", {}) if doc else {}
     return {key: _source_value(value, properties.get(key, {}), language, quoted) for key, value in args.items()}
