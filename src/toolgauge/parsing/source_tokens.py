@@ -1,0 +1,133 @@
+"""Tokenizer and parser base shared by the Java and JavaScript call decoders.
+
+Nodes mirror tree-sitter's shapes (``type`` names, byte spans) so the decoders can reproduce
+what BFCL's tree-sitter-based parsers return.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from toolgauge.parsing.call_types import BfclDecodeError
+
+
+@dataclass
+class Token:
+    """One lexical token with its character span."""
+
+    kind: str  # "ident", "number", "string", "char", "template", "regex", "punct", "eof"
+    text: str
+    start: int  # character offsets into the source
+    end: int
+    newline_before: bool = False
+
+
+@dataclass
+class Node:
+    """A syntax node; ``type`` follows tree-sitter's names, anonymous tokens use their text."""
+
+    type: str
+    start: int
+    end: int
+    children: list[Node] = field(default_factory=list)
+    fields: dict[str, Node] = field(default_factory=dict)
+
+
+def leaf(token: Token, node_type: str | None = None) -> Node:
+    """Make a childless node from one token."""
+    return Node(node_type or token.text, token.start, token.end)
+
+
+def span(node_type: str, children: list[Node], **fields: Node) -> Node:
+    """Make a node covering its children, with tree-sitter-style named fields."""
+    return Node(node_type, children[0].start, children[-1].end, children, dict(fields))
+
+
+class TokenParser:
+    """Token cursor with the helpers both recursive-descent parsers share."""
+
+    tokens: list[Token]
+    position: int
+
+    @property
+    def token(self) -> Token:
+        return self.tokens[self.position]
+
+    def peek(self, ahead: int = 1) -> Token:
+        return self.tokens[min(self.position + ahead, len(self.tokens) - 1)]
+
+    def at(self, *texts: str) -> bool:
+        return self.token.kind in ("punct", "ident") and self.token.text in texts
+
+    def advance(self) -> Token:
+        token = self.token
+        if token.kind == "eof":
+            raise BfclDecodeError("unexpected end of text")
+        self.position += 1
+        return token
+
+    def expect(self, text: str) -> Node:
+        if not self.at(text):
+            raise BfclDecodeError(f"expected {text!r}, found {self.token.text!r}")
+        return leaf(self.advance())
+
+    def skip_balanced(self, open_text: str, close_text: str) -> list[Node]:
+        """Consume a bracketed group (contents unchecked) and return its tokens as leaves."""
+        leaves = [self.expect(open_text)]
+        depth = 1
+        while depth:
+            token = self.advance()
+            if token.kind == "punct" and token.text == open_text:
+                depth += 1
+            elif token.kind == "punct" and token.text == close_text:
+                depth -= 1
+            leaves.append(leaf(token, token.kind if token.kind != "punct" else None))
+        return leaves
+
+    def matching_close(self, index: int) -> int:
+        """Index of the token closing the bracket at ``index`` (or the eof index)."""
+        pairs = {"(": ")", "[": "]", "{": "}"}
+        stack = []
+        for i in range(index, len(self.tokens)):
+            token = self.tokens[i]
+            if token.kind != "punct":
+                continue
+            if token.text in pairs:
+                stack.append(pairs[token.text])
+            elif stack and token.text == stack[-1]:
+                stack.pop()
+                if not stack:
+                    return i
+        return len(self.tokens) - 1
+
+
+def scan(
+    source: str, patterns: list[tuple[str, re.Pattern[str]]], regex_allowed: Callable[[Token | None], bool]
+) -> list[Token]:
+    """Split source text into tokens with the given patterns (regex literals where allowed)."""
+    tokens: list[Token] = []
+    index = 0
+    newline = False
+    length = len(source)
+    while index < length:
+        char = source[index]
+        if char in " \t\r\f\v\n":
+            newline = newline or char == "\n"
+            index += 1
+            continue
+        previous = tokens[-1] if tokens else None
+        for kind, pattern in patterns:
+            if kind == "regex" and not regex_allowed(previous):
+                continue
+            match = pattern.match(source, index)
+            if match and match.end() > index:
+                tokens.append(Token(kind, match.group(), index, match.end(), newline))
+                index = match.end()
+                newline = False
+                break
+        else:
+            raise BfclDecodeError(f"unexpected character {char!r}")
+    tokens.append(Token("eof", "", length, length, newline))
+    return tokens
