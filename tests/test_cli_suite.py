@@ -145,3 +145,27 @@ def test_console_script_runs_as_a_real_process(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["scores"]["tool_accuracy"] == 1.0
+
+
+def test_unreachable_endpoint_fails_every_sample_exit_1_and_the_run_is_stored(store):
+    res = invoke(
+        "eval",
+        "suite",
+        "--model",
+        "http://127.0.0.1:9/v1#m",
+        "--max-retries",
+        "0",
+        "--limit",
+        "2",
+        "--store",
+        store,
+        "--json",
+        "-q",
+    )
+    assert res.exit_code == 1
+    summary = json.loads(res.stdout)
+    assert summary["run"]["sample_errors"] == 2
+    assert "APIConnectionError" in summary["warnings"][-1]
+    assert "every sample failed" in res.stderr
+    listed = json.loads(invoke("runs", "--store", store, "--json").stdout)
+    assert listed[0]["status"] == "finished"

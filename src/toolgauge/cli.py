@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from collections.abc import Callable
 from enum import StrEnum
@@ -103,6 +104,12 @@ def guarded(fn: Callable[[], Any]) -> Any:
     except KeyboardInterrupt:
         err.print("[yellow]interrupted[/]: finished samples are saved; continue with --resume RUN_ID (toolgauge runs)")
         raise typer.Exit(130) from None
+    except typer.Exit:
+        raise
+    except Exception as exc:
+        if os.environ.get("TOOLGAUGE_DEBUG"):
+            raise
+        fail(f"internal error: {exc.__class__.__name__}: {exc} (set TOOLGAUGE_DEBUG=1 for the traceback)", code=1)
 
 
 def run_options(
@@ -144,6 +151,11 @@ def execute(
         render_summary(summary, out)
         if samples is not None:
             out.print(f"per-sample results: {samples}")
+    run = summary.get("run", {})
+    if run.get("samples") and run.get("sample_errors") == run.get("samples"):
+        fail(
+            f"every sample failed (run {run.get('id')} is stored); {summary['warnings'][-1].split('; ', 1)[1]}", code=1
+        )
 
 
 def _limit(items: list[Any], limit: int | None) -> list[Any]:

@@ -115,12 +115,17 @@ async def run_benchmark(
         wall = time.perf_counter() - started
         scored = bench.score(samples, outcome.outcomes)
         stats = store.call_stats(run_id)
-        errors = sum(1 for o in outcome.outcomes if o.error)
+        failed = [o for o in outcome.outcomes if o.error]
+        if failed:
+            scored.summary.setdefault("warnings", []).append(
+                f"{len(failed)} of {len(samples)} samples failed and were scored as empty replies; "
+                f"first ({failed[0].key}): {failed[0].error}"
+            )
         scored.summary["run"] = {
             "id": run_id,
             "model": model_spec,
             "samples": len(samples),
-            "sample_errors": errors,
+            "sample_errors": len(failed),
             "resumed_samples": outcome.resumed,
             "model_calls": outcome.model_calls,
             "cached_calls": outcome.cached_calls,

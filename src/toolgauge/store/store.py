@@ -323,6 +323,9 @@ def _flatten_scores(summary: Mapping[str, Any], scope: str = "") -> Iterator[tup
 def open_store(url: str | None = None) -> Store:
     """Open (and create if needed) the store at ``url`` or the default location."""
     url = url or default_store_url()
+    if url.startswith(("postgresql://", "postgres://")):
+        # SQLAlchemy's default PostgreSQL driver is psycopg2; toolgauge's extra installs psycopg 3.
+        url = "postgresql+psycopg://" + url.split("://", 1)[1]
     if url.startswith("sqlite:///"):
         path = Path(url.removeprefix("sqlite:///"))
         if str(path) not in ("", ":memory:"):
@@ -332,7 +335,10 @@ def open_store(url: str | None = None) -> Store:
                 raise UsageError(f"cannot create the store folder {path.parent}: {exc}") from exc
     try:
         engine = create_engine(url)
-    except (SQLAlchemyError, ImportError, ValueError) as exc:
+    except ImportError as exc:
+        hint = " (pip install 'toolgauge[postgres]')" if url.startswith("postgresql") else ""
+        raise UsageError(f"cannot open store {url!r}: {exc}{hint}") from exc
+    except (SQLAlchemyError, ValueError) as exc:
         raise UsageError(f"cannot open store {url!r}: {exc}") from exc
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
