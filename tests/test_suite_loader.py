@@ -632,7 +632,7 @@ def test_error_empty_file(tmp_path: Path, content: str) -> None:
 
 def test_error_missing_file(tmp_path: Path) -> None:
     path = tmp_path / "absent.jsonl"
-    assert load_error(path) == f"{path}: cannot read the file: No such file or directory"
+    assert load_error(path) == f"{path}: file not found"
 
 
 def test_error_path_is_a_directory(tmp_path: Path) -> None:

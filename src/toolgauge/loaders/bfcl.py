@@ -10,15 +10,15 @@ text (prompting models) or a list of ``{name: json_arguments}`` (function-callin
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
 from toolgauge.errors import DataError
+from toolgauge.loaders.jsonl import read_jsonl_objects
 
 BFCL_AST_CATEGORIES: tuple[str, ...] = (
     "simple_python",
@@ -89,7 +89,7 @@ def load_bfcl(data_dir: Path, categories: Sequence[str]) -> list[BfclEntry]:
         answers: dict[str, list[dict[str, Any]]] | None = None
         if category not in BFCL_RELEVANCE_CATEGORIES:
             answers = _load_answers(data_dir / "possible_answer" / f"BFCL_v4_{category}.json")
-        for line_number, record in _read_jsonl(question_path):
+        for line_number, record in read_jsonl_objects(question_path):
             entries.append(_entry(record, category, question_path, line_number, answers))
     return entries
 
@@ -117,7 +117,7 @@ def load_bfcl_results(path: Path) -> dict[str, BfclResult]:
     results: dict[str, BfclResult] = {}
     for file in files:
         match = _RESULT_FILE.match(file.name)
-        for line_number, record in _read_jsonl(file):
+        for line_number, record in read_jsonl_objects(file):
             result = _result(record, file, line_number, match.group("category") if match else None)
             if result.id in results:
                 first = results[result.id]
@@ -131,25 +131,6 @@ def load_bfcl_results(path: Path) -> dict[str, BfclResult]:
     return results
 
 
-def _read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError as error:
-        raise DataError(str(path), "file not found") from error
-    except (OSError, UnicodeDecodeError) as error:
-        raise DataError(str(path), f"cannot read file: {error}") from error
-    for line_number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise DataError(str(path), f"invalid JSON: {error.msg}", line=line_number) from error
-        if not isinstance(record, dict):
-            raise DataError(str(path), "expected a JSON object", line=line_number)
-        yield line_number, record
-
-
 def _require_id(record: dict[str, Any], path: Path, line: int) -> str:
     value = record.get("id")
     if not isinstance(value, str) or not value:
@@ -159,7 +140,7 @@ def _require_id(record: dict[str, Any], path: Path, line: int) -> str:
 
 def _load_answers(path: Path) -> dict[str, list[dict[str, Any]]]:
     answers: dict[str, list[dict[str, Any]]] = {}
-    for line_number, record in _read_jsonl(path):
+    for line_number, record in read_jsonl_objects(path):
         entry_id = _require_id(record, path, line_number)
         truth = record.get("ground_truth")
         if not isinstance(truth, list) or not all(

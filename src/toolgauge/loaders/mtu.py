@@ -17,6 +17,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel
 
 from toolgauge.errors import DataError
+from toolgauge.loaders.jsonl import read_jsonl_objects
 from toolgauge.records import Message, ToolCall, ToolSpec
 
 MtuSplit = Literal["S-S", "S-M", "M-S", "M-M", "OOD"]
@@ -112,7 +113,7 @@ def load_mtu(data_dir: Path, splits: Sequence[str] | None = None) -> list[MtuIte
     items: list[MtuItem] = []
     for split in wanted:
         path = data_dir / f"{split}_eval.jsonl"
-        for line_no, record in _read_jsonl(path):
+        for line_no, record in read_jsonl_objects(path):
             items.append(_parse_item(record, split, str(path), line_no))
     return items
 
@@ -136,7 +137,7 @@ def load_mtu_predictions(path: Path) -> list[MtuPrediction]:
         raise DataError(str(path), "prediction file or directory not found")
     predictions: list[MtuPrediction] = []
     for file in files:
-        for line_no, record in _read_jsonl(file):
+        for line_no, record in read_jsonl_objects(file):
             predictions.append(
                 MtuPrediction(
                     id=_string_field(record, "id", str(file), line_no),
@@ -207,28 +208,6 @@ def _as_split(name: str) -> MtuSplit:
         if split == name:
             return split
     raise ValueError(name)
-
-
-def _read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    """Return ``(line number, object)`` for every non-blank line; any problem is a DataError."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DataError(str(path), "file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(str(path), f"cannot read file: {exc}") from None
-    records: list[tuple[int, dict[str, Any]]] = []
-    for line_no, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(str(path), f"invalid JSON: {exc.msg} (column {exc.colno})", line=line_no) from None
-        if not isinstance(record, dict):
-            raise DataError(str(path), f"expected a JSON object, got {type(record).__name__}", line=line_no)
-        records.append((line_no, record))
-    return records
 
 
 def _string_field(record: dict[str, Any], field: str, path: str, line: int) -> str:

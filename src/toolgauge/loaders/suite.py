@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from toolgauge.errors import DataError
+from toolgauge.loaders.jsonl import read_text, text_lines
 from toolgauge.records.core import Message, ToolCall, ToolSpec
 
 __all__ = [
@@ -134,8 +135,7 @@ def load_suite(path: Path) -> list[SuiteDialogue]:
     shown = str(path)
     dialogues: list[SuiteDialogue] = []
     first_line_of_id: dict[str, int] = {}
-    # Split on "\n" only: str.splitlines would also split on U+2028 inside JSON strings.
-    for number, raw in enumerate(_read_text(path).split("\n"), start=1):
+    for number, raw in enumerate(text_lines(read_text(path)), start=1):
         if not raw.strip():
             continue
         try:
@@ -166,19 +166,6 @@ class _Problem(Exception):
         super().__init__(message)
         self.field = field
         self.message = message
-
-
-def _read_text(path: Path) -> str:
-    shown = str(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise DataError(shown, f"cannot read the file: {exc.strerror or exc}") from None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise DataError(shown, "not valid UTF-8 text", line=line) from None
 
 
 def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 
 from toolgauge.engine import EpisodeContext, SampleOutcome
 from toolgauge.errors import DataError
+from toolgauge.loaders.jsonl import read_text, text_lines
 from toolgauge.loaders.suite import SuiteDialogue, turn_history
 from toolgauge.metrics.mtu import MtuVariant, TurnOutcome, judge_turn, score_dialogue_turns
 from toolgauge.protocols.base import ScoredRun
@@ -125,7 +126,7 @@ class SuiteBenchmark:
     def replay_table(self, path: Path) -> Mapping[str, Sequence[AssistantTurn]]:
         """Read step-level recordings: JSONL lines ``{"id", "turn", "content", "tool_calls"}``."""
         table: dict[str, list[AssistantTurn]] = {}
-        for n, line in enumerate(_read_lines(path), 1):
+        for n, line in enumerate(text_lines(read_text(path)), 1):
             if not line.strip():
                 continue
             try:
@@ -140,10 +141,3 @@ class SuiteBenchmark:
                 turns.append(AssistantTurn())
             turns[turn] = AssistantTurn(content=obj.get("content"), tool_calls=calls)
         return table
-
-
-def _read_lines(path: Path) -> list[str]:
-    try:
-        return Path(path).read_text().splitlines()
-    except OSError as exc:
-        raise DataError(str(path), f"cannot read: {exc.strerror}") from exc
