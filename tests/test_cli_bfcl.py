@@ -134,3 +134,32 @@ def test_bad_input_is_one_line_exit_2(bfcl_dir, store, tmp_path):
     assert res.exit_code == 2 and f"{path}:2:" in res.stderr
     res = invoke("score", "bfcl", "--data", str(bfcl_dir), "--predictions", str(tmp_path / "empty"), "--store", store)
     assert res.exit_code == 2 and "no such file" in res.stderr
+
+
+def test_eval_with_replayed_fc_results_matches_score(bfcl_dir, store, tmp_path):
+    lines = [
+        {"id": "simple_python_0", "result": [{"calculate_triangle_area": json.dumps({"base": 10, "height": 5})}]},
+        {"id": "simple_python_1", "result": [{"math_factorial": {"number": 5}}]},  # dict arguments
+        {"id": "simple_python_2", "result": [{"calculate_hypotenuse": "{not json"}]},
+    ]
+    write_results(tmp_path, "simple_python", lines)
+    res = invoke(
+        "eval",
+        "bfcl",
+        "--data",
+        str(bfcl_dir),
+        "--categories",
+        "simple_python",
+        "--limit",
+        "3",
+        "--model",
+        f"replay:{tmp_path / 'result'}",
+        "--mode",
+        "native",
+        "--json",
+        "-q",
+        "--store",
+        store,
+    )
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["categories"]["simple_python"]["correct"] == 2

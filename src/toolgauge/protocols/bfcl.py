@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -151,12 +152,24 @@ class BfclBenchmark:
         return ScoredRun(summary=summary, rows=rows)
 
     def replay_table(self, path: Path) -> Mapping[str, Sequence[AssistantTurn]]:
-        """BFCL result files: the raw result is kept as-is for scoring."""
+        """BFCL result files as turns (text as content, FC lists as tool calls).
+
+        ``score bfcl`` (mode ``replay``) checks the recorded result itself, untouched, so odd
+        shapes fail exactly as they fail in BFCL; the turns serve ``eval bfcl --model replay:``.
+        """
         results = load_bfcl_results(path)
         wanted = {e.id for e in self.entries}
-        for rid, res in results.items():
-            if rid in wanted:
-                self._replayed[rid] = res.result
-        return {
-            rid: [AssistantTurn(content=r.result if isinstance(r.result, str) else None)] for rid, r in results.items()
-        }
+        self._replayed.update({rid: r.result for rid, r in results.items() if rid in wanted})
+        return {rid: [_recorded_turn(r.result)] for rid, r in results.items()}
+
+
+def _recorded_turn(result: str | list[dict[str, Any]]) -> AssistantTurn:
+    if isinstance(result, str):
+        return AssistantTurn(content=result)
+    calls = []
+    for item in result:
+        if isinstance(item, dict) and item:
+            name, args = next(iter(item.items()))
+            raw = args if isinstance(args, str) else json.dumps(args)
+            calls.append(ToolCall(name=str(name), raw=raw, arguments=args if isinstance(args, dict) else {}))
+    return AssistantTurn(tool_calls=calls)
