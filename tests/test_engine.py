@@ -274,3 +274,15 @@ def test_backoff_grows_is_capped_and_honours_retry_after():
     )
     assert backoff_delay(3, base=1.0, cap=8.0, retry_after=2.5, rng=rng) == 2.5
     assert backoff_delay(3, base=1.0, cap=8.0, retry_after=100.0, rng=rng) == 8.0
+
+
+def test_many_processes_can_open_a_new_store_at_once(tmp_path):
+    import subprocess
+    import sys
+
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    code = f"from toolgauge.store import open_store; s = open_store({url!r}); s.create_run('t', 'm', {{}}); s.close()"
+    procs = [subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE) for _ in range(6)]
+    errors = [p.communicate()[1].decode() for p in procs]
+    assert [p.returncode for p in procs] == [0] * 6, errors
+    assert len(open_store(url).list_runs()) == 6

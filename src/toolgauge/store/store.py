@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, func, insert, select, update
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError, SQLAlchemyError
 
 from toolgauge.errors import UsageError
 from toolgauge.store import schema
@@ -88,7 +88,21 @@ class Store:
 
     # -- lifecycle -------------------------------------------------------------------------
     def init_schema(self) -> None:
-        """Create missing tables and check the schema version."""
+        """Create missing tables and check the schema version.
+
+        Two processes opening a new store at once race between "table missing" and "create
+        table"; the loser sees an error about an existing table or row and simply tries again.
+        """
+        for attempt in range(5):
+            try:
+                self._create_schema()
+                return
+            except (OperationalError, IntegrityError, ProgrammingError):
+                if attempt == 4:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
+
+    def _create_schema(self) -> None:
         schema.metadata.create_all(self.engine)
         with self.engine.begin() as conn:
             row = conn.execute(select(schema.meta.c.value).where(schema.meta.c.key == "schema_version")).first()
