@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 
 from toolgauge.engine import EngineConfig
-from toolgauge.errors import DataError, UsageError
+from toolgauge.errors import DataError, RunInterrupted, UsageError
 from toolgauge.protocols.base import Benchmark, RunOptions, run_benchmark
 from toolgauge.protocols.options import CallSettings
 from toolgauge.report.export import samples_jsonl, summary_to_csv, write_atomic
@@ -101,8 +101,17 @@ def guarded(fn: Callable[[], Any]) -> Any:
         fail(exc.render())
     except UsageError as exc:
         fail(str(exc))
+    except RunInterrupted as exc:
+        again = " ".join(_without_resume(sys.argv[1:]))
+        err.print(
+            f"[yellow]interrupted[/]: finished samples of run {exc.run_id} are saved; continue with:\n"
+            f"  toolgauge {again} --resume {exc.run_id}",
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(130) from None
     except KeyboardInterrupt:
-        err.print("[yellow]interrupted[/]: finished samples are saved; continue with --resume RUN_ID (toolgauge runs)")
+        err.print("[yellow]interrupted[/]")
         raise typer.Exit(130) from None
     except typer.Exit:
         raise
@@ -110,6 +119,20 @@ def guarded(fn: Callable[[], Any]) -> Any:
         if os.environ.get("TOOLGAUGE_DEBUG"):
             raise
         fail(f"internal error: {exc.__class__.__name__}: {exc} (set TOOLGAUGE_DEBUG=1 for the traceback)", code=1)
+
+
+def _without_resume(args: list[str]) -> list[str]:
+    """The command line minus any ``--resume ID`` (to print the command that resumes a run)."""
+    kept: list[str] = []
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg == "--resume":
+            skip = True
+        elif not arg.startswith("--resume="):
+            kept.append(arg)
+    return kept
 
 
 def run_options(

@@ -38,3 +38,11 @@ class TransientModelError(ModelError):
     def __init__(self, message: str, *, retry_after: float | None = None):
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class RunInterrupted(Exception):
+    """A run stopped by Ctrl-C; its finished samples are stored and it can be resumed."""
+
+    def __init__(self, run_id: str):
+        super().__init__(run_id)
+        self.run_id = run_id

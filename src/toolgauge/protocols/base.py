@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -12,7 +13,7 @@ from pydantic import BaseModel
 from rich.console import Console
 
 from toolgauge.engine import EngineConfig, EpisodeContext, SampleOutcome, run_episodes
-from toolgauge.errors import ModelError, UsageError
+from toolgauge.errors import ModelError, RunInterrupted, UsageError
 from toolgauge.models.base import ModelClient
 from toolgauge.models.spec import resolve_model
 from toolgauge.records import AssistantTurn
@@ -107,8 +108,11 @@ async def run_benchmark(
                 description=f"{bench.name} · {model_spec}",
                 console=options.console,
             )
-        except BaseException:
+        except (KeyboardInterrupt, asyncio.CancelledError) as exc:
             store.set_run_status(run_id, "interrupted")
+            raise RunInterrupted(run_id) from exc
+        except BaseException:
+            store.set_run_status(run_id, "failed")
             raise
         finally:
             await client.close()
