@@ -283,21 +283,16 @@ class JavaCallDecoder(TokenParser):
         return parts[0] if len(parts) == 1 else span("generic_type", parts)
 
     def type_arguments(self) -> Node:
-        parts = [self.expect("<")]
-        while not self.at(">"):
-            if self.at("?"):
-                parts.append(leaf(self.advance()))
-                if self.token.text in ("extends", "super"):
-                    parts.append(leaf(self.advance()))
-                    parts.append(self.type_node())
-            else:
-                parts.append(self.type_node())
-            if self.at(","):
-                parts.append(leaf(self.advance()))
-            elif not self.at(">"):
-                raise BfclDecodeError(f"unexpected {self.token.text!r} in type arguments")
-        parts.append(self.expect(">"))
+        parts = self.comma_list("<", ">", self._type_argument, "type arguments")
         return span("type_arguments", parts)
+
+    def _type_argument(self) -> list[Node]:
+        if not self.at("?"):
+            return [self.type_node()]
+        wildcard = [leaf(self.advance())]
+        if self.token.text in ("extends", "super"):
+            wildcard += [leaf(self.advance()), self.type_node()]
+        return wildcard
 
     def _ident(self) -> Token:
         if self.token.kind != "ident":
@@ -305,16 +300,7 @@ class JavaCallDecoder(TokenParser):
         return self.advance()
 
     def arguments(self) -> Node:
-        parts = [self.expect("(")]
-        while not self.at(")"):
-            parts.append(self.expression())
-            if self.at(","):
-                parts.append(leaf(self.advance()))
-                if self.at(")"):
-                    raise BfclDecodeError("trailing comma in arguments")
-            elif not self.at(")"):
-                raise BfclDecodeError(f"unexpected {self.token.text!r} in arguments")
-        parts.append(self.expect(")"))
+        parts = self.comma_list("(", ")", lambda: [self.expression()], "arguments", trailing_comma=False)
         return span("argument_list", parts)
 
     def primary(self) -> Node:
@@ -434,12 +420,7 @@ class JavaCallDecoder(TokenParser):
         return span("block", parts)
 
     def array_initializer(self) -> Node:
-        parts = [self.expect("{")]
-        while not self.at("}"):
-            parts.append(self.array_initializer() if self.at("{") else self.expression())
-            if self.at(","):
-                parts.append(leaf(self.advance()))
-            elif not self.at("}"):
-                raise BfclDecodeError(f"unexpected {self.token.text!r} in array initializer")
-        parts.append(self.expect("}"))
+        parts = self.comma_list(
+            "{", "}", lambda: [self.array_initializer() if self.at("{") else self.expression()], "array initializer"
+        )
         return span("array_initializer", parts)

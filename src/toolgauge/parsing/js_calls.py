@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from toolgauge.parsing.call_types import UNNAMED_ARGUMENT_KEY, BfclDecodeError, BfclWrongFormatError, DecodedCall
@@ -244,19 +245,15 @@ class JsCallDecoder(TokenParser):
             node = span("update_expression", [node, leaf(self.advance())])
         return node
 
+    def spread_or(self, parse: Callable[[], Node]) -> Node:
+        """A ``...expr`` spread element, or whatever ``parse`` reads."""
+        if not self.at("..."):
+            return parse()
+        spread = leaf(self.advance())
+        return span("spread_element", [spread, self.assignment()])
+
     def arguments(self) -> Node:
-        parts = [self.expect("(")]
-        while not self.at(")"):
-            if self.at("..."):
-                spread = leaf(self.advance())
-                parts.append(span("spread_element", [spread, self.assignment()]))
-            else:
-                parts.append(self.assignment())
-            if self.at(","):
-                parts.append(leaf(self.advance()))
-            elif not self.at(")"):
-                raise BfclDecodeError(f"unexpected {self.token.text!r} in arguments")
-        parts.append(self.expect(")"))
+        parts = self.comma_list("(", ")", lambda: [self.spread_or(self.assignment)], "arguments")
         return span("arguments", parts)
 
     def call_member(self, node: Node) -> Node:
@@ -335,36 +332,11 @@ class JsCallDecoder(TokenParser):
         raise BfclDecodeError(f"unexpected {token.text!r}")
 
     def array(self) -> Node:
-        parts = [self.expect("[")]
-        while not self.at("]"):
-            if self.at(","):
-                parts.append(leaf(self.advance()))
-                continue
-            if self.at("..."):
-                spread = leaf(self.advance())
-                parts.append(span("spread_element", [spread, self.assignment()]))
-            else:
-                parts.append(self.assignment())
-            if self.at(","):
-                parts.append(leaf(self.advance()))
-            elif not self.at("]"):
-                raise BfclDecodeError(f"unexpected {self.token.text!r} in array")
-        parts.append(self.expect("]"))
+        parts = self.comma_list("[", "]", lambda: [self.spread_or(self.assignment)], "array", holes=True)
         return span("array", parts)
 
     def object(self) -> Node:
-        parts = [self.expect("{")]
-        while not self.at("}"):
-            if self.at("..."):
-                spread = leaf(self.advance())
-                parts.append(span("spread_element", [spread, self.assignment()]))
-            else:
-                parts.append(self.pair())
-            if self.at(","):
-                parts.append(leaf(self.advance()))
-            elif not self.at("}"):
-                raise BfclDecodeError(f"unexpected {self.token.text!r} in object")
-        parts.append(self.expect("}"))
+        parts = self.comma_list("{", "}", lambda: [self.spread_or(self.pair)], "object")
         return span("object", parts)
 
     def pair(self) -> Node:

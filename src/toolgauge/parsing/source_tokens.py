@@ -73,6 +73,35 @@ class TokenParser:
             raise BfclDecodeError(f"expected {text!r}, found {self.token.text!r}")
         return leaf(self.advance())
 
+    def comma_list(
+        self,
+        open_text: str,
+        close_text: str,
+        item: Callable[[], list[Node]],
+        what: str,
+        *,
+        trailing_comma: bool = True,
+        holes: bool = False,
+    ) -> list[Node]:
+        """Parse ``open item, item, ... close`` and return every node, brackets and commas included.
+
+        ``holes`` accepts empty slots (``[1, , 2]``); ``trailing_comma=False`` rejects ``f(a,)``.
+        """
+        parts = [self.expect(open_text)]
+        while not self.at(close_text):
+            if holes and self.at(","):
+                parts.append(leaf(self.advance()))
+                continue
+            parts.extend(item())
+            if self.at(","):
+                parts.append(leaf(self.advance()))
+                if not trailing_comma and self.at(close_text):
+                    raise BfclDecodeError(f"trailing comma in {what}")
+            elif not self.at(close_text):
+                raise BfclDecodeError(f"unexpected {self.token.text!r} in {what}")
+        parts.append(self.expect(close_text))
+        return parts
+
     def skip_balanced(self, open_text: str, close_text: str) -> list[Node]:
         """Consume a bracketed group (contents unchecked) and return its tokens as leaves."""
         leaves = [self.expect(open_text)]
