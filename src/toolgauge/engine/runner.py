@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -27,7 +27,7 @@ from rich.progress import (
 
 from toolgauge.engine.cache import request_hash
 from toolgauge.engine.retry import backoff_delay
-from toolgauge.errors import ModelError, TransientModelError
+from toolgauge.errors import ModelError, TransientModelError, UsageError
 from toolgauge.models.base import ModelClient
 from toolgauge.records import AssistantTurn, GenerateOptions, Message, ModelRequest, ToolSpec
 from toolgauge.store import Store
@@ -82,6 +82,16 @@ class _RunState:
     calls: int = 0
     cached: int = 0
     sleeps: list[float] = field(default_factory=list)
+    # Extra named clients (e.g. "agent", "judge") beside the evaluated model, which is role "model".
+    roles: dict[str, ModelClient] = field(default_factory=dict)
+
+    def client_for(self, role: str) -> ModelClient:
+        if role == "model":
+            return self.client
+        try:
+            return self.roles[role]
+        except KeyError:
+            raise UsageError(f"no model client for role {role!r} (known: model, {', '.join(self.roles)})") from None
 
 
 class EpisodeContext:
@@ -90,7 +100,7 @@ class EpisodeContext:
     def __init__(self, state: _RunState, sample_key: str):
         self._state = state
         self.sample_key = sample_key
-        self._step = 0
+        self._steps: dict[str, int] = {}
 
     async def generate(
         self,
@@ -99,37 +109,47 @@ class EpisodeContext:
         options: GenerateOptions | None = None,
         *,
         gold: AssistantTurn | None = None,
+        role: str = "model",
     ) -> AssistantTurn:
-        """Call the model once; raises ``ModelError`` when it fails for good."""
+        """Call a model once; raises ``ModelError`` when it fails for good.
+
+        ``role`` picks the client: ``"model"`` (the evaluated model) or a named extra client
+        given to ``run_episodes(roles=...)``, such as ``"agent"`` or ``"judge"``. Each role counts
+        its own steps, so scripted and replayed outputs of the evaluated model keep their step numbers.
+        """
         st = self._state
+        client = st.client_for(role)
+        step = self._steps.get(role, 0)
+        self._steps[role] = step + 1
         request = ModelRequest(
             messages=messages,
             tools=tools or [],
             options=options or GenerateOptions(),
             sample_key=self.sample_key,
-            step=self._step,
+            step=step,
             gold=gold,
         )
-        self._step += 1
-        key = request_hash(st.client.cache_id, request) if st.client.cacheable else None
+        key = request_hash(client.cache_id, request) if client.cacheable else None
         if key is not None and st.config.use_cache:
             hit = st.store.cache_get(key)
             if hit is not None:
                 turn = AssistantTurn.model_validate(hit)
                 st.cached += 1
-                self._record(request, key, turn, None, 0.0, 0, cached=True)
+                self._record(request, key, turn, None, 0.0, 0, cached=True, role=role)
                 return turn
         attempt = 0
         while True:
             attempt += 1
             started = time.perf_counter()
             try:
-                turn = await asyncio.wait_for(st.client.generate(request), st.config.timeout)
+                turn = await asyncio.wait_for(client.generate(request), st.config.timeout)
             except (TransientModelError, TimeoutError) as exc:
                 latency = time.perf_counter() - started
                 message = str(exc) or f"timed out after {st.config.timeout:g} s"
                 if attempt > st.config.max_retries:
-                    self._record(request, key, None, f"gave up after {attempt} attempts: {message}", latency, attempt)
+                    self._record(
+                        request, key, None, f"gave up after {attempt} attempts: {message}", latency, attempt, role=role
+                    )
                     raise ModelError(f"gave up after {attempt} attempts: {message}") from exc
                 retry_after = exc.retry_after if isinstance(exc, TransientModelError) else None
                 delay = backoff_delay(
@@ -143,13 +163,13 @@ class EpisodeContext:
                 await asyncio.sleep(delay)
                 continue
             except ModelError as exc:
-                self._record(request, key, None, str(exc), time.perf_counter() - started, attempt)
+                self._record(request, key, None, str(exc), time.perf_counter() - started, attempt, role=role)
                 raise
             latency = time.perf_counter() - started
             st.calls += 1
-            self._record(request, key, turn, None, latency, attempt)
+            self._record(request, key, turn, None, latency, attempt, role=role)
             if key is not None:
-                st.store.cache_put(key, st.client.cache_id, turn.model_dump())
+                st.store.cache_put(key, client.cache_id, turn.model_dump())
             return turn
 
     def _record(
@@ -162,11 +182,13 @@ class EpisodeContext:
         attempts: int,
         *,
         cached: bool = False,
+        role: str = "model",
     ) -> None:
         self._state.store.record_call(
             {
                 "run_id": self._state.run_id,
-                "sample_key": self.sample_key,
+                # Calls of extra roles are logged under "<sample>#<role>" so the evaluated model's log stays clean.
+                "sample_key": self.sample_key if role == "model" else f"{self.sample_key}#{role}",
                 "step": request.step,
                 "request_hash": key,
                 "response": turn.model_dump_json() if turn is not None else None,
@@ -200,6 +222,7 @@ async def run_episodes(
     config: EngineConfig | None = None,
     description: str = "samples",
     console: Console | None = None,
+    roles: Mapping[str, ModelClient] | None = None,
 ) -> RunOutcome[R]:
     """Run ``episode`` on every sample not already finished in ``run_id``.
 
@@ -207,7 +230,9 @@ async def run_episodes(
     A failure inside one sample is recorded on that sample and the run goes on.
     """
     cfg = config or EngineConfig()
-    state = _RunState(client=client, store=store, run_id=run_id, config=cfg, rng=random.Random(cfg.seed))
+    state = _RunState(
+        client=client, store=store, run_id=run_id, config=cfg, rng=random.Random(cfg.seed), roles=dict(roles or {})
+    )
     previous = store.finished_samples(run_id)
     outcomes: dict[str, SampleOutcome[R]] = {}
     retry_keys: list[str] = []

@@ -78,23 +78,41 @@ class RunResult(Generic[R]):
 
 
 async def run_benchmark(
-    bench: Benchmark[S, R], model_spec: str, options: RunOptions, *, client: ModelClient | None = None
+    bench: Benchmark[S, R],
+    model_spec: str,
+    options: RunOptions,
+    *,
+    client: ModelClient | None = None,
+    roles: Mapping[str, ModelClient] | None = None,
 ) -> RunResult[R]:
     """Run a benchmark end to end: model, engine, scoring, store.
+
+    ``roles`` are extra clients an episode reaches with ``ctx.generate(..., role=name)`` (a proxy
+    agent, a judge). A client shared by several roles is started and closed once.
 
     The data has already been loaded and validated by the time we get here, so nothing
     reaches the store for bad input.
     """
     samples = bench.samples()
     client = client or resolve_model(model_spec, replay_loader=bench.replay_table, timeout=options.engine.timeout)
+    extra = dict(roles or {})
+    distinct: list[ModelClient] = []
+    for c in [client, *extra.values()]:
+        if all(c is not seen for seen in distinct):
+            distinct.append(c)
     store = open_store(options.store_url)
     try:
         run_id = _open_run(store, bench, model_spec, options.resume)
+        started_clients: list[ModelClient] = []
         try:
-            await client.start()
+            for c in distinct:
+                await c.start()
+                started_clients.append(c)
         except ModelError as exc:
+            for c in started_clients:
+                await c.close()
             store.set_run_status(run_id, "failed")
-            raise UsageError(f"model {model_spec!r} could not start: {exc}") from exc
+            raise UsageError(f"model {c.name!r} could not start: {exc}") from exc
         started = time.perf_counter()
         try:
             outcome = await run_episodes(
@@ -107,6 +125,7 @@ async def run_benchmark(
                 config=options.engine,
                 description=f"{bench.name} · {model_spec}",
                 console=options.console,
+                roles=extra,
             )
         except (KeyboardInterrupt, asyncio.CancelledError) as exc:
             store.set_run_status(run_id, "interrupted")
@@ -115,7 +134,8 @@ async def run_benchmark(
             store.set_run_status(run_id, "failed")
             raise
         finally:
-            await client.close()
+            for c in distinct:
+                await c.close()
         wall = time.perf_counter() - started
         scored = bench.score(samples, outcome.outcomes)
         stats = store.call_stats(run_id)

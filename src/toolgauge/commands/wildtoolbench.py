@@ -1,0 +1,3 @@
+"""``eval wildtoolbench`` and ``score wildtoolbench``."""
+
+from __future__ import annotations
