@@ -1,0 +1,179 @@
+"""WildToolBench recorded outputs: the step JSONL format, and the official result file (read and write).
+
+Step JSONL, one line per model step::
+
+    {"session": "<id>", "task": <0-based task index>, "step": <0-based step within the task>,
+     "content": <string or null>, "tool_calls": [{"name": "...", "arguments": {...} or "<JSON text>"}]}
+
+A missing ``(session, task, step)`` means the model returned nothing at that step. The table read here
+is keyed by session, then ``(task, step)``; :mod:`toolgauge.protocols.wild` turns it into the per-sample
+list of turns the engine's ``ReplayClient`` serves by running step (see ``WildBenchmark.replay_table``).
+
+The official result file (``result/<model>/Wild-Tool-Bench_result.jsonl``) is read by
+:func:`toolgauge.records.wild_log.read_official_results`; :func:`write_official_results` writes our runs in
+that shape so the official ``eval_runner`` can score them too.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Literal
+
+from toolgauge.errors import DataError
+from toolgauge.loaders.jsonl import read_jsonl_objects, read_text, text_lines
+from toolgauge.records import AssistantTurn, ToolCall
+from toolgauge.records.wild_log import WildSessionResult
+from toolgauge.report.export import write_atomic
+
+__all__ = [
+    "PredictionFormat",
+    "StepTable",
+    "detect_format",
+    "read_steps",
+    "step_line",
+    "write_official_results",
+]
+
+PredictionFormat = Literal["steps", "official"]
+#: session id -> (task, step) -> the recorded turn.
+StepTable = dict[str, dict[tuple[int, int], AssistantTurn]]
+
+_STEP_KEYS = {"session", "task", "step", "content", "tool_calls"}
+
+
+def detect_format(path: Path) -> PredictionFormat:
+    """Tell the two prediction formats apart by the first non-blank line.
+
+    Raises:
+        DataError: the file is unreadable, empty, or its first line is neither format.
+    """
+    shown = str(path)
+    for number, line in enumerate(text_lines(read_text(path)), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(shown, f"invalid JSON: {exc.msg} (column {exc.colno})", line=number) from None
+        if isinstance(obj, dict) and "result" in obj and "id" in obj:
+            return "official"
+        if isinstance(obj, dict) and "session" in obj:
+            return "steps"
+        raise DataError(
+            shown,
+            'neither a step line ({"session", "task", "step", ...}) nor an official result line ({"id", "result"})',
+            line=number,
+        )
+    raise DataError(shown, "no predictions: the file is empty")
+
+
+def read_steps(path: Path) -> StepTable:
+    """Read a step JSONL file into ``{session: {(task, step): turn}}``.
+
+    Arguments given as a string are decoded; text that is not a JSON object is kept as ``raw`` with a
+    ``parse_error``, so the scorer reports it as the official "invalid json format" argument error.
+
+    Raises:
+        DataError: malformed JSON, a missing or mistyped field, an unknown field, or the same
+            ``(session, task, step)`` twice.
+    """
+    shown = str(path)
+    table: StepTable = {}
+    first_line: dict[tuple[str, int, int], int] = {}
+    for number, obj in read_jsonl_objects(path):
+        unknown = sorted(set(obj) - _STEP_KEYS)
+        if unknown:
+            raise DataError(shown, f"unknown field (allowed: {', '.join(sorted(_STEP_KEYS))})", line=number,
+                            field=unknown[0])  # fmt: skip
+        session = obj.get("session")
+        if not isinstance(session, str) or not session:
+            raise DataError(shown, "must be a non-empty string (the session id)", line=number, field="session")
+        task = _index(obj, "task", shown, number)
+        step = _index(obj, "step", shown, number)
+        content = obj.get("content")
+        if content is not None and not isinstance(content, str):
+            raise DataError(shown, "must be a string or null", line=number, field="content")
+        raw_calls = obj.get("tool_calls") or []
+        if not isinstance(raw_calls, list):
+            raise DataError(shown, "must be a list of {name, arguments}", line=number, field="tool_calls")
+        calls = [_call(item, shown, number, f"tool_calls[{k}]") for k, item in enumerate(raw_calls)]
+        key = (session, task, step)
+        if key in first_line:
+            raise DataError(
+                shown, f"session {session!r} task {task} step {step} is recorded twice (first on line "
+                f"{first_line[key]})", line=number,
+            )  # fmt: skip
+        first_line[key] = number
+        table.setdefault(session, {})[(task, step)] = AssistantTurn(
+            content=content, tool_calls=calls, finish_reason="tool_calls" if calls else "stop"
+        )
+    if not table:
+        raise DataError(shown, "no recorded steps: the file is empty")
+    return table
+
+
+def _index(obj: dict[str, Any], key: str, path: str, line: int) -> int:
+    value = obj.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise DataError(path, "must be a 0-based index (an integer >= 0)", line=line, field=key)
+    return value
+
+
+def _call(item: Any, path: str, line: int, field: str) -> ToolCall:
+    if not isinstance(item, dict):
+        raise DataError(path, "must be an object {name, arguments}", line=line, field=field)
+    name = item.get("name")
+    if not isinstance(name, str) or not name:
+        raise DataError(path, "must be a non-empty string", line=line, field=f"{field}.name")
+    arguments = item.get("arguments", {})
+    if isinstance(arguments, dict):
+        return ToolCall(name=name, arguments=arguments)
+    if not isinstance(arguments, str):
+        raise DataError(path, "must be an object or a JSON string", line=line, field=f"{field}.arguments")
+    try:
+        decoded = json.loads(arguments)
+    except json.JSONDecodeError as exc:
+        return ToolCall(name=name, raw=arguments, parse_error=f"invalid JSON: {exc.msg}")
+    if not isinstance(decoded, dict):
+        return ToolCall(name=name, raw=arguments, parse_error="arguments are not a JSON object")
+    return ToolCall(name=name, arguments=decoded, raw=arguments)
+
+
+def step_line(session: str, task: int, step: int, turn: AssistantTurn) -> dict[str, Any]:
+    """One step JSONL line for a model turn (the inverse of :func:`read_steps`)."""
+    return {
+        "session": session,
+        "task": task,
+        "step": step,
+        "content": turn.content,
+        "tool_calls": [
+            {"name": c.name, "arguments": c.raw if c.parse_error is not None else c.arguments} for c in turn.tool_calls
+        ],
+    }
+
+
+def write_official_results(path: Path, results: Iterable[WildSessionResult], *, model_name: str) -> None:
+    """Write sessions as the official ``Wild-Tool-Bench_result.jsonl`` (atomically, one session per line)."""
+    lines = []
+    for result in results:
+        data = {"id": result.id, "model_name": model_name, **result.model_dump(mode="json", exclude={"id"})}
+        lines.append(json.dumps(data, ensure_ascii=False))
+    write_atomic(path, "".join(line + "\n" for line in lines))
+
+
+def read_official(path: Path) -> dict[str, WildSessionResult]:
+    """Read an official result file into ``{session id: result}``.
+
+    Raises:
+        DataError: as :func:`~toolgauge.records.wild_log.read_official_results`, or a session id twice.
+    """
+    from toolgauge.records.wild_log import read_official_results
+
+    out: dict[str, WildSessionResult] = {}
+    for result in read_official_results(path):
+        if result.id in out:
+            raise DataError(str(path), f"session {result.id!r} has two result lines", field="id")
+        out[result.id] = result
+    return out
