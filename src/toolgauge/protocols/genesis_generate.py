@@ -292,8 +292,7 @@ def parse_answer(text: str | None) -> ParsedAnswer:
         if found is not None:
             payload = found
     if payload is None:
-        outside = text if not blocks else "\n".join(b.body for b in blocks if b.lang not in _PY_LANGS)
-        for value in _json_candidates(outside):
+        for value in _json_candidates(text):
             found = as_schema_payload(value)
             if found is not None:
                 payload = found
@@ -535,14 +534,17 @@ class CodeAgent:
         root = self.folder.resolve()
         if not path or os.path.isabs(path) or "\x00" in path:
             return f"Error: {path!r} is not a relative path inside your folder."
-        target = (root / path).resolve()
-        if target == root or not target.is_relative_to(root):
-            return f"Error: {path!r} is outside your folder; write only inside it."
         data = content.encode("utf-8", errors="replace")
         if len(data) > MAX_FILE_BYTES:
             return f"Error: the file is {len(data)} bytes; the limit is {MAX_FILE_BYTES}."
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+        try:
+            target = (root / path).resolve()
+            if target == root or not target.is_relative_to(root):
+                return f"Error: {path!r} is outside your folder; write only inside it."
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        except OSError as exc:  # a name too long, a folder where a file should be, ...
+            return f"Error: could not write {path!r}: {exc.strerror or exc}"
         note = ""
         if self.session is not None and target.name.endswith(".py"):
             note = " The running server still runs the old code; call launch_server() to restart it."

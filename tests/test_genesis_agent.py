@@ -1,0 +1,258 @@
+"""Tool-Genesis level 4: the proxy agent over MCP and the completeness judge."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from pydantic import BaseModel
+
+from toolgauge.engine import EngineConfig, EpisodeContext, run_episodes
+from toolgauge.errors import ModelError
+from toolgauge.models.offline import ScriptedClient
+from toolgauge.protocols.genesis_agent import (
+    AgentTrajectory,
+    JudgeVerdict,
+    build_judge_prompt,
+    conversation_history,
+    judge_task,
+    local_parse_rating,
+    solve_task,
+)
+from toolgauge.records import AssistantTurn, Message, ModelRequest
+from toolgauge.store import open_store
+
+try:
+    from toolgauge.sandbox import sandboxed_command  # noqa: F401
+
+    HAVE_SANDBOX = True
+except ImportError:
+    HAVE_SANDBOX = False
+
+TINY_SERVER = '''from mcp.server import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+mcp = MCPServer("adder")
+
+
+@mcp.tool()
+def add_numbers(a: int, b: int) -> dict:
+    """Add two integers."""
+    if a < 0:
+        raise ToolError("a must be non-negative")
+    return {"sum": a + b}
+
+
+if __name__ == "__main__":
+    mcp.run()
+'''
+TASK = "What is 2 + 3? Use the tools."
+
+
+async def in_episode(
+    tmp_path: Path, body: Callable[[EpisodeContext], Awaitable[BaseModel]], result_type: type[BaseModel], **roles: Any
+) -> Any:
+    """Run ``body`` inside one engine episode, with the given role clients."""
+    store = open_store(f"sqlite:///{tmp_path / 'runs.db'}")
+    run_id = store.create_run("test", "scripted", {})
+
+    async def episode(sample: str, ctx: EpisodeContext) -> BaseModel:
+        return await body(ctx)
+
+    out = await run_episodes(
+        [("s1", "x")],
+        episode,
+        result_type,
+        client=ScriptedClient(outputs=[]),
+        store=store,
+        run_id=run_id,
+        roles=roles,
+        config=EngineConfig(concurrency=1, show_progress=False),
+    )
+    store.close()
+    assert out.outcomes[0].error is None, out.outcomes[0].error
+    return out.outcomes[0].result
+
+
+def call(tool: str, call_id: str = "c1", **arguments: Any) -> dict[str, Any]:
+    return {"tool_calls": [{"name": tool, "arguments": arguments, "id": call_id}]}
+
+
+class FakeOutcome:
+    def __init__(self, text: str, is_error: bool = False, failure: str | None = None):
+        self.text, self.is_error, self.failure = text, is_error, failure
+
+
+class FakeSession:
+    tools: ClassVar[list[dict[str, Any]]] = [
+        {
+            "name": "add_numbers",
+            "description": "Add two integers.",
+            "inputSchema": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}},
+        }
+    ]
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    async def call(self, name: str, arguments: dict[str, Any], timeout: float = 30.0) -> FakeOutcome:
+        self.calls.append((name, arguments))
+        if "a" not in arguments:
+            return FakeOutcome("", failure="timed out after 30 s")
+        return FakeOutcome("x" * 5000 if arguments["a"] == 99 else json.dumps({"sum": arguments["a"] + arguments["b"]}))
+
+
+# -- the agent -----------------------------------------------------------------------------------------
+@pytest.mark.skipif(not HAVE_SANDBOX, reason="toolgauge.sandbox not available yet")
+async def test_scripted_agent_solves_a_task_on_a_real_sandboxed_server(tmp_path):
+    from toolgauge.servers import launch_server
+
+    code = tmp_path / "srv" / "server.py"
+    code.parent.mkdir()
+    code.write_text(TINY_SERVER)
+    agent = ScriptedClient([call("add_numbers", a=2, b=3), "2 + 3 = 5."])
+
+    async def body(ctx: EpisodeContext) -> AgentTrajectory:
+        async with launch_server(code) as session:
+            return await solve_task(ctx, TASK, session)
+
+    traj = await in_episode(tmp_path, body, AgentTrajectory, agent=agent)
+    assert traj.stopped == "answer" and traj.final_answer == "2 + 3 = 5."
+    assert [c.name for c in traj.tool_calls] == ["add_numbers"]
+    assert json.loads(traj.steps[0].observation) == {"sum": 5} and traj.steps[0].is_error is False
+    # The agent was offered the server's live tools and got the result back as a tool message.
+    first = agent.requests[0]
+    assert [t.name for t in first.tools] == ["add_numbers"]
+    assert first.tools[0].parameters["properties"].keys() == {"a", "b"}
+    tool_msg = agent.requests[1].messages[-1]
+    assert tool_msg.role == "tool" and tool_msg.tool_call_id == "c1" and json.loads(tool_msg.content) == {"sum": 5}
+    assert [m.role for m in traj.messages] == ["system", "user", "assistant", "tool", "assistant"]
+
+
+async def test_agent_stops_at_max_steps_and_reports_bad_calls(tmp_path):
+    session = FakeSession()
+    agent = ScriptedClient(
+        [call("nope"), call("add_numbers", b=1), call("add_numbers", a=99, b=1), call("add_numbers", a=1, b=1)]
+    )
+
+    async def body(ctx: EpisodeContext) -> AgentTrajectory:
+        return await solve_task(ctx, TASK, session, max_steps=3)
+
+    traj = await in_episode(tmp_path, body, AgentTrajectory, agent=agent)
+    assert traj.stopped == "max_steps" and traj.final_answer is None and traj.model_steps == 3
+    assert len(agent.requests) == 3
+    unknown, failed, long = traj.steps
+    assert unknown.observation == "Error: unknown tool 'nope'; available tools: add_numbers."
+    assert unknown.failure == "unknown_tool" and session.calls[0] == ("add_numbers", {"b": 1})
+    assert failed.observation == "Error: timed out after 30 s" and failed.is_error
+    assert long.observation.startswith("x" * 4000) and long.observation.endswith("[1000 more characters cut]")
+
+
+async def test_agent_model_error_ends_the_trajectory_without_raising(tmp_path):
+    def boom(request: ModelRequest) -> AssistantTurn:
+        raise ModelError("HTTP 400")
+
+    async def body(ctx: EpisodeContext) -> AgentTrajectory:
+        return await solve_task(ctx, TASK, FakeSession())
+
+    traj = await in_episode(tmp_path, body, AgentTrajectory, agent=ScriptedClient(policy=boom))
+    assert traj.stopped == "model_error" and traj.errors == ["step 0: model error: HTTP 400"]
+
+
+# -- the judge -----------------------------------------------------------------------------------------
+def rated(label: str) -> str:
+    return f"<response><completeness><reasoning>ok</reasoning><rating>{label}</rating></completeness></response>"
+
+
+def finished_trajectory() -> AgentTrajectory:
+    return AgentTrajectory(
+        task=TASK,
+        messages=[Message(role="system", content="s"), Message(role="user", content=TASK),
+                  Message(role="assistant", content="It is 5.")],
+        final_answer="It is 5.",
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (rated("very incomplete"), 1),
+        (rated("incomplete"), 2),
+        (rated("Partially Complete"), 3),
+        (rated(" mostly  complete "), 4),
+        (rated("fully complete"), 5),
+        (rated("4"), 4),
+        (rated("7"), None),
+        (rated("great"), None),
+        ("fully complete", None),  # no <rating> tag
+        ("", None),
+    ],
+)
+def test_local_rating_parser(text, expected):
+    # The official label map: very incomplete 1, incomplete 2, partially 3, mostly 4, fully 5; digits 1..5 accepted.
+    assert local_parse_rating(text) == expected
+
+
+async def test_judge_reads_the_rating_first_time(tmp_path):
+    judge = ScriptedClient([rated("mostly complete")])
+
+    async def body(ctx: EpisodeContext) -> JudgeVerdict:
+        return await judge_task(ctx, TASK, finished_trajectory())
+
+    verdict = await in_episode(tmp_path, body, JudgeVerdict, judge=judge)
+    assert (verdict.score, verdict.attempts, verdict.reasoning) == (4, 1, "ok")
+    prompt = judge.requests[0].messages[-1].content
+    assert TASK in prompt and '"content": "It is 5."' in prompt and "<rating>" in prompt
+
+
+async def test_judge_retries_unparsable_output_then_succeeds(tmp_path):
+    judge = ScriptedClient(["I think it is fine", "<rating>superb</rating>", rated("fully complete")])
+
+    async def body(ctx: EpisodeContext) -> JudgeVerdict:
+        return await judge_task(ctx, TASK, finished_trajectory())
+
+    verdict = await in_episode(tmp_path, body, JudgeVerdict, judge=judge)
+    assert (verdict.score, verdict.attempts) == (5, 3)
+    # Each retry differs in its seed, so a cached answer is not served again.
+    assert [r.options.seed for r in judge.requests] == [None, 1, 2]
+
+
+async def test_judge_gives_zero_after_three_unparsable_answers(tmp_path):
+    judge = ScriptedClient(["no", "still no", "nope", rated("fully complete")])
+
+    async def body(ctx: EpisodeContext) -> JudgeVerdict:
+        return await judge_task(ctx, TASK, finished_trajectory())
+
+    verdict = await in_episode(tmp_path, body, JudgeVerdict, judge=judge)
+    assert (verdict.score, verdict.attempts, verdict.raw) == (0, 3, "nope")
+    assert len(judge.requests) == 3
+
+
+async def test_judge_model_errors_count_as_attempts(tmp_path):
+    answers = iter([ModelError("HTTP 500"), rated("incomplete")])
+
+    def policy(request: ModelRequest) -> AssistantTurn:
+        item = next(answers)
+        if isinstance(item, Exception):
+            raise item
+        return AssistantTurn(content=item)
+
+    async def body(ctx: EpisodeContext) -> JudgeVerdict:
+        return await judge_task(ctx, TASK, finished_trajectory())
+
+    verdict = await in_episode(tmp_path, body, JudgeVerdict, judge=ScriptedClient(policy=policy))
+    assert (verdict.score, verdict.attempts) == (2, 2)
+    assert verdict.errors == ["attempt 1: model error: HTTP 500"]
+
+
+def test_judge_prompt_fills_each_slot_once_and_cuts_long_histories():
+    traj = finished_trajectory()
+    prompt = build_judge_prompt("task mentions {history} literally", traj)
+    assert "task mentions {history} literally" in prompt
+    assert prompt.count('"content": "It is 5."') == 1
+    long = AgentTrajectory(task=TASK, messages=[Message(role="tool", content="y" * 50_000)])
+    text = conversation_history(long, limit=3000)
+    assert len(text) < 3100 and "characters cut" in text and text.rstrip().endswith("]")
