@@ -1,3 +1,295 @@
-"""``eval wildtoolbench`` and ``score wildtoolbench``."""
+"""``eval wildtoolbench`` and ``score wildtoolbench``, and the terminal tables of a WildToolBench summary."""
 
 from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Mapping
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from toolgauge.cli import (
+    ConcurrencyOpt,
+    JsonOpt,
+    LimitOpt,
+    MaxTokOpt,
+    ModelOpt,
+    NoCacheOpt,
+    QuietOpt,
+    ResumeOpt,
+    RetriesOpt,
+    SamplesOpt,
+    StoreOpt,
+    TempOpt,
+    TimeoutOpt,
+    ToolChoice,
+    ToolChoiceOpt,
+    Variant,
+    eval_app,
+    fail,
+    guarded,
+    out,
+    run_options,
+    score_app,
+)
+from toolgauge.models.base import ModelClient
+from toolgauge.protocols.base import RunOptions, run_benchmark
+from toolgauge.protocols.options import CallSettings
+from toolgauge.report.export import samples_jsonl, write_atomic
+from toolgauge.report.terminal import pct
+
+
+class Language(StrEnum):
+    """Which half of an official session file to read."""
+
+    en = "en"
+    zh = "zh"
+
+
+class PredictionFormat(StrEnum):
+    """Format of a ``--predictions`` file."""
+
+    auto = "auto"
+    steps = "steps"
+    official = "official"
+
+
+DataOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--data",
+        help="Sessions: the official Wild-Tool-Bench.jsonl or toolgauge's session format "
+        "(default: the built-in sample sessions).",
+    ),
+]
+LanguageOpt = Annotated[Language, typer.Option("--language", help="en | zh: which half of an official file to read.")]
+WildVariantOpt = Annotated[
+    Variant, typer.Option("--variant", help="reference (the official rules) | strict (without their quirks).")
+]
+PredictionsOutOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--predictions-out",
+        help="Write the run's logs as an official Wild-Tool-Bench_result.jsonl (for the official eval_runner).",
+    ),
+]
+StepsOutOpt = Annotated[
+    Path | None,
+    typer.Option("--steps-out", help="Write the model's replies as step JSONL (replay them with replay:PATH)."),
+]
+
+
+def _sessions(data: Path | None, language: Language, limit: int | None) -> tuple[list[Any], str]:
+    from toolgauge.loaders.wild import builtin_wild_path, load_wild
+
+    path = data or builtin_wild_path()
+    sessions = load_wild(path, language.value)
+    return (sessions[:limit] if limit else sessions), ("builtin:wild_sample" if data is None else str(path))
+
+
+def _run_and_report(
+    bench: Any,
+    model: str,
+    options: RunOptions,
+    *,
+    as_json: bool,
+    samples: Path | None,
+    predictions_out: Path | None,
+    steps_out: Path | None,
+    client: ModelClient | None = None,
+) -> None:
+    """Run, write the requested files (whole, at the end), print; exit 1 when every session failed."""
+    from toolgauge.protocols.wild_io import write_official_results, write_steps
+
+    result = asyncio.run(run_benchmark(bench, model, options, client=client))
+    summary = result.scored.summary
+    if samples is not None:
+        write_atomic(samples, samples_jsonl(result.scored.rows))
+    if predictions_out is not None:
+        write_official_results(predictions_out, bench.results, model_name=model)
+    if steps_out is not None:
+        write_steps(steps_out, bench.results)
+    if as_json:
+        sys.stdout.write(json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+    else:
+        render_wild(summary, out)
+        for label, path in (("per-task results", samples), ("official result file", predictions_out),
+                            ("step JSONL", steps_out)):  # fmt: skip
+            if path is not None:
+                out.print(f"{label}: {path}")
+    run = summary.get("run", {})
+    if run.get("samples") and run.get("sample_errors") == run.get("samples"):
+        fail(
+            f"every session failed (run {run.get('id')} is stored); {summary['warnings'][-1].split('; ', 1)[1]}",
+            code=1,
+        )
+
+
+@eval_app.command("wildtoolbench")
+def eval_wild(
+    model: ModelOpt,
+    data: DataOpt = None,
+    language: LanguageOpt = Language.en,
+    variant: WildVariantOpt = Variant.reference,
+    tool_choice: ToolChoiceOpt = ToolChoice.auto,
+    store: StoreOpt = None,
+    concurrency: ConcurrencyOpt = 4,
+    timeout: TimeoutOpt = 120.0,
+    max_retries: RetriesOpt = 4,
+    no_cache: NoCacheOpt = False,
+    resume: ResumeOpt = None,
+    as_json: JsonOpt = False,
+    samples: SamplesOpt = None,
+    predictions_out: PredictionsOutOpt = None,
+    steps_out: StepsOutOpt = None,
+    limit: LimitOpt = None,
+    quiet: QuietOpt = False,
+    temperature: TempOpt = 0.0,
+    max_tokens: MaxTokOpt = 512,
+) -> None:
+    """Run a model on WildToolBench sessions (4 tasks each, official online loop) and score it."""
+
+    def body() -> None:
+        from toolgauge.protocols.wild import WildBenchmark
+
+        sessions, label = _sessions(data, language, limit)
+        bench = WildBenchmark(
+            sessions,
+            data_label=label,
+            language=language.value,
+            variant=variant.value,
+            settings=CallSettings(temperature=temperature, max_tokens=max_tokens, tool_choice=tool_choice.value),
+        )
+        opts = run_options(
+            store=store, concurrency=concurrency, timeout=timeout, max_retries=max_retries,
+            no_cache=no_cache, resume=resume, quiet=quiet,
+        )  # fmt: skip
+        _run_and_report(
+            bench, model, opts, as_json=as_json, samples=samples, predictions_out=predictions_out, steps_out=steps_out
+        )
+
+    guarded(body)
+
+
+@score_app.command("wildtoolbench")
+def score_wild(
+    predictions: Annotated[
+        Path, typer.Option("--predictions", help="Step JSONL, or an official Wild-Tool-Bench_result.jsonl.")
+    ],
+    data: DataOpt = None,
+    prediction_format: Annotated[
+        PredictionFormat, typer.Option("--format", help="auto | steps | official (auto: by the first line).")
+    ] = PredictionFormat.auto,
+    language: LanguageOpt = Language.en,
+    variant: WildVariantOpt = Variant.reference,
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+    samples: SamplesOpt = None,
+    predictions_out: PredictionsOutOpt = None,
+    steps_out: StepsOutOpt = None,
+    quiet: QuietOpt = True,
+) -> None:
+    """Rescore recorded WildToolBench runs: toolgauge step JSONL or the official harness's result file."""
+
+    def body() -> None:
+        from toolgauge.models.offline import ReplayClient
+        from toolgauge.protocols.wild import WildBenchmark
+        from toolgauge.protocols.wild_io import detect_format, read_official
+
+        chosen = detect_format(predictions) if prediction_format is PredictionFormat.auto else prediction_format.value
+        sessions, label = _sessions(data, language, None)
+        recorded = None
+        client: ModelClient | None = None
+        if chosen == "official":
+            recorded = read_official(predictions)
+            known = {s.id for s in sessions}
+            if not known & set(recorded):
+                raise _no_overlap(predictions, recorded)
+            sessions = [s for s in sessions if s.id in recorded]
+            client = ReplayClient({}, name=f"official:{predictions}")  # never asked: the logs are the run
+        bench = WildBenchmark(sessions, data_label=label, language=language.value, variant=variant.value,
+                              recorded=recorded)  # fmt: skip
+        opts = run_options(
+            store=store, concurrency=64, timeout=60.0, max_retries=0, no_cache=True, resume=None, quiet=quiet
+        )
+        _run_and_report(
+            bench, f"replay:{predictions}", opts, as_json=as_json, samples=samples, predictions_out=predictions_out,
+            steps_out=steps_out, client=client,
+        )  # fmt: skip
+
+    guarded(body)
+
+
+def _no_overlap(path: Path, recorded: Mapping[str, Any]) -> Exception:
+    from toolgauge.errors import DataError
+
+    first = next(iter(recorded))
+    return DataError(str(path), f"none of its {len(recorded)} sessions is in the data (first: {first!r})", field="id")
+
+
+# --- tables ------------------------------------------------------------------------------------------------
+
+
+def render_wild(summary: Mapping[str, Any], console: Console) -> None:
+    """Print a WildToolBench summary: headline rates, breakdowns, and the error taxonomy."""
+    scores: Mapping[str, Any] = summary.get("scores") or {}
+    counts: Mapping[str, Any] = scores.get("counts") or {}
+    head = Table(
+        title=f"WildToolBench · variant {summary.get('variant', '')} · {summary.get('language', '')} · "
+        f"{summary.get('data', '')}",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+    )
+    for column in ("metric", "%", "of"):
+        head.add_column(column, justify="left" if column == "metric" else "right")
+    optimal = (scores.get("optimal_path") or {}).get("Total") or {}
+    progress = (scores.get("accomplish_progress") or {}).get("Total") or {}
+    head.add_row("task accuracy", pct(scores.get("task_accuracy")),
+                 f"{counts.get('correct_tasks', '')}/{counts.get('tasks', '')} tasks")  # fmt: skip
+    head.add_row("session accuracy", pct(scores.get("session_accuracy")),
+                 f"{counts.get('correct_sessions', '')}/{counts.get('sessions', '')} sessions")  # fmt: skip
+    head.add_row("optimal path rate (OP)", pct(scores.get("optimal_path_rate")),
+                 f"{optimal.get('correct', '')}/{optimal.get('total', '')} parallel+mixed tasks")  # fmt: skip
+    head.add_row("accomplish progress (AP)", pct(scores.get("accomplish_progress_rate")),
+                 f"{progress.get('complete_step', '')}/{progress.get('total_step', '')} steps")  # fmt: skip
+    console.print(head)
+
+    breakdown = Table(title="accuracy by group", title_justify="left", box=box.SIMPLE_HEAD)
+    for column in ("group", "key", "correct", "total", "%"):
+        breakdown.add_column(column, justify="left" if column in ("group", "key") else "right")
+    groups = (("by_task_type", "task type"), ("by_task_order", "task order"),
+              ("by_turn_subtype", "turn subtype"), ("by_transitions", "transitions"))  # fmt: skip
+    for key, title in groups:
+        for name, row in (scores.get(key) or {}).items():
+            if row.get("total"):
+                breakdown.add_row(title, str(name), str(row.get("correct")), str(row.get("total")),
+                                  pct(row.get("accuracy")))  # fmt: skip
+    console.print(breakdown)
+
+    errors: Mapping[str, Any] = scores.get("errors") or {}
+    if errors.get("failed_tasks"):
+        taxonomy = Table(title=f"error taxonomy · {errors['failed_tasks']} failed tasks", title_justify="left",
+                         box=box.SIMPLE_HEAD)  # fmt: skip
+        for column in ("class", "tasks", "% of failed"):
+            taxonomy.add_column(column, justify="left" if column == "class" else "right")
+        shares = errors.get("shares") or {}
+        for name, count in (errors.get("counts") or {}).items():
+            if count:
+                taxonomy.add_row(name, str(count), pct(shares.get(name)))
+        console.print(taxonomy)
+    for warning in summary.get("warnings") or []:
+        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+    run = summary.get("run")
+    if isinstance(run, Mapping):
+        console.print(
+            f"run [bold]{run.get('id')}[/] · {run.get('samples')} sessions · {run.get('sample_errors')} failed · "
+            f"{run.get('model_calls')} model calls ({run.get('cached_calls')} from cache) · "
+            f"{run.get('input_tokens')}+{run.get('output_tokens')} tokens · {run.get('wall_seconds')} s"
+        )

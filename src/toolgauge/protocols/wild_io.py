@@ -31,9 +31,11 @@ __all__ = [
     "PredictionFormat",
     "StepTable",
     "detect_format",
+    "read_official",
     "read_steps",
-    "step_line",
+    "steps_from_results",
     "write_official_results",
+    "write_steps",
 ]
 
 PredictionFormat = Literal["steps", "official"]
@@ -141,19 +143,6 @@ def _call(item: Any, path: str, line: int, field: str) -> ToolCall:
     return ToolCall(name=name, arguments=decoded, raw=arguments)
 
 
-def step_line(session: str, task: int, step: int, turn: AssistantTurn) -> dict[str, Any]:
-    """One step JSONL line for a model turn (the inverse of :func:`read_steps`)."""
-    return {
-        "session": session,
-        "task": task,
-        "step": step,
-        "content": turn.content,
-        "tool_calls": [
-            {"name": c.name, "arguments": c.raw if c.parse_error is not None else c.arguments} for c in turn.tool_calls
-        ],
-    }
-
-
 def write_official_results(path: Path, results: Iterable[WildSessionResult], *, model_name: str) -> None:
     """Write sessions as the official ``Wild-Tool-Bench_result.jsonl`` (atomically, one session per line)."""
     lines = []
@@ -177,3 +166,34 @@ def read_official(path: Path) -> dict[str, WildSessionResult]:
             raise DataError(str(path), f"session {result.id!r} has two result lines", field="id")
         out[result.id] = result
     return out
+
+
+def steps_from_results(results: Iterable[WildSessionResult]) -> list[dict[str, Any]]:
+    """The model's replies in logged sessions as step JSONL lines (replayable with ``replay:PATH``)."""
+    lines: list[dict[str, Any]] = []
+    for result in results:
+        for task, log in enumerate(result.result):
+            for step, entry in enumerate(log.steps):
+                output = entry.inference_output
+                calls = [
+                    {"name": c.function.name, "arguments": _decoded_or_text(c.function.arguments)}
+                    for c in output.tool_calls or []
+                ]
+                lines.append(
+                    {"session": result.id, "task": task, "step": step, "content": output.content, "tool_calls": calls}
+                )
+    return lines
+
+
+def _decoded_or_text(arguments: str) -> Any:
+    """Arguments as an object when the text decodes to one, else the text itself (kept verbatim)."""
+    try:
+        decoded = json.loads(arguments)
+    except json.JSONDecodeError:
+        return arguments
+    return decoded if isinstance(decoded, dict) else arguments
+
+
+def write_steps(path: Path, results: Iterable[WildSessionResult]) -> None:
+    """Write logged sessions as step JSONL (atomically)."""
+    write_atomic(path, "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in steps_from_results(results)))
