@@ -392,6 +392,11 @@ def test_taxonomy_redundant_call() -> None:
         step(calls=[HOTEL_BERLIN], label="error", error_reason="current step: 1, idx_list is None"),
     ]
     assert failure(beyond) == "redundant_call"
+    # the same situation logged without the official reason: no gold candidate is left for the step
+    beyond[1] = step(
+        calls=[HOTEL_BERLIN], label="error", error_reason="action name not in candidate_answer_function_list"
+    )
+    assert failure(beyond) == "redundant_call"
 
 
 def test_taxonomy_unparsable_calls_are_call_errors() -> None:

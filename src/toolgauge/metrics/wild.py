@@ -409,11 +409,11 @@ def classify_failure(log: WildTaskLog | None, facts: WildTaskFacts, score: WildT
     ``param_value_error``.
 
     Action failures, judged at the failing step: no log, an empty reply or unparsable tool calls ->
-    ``call_error``; a call to a tool that is not offered -> ``call_error``; more steps than any gold path has
-    -> ``redundant_call``; a call identical (name and arguments) to one already made -> ``redundant_call``; a
-    call where the gold step asks the user -> ``missing_info``; any other call -> ``wrong_name``; text where
-    calls were due after this task already made calls -> ``early_termination``; text with a question mark ->
-    ``wrong_refusal``; other text -> ``refusal``.
+    ``call_error``; a call to a tool that is not offered -> ``call_error``; a call when no gold step is left
+    (more steps than any gold path has) -> ``redundant_call``; a call identical (name and arguments) to one
+    already made -> ``redundant_call``; a call where the gold step asks the user -> ``missing_info``; any other
+    call -> ``wrong_name``; text where calls were due after this task already made calls ->
+    ``early_termination``; text with a question mark -> ``wrong_refusal``; other text -> ``refusal``.
 
     Args:
         log: the task's log (None when the task has no log at all).
@@ -442,8 +442,8 @@ def classify_failure(log: WildTaskLog | None, facts: WildTaskFacts, score: WildT
         }
         if offered and any(call.function.name not in offered for call in calls):
             return "call_error"
-        if "idx_list is None" in reason:
-            return "redundant_call"
+        if "idx_list is None" in reason or not step.candidates():
+            return "redundant_call"  # no gold step is left: the calls go past the end of every gold path
         made = _earlier_calls(log, score.failing_step)
         if any((call.function.name, _canonical_arguments(call.function.arguments)) in made for call in calls):
             return "redundant_call"
