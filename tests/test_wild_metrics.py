@@ -427,3 +427,22 @@ def test_summary_error_table_has_every_class_in_table_order() -> None:
     assert list(summary["errors"]["counts"]) == list(FAILURE_CLASSES)
     # the only failure is the Sequential task's "Tokyo" argument, absent from the context
     assert summary["errors"]["counts"]["param_hallucination"] == 1 and summary["errors"]["failed_tasks"] == 1
+
+
+def test_argument_error_on_the_last_logged_step_deletes_nothing() -> None:
+    # params_checker only deletes (and forces the name label) when a step entry follows the failing one
+    log = task_log(
+        [step(calls=[("get_weather", {"city": "Tokyo"})], answer=[gold_list(WEATHER_BERLIN)])], label="error"
+    )
+    got = score(log, facts())
+    assert got.deleted_step is None and got.action_name_label == "error" and got.complete_step == 1
+
+
+def test_strict_rates_of_empty_groups_are_none() -> None:
+    chat = task_log([step(content="Hi!", answer=[PREPARE])], label="correct")
+    fact = facts("Chat", 1)
+    summary = summarise_wild([score(chat, fact, "strict")], [fact], "strict")
+    assert summary["optimal_path_rate"] is None and summary["accomplish_progress_rate"] is None
+    assert summary["errors"]["shares"]["refusal"] is None  # no failed task
+    reference = summarise_wild([score(chat, fact)], [fact], "reference")
+    assert reference["optimal_path_rate"] == 0.0 and reference["accomplish_progress_rate"] == 0.0
