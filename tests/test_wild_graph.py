@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from itertools import combinations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from toolgauge.metrics.wild_graph import (
@@ -259,6 +259,22 @@ def test_clarify_does_not_prune_so_other_branches_stay_alive():
     assert third.candidate_steps() == [[2]]
 
 
+def test_pruning_applies_each_branch_own_group_filter():
+    # Step 0 ready [0:ask, 1:a, 3:b, 4:c] (node 2:a waits for 4). Text -> clarify [0], nothing pruned: all 15
+    # step-0 candidates stay alive. Calls {a, b} -> first match [1, 3] in branch (0,). Branches (4,) and (0, 4)
+    # have ready [.., 1:a, 2:a, 3:b], where [1, 3] starts with a partial group and is filtered, so they die;
+    # every other branch already did 1 or 3. Only branch (0,) is left: next candidate is [4] alone.
+    graph = CallGraph.build([ASK, "a", "a", "b", "c", ANS], [[], [], [4], [], [], [0, 1, 2, 3, 4]])
+    walk = graph.start()
+    assert walk.match_text() == StepMatch("clarify", [0], 0)
+    assert walk.match_calls(["b", "a"]) == StepMatch("calls", [1, 3], 1)
+    assert walk.candidate_steps() == [[4]]
+    assert walk.match_calls(["c"]) == StepMatch("calls", [4], 2)
+    assert walk.match_calls(["a"]) == StepMatch("calls", [2], 3)
+    assert walk.match_text() == StepMatch("answer", [5], 4)
+    assert graph.min_steps == 3 and not walk.is_optimal()  # chain 4 -> 2 -> 5
+
+
 def test_first_optimal_path_is_the_first_shortest_in_dfs_order():
     # a -> c, b; answer after all. Paths from (0,): [[0],[1],[2],[3]], [[0],[2],[1],[3]], [[0],[1,2],[3]] ...
     graph = CallGraph.build(["a", "b", "c", ANS], [[], [], [0], [0, 1, 2]])
@@ -365,12 +381,17 @@ def call_graphs(draw: st.DrawFn) -> tuple[list[str], list[list[int]]]:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(graph_spec=call_graphs(), data=st.data())
 def test_engine_matches_the_reference_enumerator(graph_spec, data):
-    names, deps = graph_spec
+    check_agreement(*graph_spec, data)
+
+
+def check_agreement(names: list[str], deps: list[list[int]], data: st.DataObject) -> None:
+    """Engine and reference agree on a graph and a drawn sequence of model steps, at every step."""
     graph = CallGraph.build(names, deps)
     paths = enumerate_paths(names, deps)
     reference = ReferenceWalk(names, paths)
     assert graph.min_steps == reference.min_length
     assert graph.first_optimal_path() == next(p for p in paths if len(p) == reference.min_length)
+    event(f"graph with a clarify node and several paths: {len(paths) > 1 and ASK in names}")
     walk = graph.start()
     for _ in range(data.draw(st.integers(1, 9), label="steps")):
         assert walk.candidate_steps() == reference.distinct_candidates()
@@ -386,5 +407,6 @@ def test_engine_matches_the_reference_enumerator(graph_spec, data):
                 called = data.draw(st.lists(st.sampled_from([*ALPHABET, ASK, ANS]), max_size=3), label="calls")
             got, want = walk.match_calls(called), reference.match_calls(called)
         assert got == want
+        event(f"step result: {got.kind if got else 'no match'}")
         assert (walk.step, walk.finished) == (reference.step, reference.finished)
         assert walk.is_optimal() == reference.is_optimal()
