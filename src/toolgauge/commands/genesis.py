@@ -2,11 +2,309 @@
 
 from __future__ import annotations
 
-import typer
+import asyncio
+import json
+import re
+import sys
+from collections.abc import Mapping
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
-from toolgauge.cli import app
+import typer
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from toolgauge.cli import (
+    ConcurrencyOpt,
+    JsonOpt,
+    LimitOpt,
+    ModelOpt,
+    NoCacheOpt,
+    QuietOpt,
+    ResumeOpt,
+    RetriesOpt,
+    SamplesOpt,
+    StoreOpt,
+    TimeoutOpt,
+    Variant,
+    _limit,
+    app,
+    eval_app,
+    fail,
+    guarded,
+    out,
+    run_options,
+)
+from toolgauge.report.export import samples_jsonl, write_atomic
+from toolgauge.report.terminal import pct
+
+if TYPE_CHECKING:
+    from toolgauge.models.base import ModelClient
+    from toolgauge.protocols.base import RunOptions
+    from toolgauge.protocols.genesis import GenesisBenchmark, L4Settings
 
 genesis_app = typer.Typer(
     help="Tool-Genesis: generate MCP servers from requirements and evaluate them.", no_args_is_help=True
 )
 app.add_typer(genesis_app, name="genesis")
+
+
+class GenStrategy(StrEnum):
+    """How the evaluated model builds a server."""
+
+    direct = "direct"
+    code_agent = "code-agent"
+
+
+DataOpt = Annotated[Path, typer.Option("--data", help="Tool-Genesis data file (tool_genesis_v3.json or a subset).")]
+AgentOpt = Annotated[
+    str | None, typer.Option("--agent-model", help="Model spec of the L4 proxy agent (default: see docs/cli.md).")
+]
+JudgeOpt = Annotated[str | None, typer.Option("--judge-model", help="Model spec of the L4 judge (L4 needs one).")]
+SkipL4Opt = Annotated[bool, typer.Option("--skip-l4", help="Do not run L4 (task success); recorded as skipped.")]
+VariantOpt = Annotated[
+    Variant, typer.Option("--variant", help="reference (the official code, quirks included) or strict")
+]
+CallTimeoutOpt = Annotated[float, typer.Option("--call-timeout", min=0.1, help="Seconds per MCP tool call.")]
+
+METRIC_ROWS = [
+    ("compliance", "L1", "Compliance (official strict check)"),
+    ("compliance_mcp_valid", "L1", "Compliance (valid MCP tool list)"),
+    ("server_execution", "L1", "Server execution"),
+    ("schema_f1", "L2", "Schema-F1 (schema file)"),
+    ("schema_f1_live", "L2", "Schema-F1 (live tools/list)"),
+    ("ut_soft", "L3", "UT_soft"),
+    ("ut_hard", "L3", "UT_hard"),
+    ("sr_soft", "L4", "SR_soft"),
+    ("sr_hard", "L4", "SR_hard"),
+    ("sr_oracle_normalized", "L4", "SR (oracle-normalised)"),
+]
+
+
+def render_genesis(summary: Mapping[str, Any], console: Console) -> None:
+    """Print the aggregates (over all servers and over those that reached each level) and the cascade."""
+    n = summary.get("servers_attempted", 0)
+    title = f"tool-genesis · variant {summary.get('variant')} · {n} servers · {summary.get('source', '')}"
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for col, justify in (("level", "left"), ("metric", "left"), ("all servers", "right"), ("reached", "right")):
+        table.add_column(col, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    reached: Mapping[str, Any] = summary.get("over_reached") or {}
+    counts: Mapping[str, Any] = summary.get("reached_counts") or {}
+    for key, level, label in METRIC_ROWS:
+        table.add_row(level, label, pct(summary.get(key)), f"{pct(reached.get(key))} (n={counts.get(key, 0)})")
+    console.print(table)
+    cascade: Mapping[str, Mapping[str, Any]] = summary.get("cascade") or {}
+    steps = [f"{name} {c.get('servers')} ({pct(c.get('fraction'))}%)" for name, c in cascade.items()]
+    console.print("cascade: " + " → ".join(steps))
+    failed = {
+        slug: row.get("failures", {}) for slug, row in (summary.get("servers") or {}).items() if row.get("failures")
+    }
+    if failed:
+        stops = Table(title="where servers stopped", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+        stops.add_column("server", no_wrap=True)
+        stops.add_column("level", no_wrap=True)
+        stops.add_column("reason")
+        for slug, failures in list(failed.items())[:30]:
+            level = next(iter(failures))
+            stops.add_row(slug, level, str(failures[level])[:160])
+        console.print(stops)
+        if len(failed) > 30:
+            console.print(f"... and {len(failed) - 30} more (see --json or --samples)")
+    console.print(f"L4: {summary.get('l4')}")
+    for warning in summary.get("warnings") or []:
+        console.print(f"[yellow]warning:[/] {warning}")
+    run = summary.get("run")
+    if isinstance(run, Mapping):
+        console.print(
+            f"run [bold]{run.get('id')}[/] · {run.get('samples')} servers · {run.get('sample_errors')} failed · "
+            f"{run.get('model_calls')} model calls ({run.get('cached_calls')} from cache) · {run.get('wall_seconds')} s"
+        )
+
+
+def _l4_settings(
+    *, skip: bool, agent: str | None, judge: str | None, default_agent: str | None
+) -> tuple[L4Settings, str | None, str | None]:
+    from toolgauge.protocols.genesis import L4Settings
+
+    agent = agent or default_agent
+    if skip:
+        return L4Settings(skip_reason="--skip-l4 given"), None, None
+    if agent is None:
+        return L4Settings(skip_reason="no agent model (give --agent-model)"), None, None
+    if judge is None:
+        return L4Settings(skip_reason="no judge model (give --judge-model)"), None, None
+    return L4Settings(), agent, judge
+
+
+def _roles(
+    agent: str | None, judge: str | None, evaluated: ModelClient, evaluated_spec: str, timeout: float
+) -> dict[str, ModelClient]:
+    from toolgauge.models.spec import resolve_model
+
+    clients: dict[str, ModelClient] = {evaluated_spec: evaluated}
+    roles: dict[str, ModelClient] = {}
+    for role, spec in (("agent", agent), ("judge", judge)):
+        if spec is None:
+            continue
+        if spec not in clients:
+            clients[spec] = resolve_model(spec, timeout=timeout)
+        roles[role] = clients[spec]
+    return roles
+
+
+def _execute(
+    bench: GenesisBenchmark,
+    label: str,
+    client: ModelClient,
+    roles: dict[str, ModelClient],
+    opts: RunOptions,
+    *,
+    as_json: bool,
+    samples: Path | None,
+) -> None:
+    from toolgauge.protocols.base import run_benchmark
+
+    result = asyncio.run(run_benchmark(bench, label, opts, client=client, roles=roles))
+    summary = result.scored.summary
+    if samples is not None:
+        write_atomic(samples, samples_jsonl(result.scored.rows))
+    if as_json:
+        sys.stdout.write(json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+    else:
+        render_genesis(summary, out)
+        if samples is not None:
+            out.print(f"per-server results: {samples}")
+    run = summary.get("run", {})
+    if run.get("samples") and run.get("sample_errors") == run.get("samples"):
+        fail(f"every server's episode failed (run {run.get('id')} is stored); see --samples for the errors", code=1)
+
+
+def _check_embeddings() -> None:
+    from toolgauge.embeddings.minilm import load_embedder
+
+    load_embedder()  # a UsageError with the install hint when the extra is missing
+
+
+@genesis_app.command("evaluate")
+def genesis_evaluate(
+    data: DataOpt,
+    pred: Annotated[Path, typer.Option("--pred", help="registry.json, or a folder holding one (official layout).")],
+    variant: VariantOpt = Variant.reference,
+    agent_model: AgentOpt = None,
+    judge_model: JudgeOpt = None,
+    skip_l4: SkipL4Opt = False,
+    call_timeout: CallTimeoutOpt = 30.0,
+    store: StoreOpt = None,
+    concurrency: ConcurrencyOpt = 2,
+    timeout: TimeoutOpt = 120.0,
+    max_retries: RetriesOpt = 4,
+    no_cache: NoCacheOpt = False,
+    resume: ResumeOpt = None,
+    as_json: JsonOpt = False,
+    samples: SamplesOpt = None,
+    limit: LimitOpt = None,
+    quiet: QuietOpt = False,
+) -> None:
+    """Score generated MCP servers (toolgauge's or the official pipeline's registry.json) on L1–L4."""
+
+    def body() -> None:
+        from toolgauge.loaders.genesis import load_genesis, load_registry, registry_file
+        from toolgauge.models.offline import GoldClient
+        from toolgauge.protocols.genesis import GenesisBenchmark, pair_registry
+
+        servers = _limit(load_genesis(data), limit)
+        registry = load_registry(pred)
+        paired, warnings = pair_registry(servers, registry)
+        l4, agent, judge = _l4_settings(skip=skip_l4, agent=agent_model, judge=judge_model, default_agent=None)
+        _check_embeddings()
+        bench = GenesisBenchmark(
+            paired,
+            data_label=str(data),
+            variant=variant.value,
+            source="registry",
+            l4=l4,
+            call_timeout=call_timeout,
+            warnings=warnings,
+        )
+        placeholder = GoldClient()  # nothing asks the evaluated model here; only agent and judge roles
+        label = f"registry:{registry_file(pred)}"
+        opts = run_options(
+            store=store, concurrency=concurrency, timeout=timeout, max_retries=max_retries,
+            no_cache=no_cache, resume=resume, quiet=quiet,
+        )  # fmt: skip
+        roles = _roles(agent, judge, placeholder, label, timeout)
+        _execute(bench, label, placeholder, roles, opts, as_json=as_json, samples=samples)
+
+    guarded(body)
+
+
+def default_out_dir(model: str, strategy: str) -> Path:
+    """Where ``eval tool-genesis`` writes generated servers when ``--out`` is not given."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_") or "model"
+    return Path(".toolgauge") / "genesis" / f"{safe}-{strategy}"
+
+
+@eval_app.command("tool-genesis")
+def eval_tool_genesis(
+    model: ModelOpt,
+    data: DataOpt,
+    strategy: Annotated[
+        GenStrategy, typer.Option("--strategy", help="direct (one pass) or code-agent (ReAct, at most 10 steps)")
+    ] = GenStrategy.direct,
+    out_dir: Annotated[
+        Path | None,
+        typer.Option("--out", help="Folder for the generated servers (default .toolgauge/genesis/<model>-<strategy>)"),
+    ] = None,
+    variant: VariantOpt = Variant.reference,
+    agent_model: AgentOpt = None,
+    judge_model: JudgeOpt = None,
+    skip_l4: SkipL4Opt = False,
+    call_timeout: CallTimeoutOpt = 30.0,
+    store: StoreOpt = None,
+    concurrency: ConcurrencyOpt = 2,
+    timeout: TimeoutOpt = 600.0,
+    max_retries: RetriesOpt = 4,
+    no_cache: NoCacheOpt = False,
+    resume: ResumeOpt = None,
+    as_json: JsonOpt = False,
+    samples: SamplesOpt = None,
+    limit: LimitOpt = None,
+    quiet: QuietOpt = False,
+) -> None:
+    """Generate a server per requirement with a model (or the gold servers), then score them on L1–L4."""
+
+    def body() -> None:
+        from toolgauge.loaders.genesis import load_genesis
+        from toolgauge.models.spec import resolve_model
+        from toolgauge.protocols.genesis import GenesisBenchmark, GenesisSample
+
+        servers = _limit(load_genesis(data), limit)
+        gold = model.strip() == "gold"
+        folder = out_dir or default_out_dir(model, "gold" if gold else strategy.value)
+        l4, agent, judge = _l4_settings(
+            skip=skip_l4, agent=agent_model, judge=judge_model, default_agent=None if gold else model
+        )
+        _check_embeddings()
+        bench = GenesisBenchmark(
+            [GenesisSample(server=s) for s in servers],
+            data_label=str(data),
+            variant=variant.value,
+            source="gold" if gold else "generate",
+            out_dir=folder,
+            strategy=strategy.value,
+            l4=l4,
+            call_timeout=call_timeout,
+        )
+        client = resolve_model(model, timeout=timeout)
+        opts = run_options(
+            store=store, concurrency=concurrency, timeout=timeout, max_retries=max_retries,
+            no_cache=no_cache, resume=resume, quiet=quiet,
+        )  # fmt: skip
+        roles = _roles(agent, judge, client, model, timeout)
+        _execute(bench, model, client, roles, opts, as_json=as_json, samples=samples)
+        if not as_json:
+            out.print(f"generated servers: {folder} (registry: {folder / 'registry.json'})")
+
+    guarded(body)

@@ -5,11 +5,13 @@ library and ``mcp``). The spec file is::
 
     {"name": "<slug>",
      "tools": [{"name", "description", "inputSchema"}, ...],          # listed exactly as given
+     "defaults": {"<tool>": {"<argument>": <default>, ...}},          # optional
      "recordings": {"<tool>": [{"arguments": {...}, "output": "<text>", "is_error": false}, ...]}}
 
 Matching rule: a call is answered with the output of the first recording of that tool whose
-arguments equal the call's arguments after (1) filling every absent argument that the tool's schema
-gives a ``default`` (on both sides) and (2) normalising numbers (``1`` equals ``1.0``; booleans
+arguments equal the call's arguments after (1) filling every absent argument that has a default
+(on both sides; the defaults come from ``defaults`` when the spec gives them, else from the listed
+schema's ``default`` keywords) and (2) normalising numbers (``1`` equals ``1.0``; booleans
 are not numbers). Nothing else is relaxed: an extra or missing key, another string, or another
 order inside a list means no match. A call without a match returns a tool error
 ``no recorded answer for <tool>(<arguments as JSON>)``; an unknown tool returns
@@ -24,15 +26,17 @@ import sys
 from typing import Any
 
 
-def fill_defaults(arguments: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
-    """``arguments`` plus the schema's ``default`` for every property that is absent."""
-    filled = dict(arguments)
+def schema_defaults(schema: dict[str, Any]) -> dict[str, Any]:
+    """The ``default`` of every top-level property of an object schema that declares one."""
     properties = schema.get("properties") if isinstance(schema, dict) else None
-    if isinstance(properties, dict):
-        for name, prop in properties.items():
-            if name not in filled and isinstance(prop, dict) and "default" in prop:
-                filled[name] = prop["default"]
-    return filled
+    if not isinstance(properties, dict):
+        return {}
+    return {name: prop["default"] for name, prop in properties.items() if isinstance(prop, dict) and "default" in prop}
+
+
+def fill_defaults(arguments: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    """``arguments`` plus every default whose argument is absent."""
+    return {**defaults, **arguments}
 
 
 def normalise(value: Any) -> Any:
@@ -48,9 +52,9 @@ def normalise(value: Any) -> Any:
     return value
 
 
-def arguments_key(arguments: dict[str, Any], schema: dict[str, Any]) -> str:
+def arguments_key(arguments: dict[str, Any], defaults: dict[str, Any]) -> str:
     """The comparison key of a call: defaults filled, numbers normalised, keys sorted."""
-    return json.dumps(normalise(fill_defaults(arguments, schema)), sort_keys=True, ensure_ascii=False)
+    return json.dumps(normalise(fill_defaults(arguments, defaults)), sort_keys=True, ensure_ascii=False)
 
 
 class Recordings:
@@ -58,22 +62,28 @@ class Recordings:
 
     def __init__(self, spec: dict[str, Any]):
         self.tools: list[dict[str, Any]] = list(spec.get("tools") or [])
-        self.schemas = {str(t["name"]): t.get("inputSchema") or t.get("input_schema") or {} for t in self.tools}
+        given = spec.get("defaults") or {}
+        self.defaults: dict[str, dict[str, Any]] = {}
+        for t in self.tools:
+            name = str(t["name"])
+            own = given.get(name)
+            schema = t.get("inputSchema") or t.get("input_schema") or {}
+            self.defaults[name] = dict(own) if isinstance(own, dict) else schema_defaults(schema)
         self.table: dict[str, dict[str, tuple[str, bool]]] = {}
         for tool, cases in (spec.get("recordings") or {}).items():
-            schema = self.schemas.get(tool, {})
+            defaults = self.defaults.get(tool, {})
             answers = self.table.setdefault(tool, {})
             for case in cases:
                 args = case.get("arguments")
-                key = arguments_key(args if isinstance(args, dict) else {}, schema)
+                key = arguments_key(args if isinstance(args, dict) else {}, defaults)
                 answers.setdefault(key, (str(case.get("output", "")), bool(case.get("is_error", False))))
 
     def answer(self, tool: str, arguments: dict[str, Any] | None) -> tuple[str, bool]:
         """(text, is_error) for a call."""
-        if tool not in self.schemas:
+        if tool not in self.defaults:
             return f"unknown tool: {tool}", True
         args = arguments or {}
-        found = self.table.get(tool, {}).get(arguments_key(args, self.schemas[tool]))
+        found = self.table.get(tool, {}).get(arguments_key(args, self.defaults[tool]))
         if found is None:
             shown = json.dumps(args, sort_keys=True, ensure_ascii=False)
             return f"no recorded answer for {tool}({shown})", True
