@@ -59,8 +59,12 @@ def sandbox_env(home: str) -> dict[str, str]:
 
 def apply_rlimits(limits: dict[str, float]) -> None:
     """Set the per-process resource limits (inherited by everything started afterwards)."""
+    cpu = int(limits["cpu_seconds"])
+    # The soft limit sends SIGXCPU (a clear reason); the hard one, a second later, SIGKILLs a program ignoring it.
+    _, cpu_hard = resource.getrlimit(resource.RLIMIT_CPU)
+    cpu_hard = cpu + 1 if cpu_hard == resource.RLIM_INFINITY else min(cpu + 1, cpu_hard)
+    resource.setrlimit(resource.RLIMIT_CPU, (min(cpu, cpu_hard), cpu_hard))
     pairs = [
-        (resource.RLIMIT_CPU, int(limits["cpu_seconds"])),
         (resource.RLIMIT_AS, int(limits["memory_mb"]) * MB),
         (resource.RLIMIT_FSIZE, int(limits["file_size_mb"]) * MB),
         (resource.RLIMIT_NOFILE, int(limits["open_files"])),
@@ -103,14 +107,27 @@ def accessible_to_others(path: str) -> bool:
         parent = os.path.dirname(parent)
 
 
-def drop_stage(uid: int) -> list[str]:
-    """Return a command prefix that drops to ``uid``/``uid`` (no groups) and then execs the rest of argv."""
-    code = (
-        "import os,sys;"
-        f"os.setgroups([]);os.setgid({uid});os.setuid({uid});"
-        # execv, not execvp: execvp imports modules, and the stdlib may be unreadable once the uid is dropped.
-        "p=sys.argv[1];(os.execv if '/' in p else os.execvp)(p,sys.argv[1:])"
-    )
+def drop_stage(uid: int | None, *, reap: bool = False) -> list[str]:
+    """Return a command prefix that drops to ``uid`` (no groups) and then execs the rest of argv.
+
+    With ``reap`` the stage stays as the parent (pid 1 of ``unshare``'s pid namespace): it runs the program
+    as its child and reports a death by signal N as exit code 128 + N, as bubblewrap does, because
+    ``unshare`` itself loses that status.
+    """
+    drop = "" if uid is None else f"os.setgroups([]);os.setgid({uid});os.setuid({uid});"
+    # execv, not execvp: execvp imports modules, and the stdlib may be unreadable once the uid is dropped.
+    run = drop + "p=sys.argv[1];(os.execv if '/' in p else os.execvp)(p,sys.argv[1:])"
+    if reap:
+        code = (
+            "import os,sys\n"
+            "pid=os.fork()\n"
+            "if pid==0:\n"
+            f" {run}\n"
+            "s=os.waitpid(pid,0)[1]\n"
+            "os._exit(128+os.WTERMSIG(s) if os.WIFSIGNALED(s) else os.WEXITSTATUS(s))\n"
+        )
+    else:
+        code = "import os,sys;" + run
     return [sys.executable, "-I", "-S", "-c", code]
 
 
@@ -216,9 +233,7 @@ def unshare_command(unshare: str, argv: Sequence[str], uid: int | None, as_root:
     if not as_root:
         cmd += ["--user", "--map-root-user"]
     cmd += ["--net", "--pid", "--fork", "--kill-child", "--mount-proc", "--"]
-    if uid is not None:
-        cmd += drop_stage(uid)
-    return cmd + list(argv)
+    return cmd + drop_stage(uid, reap=True) + list(argv)
 
 
 def plan(kind: str, argv: Sequence[str], workdir: str, binds: Sequence[str], limits: dict[str, float]) -> list[str]:

@@ -18,6 +18,7 @@ from toolgauge.sandbox.policy import SandboxKind, SandboxLimits, detect_sandbox,
 READ_CHUNK = 65536
 PIPE_GRACE_SECONDS = 2.0
 KILL_WAIT_SECONDS = 10.0
+EXIT_POLL_SECONDS = 0.05
 # bubblewrap reports a child killed by signal N as exit code 128 + N.
 SIGNAL_EXIT_BASE = 128
 STDERR_HINTS = (
@@ -106,13 +107,13 @@ async def _drain(stream: asyncio.StreamReader | None, keep: bytearray, cap: int,
     """Read ``stream`` to its end, keeping at most ``cap`` bytes; set ``overflow`` when more arrive."""
     if stream is None:
         return
+    # Read to the end even past the cap (discarding), so the pipe is closed once the group is killed.
     while chunk := await stream.read(READ_CHUNK):
         room = cap - len(keep)
         if room > 0:
             keep += chunk[:room]
         if len(chunk) > room:
             overflow.set()
-            return
 
 
 def kill_group(pid: int) -> None:
@@ -181,19 +182,25 @@ async def run_sandboxed(
         _drain(process.stdout, out, limits.output_bytes, overflow),
         _drain(process.stderr, err, limits.output_bytes, overflow),
     )
-    exiting = asyncio.ensure_future(process.wait())
+
+    async def exited() -> None:
+        # Not process.wait(): asyncio's wait() also waits for the pipes to close, which a descendant
+        # still holding stdout would delay until the wall clock.
+        while process.returncode is None:
+            await asyncio.sleep(EXIT_POLL_SECONDS)
+
+    exiting = asyncio.ensure_future(exited())
     stopping = asyncio.ensure_future(overflow.wait())
     try:
         done, _ = await asyncio.wait({exiting, stopping}, timeout=limits.wall_seconds, return_when="FIRST_COMPLETED")
         timed_out = not done
-        if exiting.done():
-            # Let the pipes deliver what was written before the exit (descendants are killed just below).
-            await asyncio.wait({reading}, timeout=PIPE_GRACE_SECONDS)
     finally:
+        # Killing the group loses nothing already written: it stays in the pipes, read just below.
         kill_group(process.pid)
         stopping.cancel()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(exiting, timeout=KILL_WAIT_SECONDS)
+        exiting.cancel()
         # A descendant outside the group (only possible without bubblewrap's pid namespace) may hold a pipe.
         await asyncio.wait({reading}, timeout=PIPE_GRACE_SECONDS)
         if not reading.done():

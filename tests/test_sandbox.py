@@ -1,0 +1,487 @@
+"""The sandbox against hostile programs (tests/fixtures/hostile/*.py).
+
+Each hostile program, run with ``--once``, performs its attack, prints what it managed (``ESCAPED ...`` when
+something got out) and exits non-zero; without ``--once`` it is an ordinary stdio MCP server that attacks at
+start-up and then serves an ``attack_report`` tool. Every test checks containment on the HOST side (files
+absent, listener untouched, secrets not printed, processes gone) and that the result carries a reason.
+Host-side targets are made world-writable / world-readable on purpose: only the isolation may stop them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from toolgauge.errors import UsageError
+from toolgauge.sandbox import (
+    SandboxLimits,
+    detect_sandbox,
+    explain_failure,
+    run_sandboxed,
+    sandbox_python,
+    sandbox_status,
+    sandboxed_command,
+)
+from toolgauge.sandbox.launch import accessible_to_others, sandbox_env
+
+FIXTURES = Path(__file__).parent / "fixtures" / "hostile"
+# Small limits keep the hostile runs quick and light on the shared machine.
+SMALL = SandboxLimits(cpu_seconds=10, memory_mb=512, processes=32, wall_seconds=30, output_bytes=200_000)
+ALLOWED_ENV = set(sandbox_env("/sandbox")) | {"PWD", "SHLVL", "_"}
+IS_ROOT = os.geteuid() == 0
+
+needs_bwrap = pytest.mark.skipif(detect_sandbox() != "bwrap", reason="bubblewrap sandbox not available here")
+
+
+def stage(name: str, root: Path) -> Path:
+    """Copy one hostile program into a fresh workdir as server.py (the workdir holds only it)."""
+    workdir = root / f"work-{name}"
+    workdir.mkdir()
+    shutil.copy(FIXTURES / name, workdir / "server.py")
+    return workdir
+
+
+def tagged_pids(tag: str) -> list[int]:
+    """Pids of live (non-zombie) processes whose command line carries ``tag``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if tag.encode() in cmdline and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def wait_gone(tag: str, seconds: float = 5.0) -> list[int]:
+    """Poll until no process carries ``tag``; return the survivors (empty when all are gone)."""
+    deadline = time.monotonic() + seconds
+    while (left := tagged_pids(tag)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
+
+
+async def hostile(name: str, root: Path, *args: str, limits: SandboxLimits = SMALL, **kw: object):
+    workdir = stage(name, root)
+    return await run_sandboxed([sandbox_python(), "server.py", "--once", *args], workdir, limits, **kw)  # type: ignore[arg-type]
+
+
+# --- pure parts ------------------------------------------------------------------------------------------
+
+
+def test_explain_failure_maps_exit_statuses_to_reasons():
+    limits = SandboxLimits(cpu_seconds=7, wall_seconds=3, output_bytes=10, file_size_mb=5)
+    # Exit 0 is success: no reason.
+    assert explain_failure(0, "", limits, timed_out=False, output_overflow=False) is None
+    assert (
+        explain_failure(None, "", limits, timed_out=True, output_overflow=False) == "timed out after 3 s (wall clock)"
+    )
+    assert explain_failure(-9, "", limits, timed_out=False, output_overflow=True).startswith(
+        "output limit: more than 10"
+    )
+    # SIGXCPU is 24: -24 from a direct child, 128 + 24 = 152 as bubblewrap reports it.
+    assert explain_failure(-24, "", limits, timed_out=False, output_overflow=False).startswith("CPU limit: 7 s")
+    assert explain_failure(152, "", limits, timed_out=False, output_overflow=False).startswith("CPU limit: 7 s")
+    assert explain_failure(1, "Traceback...\nMemoryError\n", limits, timed_out=False, output_overflow=False) == (
+        "memory limit: MemoryError"
+    )
+    setup = explain_failure(
+        125, "toolgauge sandbox: workdir /x is not a directory\n", limits, timed_out=False, output_overflow=False
+    )
+    assert setup == "sandbox failed to start: workdir /x is not a directory"
+    assert explain_failure(-9, "", limits, timed_out=False, output_overflow=False) == "killed by SIGKILL"
+    assert explain_failure(3, "boom\n", limits, timed_out=False, output_overflow=False) == "exited with code 3: boom"
+
+
+def test_forced_kind_and_bad_value(monkeypatch):
+    sandbox_status.cache_clear()
+    try:
+        monkeypatch.setenv("TOOLGAUGE_SANDBOX", "rlimits")
+        assert detect_sandbox() == "rlimits"
+        assert sandbox_status().why == "forced by TOOLGAUGE_SANDBOX"
+        sandbox_status.cache_clear()
+        monkeypatch.setenv("TOOLGAUGE_SANDBOX", "docker")
+        with pytest.raises(UsageError, match="TOOLGAUGE_SANDBOX='docker'"):
+            detect_sandbox()
+    finally:
+        sandbox_status.cache_clear()
+        monkeypatch.delenv("TOOLGAUGE_SANDBOX")
+        detect_sandbox()
+
+
+def test_sandboxed_command_shape(tmp_path):
+    cmd = sandboxed_command(["python", "server.py"], tmp_path, SandboxLimits(), kind="bwrap")
+    assert cmd[0] == sys.executable
+    assert cmd[-3:] == ["--", "python", "server.py"]
+    assert "--limits" in cmd and "--workdir" in cmd
+    with pytest.raises(ValueError):
+        sandboxed_command([], tmp_path, SandboxLimits())
+
+
+async def test_missing_workdir_is_a_result_with_a_reason(tmp_path):
+    result = await run_sandboxed(["true"], tmp_path / "nope", SMALL)
+    assert result.returncode == 125
+    assert result.reason is not None and result.reason.startswith("sandbox failed to start: workdir")
+
+
+# --- the normal case -------------------------------------------------------------------------------------
+
+
+async def test_benign_program_sees_clean_env_private_workdir_and_unprivileged_uid(tmp_path, monkeypatch):
+    monkeypatch.setenv("TOOLGAUGE_SECRET", "s3cr3t-" + uuid.uuid4().hex)
+    (tmp_path / "data.txt").write_text("mine\n")
+    code = "import os, json; print(json.dumps([os.getuid(), os.getcwd(), sorted(os.environ), sorted(os.listdir('.'))]))"
+    result = await run_sandboxed([sandbox_python(), "-c", code], tmp_path, SMALL)
+    assert result.returncode == 0 and result.reason is None, result
+    uid, cwd, env_keys, files = __import__("json").loads(result.stdout)
+    assert set(env_keys) <= ALLOWED_ENV
+    assert files == ["data.txt"]
+    if detect_sandbox() == "bwrap":
+        assert cwd == "/sandbox"
+    if IS_ROOT and detect_sandbox() == "bwrap":
+        assert uid != 0
+
+
+@needs_bwrap
+async def test_sandbox_can_import_toolgauge(tmp_path):
+    # Launch shims for generated servers live in toolgauge; importing mcp is proven by the MCP tests below.
+    result = await run_sandboxed(
+        [sandbox_python(), "-c", "import toolgauge.sandbox.launch; print('ok')"], tmp_path, SMALL
+    )
+    assert result.stdout.strip() == "ok", result
+
+
+# --- hostile programs through run_sandboxed --------------------------------------------------------------
+
+
+@pytest.fixture
+def host_listener() -> Iterator[tuple[int, list[bytes]]]:
+    """A TCP listener on the host's 127.0.0.1 that records every connection it accepts."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    server.settimeout(0.2)
+    accepted: list[bytes] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except (TimeoutError, OSError):
+                continue
+            accepted.append(conn.recv(100))
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield server.getsockname()[1], accepted
+    stop.set()
+    thread.join()
+    server.close()
+
+
+@needs_bwrap
+async def test_network_egress_is_refused(tmp_path, host_listener):
+    port, accepted = host_listener
+    result = await hostile("net_egress.py", tmp_path, "--port", str(port))
+    assert "ESCAPED" not in result.stdout, result.stdout
+    # Four attempts, four refusals: TCP 1.1.1.1, TCP host loopback, UDP DNS, getaddrinfo.
+    assert result.stdout.count("contained") == 4, result.stdout
+    assert accepted == []
+    assert result.reason and result.reason.startswith("network access refused: network attack:")
+
+
+@needs_bwrap
+async def test_fork_bomb_is_refused_and_its_children_die(tmp_path):
+    tag = uuid.uuid4().hex
+    result = await hostile("fork_bomb.py", tmp_path, "--tag", tag, limits=SMALL.model_copy(update={"processes": 16}))
+    match = re.search(r"fork refused after (\d+) children", result.stdout)
+    assert match, result
+    # RLIMIT_NPROC 16 counts the sandbox uid's processes: the server itself plus at most 15 children.
+    assert int(match.group(1)) <= 15
+    assert result.reason and "fork refused" in result.reason
+    assert wait_gone(tag) == []
+
+
+@needs_bwrap
+async def test_memory_bomb_hits_the_memory_limit(tmp_path):
+    result = await hostile("memory_bomb.py", tmp_path, limits=SMALL.model_copy(update={"memory_mb": 256}))
+    assert "ESCAPED" not in result.stdout
+    assert result.reason == "memory limit: MemoryError", result
+
+
+@needs_bwrap
+async def test_cpu_spin_hits_the_cpu_limit(tmp_path):
+    result = await hostile("cpu_spin.py", tmp_path, limits=SMALL.model_copy(update={"cpu_seconds": 1}))
+    assert not result.timed_out
+    assert result.reason and result.reason.startswith("CPU limit: 1 s"), result
+
+
+@needs_bwrap
+async def test_sleeping_forever_hits_the_wall_clock(tmp_path):
+    tag = uuid.uuid4().hex
+    result = await hostile(
+        "sleep_forever.py", tmp_path, "--tag", tag, limits=SMALL.model_copy(update={"wall_seconds": 1.5})
+    )
+    assert result.timed_out
+    assert result.reason == "timed out after 1.5 s (wall clock)"
+    assert result.stdout == "sleeping\n"
+    assert wait_gone(tag) == []
+
+
+@needs_bwrap
+async def test_writes_outside_the_workdir_never_reach_the_host(tmp_path):
+    tag = uuid.uuid4().hex
+    outside = Path(tempfile.mkdtemp(prefix="toolgauge-outside-"))
+    outside.chmod(0o777)  # writable by anyone: only the mount isolation can stop the write
+    try:
+        result = await hostile("write_outside.py", tmp_path, "--tag", tag, "--path", str(outside))
+        targets = [Path(p) for p in re.findall(r"(?:wrote|refused) (\S+?)(?::|$)", result.stdout, flags=re.M)]
+        assert len(targets) == 8, result.stdout
+        for target in [*targets, Path(f"/tmp/toolgauge-pwned-{tag}"), Path.home() / f"toolgauge-pwned-{tag}"]:
+            assert not target.exists(), f"{target} reached the host"
+        assert not list(outside.iterdir())
+        assert result.reason and "write attack:" in result.reason
+    finally:
+        shutil.rmtree(outside)
+
+
+@needs_bwrap
+async def test_users_files_and_environment_secrets_are_not_readable(tmp_path, monkeypatch):
+    secret = "env-secret-" + uuid.uuid4().hex
+    monkeypatch.setenv("TOOLGAUGE_SECRET", secret)
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    private = Path(tempfile.mkdtemp(prefix="toolgauge-private-"))
+    private.chmod(0o755)
+    token = "file-secret-" + uuid.uuid4().hex
+    (private / "id_rsa").write_text(token)
+    (private / "id_rsa").chmod(0o644)  # world-readable: only the mount isolation hides it
+    try:
+        files = await hostile("read_files.py", tmp_path, "--path", str(private / "id_rsa"))
+        env = await hostile("env_secret.py", tmp_path)
+    finally:
+        shutil.rmtree(private)
+    readme_line = (Path(__file__).parents[1] / "README.md").read_text().splitlines()[0]
+    for result in (files, env):
+        assert secret not in result.stdout + result.stderr
+        assert token not in result.stdout + result.stderr
+        assert readme_line not in result.stdout
+        assert result.reason is not None
+    assert f"refused {private / 'id_rsa'}" in files.stdout
+    assert "refused /work/main/README.md" in files.stdout or "refused /work/main" in files.stdout
+    seen = {line.split("=", 1)[0] for line in env.stdout.splitlines()}
+    assert seen <= ALLOWED_ENV, seen
+
+
+@needs_bwrap
+async def test_huge_stdout_is_capped_and_stopped(tmp_path):
+    limits = SMALL.model_copy(update={"output_bytes": 100_000})
+    result = await hostile("huge_stdout.py", tmp_path, limits=limits)
+    assert len(result.stdout) <= 100_000
+    assert not result.timed_out
+    assert result.reason == "output limit: more than 100000 bytes written"
+
+
+@needs_bwrap
+async def test_orphaned_children_are_dead_after(tmp_path):
+    tag = uuid.uuid4().hex
+    result = await hostile("orphan.py", tmp_path, "--tag", tag)
+    assert result.stdout == "orphan started\n", result
+    assert result.reason == "exited with code 1: orphan started"
+    assert wait_gone(tag) == []
+
+
+@needs_bwrap
+async def test_killing_the_parent_and_kill_minus_one_are_contained(tmp_path):
+    sentinel = subprocess.Popen(["sleep", "60"])
+    try:
+        result = await hostile("kill_parent.py", tmp_path)
+        assert sentinel.poll() is None, "a host process was killed"
+    finally:
+        sentinel.kill()
+        sentinel.wait()
+    assert "refused kill parent" in result.stdout, result.stdout
+    if IS_ROOT:
+        # The sandbox runs as an unprivileged uid, so the program did try kill -9 -1 (in its own pid
+        # namespace there may be nothing else to signal: "No such process").
+        assert re.search(r"sent kill -9 -1|refused kill -9 -1: No such process", result.stdout), result.stdout
+    assert result.reason and "kill attack:" in result.reason
+
+
+@needs_bwrap
+async def test_big_file_hits_the_file_size_limit(tmp_path):
+    result = await hostile("big_file.py", tmp_path, limits=SMALL.model_copy(update={"file_size_mb": 8}))
+    assert "ESCAPED" not in result.stdout
+    assert result.reason and result.reason.startswith("file size limit"), result
+
+
+@needs_bwrap
+async def test_open_files_limit(tmp_path):
+    result = await hostile("fd_exhaust.py", tmp_path, limits=SMALL.model_copy(update={"open_files": 64}))
+    assert "ESCAPED" not in result.stdout
+    assert result.reason and result.reason.startswith("open files limit"), result
+
+
+@needs_bwrap
+@pytest.mark.skipif(not IS_ROOT, reason="per-sandbox uids are used only when launched by root")
+async def test_parallel_sandboxes_do_not_share_the_process_limit(tmp_path):
+    # Each sandbox runs as its own uid, so a bomb exhausting its 16 processes leaves the other's 16 intact.
+    limits = SMALL.model_copy(update={"processes": 16})
+    workdir = tmp_path / "forker"
+    workdir.mkdir()
+    code = (
+        "import os, time\ntime.sleep(1.0)\npids = []\nfor _ in range(8):\n"
+        "    pid = os.fork()\n    if pid == 0:\n        time.sleep(1.0)\n        os._exit(0)\n    pids.append(pid)\n"
+        "for pid in pids:\n    os.waitpid(pid, 0)\nprint('forked 8')\n"
+    )
+    (workdir / "forker.py").write_text(code)
+    bomb, forker = await asyncio.gather(
+        hostile("fork_bomb.py", tmp_path, limits=limits),
+        run_sandboxed([sandbox_python(), "forker.py"], workdir, limits),
+    )
+    assert "fork refused" in bomb.stdout
+    assert forker.stdout == "forked 8\n", forker
+
+
+# --- the fallbacks ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["namespaces", "rlimits"])
+async def test_fallbacks_contain_cpu_memory_time_and_fork(kind):
+    if kind == "namespaces" and shutil.which("unshare") is None:
+        pytest.skip("unshare not installed")
+    # A world-readable interpreter lets the fallback drop to an unprivileged uid (the one under /root does not).
+    python = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sandbox_python()
+    can_drop = not IS_ROOT or accessible_to_others(python)
+    root = Path(tempfile.mkdtemp(prefix="toolgauge-fallback-"))
+    root.chmod(0o755)
+    try:
+        dirs = {}
+        for name in ("cpu_spin.py", "memory_bomb.py", "sleep_forever.py", "fork_bomb.py"):
+            dirs[name] = stage(name, root)
+            dirs[name].chmod(0o755)
+            (dirs[name] / "server.py").chmod(0o644)
+        tag = uuid.uuid4().hex
+
+        def run(name, **update):
+            argv = [python, "server.py", "--once", "--tag", tag]
+            return run_sandboxed(argv, dirs[name], SMALL.model_copy(update=update), kind=kind)
+
+        jobs = [
+            run("cpu_spin.py", cpu_seconds=1),
+            run("memory_bomb.py", memory_mb=256),
+            run("sleep_forever.py", wall_seconds=1.5),
+        ]
+        if can_drop:
+            jobs.append(run("fork_bomb.py", processes=16))
+        results = await asyncio.gather(*jobs)
+    finally:
+        shutil.rmtree(root)
+    cpu, memory, sleep = results[:3]
+    assert cpu.reason and cpu.reason.startswith("CPU limit"), cpu
+    assert memory.reason == "memory limit: MemoryError", memory
+    assert sleep.timed_out and sleep.reason == "timed out after 1.5 s (wall clock)"
+    if can_drop:
+        fork = results[3]
+        match = re.search(r"fork refused after (\d+) children", fork.stdout)
+        assert match and int(match.group(1)) <= 15, fork
+        assert fork.reason and "fork refused" in fork.reason
+    assert wait_gone(tag) == []
+
+
+# --- the MCP path: sandboxed_command as the command of stdio_client --------------------------------------
+
+
+async def mcp_session_tools(workdir: Path, limits: SandboxLimits, call: tuple[str, dict] | None = None):
+    cmd = sandboxed_command([sandbox_python(), "server.py"], workdir, limits)
+    params = StdioServerParameters(command=cmd[0], args=cmd[1:])
+    with open(os.devnull, "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            with anyio.fail_after(60):
+                await session.initialize()
+                tools = [tool.name for tool in (await session.list_tools()).tools]
+                text = None
+                if call:
+                    result = await session.call_tool(*call)
+                    text = result.content[0].text
+    return tools, text
+
+
+@needs_bwrap
+async def test_mcp_server_initialises_and_lists_tools_through_the_sandbox(tmp_path):
+    workdir = stage("benign_echo.py", tmp_path)
+    tools, text = await mcp_session_tools(workdir, SandboxLimits(), ("echo", {"text": "héllo"}))
+    assert tools == ["echo"]
+    assert text == "héllo"
+
+
+@needs_bwrap
+async def test_hostile_mcp_server_orphan_dies_with_the_session(tmp_path):
+    # orphan.py serves MCP while its escaped grandchild sleeps; closing the session must end both.
+    tag = uuid.uuid4().hex
+    workdir = stage("orphan.py", tmp_path)
+    cmd = sandboxed_command([sandbox_python(), "server.py", "--tag", tag], workdir, SandboxLimits())
+    params = StdioServerParameters(command=cmd[0], args=cmd[1:])
+    with open(os.devnull, "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            with anyio.fail_after(60):
+                await session.initialize()
+                assert tagged_pids(tag), "the orphan should be alive while the session is"
+                report = await session.call_tool("attack_report", {})
+                assert report.content[0].text == "orphan started"
+    assert wait_gone(tag) == []
+
+
+@needs_bwrap
+async def test_mcp_server_that_never_starts_is_killed(tmp_path):
+    tag = uuid.uuid4().hex
+    workdir = stage("sleep_forever.py", tmp_path)
+    cmd = sandboxed_command([sandbox_python(), "server.py", "--tag", tag], workdir, SandboxLimits())
+    params = StdioServerParameters(command=cmd[0], args=cmd[1:])
+    with pytest.raises(BaseException) as caught, open(os.devnull, "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            with anyio.fail_after(2):
+                await session.initialize()
+    # anyio task groups may wrap the timeout in an exception group.
+    assert caught.type is TimeoutError or caught.group_contains(TimeoutError), caught.value
+    assert wait_gone(tag, seconds=10) == []
+
+
+@needs_bwrap
+def test_sigterm_to_the_sandbox_group_ends_everything(tmp_path):
+    # What a caller that only has the Popen does: kill the process group the trampoline leads.
+    tag = uuid.uuid4().hex
+    workdir = stage("orphan.py", tmp_path)
+    cmd = sandboxed_command([sandbox_python(), "server.py", "--tag", tag], workdir, SMALL)
+    process = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline() == b"orphan started\n"
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=10)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+    assert wait_gone(tag) == []
