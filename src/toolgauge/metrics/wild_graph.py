@@ -206,15 +206,15 @@ class CallGraph:
                 start = pos
         return lengths
 
-    def _candidates(self, state: _State) -> Iterator[list[int]]:
-        """Every candidate step of ``state`` in the official order (sizes ascending, then lexicographic).
+    def _candidates(self, state: _State) -> Iterator[tuple[list[int], _State]]:
+        """Every candidate step of ``state`` with the state it leads to, in the official order.
 
-        The count is exponential in the number of ready nodes with distinct names; only logging and the
-        unpruned clarify step use it.
+        Official order: sizes ascending, then lexicographic. The count is exponential in the number of
+        ready nodes with distinct names; only logging and the unpruned clarify step list them.
         """
         done, forced = state
         if forced:
-            yield [forced[0]]
+            yield [forced[0]], (done, forced[1:])
             return
         ready = self._ready(done)
         names = [self.names[i] for i in ready]
@@ -226,15 +226,26 @@ class CallGraph:
                     continue
                 seen.add(names[first])
                 group = groups.get(first, 1)
+                if size == 1 and group > 1:
+                    members = tuple(ready[first : first + group])
+                    yield [ready[first]], (done | _mask(members), members[1:])
+                    continue
                 if size == 1:
-                    yield [ready[first]]
+                    steps: Iterator[list[int]] = iter([[ready[first]]])
                 elif group == 1:
-                    for rest in _greedy_tuples(names, first + 1, size - 1):
-                        yield [ready[first], *(ready[p] for p in rest)]
+                    steps = (
+                        [ready[first], *(ready[p] for p in rest)] for rest in _greedy_tuples(names, first + 1, size - 1)
+                    )
                 elif size >= group:
                     head = ready[first : first + group]
-                    for rest in _greedy_tuples(names, first + group, size - group):
-                        yield [*head, *(ready[p] for p in rest)]
+                    steps = (
+                        [*head, *(ready[p] for p in rest)]
+                        for rest in _greedy_tuples(names, first + group, size - group)
+                    )
+                else:
+                    continue  # a partial group leading a combination: filtered
+                for step in steps:
+                    yield step, (done | _mask(step), ())
 
     def _child(self, state: _State, step: Sequence[int]) -> _State | None:
         """The state after taking ``step`` (ascending node ids) from ``state``, or None if it is no candidate."""
@@ -389,12 +400,7 @@ class GraphWalk:
             if chosen is None:
                 continue
             if any(self.graph.names[i] == PSEUDO_CLARIFY for i in chosen):
-                self._alive = _distinct(
-                    child
-                    for s in self._alive
-                    for step in self.graph._candidates(s)
-                    if (child := self.graph._child(s, step)) is not None
-                )
+                self._alive = _distinct(child for s in self._alive for _, child in self.graph._candidates(s))
                 return self._advance("clarify", chosen)
             self.finished = True
             self._answer_step = self.step
@@ -413,7 +419,7 @@ class GraphWalk:
         seen: set[tuple[int, ...]] = set()
         out: list[list[int]] = []
         for state in self._alive:
-            for step in self.graph._candidates(state):
+            for step, _ in self.graph._candidates(state):
                 key = tuple(step)
                 if key in seen:
                     continue
