@@ -7,7 +7,9 @@
     tests/test_wild_graph.py), run in a child process with a timeout and a 3 GiB memory cap;
 (b) a realistic 50-node layered DAG (parallel groups, chains, same-name groups, clarify first, answer last),
     walked to the end two ways: all ready calls at once (the shortest path) and one call per step.
-Also times first_optimal_path() (what the gold-history replay needs) on both graphs.
+Also times first_optimal_path() (what the gold-history replay needs) on both graphs, and (c) two shapes
+outside the goals: 30 parallel calls, and a clarify ready beside k calls (the official loop does not prune
+on a clarify, so the alive branches grow with k).
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ def layered_task(seed: int = 7) -> tuple[list[str], list[list[int]]]:
     previous = [0]
     for width in widths:
         layer = []
-        # Some layers repeat one tool (consecutive same-name group), the rest draw distinct names.
+        # Some layers repeat one tool (a consecutive same-name group); the others draw names at random.
         same = width > 2 and rng.random() < 0.3
         for j in range(width):
             node = len(names)
