@@ -33,12 +33,14 @@ from toolgauge.sandbox import (
     SandboxLimits,
     detect_sandbox,
     explain_failure,
+    probe_sandbox,
     run_sandboxed,
     sandbox_python,
     sandbox_status,
     sandboxed_command,
 )
 from toolgauge.sandbox.launch import accessible_to_others, sandbox_env
+from toolgauge.sandbox.policy import _command
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hostile"
 # Small limits keep the hostile runs quick and light on the shared machine.
@@ -364,13 +366,30 @@ async def test_parallel_sandboxes_do_not_share_the_process_limit(tmp_path):
     assert forker.stdout == "forked 8\n", forker
 
 
+@needs_bwrap
+@pytest.mark.skipif(not IS_ROOT, reason="the user-namespace mode is the fallback of a root harness")
+def test_bwrap_in_a_user_namespace_still_isolates_network_and_files(tmp_path):
+    # The mode used when root may not create namespaces directly (e.g. a default Docker container).
+    tag = uuid.uuid4().hex
+    workdir = stage("write_outside.py", tmp_path)
+    cmd = _command([sandbox_python(), "server.py", "--once", "--tag", tag], workdir, SMALL, "bwrap", userns=True)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert "refused /etc/toolgauge-pwned" in done.stdout, done
+    for target in (f"/etc/toolgauge-pwned-{tag}", f"/tmp/toolgauge-pwned-{tag}", f"/root/toolgauge-pwned-{tag}"):
+        assert not Path(target).exists()
+    workdir = stage("net_egress.py", tmp_path)
+    cmd = _command([sandbox_python(), "server.py", "--once"], workdir, SMALL, "bwrap", userns=True)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert done.stdout.count("contained") == 4 and "ESCAPED" not in done.stdout, done
+
+
 # --- the fallbacks ---------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("kind", ["namespaces", "rlimits"])
 async def test_fallbacks_contain_cpu_memory_time_and_fork(kind):
-    if kind == "namespaces" and shutil.which("unshare") is None:
-        pytest.skip("unshare not installed")
+    if kind == "namespaces" and (problem := probe_sandbox("namespaces")) is not None:
+        pytest.skip(f"unshare namespaces not usable here: {problem}")
     # A world-readable interpreter lets the fallback drop to an unprivileged uid (the one under /root does not).
     python = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sandbox_python()
     can_drop = not IS_ROOT or accessible_to_others(python)

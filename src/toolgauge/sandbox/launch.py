@@ -221,7 +221,9 @@ def bwrap_command(
     room = workdir_bytes(workdir) + int(limits["file_size_mb"]) * MB
     cmd += ["--size", str(room), "--tmpfs", SANDBOX_DIR]
     cmd += copy_workdir_args(workdir)
-    cmd += ["--chmod", "1777", SANDBOX_DIR, "--chdir", SANDBOX_DIR, "--"]
+    cmd += ["--chmod", "1777", SANDBOX_DIR, "--chdir", SANDBOX_DIR]
+    # The new root is itself a tmpfs (holding /etc, /root... as mount points): make it read-only too.
+    cmd += ["--remount-ro", "/", "--"]
     if uid is not None:
         cmd += drop_stage(uid)
     return cmd + list(argv)
@@ -236,10 +238,22 @@ def unshare_command(unshare: str, argv: Sequence[str], uid: int | None, as_root:
     return cmd + drop_stage(uid, reap=True) + list(argv)
 
 
-def plan(kind: str, argv: Sequence[str], workdir: str, binds: Sequence[str], limits: dict[str, float]) -> list[str]:
-    """Return the command to exec and say on stderr when the uid drop is skipped."""
+def plan(
+    kind: str,
+    argv: Sequence[str],
+    workdir: str,
+    binds: Sequence[str],
+    limits: dict[str, float],
+    *,
+    userns: bool = False,
+) -> list[str]:
+    """Return the command to exec and say on stderr when the uid drop is skipped.
+
+    ``userns`` makes a root caller run bubblewrap in a user namespace too (for hosts where root may not
+    create mount namespaces directly, such as a default Docker container); the uid is then not dropped.
+    """
     as_root = os.geteuid() == 0
-    uid = UID_BASE + os.getpid() if as_root else None
+    uid = UID_BASE + os.getpid() if as_root and not (kind == "bwrap" and userns) else None
     argv = [shutil.which(argv[0], path=SAFE_PATH) or argv[0], *argv[1:]]
     if kind == "bwrap":
         bwrap = shutil.which("bwrap")
@@ -273,6 +287,7 @@ def parse(args: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--limits", required=True, help="SandboxLimits as JSON")
     parser.add_argument("--workdir", required=True)
     parser.add_argument("--bind", action="append", default=[], help="a path bound read-only at the same place")
+    parser.add_argument("--userns", action="store_true", help="bwrap in a user namespace even as root")
     return parser.parse_args(args)
 
 
@@ -291,7 +306,7 @@ def main(args: Sequence[str]) -> int:
         workdir = os.path.realpath(options.workdir)
         if not os.path.isdir(workdir):
             raise SetupError(f"workdir {options.workdir} is not a directory")
-        command = plan(options.kind, argv, workdir, options.bind, limits)
+        command = plan(options.kind, argv, workdir, options.bind, limits, userns=options.userns)
         new_session()
         env = sandbox_env(SANDBOX_DIR if options.kind == "bwrap" else workdir)
         if options.kind != "bwrap":

@@ -46,10 +46,19 @@ class SandboxLimits(BaseModel, frozen=True):
 
 
 class SandboxStatus(BaseModel, frozen=True):
-    """Which sandbox is active and why."""
+    """Which sandbox is active and why.
+
+    Attributes:
+        kind: the sandbox in use.
+        why: what the detection found (or that the kind was forced).
+        user_namespace: bubblewrap runs in a user namespace although the harness is root (root may not
+            create namespaces directly here); the sandbox then keeps uid 0 of that namespace, which the
+            kernel maps to host root, so the process limit is not enforced.
+    """
 
     kind: SandboxKind
     why: str
+    user_namespace: bool = False
 
 
 def sandbox_python() -> str:
@@ -108,8 +117,18 @@ def sandboxed_command(
     """
     if not argv:
         raise ValueError("sandboxed_command: empty argv")
-    chosen = kind or detect_sandbox()
+    return _command(argv, workdir, limits, kind or detect_sandbox(), userns=sandbox_status().user_namespace)
+
+
+def _command(
+    argv: Sequence[str], workdir: Path, limits: SandboxLimits, chosen: SandboxKind, *, userns: bool
+) -> list[str]:
+    """Build the trampoline command line (no detection)."""
+    if not argv:
+        raise ValueError("sandboxed_command: empty argv")
     command = [sys.executable, "-I", "-S", str(LAUNCH_SCRIPT), "--kind", chosen]
+    if userns and chosen == "bwrap":
+        command.append("--userns")
     command += ["--limits", limits.model_dump_json(), "--workdir", str(Path(workdir).resolve())]
     if chosen == "bwrap":
         for path in interpreter_binds():
@@ -117,12 +136,13 @@ def sandboxed_command(
     return [*command, "--", *argv]
 
 
-def _probe(kind: SandboxKind) -> str | None:
+def probe_sandbox(kind: SandboxKind, *, userns: bool = False) -> str | None:
     """Run a trivial Python program in the sandbox of ``kind``; return None when it works, else why not."""
     limits = SandboxLimits(wall_seconds=PROBE_TIMEOUT)
     with tempfile.TemporaryDirectory(prefix="toolgauge-probe-") as tmp:
         os.chmod(tmp, 0o755)
-        command = sandboxed_command([sandbox_python(), "-c", "import os; print('ok')"], Path(tmp), limits, kind=kind)
+        argv = [sandbox_python(), "-c", "import os; print('ok')"]
+        command = _command(argv, Path(tmp), limits, kind, userns=userns)
         try:
             done = subprocess.run(command, capture_output=True, timeout=PROBE_TIMEOUT, check=False)
         except (OSError, subprocess.TimeoutExpired) as error:
@@ -148,8 +168,20 @@ def sandbox_status() -> SandboxStatus:
         print(f"toolgauge: sandbox: {status.kind} ({status.why})", file=sys.stderr)
         return status
     failures: list[str] = []
-    for kind in ("bwrap", "namespaces"):
-        problem = _probe(kind)
+    kinds: tuple[SandboxKind, ...] = ("bwrap", "namespaces")
+    if os.geteuid() == 0:
+        problem = probe_sandbox("bwrap")
+        if problem is None:
+            return SandboxStatus(kind="bwrap", why="bwrap works")
+        # Root without CAP_SYS_ADMIN (a default Docker container) may still create a user namespace.
+        if probe_sandbox("bwrap", userns=True) is None:
+            why = f"privileged bwrap failed: {problem}; bwrap in a user namespace works (process limit not enforced)"
+            print(f"toolgauge: sandbox: {why}", file=sys.stderr)
+            return SandboxStatus(kind="bwrap", why=why, user_namespace=True)
+        failures.append(f"bwrap failed: {problem}")
+        kinds = ("namespaces",)
+    for kind in kinds:
+        problem = probe_sandbox(kind)
         if problem is None:
             status = SandboxStatus(kind=kind, why="; ".join(failures) or f"{kind} works")
             if failures:
