@@ -9,7 +9,9 @@ Re-implements ``_schema_fidelity`` of subway-jack/Tool-Genesis (``src/env_evalua
    forbidden, with zero-valued dummy columns so a predicted tool may stay unmatched.
 2. Arguments of each matched pair: text ``f"{name} {desc}"``, the same matching and threshold. The
    ``reference`` variant has no exact-name pass here (an identical argument name can stay unmatched when
-   its descriptions differ); ``strict`` adds one, with the tool-name normalisation.
+   its descriptions differ); ``strict`` adds one, with the tool-name normalisation. When no matched tool
+   has an argument on either side, ``strict`` counts args_F1 as 1 (``reference``: the F1 of two empty
+   sets, 0).
 3. tool_F1 = set F1 of (matched reference names + ``"P::"`` unmatched predicted names) against the reference
    names; args_F1 = set F1 of (matched reference ``tool.arg`` + ``"P::"`` unmatched predicted ``tool.arg``)
    against the arguments of the *matched* reference tools only; schema_F1 = their mean (0 when both are 0).
@@ -206,6 +208,10 @@ def match_schemas(
         )
 
     args_f1 = _f1(matched_gold_args + unmatched_pred_args, gold_args_global)
+    if variant == "strict" and tool_map and not gold_args_global and not unmatched_pred_args:
+        # Matched tools that take no arguments on either side: nothing to get wrong. The official F1 of two
+        # empty sets is 0, which caps a perfect schema of argument-less tools at 0.5.
+        args_f1 = 1.0
     schema_f1 = (tool_f1 + args_f1) / 2 if (tool_f1 > 0 or args_f1 > 0) else 0.0
     return SchemaMatch(
         tool_f1=tool_f1,
@@ -248,11 +254,12 @@ def _match_args(
     return pairs
 
 
-def route_unit_test(gold_tool: str, arguments: dict[str, Any], match: SchemaMatch) -> tuple[str, dict[str, Any]] | None:
+def route_unit_test(gold_tool: str, arguments: Any, match: SchemaMatch) -> tuple[str, dict[str, Any]] | None:
     """Route one reference unit test to the predicted server through the inverse tool and argument maps.
 
     Argument keys with no mapped predicted argument are dropped silently (so a test may arrive with
-    ``{}``), as the official code does.
+    ``{}``), as the official code does. Arguments that are not an object (eleven official tests hold a
+    malformed JSON string) are sent as ``{}``, also as the official code does.
 
     Args:
         gold_tool: The reference tool the test calls.
@@ -268,5 +275,6 @@ def route_unit_test(gold_tool: str, arguments: dict[str, Any], match: SchemaMatc
     if not pred_tool:
         return None
     inverse_args = {g: p for p, g in match.arg_maps.get(gold_tool, {}).items()}
-    renamed = {inverse_args[k]: v for k, v in arguments.items() if k in inverse_args}
+    given = arguments if isinstance(arguments, dict) else {}
+    renamed = {inverse_args[k]: v for k, v in given.items() if k in inverse_args}
     return pred_tool, renamed
