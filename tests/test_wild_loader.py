@@ -211,6 +211,18 @@ def test_bare_tool_entries_are_wrapped_in_openai_shape(tmp_path):
             "must be a node index",
         ),
         (
+            {
+                "tasks": [
+                    task_with(
+                        type="Clarify",
+                        calls=[{"clarify": "Which one?", "user_input": "a"}, {"name": "lookup", "observation": "A"}],
+                    )
+                ]
+            },
+            "tasks[0].calls[0].after",
+            "node 1 could run in the same step as this clarifying question",
+        ),
+        (
             {"tools": [{"name": "lookup"}, {"name": "lookup"}]},
             "tools[1].name",
             "listed twice",

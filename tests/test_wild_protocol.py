@@ -409,3 +409,33 @@ def test_a_session_whose_model_fails_is_recorded_and_scored_as_empty_replies():
     assert all(rows[f"wild_tool_bench_1#{t}"]["failure_class"] == "call_error" for t in range(4))
     assert "context too long" in rows["wild_tool_bench_1#0"]["sample_error"]
     assert scored.summary["scores"]["counts"]["correct_tasks"] == 8
+
+
+def test_official_error_lines_fail_their_session_and_malformed_lines_are_rejected(tmp_path):
+    # The official generator writes {"id", "result": "Error during inference: ..."} when a session raised;
+    # that session is scored as failed (4 x call_error), the other one as logged.
+    lines = OFFICIAL.read_text(encoding="utf-8").splitlines()
+    failed = json.dumps({"id": "wild_tool_bench_1", "result": "Error during inference: context length exceeded"})
+    path = tmp_path / "result.jsonl"
+    path.write_text(lines[0] + "\n" + failed + "\n", encoding="utf-8")
+    recorded = read_official(path)
+    assert recorded["wild_tool_bench_1"] == "Error during inference: context length exceeded"
+    sessions = [s for s in load_wild(SESSIONS) if s.id in recorded]
+    scored = run(WildBenchmark(sessions, data_label="t", recorded=recorded), "official", ReplayClient({}))
+    assert scored.summary["run"]["sample_errors"] == 1
+    rows = rows_by_id(scored)
+    assert [rows[f"wild_tool_bench_1#{t}"]["failure_class"] for t in range(4)] == ["call_error"] * 4
+    assert scenario_rows(scored)["wild_tool_bench_0#3"] == EXPECTED_SCENARIO["wild_tool_bench_0#3"]
+
+    broken = json.loads(lines[0])
+    del broken["result"][1]["inference_log"]["task_idx"]
+    path.write_text(json.dumps(broken) + "\n", encoding="utf-8")
+    with pytest.raises(DataError) as info:
+        read_official(path)
+    assert (info.value.line, info.value.field) == (1, "result[1].inference_log.task_idx")
+    broken = json.loads(lines[0])
+    broken["result"][0]["inference_log"]["step_1"]["inference_output"]["content"] = 7
+    path.write_text(json.dumps(broken) + "\n", encoding="utf-8")
+    with pytest.raises(DataError) as info:
+        read_official(path)
+    assert info.value.field == "result[0].inference_log.step_1.inference_output.content"

@@ -439,13 +439,24 @@ def _check_task(nodes: list[WildNode], tools: list[str], field_of: Callable[[int
         raise _Problem(
             field_of(dependents[0], "dependency_list"), f"waits for {PSEUDO_ANSWER}, which must be the last step"
         )
-    ancestors = _ancestors(nodes, answer)
-    missing = [k for k in range(len(nodes)) if k != answer and k not in ancestors]
+    before = [_ancestors(nodes, k) for k in range(len(nodes))]
+    missing = [k for k in range(len(nodes)) if k != answer and k not in before[answer]]
     if missing:
         raise _Problem(
             field_of(answer, "dependency_list"),
             f"{PSEUDO_ANSWER} must come after every other node; node {missing[0]} is not before it",
         )
+    # The official loop asserts that a clarifying step holds the question alone, so no other node may be
+    # able to run in the same step: each must come before or after it.
+    for k, node in enumerate(nodes):
+        if node.action.name != PSEUDO_CLARIFY:
+            continue
+        loose = [j for j in range(len(nodes)) if j != k and j not in before[k] and k not in before[j]]
+        if loose:
+            raise _Problem(
+                field_of(k, "dependency_list"),
+                f"node {loose[0]} could run in the same step as this clarifying question; make one wait for the other",
+            )
 
 
 def _ancestors(nodes: list[WildNode], start: int) -> set[int]:

@@ -355,7 +355,8 @@ class WildBenchmark:
     """WildToolBench sessions run through the official online loop, scored by ``toolgauge.metrics.wild``.
 
     With ``recorded`` (an official result file, by session id) the episode returns the recorded log
-    instead of asking the model: the official logs already are the run.
+    instead of asking the model: the official logs already are the run. A session recorded as a text
+    (the official ``"Error during inference: ..."``) fails, and is scored as empty replies.
     """
 
     name = "wildtoolbench"
@@ -369,7 +370,7 @@ class WildBenchmark:
         language: str = "en",
         variant: WildVariant = "reference",
         settings: CallSettings | None = None,
-        recorded: Mapping[str, WildSessionResult] | None = None,
+        recorded: Mapping[str, WildSessionResult | str] | None = None,
     ):
         self.sessions = list(sessions)
         self.data_label = data_label
@@ -404,6 +405,8 @@ class WildBenchmark:
             found = self.recorded.get(sample.id)
             if found is None:
                 raise LookupError(f"the predictions have no result line for session {sample.id!r}")
+            if isinstance(found, str):
+                raise RuntimeError(f"the recorded run failed on this session: {found}")
             return WildResult(session=found)
         graphs = task_graphs(sample)
         tools = sample.tool_specs()

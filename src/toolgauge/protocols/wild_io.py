@@ -21,6 +21,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import ValidationError
+
 from toolgauge.errors import DataError
 from toolgauge.loaders.jsonl import read_jsonl_objects, read_text, text_lines
 from toolgauge.records import AssistantTurn, ToolCall
@@ -152,20 +154,50 @@ def write_official_results(path: Path, results: Iterable[WildSessionResult], *, 
     write_atomic(path, "".join(line + "\n" for line in lines))
 
 
-def read_official(path: Path) -> dict[str, WildSessionResult]:
+def read_official(path: Path) -> dict[str, WildSessionResult | str]:
     """Read an official result file into ``{session id: result}``.
 
-    Raises:
-        DataError: as :func:`~toolgauge.records.wild_log.read_official_results`, or a session id twice.
-    """
-    from toolgauge.records.wild_log import read_official_results
+    The official generator writes ``{"id", "result": "Error during inference: ..."}`` for a session whose
+    inference raised; such a session maps to that text, and is scored as failed rather than rejected.
 
-    out: dict[str, WildSessionResult] = {}
-    for result in read_official_results(path):
-        if result.id in out:
-            raise DataError(str(path), f"session {result.id!r} has two result lines", field="id")
-        out[result.id] = result
+    Raises:
+        DataError: unreadable file, malformed JSON, a line without the official shape (naming the field, e.g.
+            ``result[0].inference_log.task_idx``), or a session id twice.
+    """
+    shown = str(path)
+    out: dict[str, WildSessionResult | str] = {}
+    for number, obj in read_jsonl_objects(path):
+        session = obj.get("id")
+        if not isinstance(session, str):
+            raise DataError(shown, "missing or not a string", line=number, field="id")
+        if session in out:
+            raise DataError(shown, f"session {session!r} has two result lines", line=number, field="id")
+        if isinstance(obj.get("result"), str):
+            out[session] = obj["result"]
+            continue
+        try:
+            out[session] = WildSessionResult.model_validate(obj)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            message = "missing required field" if error["type"] == "missing" else str(error["msg"])
+            raise DataError(shown, message, line=number, field=_location(error["loc"]) or None) from None
+    if not out:
+        raise DataError(shown, "no results: the file is empty")
     return out
+
+
+def _location(loc: tuple[int | str, ...]) -> str:
+    """A validation error's location as written in the file (``steps[k]`` is the ``step_k`` key)."""
+    parts: list[str] = []
+    items = list(loc)
+    for index, part in enumerate(items):
+        if isinstance(part, int) and index and items[index - 1] == "steps":
+            parts[-1] = f".step_{part}"
+        elif isinstance(part, int):
+            parts.append(f"[{part}]")
+        else:
+            parts.append(f".{part}" if parts else part)
+    return "".join(parts)
 
 
 def steps_from_results(results: Iterable[WildSessionResult]) -> list[dict[str, Any]]:
