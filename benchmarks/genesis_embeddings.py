@@ -22,7 +22,7 @@ from pathlib import Path
 from toolgauge.embeddings.minilm import MiniLMEmbedder
 from toolgauge.metrics.genesis_compliance import make_strictly_compliant
 from toolgauge.metrics.genesis_schema import match_schemas, route_unit_test
-from toolgauge.metrics.genesis_unit import score_unit_test, summarise_unit_tests
+from toolgauge.metrics.genesis_unit import UnitTestCall, score_unit_tests, summarise_unit_tests
 
 
 def main() -> None:
@@ -68,15 +68,16 @@ def main() -> None:
         soft, hard, tests = [], [], 0
         for server in servers:
             match = match_schemas(server["tool_definitions"], server["tool_definitions"], embedder, variant)
-            scores = []
-            for gold_tool, cases in server["unit_test"].items():
-                for case in cases:
-                    if route_unit_test(gold_tool, case["arguments"], match) is None:
-                        continue
-                    content = [{"type": "text", "text": case["function_output_content"], "annotations": None}]
-                    scores.append(
-                        score_unit_test(content, False, None, case["function_output_content"], embedder, variant)
-                    )
+            calls = [
+                UnitTestCall(
+                    content=[{"type": "text", "text": case["function_output_content"], "annotations": None}],
+                    expected=case["function_output_content"],
+                )
+                for gold_tool, cases in server["unit_test"].items()
+                for case in cases
+                if route_unit_test(gold_tool, case["arguments"], match) is not None
+            ]
+            scores = score_unit_tests(calls, embedder, variant)
             tests += len(scores)
             summary = summarise_unit_tests(scores, variant=variant)
             soft.append(summary.ut_soft)

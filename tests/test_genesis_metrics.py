@@ -27,10 +27,12 @@ from toolgauge.metrics.genesis_compliance import (
 from toolgauge.metrics.genesis_schema import SchemaMatch, match_schemas, route_unit_test, tool_text
 from toolgauge.metrics.genesis_sr import oracle_normalized, parse_rating, task_scores
 from toolgauge.metrics.genesis_unit import (
+    UnitTestCall,
     UnitTestScore,
     extract_text,
     reference_actual_text,
     score_unit_test,
+    score_unit_tests,
     structure_f1,
     summarise_unit_tests,
 )
@@ -420,6 +422,22 @@ def test_strict_unit_tests():
     assert not no_error.hard_pass and "expected an error" in (no_error.reason or "")
     flagged = score_unit_test(text_content('{"a": 1}'), True, None, '{"a": 1}', e, "strict")
     assert not flagged.hard_pass and flagged.soft == 0.0  # isError counts in strict
+
+
+def test_batch_scoring_equals_one_by_one_and_embeds_once():
+    calls = [
+        UnitTestCall(content=text_content("done"), expected="done"),
+        UnitTestCall(content=text_content("Error: boom"), expected='{"a": 1}'),
+        UnitTestCall(call_failure="timed out", expected="x"),
+        UnitTestCall(content=text_content('{"a": 2}'), expected='{"a": 1}'),
+    ]
+    for variant in ("reference", "strict"):
+        one_by_one = [
+            score_unit_test(c.content, c.is_error, c.call_failure, c.expected, FakeEmbedder(), variant) for c in calls
+        ]
+        batch_embedder = FakeEmbedder()
+        assert score_unit_tests(calls, batch_embedder, variant) == one_by_one
+        assert batch_embedder.calls >= 1
 
 
 def test_summarise_unit_tests():

@@ -153,7 +153,10 @@ def match_schemas(
         return SchemaMatch(tool_f1=0.0, args_f1=0.0, schema_f1=0.0)
 
     texts = [tool_text(t.name, [(a.name, a.description) for a in t.args]) for t in pred + gold]
-    vectors = embedder.embed(texts)
+    # One batch for tool texts and every argument text: a caching embedder (MiniLM) then answers the
+    # per-pair argument calls below from its cache.
+    arg_texts = [f"{a.name} {a.description}" for t in pred + gold for a in t.args]
+    vectors = embedder.embed(texts + arg_texts)[: len(texts)]
     pred_vec, gold_vec = vectors[: len(pred)], vectors[len(pred) :]
 
     tool_map: dict[str, str] = {}

@@ -216,6 +216,41 @@ def normalise_output(text: str) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
+class UnitTestCall(BaseModel):
+    """One unit-test call's outcome, as :func:`score_unit_tests` takes it (the arguments of :func:`score_unit_test`)."""
+
+    content: list[dict[str, Any]] | None = None
+    is_error: bool = False
+    call_failure: str | None = None
+    expected: str = ""
+
+
+def compared_texts(content: list[dict[str, Any]] | None, expected: str, variant: GenesisVariant) -> tuple[str, str]:
+    """The (actual, expected) texts a variant compares: see the module docstring."""
+    if variant == "reference":
+        return reference_actual_text(content), extract_text(expected)
+    return content_text(content), expected.strip()
+
+
+def score_unit_tests(
+    calls: Sequence[UnitTestCall], embedder: Embedder, variant: GenesisVariant = "reference"
+) -> list[UnitTestScore]:
+    """Score many calls; with a caching embedder (MiniLM) all texts are embedded in one batch first.
+
+    Gives the same scores as :func:`score_unit_test` on each call, faster: batches of 64 instead of pairs.
+    """
+    texts: list[str] = []
+    for call in calls:
+        if call.call_failure is None:
+            actual, wanted = compared_texts(call.content, call.expected, variant)
+            a_low, e_low = actual.strip().lower(), wanted.strip().lower()
+            if a_low != e_low:
+                texts += [a_low, e_low]
+    if texts:
+        embedder.embed(list(dict.fromkeys(texts)))
+    return [score_unit_test(c.content, c.is_error, c.call_failure, c.expected, embedder, variant) for c in calls]
+
+
 def score_unit_test(
     content: list[dict[str, Any]] | None,
     is_error: bool,
@@ -242,12 +277,11 @@ def score_unit_test(
         return UnitTestScore(
             hard_pass=False, soft=0.0, struct_f1=0.0, embed_sim=0.0, reason=f"call failed: {call_failure}"
         )
+    actual, wanted = compared_texts(content, expected, variant)
     if variant == "reference":
-        actual, wanted = reference_actual_text(content), extract_text(expected)
         gate_ok = not (has_error_word(actual.strip()) and not has_error_word(wanted.strip()))
         hard_pass, reason = gate_ok, None if gate_ok else "unexpected error word in the output"
     else:
-        actual, wanted = content_text(content), expected.strip()
         expected_error = has_error_word(wanted)
         came_back_as_error = is_error or has_error_word(actual)
         gate_ok = expected_error or not came_back_as_error
