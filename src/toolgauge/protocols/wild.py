@@ -312,7 +312,7 @@ class TaskRun:
             is_optimal=correct and self.walk.is_optimal(),
             inference_log=WildInferenceLog(
                 task_idx=self.task_index,
-                begin_of_current_task=official_message(Message(role="user", content=self.nodes_user)),
+                begin_of_current_task=official_message(Message(role="user", content=self.user_message)),
                 steps=self.steps,
             ),
             latency=list(self._latencies),
@@ -321,7 +321,7 @@ class TaskRun:
         )
 
     @property
-    def nodes_user(self) -> str:
+    def user_message(self) -> str:
         """The task's user message."""
         return self.session.tasks[self.task_index].user
 
