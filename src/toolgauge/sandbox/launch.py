@@ -262,14 +262,15 @@ def plan(
         return bwrap_command(bwrap, argv, workdir, binds, limits, uid)
     if uid is not None:
         # Without bind mounts the unprivileged uid sees the host's files: it must be able to run the program.
-        program = argv[0]
-        if not accessible_to_others(program):
-            print(
-                f"{SETUP_PREFIX} {program} is not readable by an unprivileged uid; running as root "
-                "(the process limit is not enforced)",
-                file=sys.stderr,
-            )
-            uid = None
+        for needed in (argv[0], workdir):
+            if not accessible_to_others(needed):
+                print(
+                    f"{SETUP_PREFIX} {needed} is not readable by an unprivileged uid; running as root "
+                    "(the process limit is not enforced)",
+                    file=sys.stderr,
+                )
+                uid = None
+                break
     if kind == "namespaces":
         unshare = shutil.which("unshare")
         if unshare is None:
