@@ -581,3 +581,12 @@ def test_reference_schemas_match_themselves_on_every_real_server(data_dir: Path)
         assert match_schemas(gold, gold, embedder, "strict").schema_f1 == 1.0
         strict_rewrite = [make_strictly_compliant(t) for t in gold]
         assert match_schemas(strict_rewrite, gold, embedder, "reference").schema_f1 == reference
+
+
+def test_load_embedder_without_the_extra_is_a_usage_error(monkeypatch):
+    import toolgauge.embeddings.minilm as minilm
+    from toolgauge.errors import UsageError
+
+    monkeypatch.setattr(minilm, "embeddings_available", lambda: False)
+    with pytest.raises(UsageError, match=r"pip install torch==2\.13\.0.*\[embeddings\]"):
+        minilm.load_embedder.__wrapped__()
