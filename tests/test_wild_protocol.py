@@ -19,6 +19,7 @@ from toolgauge.loaders.wild import builtin_wild_path, load_wild
 from toolgauge.metrics.wild_args import MATCH_ERROR_STR_SIMILARITY, SCHEMA_ERROR_NESTED_TYPE
 from toolgauge.models.offline import ReplayClient, ScriptedClient
 from toolgauge.protocols.base import RunOptions, ScoredRun, run_benchmark
+from toolgauge.protocols.options import CallSettings
 from toolgauge.protocols.wild import WildBenchmark, history_messages, task_graphs
 from toolgauge.protocols.wild_io import read_official, read_steps, steps_from_results, write_official_results
 from toolgauge.records import AssistantTurn, ModelRequest
@@ -439,3 +440,20 @@ def test_official_error_lines_fail_their_session_and_malformed_lines_are_rejecte
     with pytest.raises(DataError) as info:
         read_official(path)
     assert info.value.field == "result[0].inference_log.step_1.inference_output.content"
+
+
+def test_tool_choice_expected_forces_the_gold_tool_and_none_for_text_steps():
+    seen: list[tuple[str | None, str | None]] = []
+
+    def gold_policy(request: ModelRequest) -> AssistantTurn:
+        assert request.gold is not None
+        first = request.gold.tool_calls[0].name if request.gold.tool_calls else None
+        seen.append((request.options.tool_choice, first))
+        return request.gold
+
+    bench = WildBenchmark([session(0)], data_label="t", settings=CallSettings(tool_choice="expected"))
+    scored = run(bench, "scripted", ScriptedClient(policy=gold_policy))
+    assert scored.summary["scores"]["task_accuracy"] == 1.0
+    # Every call step forces the first gold call's tool; every text step (clarify, answer) forces none.
+    assert seen and all(choice == (first or "none") for choice, first in seen)
+    assert ("none", None) in seen and ("book_taxi", "book_taxi") in seen
