@@ -480,7 +480,7 @@ async def test_mcp_server_that_never_starts_is_killed(tmp_path):
     params = StdioServerParameters(command=cmd[0], args=cmd[1:])
     with pytest.raises(BaseException) as caught, open(os.devnull, "w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
-            with anyio.fail_after(2):
+            with anyio.fail_after(1):
                 await session.initialize()
     # anyio task groups may wrap the timeout in an exception group.
     assert caught.type is TimeoutError or caught.group_contains(TimeoutError), caught.value
