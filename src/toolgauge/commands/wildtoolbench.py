@@ -1,4 +1,4 @@
-"""``eval wildtoolbench`` and ``score wildtoolbench``, and the terminal tables of a WildToolBench summary."""
+"""``eval wildtoolbench`` and ``score wildtoolbench``."""
 
 from __future__ import annotations
 
@@ -11,9 +11,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich import box
-from rich.console import Console
-from rich.table import Table
 
 from toolgauge.cli import (
     ConcurrencyOpt,
@@ -43,7 +40,7 @@ from toolgauge.models.base import ModelClient
 from toolgauge.protocols.base import RunOptions, run_benchmark
 from toolgauge.protocols.options import CallSettings
 from toolgauge.report.export import samples_jsonl, write_atomic
-from toolgauge.report.terminal import pct
+from toolgauge.report.terminal import render_summary
 
 
 class Language(StrEnum):
@@ -119,7 +116,7 @@ def _run_and_report(
     if as_json:
         sys.stdout.write(json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
     else:
-        render_wild(summary, out)
+        render_summary(summary, out)
         for label, path in (("per-task results", samples), ("official result file", predictions_out),
                             ("step JSONL", steps_out)):  # fmt: skip
             if path is not None:
@@ -235,61 +232,3 @@ def _no_overlap(path: Path, recorded: Mapping[str, Any]) -> Exception:
 
 
 # --- tables ------------------------------------------------------------------------------------------------
-
-
-def render_wild(summary: Mapping[str, Any], console: Console) -> None:
-    """Print a WildToolBench summary: headline rates, breakdowns, and the error taxonomy."""
-    scores: Mapping[str, Any] = summary.get("scores") or {}
-    counts: Mapping[str, Any] = scores.get("counts") or {}
-    head = Table(
-        title=f"WildToolBench · variant {summary.get('variant', '')} · {summary.get('language', '')} · "
-        f"{summary.get('data', '')}",
-        title_justify="left",
-        box=box.SIMPLE_HEAD,
-    )
-    for column in ("metric", "%", "of"):
-        head.add_column(column, justify="left" if column == "metric" else "right")
-    optimal = (scores.get("optimal_path") or {}).get("Total") or {}
-    progress = (scores.get("accomplish_progress") or {}).get("Total") or {}
-    head.add_row("task accuracy", pct(scores.get("task_accuracy")),
-                 f"{counts.get('correct_tasks', '')}/{counts.get('tasks', '')} tasks")  # fmt: skip
-    head.add_row("session accuracy", pct(scores.get("session_accuracy")),
-                 f"{counts.get('correct_sessions', '')}/{counts.get('sessions', '')} sessions")  # fmt: skip
-    head.add_row("optimal path rate (OP)", pct(scores.get("optimal_path_rate")),
-                 f"{optimal.get('correct', '')}/{optimal.get('total', '')} parallel+mixed tasks")  # fmt: skip
-    head.add_row("accomplish progress (AP)", pct(scores.get("accomplish_progress_rate")),
-                 f"{progress.get('complete_step', '')}/{progress.get('total_step', '')} steps")  # fmt: skip
-    console.print(head)
-
-    breakdown = Table(title="accuracy by group", title_justify="left", box=box.SIMPLE_HEAD)
-    for column in ("group", "key", "correct", "total", "%"):
-        breakdown.add_column(column, justify="left" if column in ("group", "key") else "right")
-    groups = (("by_task_type", "task type"), ("by_task_order", "task order"),
-              ("by_turn_subtype", "turn subtype"), ("by_transitions", "transitions"))  # fmt: skip
-    for key, title in groups:
-        for name, row in (scores.get(key) or {}).items():
-            if row.get("total"):
-                breakdown.add_row(title, str(name), str(row.get("correct")), str(row.get("total")),
-                                  pct(row.get("accuracy")))  # fmt: skip
-    console.print(breakdown)
-
-    errors: Mapping[str, Any] = scores.get("errors") or {}
-    if errors.get("failed_tasks"):
-        taxonomy = Table(title=f"error taxonomy · {errors['failed_tasks']} failed tasks", title_justify="left",
-                         box=box.SIMPLE_HEAD)  # fmt: skip
-        for column in ("class", "tasks", "% of failed"):
-            taxonomy.add_column(column, justify="left" if column == "class" else "right")
-        shares = errors.get("shares") or {}
-        for name, count in (errors.get("counts") or {}).items():
-            if count:
-                taxonomy.add_row(name, str(count), pct(shares.get(name)))
-        console.print(taxonomy)
-    for warning in summary.get("warnings") or []:
-        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
-    run = summary.get("run")
-    if isinstance(run, Mapping):
-        console.print(
-            f"run [bold]{run.get('id')}[/] · {run.get('samples')} sessions · {run.get('sample_errors')} failed · "
-            f"{run.get('model_calls')} model calls ({run.get('cached_calls')} from cache) · "
-            f"{run.get('input_tokens')}+{run.get('output_tokens')} tokens · {run.get('wall_seconds')} s"
-        )

@@ -31,6 +31,12 @@ def pct(value: Any) -> str:
 def render_summary(summary: Mapping[str, Any], console: Console) -> None:
     """Print a summary as tables, by benchmark."""
     bench = summary.get("benchmark")
+    if bench == "wildtoolbench":
+        # Imported here: the WildToolBench tables use this module's helpers.
+        from toolgauge.report.wild_terminal import render_wild
+
+        render_wild(summary, console)  # prints its own warnings and run line
+        return
     if bench == "bfcl":
         _render_bfcl(summary, console)
     elif bench in ("mtu-bench", "suite"):
