@@ -19,7 +19,6 @@ from toolgauge.protocols.genesis_agent import (
     build_judge_prompt,
     conversation_history,
     judge_task,
-    local_parse_rating,
     solve_task,
 )
 from toolgauge.records import AssistantTurn, Message, ModelRequest
@@ -176,24 +175,18 @@ def finished_trajectory() -> AgentTrajectory:
     )  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        (rated("very incomplete"), 1),
-        (rated("incomplete"), 2),
-        (rated("Partially Complete"), 3),
-        (rated(" mostly  complete "), 4),
-        (rated("fully complete"), 5),
-        (rated("4"), 4),
-        (rated("7"), None),
-        (rated("great"), None),
-        ("fully complete", None),  # no <rating> tag
-        ("", None),
-    ],
-)
-def test_local_rating_parser(text, expected):
-    # The official label map: very incomplete 1, incomplete 2, partially 3, mostly 4, fully 5; digits 1..5 accepted.
-    assert local_parse_rating(text) == expected
+async def test_judge_variant_decides_whether_a_bare_rating_tag_counts(tmp_path):
+    # reference reads the XML like the official parser: a bare <rating> element is the root, and
+    # root.find(".//rating") searches below it, so nothing is found; strict falls back to the tag.
+    bare = "<rating>fully complete</rating>"
+    for variant, expected in (("reference", (0, 3)), ("strict", (5, 1))):
+        judge = ScriptedClient([bare], cycle=True)
+
+        async def body(ctx: EpisodeContext, variant: str = variant) -> JudgeVerdict:
+            return await judge_task(ctx, TASK, finished_trajectory(), variant=variant)  # type: ignore[arg-type]
+
+        verdict = await in_episode(tmp_path / variant, body, JudgeVerdict, judge=judge)
+        assert (verdict.score, verdict.attempts) == expected
 
 
 async def test_judge_reads_the_rating_first_time(tmp_path):

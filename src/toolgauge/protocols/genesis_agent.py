@@ -9,7 +9,6 @@ three attempts in all, and scores 0 after that.
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 from typing import Any, Literal, Protocol
@@ -18,6 +17,8 @@ from pydantic import BaseModel, Field
 
 from toolgauge.engine import EpisodeContext
 from toolgauge.errors import ModelError
+from toolgauge.metrics.genesis_schema import GenesisVariant
+from toolgauge.metrics.genesis_sr import parse_rating
 from toolgauge.records import GenerateOptions, Message, ToolCall, ToolSpec
 
 AGENT_SYSTEM_PROMPT = "You are a helpful assistant."
@@ -271,37 +272,6 @@ _SLOT = re.compile(r"\{(question|history)\}")
 _REASONING = re.compile(r"<reasoning>(.*?)</reasoning>", re.DOTALL | re.IGNORECASE)
 
 
-def _parse_rating(text: str) -> int | None:
-    try:
-        module = importlib.import_module("toolgauge.metrics.genesis_sr")
-    except ImportError:  # G-metrics' parser not landed yet: use the local one
-        return local_parse_rating(text)
-    rating = module.parse_rating(text)
-    return rating if isinstance(rating, int) else None
-
-
-_LABELS = {
-    "very incomplete": 1,
-    "incomplete": 2,
-    "partially complete": 3,
-    "mostly complete": 4,
-    "fully complete": 5,
-}
-_RATING_TAG = re.compile(r"<rating>\s*(.*?)\s*</rating>", re.DOTALL | re.IGNORECASE)
-
-
-def local_parse_rating(text: str) -> int | None:
-    """Read the judge's ``<rating>`` (a label or a digit 1..5); None when there is none."""
-    found = _RATING_TAG.findall(text or "")
-    if not found:
-        return None
-    value = re.sub(r"\s+", " ", found[-1]).strip().strip("\"'.").lower()
-    if value.isdigit():
-        n = int(value)
-        return n if 1 <= n <= 5 else None
-    return _LABELS.get(value)
-
-
 async def judge_task(
     ctx: EpisodeContext,
     task: str,
@@ -310,11 +280,14 @@ async def judge_task(
     role: str = "judge",
     options: GenerateOptions | None = None,
     attempts: int = JUDGE_ATTEMPTS,
+    variant: GenesisVariant = "reference",
 ) -> JudgeVerdict:
     """Rate how completely ``trajectory`` solved ``task``: 1..5, or 0 after ``attempts`` unusable answers.
 
-    A model error counts as one unusable attempt, as in the official loop. Each retry carries a different
-    ``seed`` so a cached answer is not simply served again.
+    The rating is read with ``metrics.genesis_sr.parse_rating`` in ``variant`` (``reference``: the
+    official XML reading; ``strict`` also accepts a bare ``<rating>`` tag). A model error counts as one
+    unusable attempt, as in the official loop. Each retry carries a different ``seed`` so a cached answer
+    is not simply served again.
     """
     base = options or GenerateOptions(temperature=0.0, max_tokens=1024)
     messages = [
@@ -331,7 +304,7 @@ async def judge_task(
             errors.append(f"attempt {attempt}: model error: {exc}")
             continue
         raw = turn.content or ""
-        rating = _parse_rating(raw)
+        rating = parse_rating(raw, variant)
         if rating is not None:
             found = _REASONING.search(raw)
             reasoning = found.group(1).strip() if found else ""
