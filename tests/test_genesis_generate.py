@@ -314,7 +314,7 @@ async def test_code_agent_reports_a_launch_failure(tmp_path, monkeypatch):
     client = ScriptedClient(script)
     _, result = await run(tmp_path, client, strategy="code-agent")
     tools = [m.content for m in client.requests[-1].messages if m.role == "tool"]
-    assert tools[1] == "Launch failed: SyntaxError: invalid syntax (server.py, line 1)"
+    assert tools[1] == "Launch failed (start): SyntaxError: invalid syntax (server.py, line 1)"
     assert result.scored.rows[0]["error"] == "no tools.json was written"
 
 

@@ -563,7 +563,8 @@ class CodeAgent:
         except Exception as exc:  # any launch failure is an observation for the model, not a crash
             await stack.aclose()
             reason = getattr(exc, "reason", None) or str(exc) or exc.__class__.__name__
-            return f"Launch failed: {reason}"
+            stage = getattr(exc, "stage", None)
+            return f"Launch failed ({stage}): {reason}" if stage else f"Launch failed: {reason}"
         self._stack = stack
         self.session = session
         return "Server started. " + _describe_tools(session.tools)
