@@ -375,3 +375,66 @@ def test_generate_then_evaluate_with_the_local_model(tmp_path, data_dir):
         assert scored["server_execution"] == 0.0 and scored["failures"]["L1"]
     else:
         assert "L1" in scored["reached"]
+
+
+# -- the command ---------------------------------------------------------------------------------------
+def write_data(path: Path) -> Path:
+    path.write_text(json.dumps([SERVER.model_dump(mode="json")]))
+    return path
+
+
+def test_cli_generate_with_a_scripted_model_writes_a_loadable_registry(tmp_path):
+    from typer.testing import CliRunner
+
+    from toolgauge.cli import app
+
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([GOOD_ANSWER]))
+    out = tmp_path / "gen"
+    result = CliRunner().invoke(
+        app,
+        ["genesis", "generate", "--data", str(write_data(tmp_path / "data.json")), "--model", f"scripted:{script}",
+         "--out", str(out), "--store", f"sqlite:///{tmp_path / 'runs.db'}", "--json", "-q"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert (summary["servers"], summary["generated"], summary["failed"]) == (1, 1, 0)
+    assert load_registry(out)["adder"].code_path.read_text() == CODE
+
+
+def test_cli_generate_gold_writes_reference_servers_without_a_model(tmp_path, data_dir):
+    from typer.testing import CliRunner
+
+    from toolgauge.cli import app
+
+    out = tmp_path / "gold"
+    result = CliRunner().invoke(
+        app,
+        ["genesis", "generate", "--data", str(data_dir / "tool-genesis" / "tool_genesis_v3_subset.json"),
+         "--model", "gold", "--limit", "2", "--out", str(out), "--store", f"sqlite:///{tmp_path / 'runs.db'}",
+         "--json", "-q"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert (summary["generated"], summary["run"]["model_calls"]) == (2, 0)
+    registry = load_registry(out)
+    assert list(registry) == ["academic-author-network", "advanced-calculator-server"]
+    tools = json.loads(registry["academic-author-network"].schema_path.read_text())["tools"]
+    assert [t["name"] for t in tools] == ["get_coauthors", "get_author_keywords"]
+
+
+def test_cli_generate_bad_data_is_one_line_and_exit_2(tmp_path):
+    from typer.testing import CliRunner
+
+    from toolgauge.cli import app
+
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"server_slug": "x"}]')
+    result = CliRunner().invoke(
+        app,
+        ["genesis", "generate", "--data", str(bad), "--model", "gold", "--out", str(tmp_path / "o"),
+         "--store", f"sqlite:///{tmp_path / 'runs.db'}"],
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert str(bad) in result.output and "agent_input_prompt" in result.output
+    assert not (tmp_path / "o").exists()
