@@ -249,3 +249,28 @@ def test_judge_prompt_fills_each_slot_once_and_cuts_long_histories():
     long = AgentTrajectory(task=TASK, messages=[Message(role="tool", content="y" * 50_000)])
     text = conversation_history(long, limit=3000)
     assert len(text) < 3100 and "characters cut" in text and text.rstrip().endswith("]")
+
+
+def test_tool_names_chat_apis_refuse_are_offered_cleaned():
+    from toolgauge.protocols.genesis_agent import tool_specs
+
+    specs, names = tool_specs(
+        [{"name": "math.add"}, {"name": "math add"}, {"name": "ok_name", "inputSchema": {"type": "object"}}, {}]
+    )
+    # "math.add" and "math add" both clean to "math_add"; the second gets a suffix; the nameless tool is skipped.
+    assert [s.name for s in specs] == ["math_add", "math_add_2", "ok_name"]
+    assert names == {"math_add": "math.add", "math_add_2": "math add", "ok_name": "ok_name"}
+    assert specs[0].parameters == {"type": "object", "properties": {}}
+
+
+async def test_agent_calls_the_server_by_its_own_tool_name(tmp_path):
+    session = FakeSession()
+    session.tools = [dict(FakeSession.tools[0], name="calc.add_numbers")]
+    agent = ScriptedClient([call("calc_add_numbers", a=1, b=2), "3"])
+
+    async def body(ctx: EpisodeContext) -> AgentTrajectory:
+        return await solve_task(ctx, TASK, session)
+
+    traj = await in_episode(tmp_path, body, AgentTrajectory, agent=agent)
+    assert session.calls == [("calc.add_numbers", {"a": 1, "b": 2})]
+    assert json.loads(traj.steps[0].observation) == {"sum": 3}

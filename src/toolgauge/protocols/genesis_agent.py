@@ -86,21 +86,41 @@ class JudgeVerdict(BaseModel):
     errors: list[str] = Field(default_factory=list)
 
 
-def tool_specs(tools: list[dict[str, Any]]) -> list[ToolSpec]:
-    """Turn MCP wire-shape tools (name, description, inputSchema) into the model's function tools."""
+def tool_specs(tools: list[dict[str, Any]]) -> tuple[list[ToolSpec], dict[str, str]]:
+    """Turn MCP wire-shape tools (name, description, inputSchema) into the model's function tools.
+
+    Returns the specs and a map from the name the model sees to the server's tool name. MCP allows
+    names that chat APIs refuse for functions (dots, spaces, over 64 characters); those are offered
+    under a cleaned name so one odd tool does not turn every request into an HTTP 400.
+    """
     specs: list[ToolSpec] = []
+    names: dict[str, str] = {}
     for tool in tools:
         name = tool.get("name")
         if not isinstance(name, str) or not name:
             continue
+        offered = name if _FUNCTION_NAME.fullmatch(name) else _clean_name(name, names)
         schema = tool.get("inputSchema", tool.get("input_schema"))
         if not isinstance(schema, dict):
             schema = {"type": "object", "properties": {}}
         description = tool.get("description")
         specs.append(
-            ToolSpec(name=name, description=description if isinstance(description, str) else "", parameters=schema)
+            ToolSpec(name=offered, description=description if isinstance(description, str) else "", parameters=schema)
         )
-    return specs
+        names[offered] = name
+    return specs, names
+
+
+_FUNCTION_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def _clean_name(name: str, taken: dict[str, str]) -> str:
+    base = re.sub(r"[^A-Za-z0-9_-]", "_", name)[:60] or "tool"
+    offered, n = base, 1
+    while offered in taken:
+        n += 1
+        offered = f"{base}_{n}"
+    return offered
 
 
 def truncate(text: str, limit: int) -> str:
@@ -128,8 +148,7 @@ async def solve_task(
     model that fails for good ends the trajectory with the error recorded, it does not raise.
     """
     opts = options or GenerateOptions(temperature=0.0, max_tokens=1024)
-    specs = tool_specs(session.tools)
-    known = {s.name for s in specs}
+    specs, known = tool_specs(session.tools)
     traj = AgentTrajectory(
         task=task,
         messages=[Message(role="system", content=AGENT_SYSTEM_PROMPT), Message(role="user", content=task)],
@@ -159,7 +178,9 @@ async def solve_task(
     return traj
 
 
-async def _run_call(session: ToolSessionLike, call: ToolCall, step: int, known: set[str], timeout: float) -> AgentStep:
+async def _run_call(
+    session: ToolSessionLike, call: ToolCall, step: int, known: dict[str, str], timeout: float
+) -> AgentStep:
     if call.parse_error:
         text = f"Error: the arguments could not be decoded ({call.parse_error}); send a JSON object."
         return AgentStep(step=step, call=call, observation=text, is_error=True, failure="bad_arguments")
@@ -167,7 +188,7 @@ async def _run_call(session: ToolSessionLike, call: ToolCall, step: int, known: 
         text = f"Error: unknown tool {call.name!r}; available tools: {', '.join(sorted(known)) or 'none'}."
         return AgentStep(step=step, call=call, observation=text, is_error=True, failure="unknown_tool")
     try:
-        outcome = await session.call(call.name, dict(call.arguments), timeout=timeout)
+        outcome = await session.call(known[call.name], dict(call.arguments), timeout=timeout)
     except Exception as exc:  # a broken server must not end the run; the agent sees the failure
         text = f"Error: the tool call failed: {exc.__class__.__name__}: {exc}"
         return AgentStep(step=step, call=call, observation=truncate(text, MAX_OBSERVATION_CHARS), is_error=True,
