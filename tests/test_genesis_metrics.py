@@ -553,6 +553,7 @@ def test_summarise_reference():
     assert report["cascade"]["L1"]["fraction"] == 0.25
     assert set(report["servers"]) == {"a", "b", "c"}
     assert report["servers"]["b"]["failures"]["L1"].startswith("schema file not compliant")
+    assert report["servers"]["a"]["unit_tests_counted"] == 4 and report["servers"]["a"]["tasks"] == 2
     # oracle SR: only a has a reference run -> averaged over that one server
     assert report["sr_oracle_normalized"] == pytest.approx(report["servers"]["a"]["sr_oracle_normalized"])
 

@@ -223,7 +223,18 @@ def summarise_genesis(
         count = sum(1 for s in scores if s.passed(level))
         cascade[level] = {"servers": count, "fraction": count / n if n else 0.0}
     report["cascade"] = cascade
-    report["servers"] = {
-        s.slug: {**s.metrics(), "reached": list(s.reached), "failures": dict(s.failures)} for s in scores
-    }
+    report["servers"] = {s.slug: _server_entry(s) for s in scores}
     return report
+
+
+def _server_entry(score: GenesisServerScore) -> dict[str, Any]:
+    """One server's JSON entry: the metric keys, then the counts behind them, ``reached`` and ``failures``."""
+    return {
+        **score.metrics(),
+        "launches": score.launches,
+        "launch_attempts": score.launch_attempts,
+        "unit_tests_counted": score.unit_tests_counted,
+        "tasks": score.tasks,
+        "reached": list(score.reached),
+        "failures": dict(score.failures),
+    }
