@@ -193,6 +193,7 @@ class GenesisBenchmark:
         limits: Any = None,
         call_timeout: float = CALL_TIMEOUT,
         startup_timeout: float = STARTUP_TIMEOUT,
+        launch_attempts: int = LAUNCH_ATTEMPTS,
         warnings: Sequence[str] = (),
     ):
         self._samples = list(samples)
@@ -206,6 +207,7 @@ class GenesisBenchmark:
         self.limits = limits
         self.call_timeout = call_timeout
         self.startup_timeout = startup_timeout
+        self.launch_attempts = launch_attempts
         self.warnings = list(warnings)
         if source != "registry" and self.out_dir is None:
             raise ValueError("generating servers needs an out_dir")
@@ -396,11 +398,11 @@ class GenesisBenchmark:
         return _LiveServer(session, stack)
 
     async def _launch_with_attempts(self, generated: GeneratedServer, result: GenesisEvalResult) -> _LiveServer | None:
-        """Up to ``LAUNCH_ATTEMPTS`` launches; the first that lists a tool is kept for L2–L4."""
+        """Up to ``launch_attempts`` launches; the first that lists a tool is kept for L2–L4."""
         if generated.error is not None and not Path(generated.code_path).is_file():
             result.launches.append(LaunchRecord(attempt=1, ok=False, stage="prepare", reason="no code file"))
             return None
-        for attempt in range(1, LAUNCH_ATTEMPTS + 1):
+        for attempt in range(1, self.launch_attempts + 1):
             t0 = time.perf_counter()
             try:
                 live = await self._launch(Path(generated.code_path))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import json
+import logging
 import shutil
 import tempfile
 import time
@@ -276,6 +277,8 @@ async def launch_server(
 
     from toolgauge.sandbox import SandboxLimits, sandbox_python, sandboxed_command
 
+    # An untrusted server may write anything on stdout; the SDK logs a traceback per unparsable line.
+    logging.getLogger("mcp.client.stdio").setLevel(logging.CRITICAL)
     workdir = Path(tempfile.mkdtemp(prefix="toolgauge-mcp-"))
     try:
         with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:

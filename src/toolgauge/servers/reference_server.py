@@ -14,9 +14,10 @@ arguments equal the call's arguments after (1) filling every absent argument tha
 schema's ``default`` keywords) and (2) normalising numbers (``1`` equals ``1.0``; booleans
 are not numbers). Nothing else is relaxed: an extra or missing key, another string, or another
 order inside a list means no match. A call without a match returns a tool error
-``no recorded answer for <tool>(<arguments as JSON>)``; an unknown tool returns
-``unknown tool: <name>``. Both are results with ``isError: true``, as is a recording whose
-``is_error`` is true (a recorded error message).
+``Error: no recorded answer for <tool>(<arguments as JSON>)``; an unknown tool returns
+``Error: unknown tool: <name>``. Both are results with ``isError: true`` and start with "Error" so
+that the official unit-test check, which only looks for error words, sees them as errors too. A
+recording whose ``is_error`` is true (a recorded error message) also comes back with ``isError``.
 """
 
 from __future__ import annotations
@@ -81,12 +82,12 @@ class Recordings:
     def answer(self, tool: str, arguments: dict[str, Any] | None) -> tuple[str, bool]:
         """(text, is_error) for a call."""
         if tool not in self.defaults:
-            return f"unknown tool: {tool}", True
+            return f"Error: unknown tool: {tool}", True
         args = arguments or {}
         found = self.table.get(tool, {}).get(arguments_key(args, self.defaults[tool]))
         if found is None:
             shown = json.dumps(args, sort_keys=True, ensure_ascii=False)
-            return f"no recorded answer for {tool}({shown})", True
+            return f"Error: no recorded answer for {tool}({shown})", True
         return found
 
 

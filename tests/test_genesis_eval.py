@@ -1,0 +1,313 @@
+"""Tool-Genesis evaluation end to end: hand-made broken servers, hostile servers, gold on the shared subset.
+
+Hand-derived expectations use a one-hot embedder (a text has cosine 1 with itself and 0 with any other
+text), so Schema-F1 matching reduces to exact texts and the embedding half of a soft score is 1 exactly
+when the two compared texts are equal. The fixture spec (tests/fixtures/genesis/spec.json) has two tools,
+add(a, b) and greet(name, greeting?), and five unit tests: three of add (the third a recorded error,
+"Error: b is required") and two of greet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from toolgauge.engine import EngineConfig
+from toolgauge.loaders.genesis import load_genesis, load_registry, write_registry
+from toolgauge.models.offline import GoldClient, ScriptedClient
+from toolgauge.protocols.base import RunOptions, run_benchmark
+from toolgauge.protocols.genesis import GenesisBenchmark, GenesisSample, L4Settings, pair_registry
+from toolgauge.records.genesis import GeneratedServer
+
+FIXTURES = Path(__file__).parent / "fixtures" / "genesis"
+HOSTILE = Path(__file__).parent / "fixtures" / "hostile"
+CASES = [
+    "correct",
+    "wrong_tool_name",
+    "missing_argument",
+    "wrong_output_shape",
+    "crash_on_call",
+    "no_start",
+    "noncompliant",
+]
+
+
+class OneHotEmbedder:
+    """Every distinct text gets its own basis vector."""
+
+    def __init__(self, dim: int = 8192):
+        self.dim = dim
+        self.index: dict[str, int] = {}
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        rows = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            rows[i, self.index.setdefault(text, len(self.index) % self.dim)] = 1.0
+        return rows
+
+
+def build_registry(tmp: Path, cases: Sequence[str], source: Path = FIXTURES) -> tuple[Path, Path]:
+    """A data file with one copy of the fixture spec per case (slug = case) and a registry of the servers."""
+    spec = json.loads((FIXTURES / "spec.json").read_text())
+    data = [{**spec, "server_slug": case, "server_name": case} for case in cases]
+    data_path = tmp / "data.json"
+    data_path.write_text(json.dumps(data))
+    servers = []
+    for case in cases:
+        folder = tmp / "pred" / case
+        shutil.copytree(source / case, folder)
+        servers.append(GeneratedServer(slug=case, schema_path=folder / "tools.json", code_path=folder / "server.py"))
+    registry = write_registry(tmp / "pred", servers)
+    return data_path, registry
+
+
+def run(
+    bench: GenesisBenchmark, tmp: Path, *, client: Any = None, roles: Any = None, concurrency: int = 4
+) -> dict[str, Any]:
+    options = RunOptions(
+        store_url=f"sqlite:///{tmp / 'store.db'}",
+        engine=EngineConfig(concurrency=concurrency, show_progress=False, max_retries=0),
+    )
+    result = asyncio.run(run_benchmark(bench, "registry:test", options, client=client or GoldClient(), roles=roles))
+    return result.scored.summary
+
+
+def bench_for(data: Path, registry: Path, variant: str, **kwargs: Any) -> GenesisBenchmark:
+    servers = load_genesis(data)
+    samples, warnings = pair_registry(servers, load_registry(registry))
+    return GenesisBenchmark(
+        samples, data_label=str(data), variant=variant, embedder=OneHotEmbedder(), warnings=warnings, **kwargs
+    )
+
+
+@pytest.fixture(scope="module")
+def broken(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    """Both variants over the seven fixture servers (each launched once per variant)."""
+    out = {}
+    for variant in ("reference", "strict"):
+        tmp = tmp_path_factory.mktemp(f"broken-{variant}")
+        data, registry = build_registry(tmp, CASES)
+        out[variant] = run(bench_for(data, registry, variant), tmp)
+    return out
+
+
+def metrics(summary: dict[str, Any], slug: str) -> dict[str, Any]:
+    return summary["servers"][slug]
+
+
+def test_correct_server_scores_full_marks_where_the_rules_allow(broken: dict[str, dict[str, Any]]) -> None:
+    ref, strict = metrics(broken["reference"], "correct"), metrics(broken["strict"], "correct")
+    # The schema file has the reference's names and descriptions -> every tool and argument matched exactly.
+    # The live list comes from the function signatures, which carry no argument descriptions: the
+    # argument texts "a " and "a First addend" differ (cosine 0), so live args F1 = 0 and live
+    # Schema-F1 = (1 + 0) / 2 in reference; strict's exact-name pass for arguments matches them all.
+    for m in (ref, strict):
+        assert (m["compliance"], m["server_execution"], m["schema_f1"]) == (1.0, 1.0, 1.0)
+        assert m["ut_hard"] == 1.0
+    assert ref["schema_f1_live"] == 0.5
+    assert strict["schema_f1_live"] == 1.0
+    # reference: the actual text is the JSON dump of the content list, the expected one the bare text, so
+    # struct F1 is 0 (list paths vs no paths / non-JSON) and the one-hot cosine of two different texts is 0.
+    assert ref["ut_soft"] == 0.0
+    # strict: 4 texts equal the recorded output (soft 1). add(a=1) comes back as an error, as expected
+    # (hard pass), but MCPServer words it "Error executing tool add: Error: b is required", which is
+    # neither equal to nor JSON like "Error: b is required" -> soft 0. UT_soft = 4/5.
+    assert strict["ut_soft"] == pytest.approx(0.8)
+
+
+def test_wrong_tool_name(broken: dict[str, dict[str, Any]]) -> None:
+    ref, strict = metrics(broken["reference"], "wrong_tool_name"), metrics(broken["strict"], "wrong_tool_name")
+    # Tools: greet matched, sum_numbers unmatched (its text differs from add's, cosine 0 < 0.3).
+    # tool F1 = F1({greet, P::sum_numbers}, {add, greet}) = 0.5; args of matched greet: 2/2 -> 1.0.
+    assert ref["schema_f1"] == pytest.approx(0.75)
+    # reference drops add's 3 tests (tool not built): greet's 2 hard-pass -> 1.0.
+    assert ref["ut_hard"] == 1.0
+    # strict counts them as failures: 2 passes (soft 1 each) out of 5.
+    assert strict["ut_hard"] == pytest.approx(0.4)
+    assert strict["ut_soft"] == pytest.approx(0.4)  # greet's two exact texts, 1 each, over 5
+
+
+def test_missing_argument(broken: dict[str, dict[str, Any]]) -> None:
+    ref, strict = metrics(broken["reference"], "missing_argument"), metrics(broken["strict"], "missing_argument")
+    # args: gold {add.a, add.b, greet.name, greet.greeting}, pred {add.a, greet.name, greet.greeting}
+    # -> P = 1, R = 3/4, F1 = 6/7; tool F1 = 1 -> Schema-F1 = (1 + 6/7) / 2 = 13/14.
+    assert ref["schema_f1"] == pytest.approx(13 / 14)
+    # b is dropped on the way in; add answers {"sum": a}. No error word anywhere -> 5/5 hard in reference.
+    assert ref["ut_hard"] == 1.0
+    # strict: add(2,3) and add(10,-4) differ (struct {sum} vs {sum} = 1, cosine 0 -> soft 0.5 each);
+    # add(1) was expected to fail and did not (hard fail; struct 0, cosine 0 -> soft 0); greet 2 x 1.
+    assert strict["ut_hard"] == pytest.approx(2 / 5)
+    assert strict["ut_soft"] == pytest.approx((0.5 + 0.5 + 0 + 1 + 1) / 5)
+
+
+def test_wrong_output_shape(broken: dict[str, dict[str, Any]]) -> None:
+    ref, strict = metrics(broken["reference"], "wrong_output_shape"), metrics(broken["strict"], "wrong_output_shape")
+    assert ref["schema_f1"] == 1.0
+    # reference only gates on error words: the 2 sums, the expected error (both sides say "error") and the
+    # 2 greetings all pass.
+    assert ref["ut_hard"] == 1.0
+    # strict: only add(1) passes (expected an error, got isError); {"total"} vs {"sum"} and
+    # {"message": ...} vs plain text share no key path and differ as text -> soft 0 everywhere.
+    assert strict["ut_hard"] == pytest.approx(1 / 5)
+    assert strict["ut_soft"] == 0.0
+
+
+def test_crash_on_call_aborts_the_remaining_tests(broken: dict[str, dict[str, Any]]) -> None:
+    ref, strict = metrics(broken["reference"], "crash_on_call"), metrics(broken["strict"], "crash_on_call")
+    assert ref["server_execution"] == 1.0 and ref["schema_f1"] == 1.0
+    # The first test (add) kills the server: 1 failed call; the other 4 are not run.
+    # reference counts only the called test (0/1); strict counts all 5 (0/5). Both are 0.
+    assert (ref["ut_hard"], ref["ut_soft"], strict["ut_hard"]) == (0.0, 0.0, 0.0)
+    assert ref["failures"]["L3"] == "no unit test passed"
+
+
+def test_no_start_fails_l1_and_zeroes_the_rest(broken: dict[str, dict[str, Any]]) -> None:
+    for variant in ("reference", "strict"):
+        m = metrics(broken[variant], "no_start")
+        assert m["compliance"] == 1.0 and m["server_execution"] == 0.0
+        assert m["schema_f1"] == m["ut_hard"] == m["ut_soft"] == 0.0
+        assert m["reached"] == ["L1"]
+        assert "did not start in 3 attempt(s)" in m["failures"]["L1"]
+        assert "mini_calc_backend_that_does_not_exist" in m["failures"]["L1"]
+
+
+def test_noncompliant_schema_zeroes_l2_in_reference_only(broken: dict[str, dict[str, Any]]) -> None:
+    ref, strict = metrics(broken["reference"], "noncompliant"), metrics(broken["strict"], "noncompliant")
+    # The data's own schemas (anyOf, no additionalProperties) fail the official check but are valid MCP.
+    assert ref["compliance"] == 0.0 and ref["compliance_mcp_valid"] == 1.0 and ref["server_execution"] == 1.0
+    assert ref["schema_f1"] == 0.0 and ref["ut_hard"] == 0.0 and "not compliant" in ref["failures"]["L1"]
+    # strict goes on as for the correct server (same code): 5/5 hard, 4/5 soft.
+    assert strict["schema_f1"] == 1.0 and strict["ut_hard"] == 1.0
+    assert strict["ut_soft"] == pytest.approx(0.8)
+
+
+def test_aggregates_and_cascade(broken: dict[str, dict[str, Any]]) -> None:
+    ref = broken["reference"]
+    # L1 passes: all but no_start and noncompliant (5 of 7); all 5 have Schema-F1 > 0; L3 (UT_hard > 0)
+    # loses crash_on_call -> 4; L4 was not run -> 0.
+    cascade = {level: ref["cascade"][level]["servers"] for level in ("Start", "L1", "L2", "L3", "L4")}
+    assert cascade == {"Start": 7, "L1": 5, "L2": 5, "L3": 4, "L4": 0}
+    # server execution: 6 of 7 launched (no_start did not).
+    assert ref["server_execution"] == pytest.approx(6 / 7)
+    # UT_hard over all 7 (0 for the two L1 failures and crash_on_call): (1+1+1+1)/7.
+    assert ref["ut_hard"] == pytest.approx(4 / 7)
+    assert ref["over_reached"]["ut_hard"] == pytest.approx(4 / 5)
+    assert ref["l4"].startswith("skipped")
+
+
+# Servers that attack while starting never answer initialize; the others attack, then serve one report tool.
+STARTUP_ATTACKS = {
+    "big_file": ("No space left", "File too large"),
+    "cpu_spin": ("no answer within",),
+    "fd_exhaust": ("Too many open files",),
+    "fork_bomb": ("",),
+    "huge_stdout": ("no answer within",),
+    "memory_bomb": ("MemoryError",),
+    "sleep_forever": ("no answer within",),
+}
+
+
+def test_hostile_servers_are_recorded_failures(tmp_path: Path) -> None:
+    """Every hostile server of the sandbox fixtures is evaluated; each ends as a scored outcome with a reason.
+
+    All of them are paired with the mini-calc spec and claim its tools in their schema file. In strict,
+    a call of a tool the server does not have comes back as an error, so only the one test that expects
+    an error (add without b) can pass: UT_hard is 0 or 1/5.
+    """
+    names = sorted(p.stem for p in HOSTILE.glob("*.py"))
+    staged = tmp_path / "hostile"
+    for name in names:
+        (staged / name).mkdir(parents=True)
+        shutil.copy2(HOSTILE / f"{name}.py", staged / name / "server.py")
+        shutil.copy2(FIXTURES / "correct" / "tools.json", staged / name / "tools.json")
+    data, registry = build_registry(tmp_path, names, source=staged)
+    bench = bench_for(data, registry, "strict", startup_timeout=10.0, launch_attempts=1, call_timeout=5.0)
+    summary = run(bench, tmp_path, concurrency=4)
+    assert set(summary["servers"]) == set(names)
+    assert summary["run"]["sample_errors"] == 0  # no episode crashed: every failure is a scored outcome
+    for name, row in summary["servers"].items():
+        assert row["failures"], name  # stopped at some level, with a reason
+        if name in STARTUP_ATTACKS:
+            assert row["server_execution"] == 0.0, name
+            reason = row["failures"]["L1"]
+            # Under load an attack may still be running at the startup deadline; that is contained too.
+            allowed = (*STARTUP_ATTACKS[name], "no answer within")
+            assert "did not start" in reason and any(word in reason for word in allowed), (name, reason)
+        else:
+            assert row["server_execution"] == 1.0, name
+            assert row["ut_hard"] in (0.0, 0.2), name
+
+
+def test_l4_agent_and_judge_on_generated_and_reference_servers(tmp_path: Path) -> None:
+    """One task, solved with the generated server and with the reference server (the oracle), both judged."""
+    data, registry = build_registry(tmp_path, ["correct"])
+    call = {"tool_calls": [{"name": "add", "arguments": {"a": 2, "b": 3}, "id": "c1"}]}
+    # The agent script is consumed in order: generated server first (call, answer), then the reference.
+    agent = ScriptedClient([call, "The sum is 5.", call, "The sum is 5."], name="agent")
+    judge = ScriptedClient(
+        [
+            "<response><reasoning>ok</reasoning><rating>mostly complete</rating></response>",
+            "<response><reasoning>ok</reasoning><rating>fully complete</rating></response>",
+        ],
+        name="judge",
+    )
+    bench = bench_for(data, registry, "reference", l4=L4Settings())
+    summary = run(bench, tmp_path, roles={"agent": agent, "judge": judge}, concurrency=1)
+    row = summary["servers"]["correct"]
+    # Generated: "mostly complete" = 4 -> soft 4/5, hard (>= 3) 1. Oracle: the reference got 5 (score 1),
+    # so SR_j = min(1, 0.8 / (1 + 1e-6)) with the official epsilon.
+    assert row["sr_soft"] == pytest.approx(0.8)
+    assert row["sr_hard"] == 1.0
+    assert row["sr_oracle_normalized"] == pytest.approx(0.8 / (1 + 1e-6))
+    assert summary["cascade"]["L4"]["servers"] == 1
+    # Both agents saw a tool result: the second request of each run carries the add output.
+    tool_messages = [m.content for r in agent.requests for m in r.messages if m.role == "tool"]
+    assert tool_messages and all('{"sum": 5}' in (m or "") for m in tool_messages)
+
+
+@pytest.mark.realdata
+def test_gold_on_the_shared_subset(data_dir: Path, tmp_path: Path) -> None:
+    """--model gold on the 20 shared servers, both variants (one-hot embedder; see the module docstring).
+
+    Schema-F1 of the gold is decided by exact names and identical argument texts, so it does not depend
+    on the embedder; reference UT_hard only looks at error words; strict UT_soft compares equal texts.
+    """
+    path = data_dir / "tool-genesis" / "tool_genesis_v3_subset.json"
+    servers = load_genesis(path)
+    out: dict[str, dict[str, Any]] = {}
+    for variant in ("reference", "strict"):
+        bench = GenesisBenchmark(
+            [GenesisSample(server=s) for s in servers],
+            data_label=str(path),
+            variant=variant,  # type: ignore[arg-type]
+            source="gold",
+            out_dir=tmp_path / f"gold-{variant}",
+            embedder=OneHotEmbedder(),
+        )
+        out[variant] = run(bench, tmp_path / variant, concurrency=4)
+    for variant, summary in out.items():
+        assert summary["server_execution"] == 1.0, variant
+        assert summary["compliance"] == 1.0, variant
+    ref, strict = out["reference"], out["strict"]
+    assert strict["schema_f1"] == 1.0
+    # reference: datetime-context-provider's only tool takes no arguments. The official args F1 of two
+    # empty lists is 0 (no true positive), so that server scores (1 + 0) / 2 = 0.5 even for the gold, and
+    # the mean over 20 servers is (19 + 0.5) / 20 = 0.975.
+    assert ref["servers"]["datetime-context-provider"]["schema_f1"] == 0.5
+    assert all(row["schema_f1"] == 1.0 for slug, row in ref["servers"].items() if slug != "datetime-context-provider")
+    assert ref["schema_f1"] == pytest.approx(0.975)
+    # A few official tests use argument keys that are not in the schema: dropped on the way in, the call
+    # matches no recording and the reference server answers "Error: no recorded answer ..." (a hard fail).
+    assert ref["ut_hard"] > 0.9
+    assert strict["ut_soft"] > 0.9
+    # datetime-context-provider's tool takes no arguments but its 15 tests carry some: all arrive as {},
+    # and only the recording made with {} (if any) can come back.
+    low = {slug: row["ut_hard"] for slug, row in strict["servers"].items() if row["ut_hard"] <= 0.5}
+    assert set(low) <= {"datetime-context-provider"}, low
