@@ -11,7 +11,7 @@ import pytest
 
 from toolgauge.engine import EngineConfig
 from toolgauge.loaders.genesis import load_registry
-from toolgauge.models.offline import ScriptedClient
+from toolgauge.models.offline import ScriptedClient, as_turn
 from toolgauge.protocols.base import RunOptions, run_benchmark
 from toolgauge.protocols.genesis_generate import (
     AGENT_TOOLS,
@@ -438,3 +438,32 @@ def test_cli_generate_bad_data_is_one_line_and_exit_2(tmp_path):
     assert result.exit_code == 2
     assert str(bad) in result.output and "agent_input_prompt" in result.output
     assert not (tmp_path / "o").exists()
+
+
+async def test_code_agent_keeps_working_files_when_the_model_fails_late(tmp_path):
+    from toolgauge.errors import ModelError
+
+    answers = iter(
+        [
+            call("write_file", path="tools.json", content=json.dumps(SCHEMA)),
+            call("write_file", path="server.py", content=CODE),
+        ]
+    )
+
+    def policy(request: ModelRequest) -> AssistantTurn:
+        item = next(answers, None)
+        if item is None:
+            raise ModelError("HTTP 400: context too long")
+        return as_turn(item)
+
+    _, result = await run(tmp_path, ScriptedClient(policy=policy), strategy="code-agent")
+    # Both files exist, so the server is usable; the model error is kept on the result, not as the server's error.
+    assert result.scored.summary["failed"] == 0
+
+    def always_fail(request: ModelRequest) -> AssistantTurn:
+        raise ModelError("HTTP 500")
+
+    _, failing = await run(tmp_path / "b", ScriptedClient(policy=always_fail), strategy="code-agent")
+    assert failing.scored.rows[0]["error"] == (
+        "model error at step 0: HTTP 500; no tools.json was written; no server.py was written"
+    )

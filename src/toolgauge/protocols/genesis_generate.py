@@ -333,6 +333,7 @@ class GenerationResult(BaseModel):
     gold: bool = False
     steps: list[GenerationStep] = Field(default_factory=list)
     finished: bool = False
+    model_error: str | None = None
 
     @property
     def raw_outputs(self) -> list[str]:
@@ -406,7 +407,8 @@ async def _direct(ctx: EpisodeContext, server: GenesisServer, folder: Path, opts
     try:
         turn = await ctx.generate(direct_messages(server), None, opts)
     except ModelError as exc:
-        return GenerationResult(server=_record(server, folder, f"model error: {exc}"), strategy="direct")
+        failed = f"model error: {exc}"
+        return GenerationResult(server=_record(server, folder, failed), strategy="direct", model_error=failed)
     step = GenerationStep(step=0, content=turn.content, tool_calls=list(turn.tool_calls))
     (folder / RAW_FILE).write_text(turn.content or "", encoding="utf-8")
     parsed = parse_answer(turn.content)
@@ -469,11 +471,16 @@ class CodeAgent:
                     break
         finally:
             await self.stop_server()
+        problems = self.check_files()
+        # A model that fails late may already have left working files: those are the result, as after finish().
+        if error is not None and problems is not None:
+            problems = f"{error}; {problems}"
         return GenerationResult(
-            server=_record(self.server, self.folder, error or self.check_files()),
+            server=_record(self.server, self.folder, problems),
             strategy="code-agent",
             steps=steps,
             finished=self.finished,
+            model_error=error,
         )
 
     def _harvest(self, turn: AssistantTurn, step: GenerationStep) -> None:
@@ -523,7 +530,7 @@ class CodeAgent:
                 return "Error: the server is not running; call launch_server() first."
             return _describe_tools(self.session.tools)
         if call.name == "call_tool":
-            return await self.call_tool(args.get("name"), args.get("arguments", {}))
+            return await self.call_tool(args.get("name"), args.get("arguments"))
         if call.name == "finish":
             self.finished = True
             return "Finished."
@@ -575,6 +582,8 @@ class CodeAgent:
             return "Error: the server is not running; call launch_server() first."
         if not isinstance(name, str) or not name:
             return "Error: call_tool needs the tool name as a string."
+        if arguments is None:
+            arguments = {}
         if isinstance(arguments, str):  # some models send the arguments object as JSON text
             try:
                 arguments = json.loads(arguments) if arguments.strip() else {}
