@@ -467,3 +467,28 @@ async def test_code_agent_keeps_working_files_when_the_model_fails_late(tmp_path
     assert failing.scored.rows[0]["error"] == (
         "model error at step 0: HTTP 500; no tools.json was written; no server.py was written"
     )
+
+
+def test_the_schema_shape_the_prompt_asks_for_passes_the_official_compliance_check():
+    from toolgauge.metrics.genesis_compliance import check_compliance
+    from toolgauge.protocols.genesis_generate import FORMAT_RULES
+
+    # SCHEMA follows FORMAT_RULES literally (one type per property, additionalProperties false, required list).
+    assert '"additionalProperties": false' in FORMAT_RULES and "no `anyOf`" in FORMAT_RULES
+    assert check_compliance(SCHEMA).ok
+
+
+@pytest.mark.skipif(not HAVE_SANDBOX, reason="toolgauge.sandbox not available yet")
+async def test_the_example_server_in_the_prompt_runs_and_its_tool_error_reaches_the_caller(tmp_path):
+    from toolgauge.protocols.genesis_generate import SERVER_EXAMPLE
+    from toolgauge.servers import launch_server
+
+    code = tmp_path / "server.py"
+    code.write_text(fenced_blocks(SERVER_EXAMPLE)[0].body + "\n")
+    async with launch_server(code) as session:
+        assert [t["name"] for t in session.tools] == ["convert_length"]
+        ok = await session.call("convert_length", {"value": 2, "from_unit": "km"})
+        bad = await session.call("convert_length", {"value": 2, "from_unit": "parsec"})
+    # 2 km = 2000 m (factor 1000 / 1); an unknown unit raises ToolError, whose message the caller sees.
+    assert json.loads(ok.text) == {"value": 2000.0, "unit": "m"} and not ok.is_error
+    assert bad.is_error and "unknown unit; use one of ['km', 'm', 'mi']" in bad.text
