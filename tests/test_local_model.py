@@ -105,3 +105,45 @@ def test_cli_eval_suite_with_the_local_model_and_forced_tools(tmp_path):
     assert rerun["run"]["model_calls"] == 0  # every answer came from the cache
     assert rerun["run"]["cached_calls"] == summary["run"]["model_calls"]
     assert rerun["scores"] == summary["scores"]
+
+
+def test_model_server_dies_with_a_killed_harness(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = (
+        "import asyncio, sys\n"
+        "from toolgauge.models.local_server import LocalServerClient\n"
+        "async def main():\n"
+        "    c = LocalServerClient(timeout=7.5)\n"
+        "    await c.start()\n"
+        "    print(c._proc.pid, c._client._timeout, flush=True)\n"
+        "    await asyncio.sleep(600)\n"
+        "asyncio.run(main())\n"
+    )
+    harness = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    line = harness.stdout.readline().split()
+    assert line, "the harness did not start the model server"
+    server_pid, timeout = int(line[0]), float(line[1])
+    assert timeout == 7.5  # the request timeout reaches the HTTP client
+    harness.send_signal(signal.SIGKILL)  # no cleanup code runs: only the kernel's parent-death signal can help
+    harness.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(server_pid, 0)
+        except ProcessLookupError:
+            break
+        # A zombie still answers kill(0); its state in /proc says it is dead.
+        try:
+            with open(f"/proc/{server_pid}/stat") as f:
+                if f.read().split(") ", 1)[1].startswith("Z"):
+                    break
+        except FileNotFoundError:
+            break
+        time.sleep(0.2)
+    else:
+        os.kill(server_pid, signal.SIGKILL)
+        raise AssertionError("the model server outlived the killed harness")

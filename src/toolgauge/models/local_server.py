@@ -56,8 +56,16 @@ class LocalServerClient:
     cacheable = True
     name = "local"
 
-    def __init__(self, *, n_ctx: int = 8192, n_threads: int | None = None, startup_timeout: float = 120.0):
+    def __init__(
+        self,
+        *,
+        n_ctx: int = 8192,
+        n_threads: int | None = None,
+        startup_timeout: float = 120.0,
+        timeout: float = 120.0,
+    ):
         self.n_ctx = n_ctx
+        self.timeout = timeout
         self.n_threads = n_threads or max(1, min(2, os.cpu_count() or 1))
         self.startup_timeout = startup_timeout
         self._proc: subprocess.Popen[bytes] | None = None
@@ -90,9 +98,17 @@ class LocalServerClient:
             "--n_threads", str(self.n_threads),
         ]  # fmt: skip
         self._log = tempfile.NamedTemporaryFile(prefix="toolgauge-llama-", suffix=".log")  # noqa: SIM115
-        self._proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
+        self._proc = subprocess.Popen(
+            cmd,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
         await self._wait_ready()
-        self._client = OpenAICompatClient(MODEL_ALIAS, base_url=self.base_url, api_key="sk-local", name="local")
+        self._client = OpenAICompatClient(
+            MODEL_ALIAS, base_url=self.base_url, api_key="sk-local", name="local", timeout=self.timeout
+        )
         await self._client.start()
 
     async def _wait_ready(self) -> None:
@@ -149,3 +165,16 @@ class LocalServerClient:
         if request.options.tool_choice == "required":
             request = request.model_copy(update={"options": request.options.model_copy(update={"tool_choice": "auto"})})
         return await self._client.generate(request)
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to kill the server when toolgauge dies, even by SIGKILL (no orphaned model servers)."""
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
+    except Exception:  # not Linux, or no libc: closing the client still stops the server
+        pass

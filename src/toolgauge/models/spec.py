@@ -34,7 +34,7 @@ def resolve_model(spec: str, *, replay_loader: ReplayLoader | None = None, timeo
 
     spec = spec.strip()
     if spec == "local":
-        return LocalServerClient()
+        return LocalServerClient(timeout=timeout)
     if spec == "gold":
         return GoldClient()
     if spec.startswith("replay:"):
