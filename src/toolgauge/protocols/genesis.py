@@ -39,12 +39,10 @@ from toolgauge.metrics.genesis import GenesisServerScore, genesis_server_score, 
 from toolgauge.metrics.genesis_compliance import Verdict, check_compliance, check_mcp_valid
 from toolgauge.metrics.genesis_schema import GenesisVariant, SchemaMatch, match_schemas, route_unit_test
 from toolgauge.metrics.genesis_unit import (
+    UnitTestCall,
     UnitTestScore,
     UnitTestSummary,
-    content_text,
-    extract_text,
-    reference_actual_text,
-    score_unit_test,
+    score_unit_tests,
     summarise_unit_tests,
 )
 from toolgauge.protocols.base import ScoredRun
@@ -470,7 +468,10 @@ class GenesisBenchmark:
                 if not current.session.alive:
                     aborted = f"server died at {gold_tool}[{index}]: {current.session.death_reason}"
         result.ut_abort = aborted
+        result.seconds["l3_calls"] = round(sum(r.seconds for r, _, _ in called), 3)
+        t0 = time.perf_counter()
         scores = await asyncio.to_thread(self._score_calls, called)
+        result.seconds["l3_scoring"] = _since(t0)
         for (record, _, _), score in zip(called, scores, strict=True):
             record.score = score.model_copy(update={"actual": _cut(score.actual), "expected": _cut(score.expected)})
         not_built = sum(1 for r in result.unit_tests if r.status == "not_built")
@@ -479,22 +480,12 @@ class GenesisBenchmark:
         return current
 
     def _score_calls(self, called: Sequence[tuple[UnitTestRecord, ToolCallOutcome, str]]) -> list[UnitTestScore]:
-        """Score every call; the texts are embedded first in one batch (the scorer then hits the cache)."""
-        texts: list[str] = []
-        for _, outcome, expected in called:
-            if outcome.failure is not None:
-                continue
-            if self.variant == "reference":
-                actual, wanted = reference_actual_text(outcome.content), extract_text(expected)
-            else:
-                actual, wanted = content_text(outcome.content), expected
-            texts += [actual.strip().lower(), wanted.strip().lower()]
-        if texts:
-            self.embedder.embed(list(dict.fromkeys(texts)))
-        return [
-            score_unit_test(outcome.content, outcome.is_error, outcome.failure, expected, self.embedder, self.variant)
-            for _, outcome, expected in called
+        """Score every call (the texts are embedded in one batch first)."""
+        calls = [
+            UnitTestCall(content=o.content, is_error=o.is_error, call_failure=o.failure, expected=expected)
+            for _, o, expected in called
         ]
+        return score_unit_tests(calls, self.embedder, self.variant)
 
     async def _tasks(
         self,
