@@ -311,3 +311,32 @@ def test_gold_on_the_shared_subset(data_dir: Path, tmp_path: Path) -> None:
     # and only the recording made with {} (if any) can come back.
     low = {slug: row["ut_hard"] for slug, row in strict["servers"].items() if row["ut_hard"] <= 0.5}
     assert set(low) <= {"datetime-context-provider"}, low
+
+
+def test_strict_restarts_a_stateful_server_before_every_test(tmp_path: Path) -> None:
+    """Three tests of a counter, each recorded on a fresh server ("1")."""
+    spec = json.loads((FIXTURES / "spec.json").read_text())
+    counter = {
+        **spec,
+        "server_slug": "stateful_counter",
+        "server_class": "stateful",
+        "tool_definitions": [{"name": "increment", "description": "Add one to the counter and return its value.",
+                              "input_schema": {"type": "object", "properties": {}}}],
+        "unit_test": {"increment": [{"function_name": "increment", "arguments": {},
+                                     "function_output_content": "1"}] * 3},
+    }  # fmt: skip
+    data = tmp_path / "data.json"
+    data.write_text(json.dumps([counter]))
+    folder = tmp_path / "pred" / "stateful_counter"
+    shutil.copytree(FIXTURES / "stateful_counter", folder)
+    registry = write_registry(
+        tmp_path / "pred",
+        [GeneratedServer(slug="stateful_counter", schema_path=folder / "tools.json", code_path=folder / "server.py")],
+    )
+    strict = run(bench_for(data, registry, "strict"), tmp_path / "strict")["servers"]["stateful_counter"]
+    reference = run(bench_for(data, registry, "reference"), tmp_path / "reference")["servers"]["stateful_counter"]
+    # strict: a fresh process per test answers "1" three times -> 3/3, soft 1 each.
+    assert (strict["ut_hard"], strict["ut_soft"]) == (1.0, 1.0)
+    # reference never restarts (the official path bug): "1", "2", "3". No error words, so all 3 hard-pass;
+    # soft: the JSON dump of the content list vs "1" has no common key path and differs as text -> 0.
+    assert (reference["ut_hard"], reference["ut_soft"]) == (1.0, 0.0)
