@@ -93,3 +93,22 @@ def test_gold_end_to_end_then_evaluate_its_registry(data: Path, tmp_path: Path) 
     assert res.exit_code == 0, res.output
     assert "Schema-F1 (schema file)" in res.stdout
     assert "cascade: Start 1 (100.00%) → L1 1 (100.00%) → L2 1 (100.00%) → L3 1 (100.00%) → L4 0" in res.stdout
+
+
+def test_eval_generates_then_evaluates_in_one_run(data: Path, tmp_path: Path) -> None:
+    """A scripted model answers with the correct fixture server; generation and L1-L3 run in one episode."""
+    schema = (FIXTURES / "correct" / "tools.json").read_text()
+    code = (FIXTURES / "correct" / "server.py").read_text()
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([f"Schema:\n```json\n{schema}\n```\nServer:\n```python\n{code}```\n"]))
+    out = tmp_path / "gen"
+    res = invoke("eval", "tool-genesis", "--model", f"scripted:{script}", "--data", str(data), "--out", str(out),
+                 "--store", f"sqlite:///{tmp_path / 'store.db'}", "--skip-l4", "--json", "-q")  # fmt: skip
+    assert res.exit_code == 0, res.output
+    row = json.loads(res.stdout)["servers"]["mini-calc"]
+    # The generated files are the correct fixture: compliant, running, exact names and descriptions
+    # (Schema-F1 1 with the real embedder too: identical texts), no unexpected error word in any answer.
+    assert (row["compliance"], row["server_execution"], row["schema_f1"], row["ut_hard"]) == (1.0, 1.0, 1.0, 1.0)
+    assert row["failures"] == {"L4": "tasks not run"}
+    assert (out / "mini-calc" / "server.py").read_text() == code
+    assert "mini-calc" in json.loads((out / "registry.json").read_text())
