@@ -351,3 +351,27 @@ def test_strict_restarts_a_stateful_server_before_every_test(tmp_path: Path) -> 
     # reference never restarts (the official path bug): "1", "2", "3". No error words, so all 3 hard-pass;
     # soft: the JSON dump of the content list vs "1" has no common key path and differs as text -> 0.
     assert (reference["ut_hard"], reference["ut_soft"]) == (1.0, 0.0)
+
+
+def test_model_output_failures_are_scored_not_raised(tmp_path: Path) -> None:
+    """Generated servers (not user input): a non-JSON schema, a generation error, a missing entry."""
+    data_path = tmp_path / "data.json"
+    spec = json.loads((FIXTURES / "spec.json").read_text())
+    data_path.write_text(json.dumps([{**spec, "server_slug": slug} for slug in ("not_json", "no_code", "absent")]))
+    servers = load_genesis(data_path)
+    (tmp_path / "tools.json").write_text("{'tools': oops")
+    samples = [
+        GenesisSample(servers[0], GeneratedServer(slug="not_json", schema_path=tmp_path / "tools.json",
+                                                  code_path=tmp_path / "missing.py")),
+        GenesisSample(servers[1], GeneratedServer(slug="no_code", schema_path=tmp_path / "x.json",
+                                                  code_path=tmp_path / "y.py", error="parse failure: no code")),
+        GenesisSample(servers[2], None),
+    ]  # fmt: skip
+    bench = GenesisBenchmark(samples, data_label="t", variant="reference", embedder=OneHotEmbedder())
+    summary = run(bench, tmp_path)
+    assert summary["run"]["sample_errors"] == 0
+    failures = {slug: row["failures"]["L1"] for slug, row in summary["servers"].items()}
+    assert failures["not_json"].startswith("schema file not compliant: schema file is not JSON")
+    assert failures["no_code"] == "schema file not compliant: generation failed: parse failure: no code"
+    assert failures["absent"] == "schema file not compliant: the server is not in the registry"
+    assert summary["cascade"]["L1"]["servers"] == 0 and summary["server_execution"] == 0.0

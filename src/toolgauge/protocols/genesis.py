@@ -266,6 +266,8 @@ class GenesisBenchmark:
             result.mcp_valid = check_mcp_valid(payload)
         else:
             reason = result.schema_error or "no schema file"
+            if result.generation_error is not None:
+                reason = f"generation failed: {result.generation_error}"
             result.compliance = result.mcp_valid = Verdict(ok=False, reason=reason)
         t0 = time.perf_counter()
         live = await self._launch_with_attempts(generated, result)
