@@ -484,14 +484,16 @@ def report_cmd(
     guarded(body)
 
 
-# Larger protocols keep their commands in their own modules; importing them registers the commands.
-from toolgauge.commands import genesis, genesis_generate, wildtoolbench  # noqa: E402, F401
-
-
 def main() -> None:
     """Console-script entry point."""
     app()
 
 
 if __name__ == "__main__":
-    main()
+    # `python -m toolgauge.cli`: run the importable module's app, on which the command modules register.
+    from toolgauge.cli import main as _main
+
+    _main()
+else:
+    # Larger protocols keep their commands in their own modules; importing them registers the commands.
+    from toolgauge.commands import genesis, genesis_generate, wildtoolbench  # noqa: F401
