@@ -6,7 +6,7 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -16,6 +16,7 @@ from rich.console import Console
 
 from toolgauge.engine import EngineConfig
 from toolgauge.errors import DataError, RunInterrupted, UsageError
+from toolgauge.models.base import ModelClient
 from toolgauge.protocols.base import Benchmark, RunOptions, run_benchmark
 from toolgauge.protocols.options import CallSettings
 from toolgauge.report.export import samples_jsonl, summary_to_csv, write_atomic
@@ -164,24 +165,41 @@ def run_options(
 
 
 def execute(
-    bench: Benchmark[Any, Any], model: str, options: RunOptions, *, as_json: bool, samples: Path | None
+    bench: Benchmark[Any, Any],
+    model: str,
+    options: RunOptions,
+    *,
+    as_json: bool,
+    samples: Path | None,
+    client: ModelClient | None = None,
+    roles: Mapping[str, ModelClient] | None = None,
+    outputs: Mapping[str, tuple[Path, Callable[[], None]]] | None = None,
+    unit: str = "sample",
 ) -> None:
-    """Run, then print/export; the samples file is written whole at the end or not at all."""
-    result = asyncio.run(run_benchmark(bench, model, options))
+    """Run, write the requested files, print; exit 1 when every sample failed.
+
+    Files are written whole at the end or not at all: the samples file, then each of ``outputs``
+    (label -> (path, writer)).
+    """
+    result = asyncio.run(run_benchmark(bench, model, options, client=client, roles=roles))
     summary = result.scored.summary
+    written: list[tuple[str, Path]] = []
     if samples is not None:
         write_atomic(samples, samples_jsonl(result.scored.rows))
+        written.append((f"per-{unit} results", samples))
+    for label, (path, write) in (outputs or {}).items():
+        write()
+        written.append((label, path))
     if as_json:
-        sys.stdout.write(json.dumps(summary, indent=2, sort_keys=False) + "\n")
+        sys.stdout.write(json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
     else:
         render_summary(summary, out)
-        if samples is not None:
-            out.print(f"per-sample results: {samples}")
+        for label, path in written:
+            out.print(f"{label}: {path}")
     run = summary.get("run", {})
     if run.get("samples") and run.get("sample_errors") == run.get("samples"):
-        fail(
-            f"every sample failed (run {run.get('id')} is stored); {summary['warnings'][-1].split('; ', 1)[1]}", code=1
-        )
+        first_error = summary["warnings"][-1].split("; ", 1)[-1]
+        fail(f"every {unit} failed (run {run.get('id')} is stored); {first_error}", code=1)
 
 
 def _limit(items: list[Any], limit: int | None) -> list[Any]:

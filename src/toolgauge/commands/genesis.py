@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
-import json
 import re
-import sys
-from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich import box
-from rich.console import Console
-from rich.table import Table
 
 from toolgauge.cli import (
     ConcurrencyOpt,
@@ -32,18 +25,15 @@ from toolgauge.cli import (
     _limit,
     app,
     eval_app,
-    fail,
+    execute,
     guarded,
     out,
     run_options,
 )
-from toolgauge.report.export import samples_jsonl, write_atomic
-from toolgauge.report.terminal import pct
 
 if TYPE_CHECKING:
     from toolgauge.models.base import ModelClient
-    from toolgauge.protocols.base import RunOptions
-    from toolgauge.protocols.genesis import GenesisBenchmark, L4Settings
+    from toolgauge.protocols.genesis import L4Settings
 
 genesis_app = typer.Typer(
     help="Tool-Genesis: generate MCP servers from requirements and evaluate them.", no_args_is_help=True
@@ -68,59 +58,6 @@ VariantOpt = Annotated[
     Variant, typer.Option("--variant", help="reference (the official code, quirks included) or strict")
 ]
 CallTimeoutOpt = Annotated[float, typer.Option("--call-timeout", min=0.1, help="Seconds per MCP tool call.")]
-
-METRIC_ROWS = [
-    ("compliance", "L1", "Compliance (official strict check)"),
-    ("compliance_mcp_valid", "L1", "Compliance (valid MCP tool list)"),
-    ("server_execution", "L1", "Server execution"),
-    ("schema_f1", "L2", "Schema-F1 (schema file)"),
-    ("schema_f1_live", "L2", "Schema-F1 (live tools/list)"),
-    ("ut_soft", "L3", "UT_soft"),
-    ("ut_hard", "L3", "UT_hard"),
-    ("sr_soft", "L4", "SR_soft"),
-    ("sr_hard", "L4", "SR_hard"),
-    ("sr_oracle_normalized", "L4", "SR (oracle-normalised)"),
-]
-
-
-def render_genesis(summary: Mapping[str, Any], console: Console) -> None:
-    """Print the aggregates (over all servers and over those that reached each level) and the cascade."""
-    n = summary.get("servers_attempted", 0)
-    title = f"tool-genesis · variant {summary.get('variant')} · {n} servers · {summary.get('source', '')}"
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    for col, justify in (("level", "left"), ("metric", "left"), ("all servers", "right"), ("reached", "right")):
-        table.add_column(col, justify=justify, no_wrap=True)  # type: ignore[arg-type]
-    reached: Mapping[str, Any] = summary.get("over_reached") or {}
-    counts: Mapping[str, Any] = summary.get("reached_counts") or {}
-    for key, level, label in METRIC_ROWS:
-        table.add_row(level, label, pct(summary.get(key)), f"{pct(reached.get(key))} (n={counts.get(key, 0)})")
-    console.print(table)
-    cascade: Mapping[str, Mapping[str, Any]] = summary.get("cascade") or {}
-    steps = [f"{name} {c.get('servers')} ({pct(c.get('fraction'))}%)" for name, c in cascade.items()]
-    console.print("cascade: " + " → ".join(steps))
-    failed = {
-        slug: row.get("failures", {}) for slug, row in (summary.get("servers") or {}).items() if row.get("failures")
-    }
-    if failed:
-        stops = Table(title="where servers stopped", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-        stops.add_column("server", no_wrap=True)
-        stops.add_column("level", no_wrap=True)
-        stops.add_column("reason")
-        for slug, failures in list(failed.items())[:30]:
-            level = next(iter(failures))
-            stops.add_row(slug, level, str(failures[level])[:160])
-        console.print(stops)
-        if len(failed) > 30:
-            console.print(f"... and {len(failed) - 30} more (see --json or --samples)")
-    console.print(f"L4: {summary.get('l4')}")
-    for warning in summary.get("warnings") or []:
-        console.print(f"[yellow]warning:[/] {warning}")
-    run = summary.get("run")
-    if isinstance(run, Mapping):
-        console.print(
-            f"run [bold]{run.get('id')}[/] · {run.get('samples')} servers · {run.get('sample_errors')} failed · "
-            f"{run.get('model_calls')} model calls ({run.get('cached_calls')} from cache) · {run.get('wall_seconds')} s"
-        )
 
 
 def _l4_settings(
@@ -152,33 +89,6 @@ def _roles(
             clients[spec] = resolve_model(spec, timeout=timeout)
         roles[role] = clients[spec]
     return roles
-
-
-def _execute(
-    bench: GenesisBenchmark,
-    label: str,
-    client: ModelClient,
-    roles: dict[str, ModelClient],
-    opts: RunOptions,
-    *,
-    as_json: bool,
-    samples: Path | None,
-) -> None:
-    from toolgauge.protocols.base import run_benchmark
-
-    result = asyncio.run(run_benchmark(bench, label, opts, client=client, roles=roles))
-    summary = result.scored.summary
-    if samples is not None:
-        write_atomic(samples, samples_jsonl(result.scored.rows))
-    if as_json:
-        sys.stdout.write(json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
-    else:
-        render_genesis(summary, out)
-        if samples is not None:
-            out.print(f"per-server results: {samples}")
-    run = summary.get("run", {})
-    if run.get("samples") and run.get("sample_errors") == run.get("samples"):
-        fail(f"every server's episode failed (run {run.get('id')} is stored); see --samples for the errors", code=1)
 
 
 def _check_embeddings() -> None:
@@ -235,7 +145,7 @@ def genesis_evaluate(
             no_cache=no_cache, resume=resume, quiet=quiet,
         )  # fmt: skip
         roles = _roles(agent, judge, placeholder, label, timeout)
-        _execute(bench, label, placeholder, roles, opts, as_json=as_json, samples=samples)
+        execute(bench, label, opts, as_json=as_json, samples=samples, client=placeholder, roles=roles, unit="server")
 
     guarded(body)
 
@@ -303,7 +213,7 @@ def eval_tool_genesis(
             no_cache=no_cache, resume=resume, quiet=quiet,
         )  # fmt: skip
         roles = _roles(agent, judge, client, model, timeout)
-        _execute(bench, model, client, roles, opts, as_json=as_json, samples=samples)
+        execute(bench, model, opts, as_json=as_json, samples=samples, client=client, roles=roles, unit="server")
         if not as_json:
             out.print(f"generated servers: {folder} (registry: {folder / 'registry.json'})")
 

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
-import json
-import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -30,17 +27,14 @@ from toolgauge.cli import (
     ToolChoiceOpt,
     Variant,
     eval_app,
-    fail,
+    execute,
     guarded,
-    out,
     run_options,
     score_app,
 )
 from toolgauge.models.base import ModelClient
-from toolgauge.protocols.base import RunOptions, run_benchmark
+from toolgauge.protocols.base import RunOptions
 from toolgauge.protocols.options import CallSettings
-from toolgauge.report.export import samples_jsonl, write_atomic
-from toolgauge.report.terminal import render_summary
 
 
 class Language(StrEnum):
@@ -105,28 +99,15 @@ def _run_and_report(
     """Run, write the requested files (whole, at the end), print; exit 1 when every session failed."""
     from toolgauge.protocols.wild_io import write_official_results, write_steps
 
-    result = asyncio.run(run_benchmark(bench, model, options, client=client))
-    summary = result.scored.summary
-    if samples is not None:
-        write_atomic(samples, samples_jsonl(result.scored.rows))
+    outputs: dict[str, tuple[Path, Callable[[], None]]] = {}
     if predictions_out is not None:
-        write_official_results(predictions_out, bench.results, model_name=model)
-    if steps_out is not None:
-        write_steps(steps_out, bench.results)
-    if as_json:
-        sys.stdout.write(json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
-    else:
-        render_summary(summary, out)
-        for label, path in (("per-task results", samples), ("official result file", predictions_out),
-                            ("step JSONL", steps_out)):  # fmt: skip
-            if path is not None:
-                out.print(f"{label}: {path}")
-    run = summary.get("run", {})
-    if run.get("samples") and run.get("sample_errors") == run.get("samples"):
-        fail(
-            f"every session failed (run {run.get('id')} is stored); {summary['warnings'][-1].split('; ', 1)[1]}",
-            code=1,
+        outputs["official result file"] = (
+            predictions_out,
+            lambda: write_official_results(predictions_out, bench.results, model_name=model),
         )
+    if steps_out is not None:
+        outputs["step JSONL"] = (steps_out, lambda: write_steps(steps_out, bench.results))
+    execute(bench, model, options, as_json=as_json, samples=samples, client=client, outputs=outputs, unit="session")
 
 
 @eval_app.command("wildtoolbench")

@@ -37,6 +37,11 @@ def render_summary(summary: Mapping[str, Any], console: Console) -> None:
 
         render_wild(summary, console)  # prints its own warnings and run line
         return
+    if bench == "tool-genesis":
+        from toolgauge.report.genesis_terminal import render_genesis
+
+        render_genesis(summary, console)  # prints its own warnings and run line
+        return
     if bench == "bfcl":
         _render_bfcl(summary, console)
     elif bench in ("mtu-bench", "suite"):
