@@ -85,6 +85,8 @@ def test_gold_end_to_end_then_evaluate_its_registry(data: Path, tmp_path: Path) 
         1.0, 1.0, 1.0, 1.0,
     )  # fmt: skip
     assert summary["l4"].startswith("skipped: no agent model")
+    # No task was rated, so the L4 rates are unknown rather than 0.
+    assert (summary["sr_soft"], summary["sr_hard"], summary["over_reached"]["sr_soft"]) == (None, None, None)
     assert summary["cascade"]["L3"]["servers"] == 1
     assert (out / "registry.json").is_file()
 
