@@ -32,7 +32,7 @@ from pydantic import BaseModel, Field
 from toolgauge.engine import EpisodeContext, SampleOutcome
 from toolgauge.errors import DataError, ModelError
 from toolgauge.loaders.genesis import load_registry, write_registry
-from toolgauge.loaders.jsonl import read_text, text_lines
+from toolgauge.loaders.recordings import read_recorded_turns
 from toolgauge.protocols.base import ScoredRun
 from toolgauge.protocols.genesis_agent import ToolSessionLike, truncate
 from toolgauge.records import AssistantTurn, GenerateOptions, Message, ToolCall, ToolSpec
@@ -758,19 +758,4 @@ class GenesisGenerateBenchmark:
 
     def replay_table(self, path: Path) -> Mapping[str, Sequence[AssistantTurn]]:
         """Read recorded model outputs: JSONL lines ``{"id": slug, "step", "content", "tool_calls"}``."""
-        table: dict[str, list[AssistantTurn]] = {}
-        for n, line in enumerate(text_lines(read_text(path)), 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-                key = str(obj["id"])
-                step = int(obj.get("step", len(table.get(key, []))))
-                calls = [ToolCall.model_validate(c) for c in obj.get("tool_calls") or []]
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-                raise DataError(str(path), f"not a recorded output: {exc}".splitlines()[0], line=n) from exc
-            turns = table.setdefault(key, [])
-            while len(turns) <= step:
-                turns.append(AssistantTurn())
-            turns[step] = AssistantTurn(content=obj.get("content"), tool_calls=calls)
-        return table
+        return read_recorded_turns(path, index_field="step", what="recorded output")

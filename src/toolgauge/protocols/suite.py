@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -10,8 +9,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from toolgauge.engine import EpisodeContext, SampleOutcome
-from toolgauge.errors import DataError
-from toolgauge.loaders.jsonl import read_text, text_lines
+from toolgauge.loaders.recordings import read_recorded_turns
 from toolgauge.loaders.suite import SuiteDialogue, turn_history
 from toolgauge.metrics.mtu import MtuVariant, TurnOutcome, judge_turn, score_dialogue_turns
 from toolgauge.protocols.base import ScoredRun
@@ -125,19 +123,4 @@ class SuiteBenchmark:
 
     def replay_table(self, path: Path) -> Mapping[str, Sequence[AssistantTurn]]:
         """Read step-level recordings: JSONL lines ``{"id", "turn", "content", "tool_calls"}``."""
-        table: dict[str, list[AssistantTurn]] = {}
-        for n, line in enumerate(text_lines(read_text(path)), 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-                key = str(obj["id"])
-                turn = int(obj.get("turn", len(table.get(key, []))))
-                calls = [ToolCall.model_validate(c) for c in obj.get("tool_calls") or []]
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-                raise DataError(str(path), f"not a recorded turn: {exc}".splitlines()[0], line=n) from exc
-            turns = table.setdefault(key, [])
-            while len(turns) <= turn:
-                turns.append(AssistantTurn())
-            turns[turn] = AssistantTurn(content=obj.get("content"), tool_calls=calls)
-        return table
+        return read_recorded_turns(path, index_field="turn", what="recorded turn")
