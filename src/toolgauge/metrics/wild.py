@@ -31,6 +31,7 @@ from toolgauge.metrics.wild_args import (
     ERROR_TOOL_UNDEFINED,
     check_step,
 )
+from toolgauge.records.wild import TASK_TYPES, TURN_SUBTYPES, TaskType, TurnSubtype
 from toolgauge.records.wild_log import (
     ASK_USER,
     PREPARE_TO_ANSWER,
@@ -40,6 +41,7 @@ from toolgauge.records.wild_log import (
     WildTaskLog,
 )
 
+# TASK_TYPES, TURN_SUBTYPES, TaskType and TurnSubtype belong to the session records; re-exported for scorers.
 __all__ = [
     "FAILURE_CLASSES",
     "MULTI_TOOL_TYPES",
@@ -58,8 +60,6 @@ __all__ = [
 ]
 
 WildVariant = Literal["reference", "strict"]
-TaskType = Literal["Single-Tool", "Parallel Multi-Tool", "Sequential Multi-Tool", "Mixed Multi-Tool", "Clarify", "Chat"]
-TurnSubtype = Literal["Coreferential Reference", "Partial Information", "Long-Range Dependency"]
 FailureClass = Literal[
     "refusal",
     "wrong_name",
@@ -73,16 +73,7 @@ FailureClass = Literal[
     "param_value_error",
 ]
 
-TASK_TYPES: tuple[TaskType, ...] = (
-    "Single-Tool",
-    "Parallel Multi-Tool",
-    "Sequential Multi-Tool",
-    "Mixed Multi-Tool",
-    "Clarify",
-    "Chat",
-)
 MULTI_TOOL_TYPES: frozenset[str] = frozenset({"Parallel Multi-Tool", "Sequential Multi-Tool", "Mixed Multi-Tool"})
-TURN_SUBTYPES: tuple[TurnSubtype, ...] = ("Coreferential Reference", "Partial Information", "Long-Range Dependency")
 #: Table 4 order: action errors, then parameter errors.
 FAILURE_CLASSES: tuple[FailureClass, ...] = (
     "refusal",
