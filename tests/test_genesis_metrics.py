@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from toolgauge.metrics.genesis import genesis_server_score, summarise_genesis
+from toolgauge.metrics.genesis import GenesisServerScore, genesis_server_score, summarise_genesis
 from toolgauge.metrics.genesis_compliance import (
     Verdict,
     check_compliance,
@@ -591,3 +591,12 @@ def test_load_embedder_without_the_extra_is_a_usage_error(monkeypatch):
     monkeypatch.setattr(minilm, "embeddings_available", lambda: False)
     with pytest.raises(UsageError, match=r"pip install torch==2\.13\.0.*\[embeddings\]"):
         minilm.load_embedder.__wrapped__()
+
+
+def test_summary_without_an_l4_run_reports_unknown_l4_rates():
+    score = GenesisServerScore(slug="s")
+    summary = summarise_genesis([score], "reference", l4_run=False)
+    # L4 was never attempted: the rates are unknown (None), not 0; the other levels are unchanged.
+    assert (summary["sr_soft"], summary["sr_hard"], summary["sr_oracle_normalized"]) == (None, None, None)
+    assert summary["over_reached"]["sr_soft"] is None and summary["reached_counts"]["sr_soft"] == 0
+    assert summarise_genesis([score], "reference")["sr_soft"] == 0.0

@@ -184,6 +184,7 @@ def summarise_genesis(
     variant: GenesisVariant,
     *,
     total_servers: int | None = None,
+    l4_run: bool = True,
 ) -> dict[str, Any]:
     """Aggregate server records into the Tool-Genesis report.
 
@@ -193,6 +194,8 @@ def summarise_genesis(
         total_servers: The denominator of the "over all servers attempted" figures; defaults to
             ``len(scores)``. Pass the dataset size to score servers with no record as 0, as the paper
             (which divides by 86) does.
+        l4_run: False when L4 was skipped for the whole run: then no task was rated, and the L4 rates
+            (``sr_soft``, ``sr_hard``, ``sr_oracle_normalized``) are None (unknown), not 0.
 
     Returns:
         A JSON-ready dict: every metric key over all servers attempted (the paper's figure); ``over_reached``
@@ -206,6 +209,10 @@ def summarise_genesis(
     over_reached: dict[str, float | None] = {}
     reached_counts: dict[str, int] = {}
     for key, level in METRIC_LEVELS.items():
+        if level == "L4" and not l4_run:
+            report[key] = over_reached[key] = None
+            reached_counts[key] = 0
+            continue
         values = [getattr(s, key) for s in scores]
         reached = [getattr(s, key) for s in scores if level in s.reached]
         if key == "sr_oracle_normalized":

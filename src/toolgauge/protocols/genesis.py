@@ -338,15 +338,9 @@ class GenesisBenchmark:
             "benchmark": self.name,
             "data": self.data_label,
             "source": self.source,
-            **summarise_genesis(scores, self.variant, total_servers=len(samples)),
+            **summarise_genesis(scores, self.variant, total_servers=len(samples), l4_run=self.l4.skip_reason is None),
         }
         summary["l4"] = "run" if self.l4.skip_reason is None else f"skipped: {self.l4.skip_reason}"
-        if self.l4.skip_reason is not None:
-            # No task was rated in this run: the L4 rates are unknown, not 0.
-            for key in ("sr_soft", "sr_hard", "sr_oracle_normalized"):
-                summary[key] = None
-                summary["over_reached"][key] = None
-                summary["reached_counts"][key] = 0
         if self.warnings:
             summary["warnings"] = list(self.warnings)
         return ScoredRun(summary=summary, rows=rows)
