@@ -46,3 +46,22 @@ class RunInterrupted(Exception):
     def __init__(self, run_id: str):
         super().__init__(run_id)
         self.run_id = run_id
+
+
+class EndpointDown(ModelError):
+    """The model endpoint stopped answering (a streak of connection failures, or its server process died).
+
+    The run stops at once, resumable; retrying a dead port sample after sample only wastes time.
+    """
+
+
+class StoreWriteError(Exception):
+    """A write to the store failed (disk full, read-only, lost connection).
+
+    The run stops at once with no further model calls; rows not yet written stay buffered or are
+    re-done on resume, so nothing finished is lost.
+    """
+
+
+class RunLocked(UsageError):
+    """Another process is already running or resuming this run."""
