@@ -1,0 +1,60 @@
+"""Keep secrets out of everything toolgauge writes or prints.
+
+API keys reach error bodies that servers echo back, credentials sit in ``--model`` and ``--store`` URLs,
+and ``Authorization`` headers appear in exception texts. Every string that goes to the store, a samples
+file, a report or the terminal and may carry one passes through :func:`redact`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+
+MASK = "***"
+# Environment variables whose values are secrets wherever they appear.
+_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.IGNORECASE)
+# Shorter values are too likely to match ordinary text ("1", "true") to be masked by value.
+_MIN_SECRET_LEN = 8
+# user:password@ in any URL (http, postgresql+psycopg, ...); the password is masked, the user kept.
+_URL_PASSWORD = re.compile(r"(?P<head>[a-zA-Z][a-zA-Z0-9+.\-]*://[^/\s:@]*):(?P<pw>[^@\s/]+)@")
+# Authorization / api-key headers and bearer tokens as they appear in logs and exception texts.
+_HEADER = re.compile(
+    r"(?P<head>\b(?:authorization|proxy-authorization|x-api-key|api-key)\b[\"']?\s*[:=]\s*[\"']?(?:bearer\s+|basic\s+)?)"
+    r"(?P<value>[^\s\"',;}]+)",
+    re.IGNORECASE,
+)
+_BEARER = re.compile(r"(?P<head>\bbearer\s+)(?P<value>[A-Za-z0-9._~+/=\-]{8,})", re.IGNORECASE)
+# Well-known key shapes (OpenAI, Anthropic, generic sk-...), masked even when they are not in our environment.
+_KEY_SHAPE = re.compile(r"\b(?:sk|rk|pk)-(?:[A-Za-z0-9_\-]{16,})")
+
+
+def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
+    """Values of secret-looking environment variables, longest first (so overlapping ones mask whole)."""
+    env = os.environ if environ is None else environ
+    values = {v for k, v in env.items() if _SECRET_NAME.search(k) and len(v) >= _MIN_SECRET_LEN}
+    return sorted(values, key=len, reverse=True)
+
+
+def redact(text: str, *, extra: list[str] | None = None, environ: Mapping[str, str] | None = None) -> str:
+    """Return ``text`` with secrets masked: env secret values, URL passwords, auth headers, key-shaped tokens.
+
+    Args:
+        text: Any string that may reach the user, a file or the store.
+        extra: Further secret values to mask (e.g. a key passed on the command line).
+        environ: The environment to read secret values from (default: ``os.environ``).
+    """
+    if not text:
+        return text
+    for value in [*(extra or []), *secret_values(environ)]:
+        if value and value in text:
+            text = text.replace(value, MASK)
+    text = _URL_PASSWORD.sub(lambda m: f"{m['head']}:{MASK}@", text)
+    text = _HEADER.sub(lambda m: f"{m['head']}{MASK}", text)
+    text = _BEARER.sub(lambda m: f"{m['head']}{MASK}", text)
+    return _KEY_SHAPE.sub(MASK, text)
+
+
+def redact_url(url: str) -> str:
+    """Mask the password of a URL (``postgresql://user:pw@host/db`` -> ``postgresql://user:***@host/db``)."""
+    return _URL_PASSWORD.sub(lambda m: f"{m['head']}:{MASK}@", url)
