@@ -1,25 +1,36 @@
-"""Ctrl-C on a real CLI process: exit 130, run marked interrupted, resume finishes the rest."""
+"""Ctrl-C on a real CLI process: exit 130, run marked interrupted, resume finishes the rest.
+
+No timing: the first process's model answers a few calls and then blocks forever, and the test sends SIGINT
+only once the store shows finished samples, so the run is always caught mid-way whatever the machine's load.
+"""
 
 from __future__ import annotations
 
 import json
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
 import time
 from pathlib import Path
 
-# The CLI with a scripted model slowed down, so there is time to press Ctrl-C mid-run.
-SLOW_CLI = textwrap.dedent(
-    """
+ANSWERED_CALLS = 6
+
+# The CLI with a scripted model that answers ANSWERED_CALLS calls, then never answers again.
+BLOCKING_CLI = textwrap.dedent(
+    f"""
     import asyncio, sys
     import toolgauge.models.offline as offline
     plain = offline.ScriptedClient.generate
-    async def slow(self, request):
-        await asyncio.sleep(0.2)
+    answered = 0
+    async def blocking(self, request):
+        global answered
+        answered += 1
+        if answered > {ANSWERED_CALLS}:
+            await asyncio.Event().wait()
         return await plain(self, request)
-    offline.ScriptedClient.generate = slow
+    offline.ScriptedClient.generate = blocking
     from toolgauge.cli import main
     sys.argv[0] = "toolgauge"
     main()
@@ -27,22 +38,39 @@ SLOW_CLI = textwrap.dedent(
 )
 
 
-def run_cli(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-c", SLOW_CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+def finished_samples(db: Path) -> int:
+    if not db.exists():
+        return 0
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as conn:
+            return int(conn.execute("SELECT count(*) FROM samples WHERE status = 'done'").fetchone()[0])
+    except sqlite3.OperationalError:  # the schema is not created yet
+        return 0
+
+
+def wait_for(condition, proc: subprocess.Popen[str], deadline_s: float = 120.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + deadline_s
+    while not condition():
+        assert proc.poll() is None, proc.communicate()[1]
+        assert time.monotonic() < deadline, "the run never reached the awaited state"
+        time.sleep(0.05)
 
 
 def test_ctrl_c_then_resume(tmp_path: Path):
     script = tmp_path / "script.json"
     script.write_text(json.dumps(["ok"] * 500))
-    store = f"sqlite:///{tmp_path / 's.db'}"
-    common = ["eval", "suite", "--model", f"scripted:{script}", "--store", store, "-q", "--concurrency", "2"]
-    proc = run_cli(*common)
-    time.sleep(3.0)
+    db = tmp_path / "s.db"
+    store = f"sqlite:///{db}"
+    suite_run = ["eval", "suite", "--model", f"scripted:{script}", "-q", "--concurrency", "2"]
+    common = [*suite_run, "--store", store]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", BLOCKING_CLI, *common], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    wait_for(lambda: finished_samples(db) >= 1, proc)
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=30)
+    _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
+    assert "Traceback" not in err
     assert "interrupted: finished samples of run" in err
     run_id = err.split("--resume ")[-1].split()[0]
 
@@ -54,11 +82,25 @@ def test_ctrl_c_then_resume(tmp_path: Path):
     )
     assert json.loads(listed.stdout)[0]["status"] == "interrupted"
 
-    resumed = run_cli(*common, "--json", "--resume", run_id)
-    out, err = resumed.communicate(timeout=120)
-    assert resumed.returncode == 0, err
-    summary = json.loads(out)["run"]
-    assert summary["resumed_samples"] > 0
+    resumed = subprocess.run(
+        [sys.executable, "-m", "toolgauge.cli", *common, "--json", "--resume", run_id],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    summary = json.loads(resumed.stdout)["run"]
+    assert summary["resumed_samples"] >= 1
     assert summary["resumed_samples"] < summary["samples"]
-    assert 0 < summary["model_calls"] < 55  # only the unfinished dialogues' turns were asked again
     assert summary["sample_errors"] == 0
+
+    # Only the unfinished dialogues' turns are asked again: fewer calls than a whole run of the suite needs.
+    other_store = f"sqlite:///{tmp_path / 'full.db'}"
+    full = subprocess.run(
+        [sys.executable, "-m", "toolgauge.cli", *suite_run, "--store", other_store, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert full.returncode == 0, full.stderr
+    assert 0 < summary["model_calls"] < json.loads(full.stdout)["run"]["model_calls"]
