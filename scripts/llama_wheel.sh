@@ -39,6 +39,8 @@ if [ -z "$wheel" ]; then
   mv "$built" "$cache/"
   wheel=$(ls "$cache"/llama_cpp_python-*.whl | head -n1)
 fi
-# The [server] extra's dependencies come from the index; the binary itself only from our checked wheel.
-"$bin/pip" install -q --no-cache-dir "llama-cpp-python[server] @ file://$wheel"
+# The binary only ever comes from our checked wheel (forced, so a native build already in the venv is replaced);
+# the [server] extra's pure-Python dependencies then come from the index, the version being already satisfied.
+"$bin/pip" install -q --no-cache-dir --no-deps --force-reinstall "$wheel"
+"$bin/pip" install -q "llama-cpp-python[server]==$version"
 "$bin/python" "$here/check_no_amx.py" --installed

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import importlib.util
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -22,7 +23,7 @@ from pathlib import Path
 
 import httpx
 
-from toolgauge.errors import ModelError
+from toolgauge.errors import EndpointDown, ModelError, TransientModelError
 from toolgauge.models.openai_compat import OpenAICompatClient
 from toolgauge.records import AssistantTurn, ModelRequest
 
@@ -117,9 +118,9 @@ class LocalServerClient:
         async with httpx.AsyncClient(timeout=2.0) as http:
             while time.monotonic() < deadline:
                 if self._proc.poll() is not None:
-                    tail = self._log_tail()
+                    reason = self._death_reason(self._proc.returncode)
                     await self.close()
-                    raise ModelError(f"the local model server exited with code {self._proc.returncode}: {tail}")
+                    raise ModelError(f"the local model server {reason}")
                 try:
                     r = await http.get(f"{self.base_url}/models")
                     if r.status_code == 200:
@@ -130,14 +131,40 @@ class LocalServerClient:
         await self.close()
         raise ModelError(f"the local model server did not answer within {self.startup_timeout:.0f} s")
 
-    def _log_tail(self, chars: int = 400) -> str:
+    def _log_tail(self, lines: int = 5, chars: int = 600) -> str:
+        """The last lines of the server's log, joined with ' | ' for a one-line message."""
         if self._log is None:
             return ""
         try:
             text = Path(self._log.name).read_text(errors="replace")
         except OSError:
             return ""
-        return " ".join(text[-chars:].split())
+        kept = [line.strip() for line in text.splitlines() if line.strip()][-lines:]
+        tail = " | ".join(kept)
+        return tail if len(tail) <= chars else "..." + tail[-chars:]
+
+    def _death_reason(self, returncode: int) -> str:
+        """Say how the server ended: a signal by name (a crash such as SIGSEGV) or an exit code, and its log."""
+        if returncode < 0:
+            try:
+                how = f"was killed by {signal.Signals(-returncode).name}"
+            except ValueError:
+                how = f"was killed by signal {-returncode}"
+        else:
+            how = f"exited with code {returncode}"
+        tail = self._log_tail()
+        return f"{how}; last log lines: {tail}" if tail else how
+
+    async def _dead_server(self) -> EndpointDown | None:
+        """The error to raise when the server process has ended (given a moment to be reaped), else None."""
+        proc = self._proc
+        if proc is None:
+            return None
+        try:
+            code = await asyncio.to_thread(proc.wait, 1.0)
+        except subprocess.TimeoutExpired:
+            return None
+        return EndpointDown(f"the local model server {self._death_reason(code)}")
 
     async def close(self) -> None:
         """Stop the server (terminate, then kill its process group if it lingers)."""
@@ -164,14 +191,22 @@ class LocalServerClient:
         assert self._client is not None
         if request.options.tool_choice == "required":
             request = request.model_copy(update={"options": request.options.model_copy(update={"tool_choice": "auto"})})
-        return await self._client.generate(request)
+        # A dead server is not a transient fault: retrying its port sample after sample only hides the crash.
+        if self._proc is not None and self._proc.poll() is not None:
+            raise EndpointDown(f"the local model server {self._death_reason(self._proc.returncode)}")
+        try:
+            return await self._client.generate(request)
+        except TransientModelError as exc:
+            dead = await self._dead_server()
+            if dead is not None:
+                raise dead from exc
+            raise
 
 
 def _die_with_parent() -> None:
     """Ask Linux to kill the server when toolgauge dies, even by SIGKILL (no orphaned model servers)."""
     try:
         import ctypes
-        import signal
 
         libc = ctypes.CDLL(None, use_errno=True)
         pr_set_pdeathsig = 1

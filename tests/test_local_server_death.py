@@ -1,0 +1,58 @@
+"""The embedded-model client notices when its server process dies and says how, instead of retrying a dead port."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+from toolgauge.errors import EndpointDown
+from toolgauge.models.local_server import LocalServerClient
+from toolgauge.models.openai_compat import OpenAICompatClient
+from toolgauge.records import Message, ModelRequest
+
+CRASHING_SERVER = (
+    "import os, signal, sys; print('ggml: loading model'); sys.stdout.flush(); os.kill(os.getpid(), signal.SIGSEGV)"
+)
+EXITING_SERVER = "import sys; print('error: bad model file'); sys.exit(3)"
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def client_with_server(code: str) -> LocalServerClient:
+    """A client whose 'server' is a real process running ``code``, and whose HTTP port has nobody listening."""
+    client = LocalServerClient()
+    client._log = tempfile.NamedTemporaryFile(prefix="toolgauge-test-llama-", suffix=".log")  # noqa: SIM115
+    client._proc = subprocess.Popen([sys.executable, "-c", code], stdout=client._log, stderr=subprocess.STDOUT)
+    client._client = OpenAICompatClient("m", base_url=f"http://127.0.0.1:{closed_port()}/v1", api_key="x", timeout=5)
+    return client
+
+
+@pytest.mark.parametrize(
+    ("code", "how", "log_line"),
+    [
+        (CRASHING_SERVER, "killed by SIGSEGV", "ggml: loading model"),
+        (EXITING_SERVER, "exited with code 3", "bad model"),
+    ],
+)
+async def test_dead_server_is_reported_with_signal_and_log(code: str, how: str, log_line: str):
+    client = client_with_server(code)
+    request = ModelRequest(messages=[Message(role="user", content="hi")])
+    try:
+        with pytest.raises(EndpointDown) as caught:
+            await client.generate(request)
+        # Whether the death is seen before the request or after its connection error, the message is the same.
+        with pytest.raises(EndpointDown) as again:
+            await client.generate(request)
+    finally:
+        await client.close()
+    for exc in (caught.value, again.value):
+        assert how in str(exc)
+        assert log_line in str(exc)
