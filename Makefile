@@ -41,6 +41,15 @@ define install_bubblewrap
 	  "Tool-Genesis servers will be refused until you run: sudo apt-get install bubblewrap"
 endef
 
+# The store tests run against a real PostgreSQL server, which they start themselves from Debian's binaries.
+define install_postgres
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq postgresql >/dev/null; \
+	  elif sudo -n true 2>/dev/null; then sudo -n apt-get update -qq && sudo -n apt-get install -y -qq postgresql >/dev/null; \
+	  else false; fi; \
+	} || echo ">>> PostgreSQL is missing and could not be installed: its store tests will be skipped"
+endef
+
 $(VENV)/.setup-local: $(SETUP_INPUTS) | $(BIN)/python
 	$(install_bubblewrap)
 	$(call install_local_model,$(LOCAL_EXTRAS))
@@ -48,6 +57,7 @@ $(VENV)/.setup-local: $(SETUP_INPUTS) | $(BIN)/python
 
 $(VENV)/.setup-dev: $(SETUP_INPUTS) | $(BIN)/python
 	$(install_bubblewrap)
+	$(install_postgres)
 	$(BIN)/pip install -q '$(TORCH)'
 	$(call install_local_model,$(DEV_EXTRAS))
 	touch $@ $(VENV)/.setup-local

@@ -45,8 +45,12 @@ def scan(lib: Path) -> dict[str, int]:
 
 
 def libraries_in(folder: Path) -> list[Path]:
-    """The ggml and llama shared libraries below a folder."""
-    return sorted(p for p in folder.rglob("*.so*") if p.is_file() and ("ggml" in p.name or "llama" in p.name))
+    """The ggml and llama shared libraries below a folder, each file once (version symlinks point to one file)."""
+    found: dict[Path, Path] = {}
+    for path in sorted(folder.rglob("*.so*")):
+        if path.is_file() and ("ggml" in path.name or "llama" in path.name):
+            found.setdefault(path.resolve(), path)
+    return sorted(found.values())
 
 
 def installed_folder() -> Path:
