@@ -14,6 +14,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib.util
 import re
 import shutil
@@ -45,11 +46,11 @@ def scan(lib: Path) -> dict[str, int]:
 
 
 def libraries_in(folder: Path) -> list[Path]:
-    """The ggml and llama shared libraries below a folder, each file once (version symlinks point to one file)."""
-    found: dict[Path, Path] = {}
+    """The ggml and llama shared libraries below a folder, each content once (wheels copy version aliases)."""
+    found: dict[str, Path] = {}
     for path in sorted(folder.rglob("*.so*")):
         if path.is_file() and ("ggml" in path.name or "llama" in path.name):
-            found.setdefault(path.resolve(), path)
+            found.setdefault(hashlib.sha256(path.read_bytes()).hexdigest(), path)
     return sorted(found.values())
 
 
