@@ -147,3 +147,62 @@ def test_model_server_dies_with_a_killed_harness(tmp_path):
     else:
         os.kill(server_pid, signal.SIGKILL)
         raise AssertionError("the model server outlived the killed harness")
+
+
+def _children_running(parent: int, needle: str) -> list[int]:
+    """Pids of live processes whose parent is ``parent`` and whose command line contains ``needle``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().split(") ", 1)[1].split()
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            continue
+        if int(fields[1]) == parent and fields[0] != "Z" and needle in cmdline:
+            found.append(int(entry))
+    return found
+
+
+def test_run_stops_at_once_when_the_model_server_crashes(tmp_path):
+    """A crashed server (here SIGSEGV, as the AMX fault was) ends the run with its reason, not N retried samples."""
+    import signal
+    import sqlite3
+    import subprocess
+    import sys
+    import time
+
+    db = tmp_path / "crash.db"
+    cmd = [sys.executable, "-m", "toolgauge.cli", "eval", "suite", "--model", "local", "--tool-choice", "expected",
+           "--max-tokens", "64", "--no-cache", "--concurrency", "1", "-q", "--store", f"sqlite:///{db}"]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def finished() -> int:
+        if not db.exists():
+            return 0
+        try:
+            with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as conn:
+                return int(conn.execute("SELECT count(*) FROM samples").fetchone()[0])
+        except sqlite3.OperationalError:
+            return 0
+
+    deadline = time.monotonic() + 300
+    while finished() < 1:
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "no sample finished with the local model"
+        time.sleep(0.1)
+    servers = _children_running(proc.pid, "llama_cpp.server")
+    assert len(servers) == 1
+    os.kill(servers[0], signal.SIGSEGV)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode not in (0, None), out + err
+    assert "killed by SIGSEGV" in err
+    assert "Traceback" not in err
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        status = conn.execute("SELECT status FROM runs").fetchone()[0]
+        errors = conn.execute("SELECT count(*) FROM samples WHERE status = 'error'").fetchone()[0]
+    assert status != "finished"
+    assert errors == 0  # the crash is the run's failure, not a verdict on the samples it interrupted
