@@ -186,6 +186,29 @@ def test_same_name_parallel_calls_may_be_taken_together_or_one_by_one_but_not_in
     assert loop["error_reason"] == "action name not in candidate_answer_function_list"
 
 
+def test_same_name_calls_pair_by_the_models_own_argument_text(tmp_path):
+    # The official scorer sorts a step's same-name calls by their raw argument text and pairs them with the
+    # sorted gold calls. Written without the space, MSFT's text sorts after NVDA's ('"' > ' '), so the
+    # official pairing gives MSFT's gold to the NVDA call: an argument error. Re-encoding the parsed arguments
+    # would have hidden that and scored the task correct.
+    s = session(2)
+    base = [step(s.id, 0, 0, "Hi."), step(s.id, 1, 0, None, call("get_stock_price", symbol="AAPL")),
+            step(s.id, 1, 1, "231.50.")]  # fmt: skip
+
+    def raw(text: str) -> dict[str, Any]:
+        return {"name": "get_stock_price", "arguments": text}
+
+    spaced = [raw('{"symbol": "NVDA"}'), raw('{"symbol": "MSFT"}')]
+    unspaced_msft = [raw('{"symbol": "NVDA"}'), raw('{"symbol":"MSFT"}')]
+    rows = {}
+    for name, calls in (("spaced", spaced), ("unspaced", unspaced_msft)):
+        scored, _ = replay(tmp_path, [s], [*base, step(s.id, 2, 0, None, *calls), step(s.id, 2, 1, "Done.")])
+        rows[name] = rows_by_id(scored)[f"{s.id}#2"]
+    assert rows["spaced"]["label"] == "correct"
+    assert rows["unspaced"]["label"] == "error"
+    assert rows["unspaced"]["failing_step"] == 0
+
+
 def test_clarify_answered_with_a_question_or_skipped(tmp_path):
     # Session 0 task 1: gold asks first. Text at step 0 is accepted (a candidate holds the clarify
     # pseudo-tool), the user's reply follows, then book_taxi, then the answer: correct in 3 steps.
@@ -222,13 +245,24 @@ def test_chat_wrong_name_and_empty_replies(tmp_path):
     assert empty["failure_class"] == "call_error"
 
 
-@pytest.mark.parametrize(("variant", "label"), [("reference", "correct"), ("strict", "error")])
-def test_empty_string_content_is_text_for_the_official_loop_but_empty_in_strict(tmp_path, variant, label):
-    # base_handler only checks ``content is None``; "" goes down the text branch and, on a Chat task,
-    # matches prepare_to_answer. The strict variant counts blank text as an empty reply.
+@pytest.mark.parametrize(
+    ("content", "variant", "label"),
+    [
+        ("", "reference", "error"),
+        ("", "strict", "error"),
+        ("   ", "reference", "correct"),
+        ("   ", "strict", "error"),
+    ],
+)
+def test_empty_string_content_is_an_empty_reply(tmp_path, content, variant, label):
+    # The official loop (since its commit bdc85da) takes "" like None: an empty reply, an error. Whitespace is
+    # text there and, on a Chat task, matches prepare_to_answer; the strict variant counts blank text as empty.
     s = session(1)
-    scored, _ = replay(tmp_path, [s], [step(s.id, 3, 0, "")], variant=variant)
-    assert rows_by_id(scored)[f"{s.id}#3"]["label"] == label
+    scored, _ = replay(tmp_path, [s], [step(s.id, 3, 0, content)], variant=variant)
+    row = rows_by_id(scored)[f"{s.id}#3"]
+    assert row["label"] == label
+    if label == "error":
+        assert row["error_reason"] == "tool_calls and content are None"
 
 
 def test_fuzzy_arguments_pass_and_far_ones_fail_offline(tmp_path):

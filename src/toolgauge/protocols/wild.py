@@ -11,8 +11,8 @@ message. Then, step by step (:class:`TaskRun`):
 - text only: accepted where a live candidate step holds ``ask_user_for_required_parameters`` (the gold
   ``user_input`` becomes the next user message) or ``prepare_to_answer`` (the task is done: action names right);
 - anything else, or an empty reply, ends the task as an error. Arguments are checked offline by the scorer.
-  An empty reply is no tool calls and ``content`` None (variant ``reference``, as the official loop, which
-  takes ``""`` as a text reply) or blank (variant ``strict``).
+  An empty reply is no tool calls and ``content`` None or ``""`` (variant ``reference``, as the official loop
+  since its commit bdc85da) or blank (variant ``strict``: whitespace only counts as empty too).
 
 Every step is logged in the official result shape (:mod:`toolgauge.records.wild_log`), so scoring a live run
 and scoring an official result file are the same code. The two pseudo-tools are never offered to the model.
@@ -88,8 +88,12 @@ class WildResult(BaseModel):
 
 
 def _arguments_text(call: ToolCall) -> str:
-    """The arguments as JSON text: the model's own text when it could not be decoded."""
-    if call.parse_error is not None and call.raw is not None:
+    """The arguments as the model wrote them; JSON-encoded only for calls that came without text (gold, scripts).
+
+    The official scorer sorts and pairs same-name calls of one step by this text, so re-encoding parsed
+    arguments (other escaping or spacing) could flip the pairing.
+    """
+    if call.raw is not None:
         return call.raw
     return json.dumps(call.arguments, ensure_ascii=False)
 
@@ -249,7 +253,7 @@ class TaskRun:
         self._usage.append((turn.usage.input_tokens, turn.usage.output_tokens))
         if calls:
             self._feed_calls(turn, calls, log)
-        elif turn.content is None or (self.variant == "strict" and not turn.content.strip()):
+        elif not turn.content or (self.variant == "strict" and not turn.content.strip()):
             self._fail(log, ERROR_EMPTY, with_candidates=False)
         else:
             self._feed_text(turn.content or "", log)
