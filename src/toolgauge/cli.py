@@ -445,7 +445,7 @@ def runs_cmd(
 
         from toolgauge.store import open_store
 
-        st = open_store(store)
+        st = open_store(store, create=False)
         try:
             runs = st.list_runs(limit)
         finally:
@@ -471,7 +471,7 @@ def runs_cmd(
 
 @app.command("report")
 def report_cmd(
-    run_id: Annotated[str, typer.Argument(help="Run id (see: toolgauge runs).")],
+    run_id: Annotated[str, typer.Argument(help="Run id, a unique start of one, or 'latest' (see: toolgauge runs).")],
     store: StoreOpt = None,
     as_json: JsonOpt = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="Print scope,metric,value rows.")] = False,
@@ -481,16 +481,16 @@ def report_cmd(
     def body() -> None:
         from toolgauge.store import open_store
 
-        st = open_store(store)
+        st = open_store(store, create=False)
         try:
-            run = st.get_run(run_id)
+            run = st.get_run(st.resolve_run_id(run_id))
         finally:
             st.close()
         if run is None:
             raise UsageError(f"no run {run_id!r} in the store (see: toolgauge runs)")
         if run.summary is None:
             raise UsageError(
-                f"run {run_id} has no summary yet (status: {run.status}); resume it with --resume {run_id}"
+                f"run {run.id} has no summary yet (status: {run.status}); resume it with --resume {run.id}"
             )
         if as_json:
             sys.stdout.write(json.dumps(run.summary, indent=2) + "\n")
