@@ -102,6 +102,7 @@ class Store:
         # The run leases this store holds, and when they were last refreshed.
         self.owner = secrets.token_hex(16)
         self._locks: set[str] = set()
+        self._taken_over: set[str] = set()
         self._last_heartbeat = 0.0
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -451,6 +452,8 @@ class Store:
         is unknown (connection lost during COMMIT) is recognised by its batch token.
         """
         self._last_flush = time.monotonic()
+        if self._taken_over:
+            raise self._taken_over_error(min(self._taken_over))
         heartbeat_due = bool(self._locks) and time.monotonic() - self._last_heartbeat >= HEARTBEAT_SECONDS
         if not (self._pending_samples or self._pending_calls or self._pending_cache or heartbeat_due):
             return
@@ -524,12 +527,17 @@ class Store:
                 .values(heartbeat_at=time.time())
             )
             if result.rowcount == 0:
-                # Our lease went stale and another process took the run over: stop writing into it.
+                # Our lease went stale and another process took the run over: never write into it again.
                 self._locks.discard(run_id)
-                raise StoreWriteError(
-                    f"run {run_id}: another process took over this run's lease (ours went stale); stopping"
-                )
+                self._taken_over.add(run_id)
+                raise self._taken_over_error(run_id)
         self._last_heartbeat = time.monotonic()
+
+    def _taken_over_error(self, run_id: str) -> StoreWriteError:
+        return StoreWriteError(
+            f"run {run_id}: another process took over this run's lease (ours went stale); stopping, "
+            "the rows it did not write are re-done by that process"
+        )
 
 
 @dataclass(frozen=True)
