@@ -135,7 +135,8 @@ class GateServer:
                 outer.gate.wait(120)
                 body = json.dumps({
                     "id": "c", "object": "chat.completion", "created": 0, "model": "m",
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"},
+                                 "finish_reason": "stop"}],
                     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
                 }).encode()  # fmt: skip
                 self.send_response(200)
@@ -165,6 +166,11 @@ class GateServer:
         self.httpd.server_close()
 
 
+def eval_args(server: GateServer, store: str) -> list[str]:
+    """A three-dialogue suite run, one model call at a time, against ``server``."""
+    return ["eval", "suite", "--model", server.model, "--store", store, "-q", "--concurrency", "1", "--limit", "3"]
+
+
 def cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "toolgauge.cli", *args]
 
@@ -191,7 +197,7 @@ def start_blocked_run(server: GateServer, common: list[str]) -> tuple[subprocess
 def test_a_second_resumer_gets_one_clear_line_and_makes_no_model_call(tmp_path):
     store = f"sqlite:///{tmp_path / 's.db'}"
     with GateServer() as server:
-        common = ["eval", "suite", "--model", server.model, "--store", store, "-q", "--concurrency", "1", "--limit", "3"]
+        common = eval_args(server, store)
         first, run_id = start_blocked_run(server, common)
         try:
             assert server.requests == 1
@@ -219,12 +225,14 @@ def test_a_second_resumer_gets_one_clear_line_and_makes_no_model_call(tmp_path):
 def test_a_resume_right_after_kill_9_takes_the_run_over(tmp_path):
     store = f"sqlite:///{tmp_path / 's.db'}"
     with GateServer() as server:
-        common = ["eval", "suite", "--model", server.model, "--store", store, "-q", "--concurrency", "1", "--limit", "3"]
+        common = eval_args(server, store)
         first, run_id = start_blocked_run(server, common)
         os.kill(first.pid, signal.SIGKILL)
         first.wait()
         server.gate.set()
-        resumed = subprocess.run(cli(*common, "--json", "--resume", run_id), capture_output=True, text=True, timeout=120)
+        resumed = subprocess.run(
+            cli(*common, "--json", "--resume", run_id), capture_output=True, text=True, timeout=120
+        )
         assert resumed.returncode == 0, resumed.stderr
         summary = json.loads(resumed.stdout)["run"]
         assert summary["id"] == run_id and summary["sample_errors"] == 0
