@@ -183,8 +183,18 @@ class Store:
         return rid
 
     def set_run_status(self, run_id: str, status: str, *, n_samples: int | None = None) -> None:
-        """Update a run's status (running, finished, interrupted, failed)."""
-        self.flush()
+        """Update a run's status (running, finished, interrupted, failed).
+
+        The buffered rows are flushed first. When that fails, a run that is stopping (failed,
+        interrupted) is still marked so if the store takes the update, then the flush error is raised.
+        """
+        flush_error: StoreWriteError | None = None
+        try:
+            self.flush()
+        except StoreWriteError as exc:
+            if status not in ("failed", "interrupted"):
+                raise
+            flush_error = exc
         values: dict[str, Any] = {"status": status}
         if status != "running":
             values["finished_at"] = time.time()
@@ -194,7 +204,9 @@ class Store:
             with self.engine.begin() as conn:
                 conn.execute(update(schema.runs).where(schema.runs.c.id == run_id).values(**values))
         except SQLAlchemyError as exc:
-            raise self._write_error(f"marking run {run_id} {status}", exc) from exc
+            raise flush_error or self._write_error(f"marking run {run_id} {status}", exc) from exc
+        if flush_error is not None:
+            raise flush_error
 
     def save_summary(self, run_id: str, summary: Mapping[str, Any]) -> None:
         """Store the run's summary JSON and its flattened numeric scores."""
