@@ -23,8 +23,10 @@ runner = CliRunner()
 
 
 def call_row(run_id: str, key: str, step: int = 0) -> dict:
-    return {"run_id": run_id, "sample_key": key, "step": step, "request_hash": None, "response": f"{key}/{step}",
-            "error": None, "input_tokens": 1, "output_tokens": 1, "latency_s": 0.0, "attempts": 1, "cached": False}  # fmt: skip
+    return {
+        "run_id": run_id, "sample_key": key, "step": step, "request_hash": None, "response": f"{key}/{step}",
+        "error": None, "input_tokens": 1, "output_tokens": 1, "latency_s": 0.0, "attempts": 1, "cached": False,
+    }  # fmt: skip
 
 
 def stored(url: str, run_id: str) -> tuple[list[str], list[str], int]:
