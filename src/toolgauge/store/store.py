@@ -473,6 +473,7 @@ class Store:
             self._settle_uncertain_batch()
         samples, calls, cache = self._pending_samples, self._pending_calls, self._pending_cache
         token = secrets.token_hex(16)
+        committing = False
         try:
             with self.engine.begin() as conn:
                 if samples:
@@ -497,8 +498,11 @@ class Store:
                     )
                 if self._locks:
                     self._heartbeat(conn)
+                committing = True  # leaving the block commits
         except SQLAlchemyError as exc:
-            self._uncertain = _UncertainBatch(token, len(samples), len(calls), frozenset(cache))
+            if committing:
+                # Failed during COMMIT: it may have been applied before the error reached us.
+                self._uncertain = _UncertainBatch(token, len(samples), len(calls), frozenset(cache))
             what = (
                 f"group commit of {len(samples)} samples, {len(calls)} model calls "
                 f"and {len(cache)} cache entries (kept for the next attempt)"
