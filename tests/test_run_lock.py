@@ -183,15 +183,22 @@ def wait_for(condition, what: str, timeout: float = 60.0) -> None:
         time.sleep(0.05)
 
 
+def listed_runs(common: list[str]) -> list[dict]:
+    """``toolgauge runs --json`` on the store of ``common``, from another process."""
+    listed = subprocess.run(cli("runs", "--store", common[common.index("--store") + 1], "--json"),
+                            capture_output=True, text=True, check=True)  # fmt: skip
+    return list(json.loads(listed.stdout))
+
+
 def start_blocked_run(server: GateServer, common: list[str]) -> tuple[subprocess.Popen[str], str]:
     """Start a CLI run whose first model call hangs at the gate; return the process and its run id."""
     before = server.requests
     proc = subprocess.Popen(cli(*common), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     wait_for(lambda: server.requests > before or proc.poll() is not None, "the first model call")
     assert proc.poll() is None, proc.communicate()
-    listed = subprocess.run(cli("runs", "--store", common[common.index("--store") + 1], "--json"),
-                            capture_output=True, text=True, check=True)  # fmt: skip
-    return proc, json.loads(listed.stdout)[0]["id"]
+    run = listed_runs(common)[0]
+    assert run["status"] == "running" and run["held_by"].startswith(f"pid {proc.pid} on {this_host()} since ")
+    return proc, run["id"]
 
 
 def test_a_second_resumer_gets_one_clear_line_and_makes_no_model_call(tmp_path):
@@ -229,6 +236,7 @@ def test_a_resume_right_after_kill_9_takes_the_run_over(tmp_path):
         first, run_id = start_blocked_run(server, common)
         os.kill(first.pid, signal.SIGKILL)
         first.wait()
+        assert listed_runs(common)[0]["held_by"] is None  # its lease is stale now: nobody runs it
         server.gate.set()
         resumed = subprocess.run(
             cli(*common, "--json", "--resume", run_id), capture_output=True, text=True, timeout=120

@@ -448,12 +448,14 @@ def runs_cmd(
         st = open_store(store, create=False)
         try:
             runs = st.list_runs(limit)
+            holders = st.live_lock_holders()
         finally:
             st.close()
         if as_json:
             rows = [
                 {"id": r.id, "benchmark": r.benchmark, "model": r.model, "status": r.status, "samples": r.n_samples,
-                 "created_at": r.created_at, "finished_at": r.finished_at}
+                 "created_at": r.created_at, "finished_at": r.finished_at,
+                 "held_by": holders[r.id].describe() if r.id in holders else None}
                 for r in runs
             ]  # fmt: skip
             sys.stdout.write(json.dumps(rows, indent=2) + "\n")
@@ -463,7 +465,12 @@ def runs_cmd(
             table.add_column(col)
         for r in runs:
             started = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created_at))
-            table.add_row(r.id, r.benchmark, r.model, r.status, str(r.n_samples), started)
+            status = r.status
+            if r.id in holders:
+                status = f"{r.status} (pid {holders[r.id].pid} on {holders[r.id].hostname})"
+            elif r.status == "running":
+                status = "stopped (no process; --resume it)"  # killed, or its store write failed
+            table.add_row(r.id, r.benchmark, r.model, status, str(r.n_samples), started)
         out.print(table)
 
     guarded(body)

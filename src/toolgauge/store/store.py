@@ -334,6 +334,13 @@ class Store:
         except SQLAlchemyError as exc:
             raise self._write_error(f"releasing the lease on run {run_id}", exc) from exc
 
+    def live_lock_holders(self) -> dict[str, LockHolder]:
+        """Return the holders of every lease that is not stale, by run id."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(schema.run_locks)).mappings().all()
+        holders = [LockHolder(**dict(r)) for r in rows]
+        return {h.run_id: h for h in holders if not is_stale(h)}
+
     def run_lock_holder(self, run_id: str) -> LockHolder | None:
         """Return who holds the lease on ``run_id``, or None."""
         with self.engine.connect() as conn:
