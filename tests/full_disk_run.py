@@ -1,12 +1,15 @@
-"""A run whose SQLite store fills its disk mid-run: ``python tests/full_disk_run.py DIR MODE [N]``.
+"""A run whose store goes away mid-run, then comes back: ``python tests/full_disk_run.py DIR MODE [N]``.
 
-Meant to run in a private mount namespace (``unshare -m --propagation private``): it mounts a small
-tmpfs at DIR, runs N samples (default 400) with a store on it until the disk is full, then grows the
-tmpfs ("the disk frees up") and prints one JSON line of findings. MODE ``retry``: the same store
-writes the rows it kept. MODE ``resume``: the rows still buffered are abandoned, as when the process
-exits, and a fresh store resumes the run. Exits 77 with a reason when no tmpfs can be mounted.
+``scenario`` runs N samples against a store until a write fails, gives the store its room (or its
+server) back and reports what a fresh reader finds. MODE ``retry``: the same store writes the rows
+it kept. MODE ``resume``: the rows still buffered are abandoned, as when the process exits, and a
+fresh store resumes the run.
 
-Shared by tests/test_store_durability.py and benchmarks/store_full_disk.py.
+As a script it is the full-disk case, meant for a private mount namespace (``unshare -m
+--propagation private``): it mounts a small tmpfs at DIR for a SQLite store, grows the tmpfs once
+the disk is full, and prints one JSON line of findings. Exits 77 with a reason when no tmpfs can be
+mounted. Shared by tests/test_store_durability.py, tests/test_store_postgres.py and
+benchmarks/store_durability.py.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import asyncio
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -107,14 +111,21 @@ def stored_rows(url: str, run_id: str) -> dict[str, Any]:
     return {"samples": samples, "calls": int(calls), "doubled_call_rows": int(doubled)}
 
 
-async def scenario(where: Path, mode: str, n: int) -> dict[str, Any]:
-    url = f"sqlite:///{where / 'store.db'}"
+async def scenario(
+    url: str, mode: str, n: int, *, give_back: Callable[[], None], on_model_call: Callable[[int], None] | None = None
+) -> dict[str, Any]:
+    """Run until the store fails, ``give_back`` its room or server, then retry or resume; return the findings.
+
+    ``on_model_call(k)`` is called before the k-th model call of the first process (to take a server away).
+    """
     items = [(f"s{i:04d}", f"question {i}") for i in range(n)]
     store = AuditedStore(open_store(url))
     run_id = store.create_run("full-disk", "scripted", {})
 
     def policy(request: ModelRequest) -> AssistantTurn:
         store.model_calls += 1
+        if on_model_call is not None:
+            on_model_call(store.model_calls)
         return AssistantTurn(content=answer_for(request.messages[-1].content or ""))
 
     config = EngineConfig(concurrency=4, show_progress=False)
@@ -127,7 +138,7 @@ async def scenario(where: Path, mode: str, n: int) -> dict[str, Any]:
     except StoreWriteError as exc:
         error = str(exc)
     acked_while_full = set(store.acked)
-    mount_tmpfs(where, ROOMY_DISK, remount=True)
+    give_back()
     if mode == "retry":
         store.flush()  # the rows it kept, written now that there is room
         store.close()
@@ -187,7 +198,9 @@ def main() -> None:
         detail = getattr(exc, "stderr", b"") or b""
         print(f"cannot mount a tmpfs at {where}: {exc} {detail.decode().strip()}", file=sys.stderr)
         sys.exit(77)
-    print(json.dumps(asyncio.run(scenario(where, mode, n))))
+    url = f"sqlite:///{where / 'store.db'}"
+    findings = asyncio.run(scenario(url, mode, n, give_back=lambda: mount_tmpfs(where, ROOMY_DISK, remount=True)))
+    print(json.dumps(findings))
 
 
 if __name__ == "__main__":

@@ -5,14 +5,9 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import func, select
 
-from full_disk_run import Answer, AuditedStore, answer_for, episode
-from toolgauge.engine import EngineConfig, run_episodes
-from toolgauge.errors import RunLocked, StoreWriteError
-from toolgauge.models.offline import ScriptedClient
-from toolgauge.records import AssistantTurn, ModelRequest
+from full_disk_run import scenario
+from toolgauge.errors import RunLocked
 from toolgauge.store import open_store, schema
-
-CONFIG = EngineConfig(concurrency=4, show_progress=False)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -68,67 +63,35 @@ def test_runs_samples_calls_cache_and_leases_round_trip(store_url):
 
 @pytest.mark.parametrize("mode", ["retry", "resume"])
 async def test_a_lost_postgresql_server_stops_the_run_and_nothing_finished_is_lost(pg_server, pg_url, mode):
-    n = 120
-    items = [(f"s{i:03d}", f"question {i}") for i in range(n)]
-    store = AuditedStore(open_store(pg_url))
-    run_id = store.create_run("pg-outage", "scripted", {})
     server_down = False
 
-    def policy(request: ModelRequest) -> AssistantTurn:
+    def cut_at_call_40(k: int) -> None:
         nonlocal server_down
-        store.model_calls += 1
-        if store.model_calls == 40:
+        if k == 40:
             pg_server.stop()  # every connection is cut mid-run
             server_down = True
-        return AssistantTurn(content=answer_for(request.messages[-1].content or ""))
+
+    def restart() -> None:
+        nonlocal server_down
+        pg_server.start()
+        server_down = False
 
     try:
-        with pytest.raises(StoreWriteError) as caught:
-            await run_episodes(
-                items, episode, Answer, client=ScriptedClient(policy=policy, delay=0.002), store=store,
-                run_id=run_id, config=CONFIG,
-            )  # fmt: skip
+        found = await scenario(pg_url, mode, 120, give_back=restart, on_model_call=cut_at_call_40)
     finally:
         if server_down:
             pg_server.start()
-    message = str(caught.value)
+    message = found["run_raised"]
     database = pg_url.rsplit("/", 1)[1]
     shown = f"postgresql://toolgauge:***@127.0.0.1:{pg_server.port}/{database}"
     assert message.startswith(f"cannot write to the store {shown}: ")
     assert pg_server.password not in message and "\n" not in message
-    acked = set(store.acked)
-    assert 0 < len(acked) < n
+    assert 0 < found["acked_samples"] < found["samples"]
+    assert found["missing_acked"] == []
     if mode == "retry":
-        store.flush()  # the kept rows, once the server is back
-        assert set(store.recorded) <= set(store.finished_samples(run_id))
-        store.close()
-    else:
-        store.engine.dispose()  # the process "exits" with rows still buffered
-
-    resumer = open_store(pg_url)
-    present = resumer.finished_samples(run_id)
-    assert acked <= set(present)
-    done_before = {k for k, r in present.items() if r.status == "done"}
-    asked: list[str] = []
-
-    def resume_policy(request: ModelRequest) -> AssistantTurn:
-        asked.append(request.sample_key)
-        return AssistantTurn(content=answer_for(request.messages[-1].content or ""))
-
-    out = await run_episodes(
-        items, episode, Answer, client=ScriptedClient(policy=resume_policy), store=resumer, run_id=run_id,
-        config=CONFIG,
-    )  # fmt: skip
-    assert set(asked).isdisjoint(done_before) and len(asked) == n - len(done_before)
-    assert out.resumed == len(done_before)
-    final = resumer.finished_samples(run_id)
-    assert len(final) == n and all(r.result == {"text": answer_for(q)} for (k, q) in items for r in [final[k]])
-    c = schema.model_calls.c
-    with resumer.engine.connect() as conn:
-        doubled = conn.execute(
-            select(func.count()).select_from(
-                select(c.sample_key).group_by(c.sample_key, c.step, c.created_at).having(func.count() > 1).subquery()
-            )
-        ).scalar_one()
-    assert doubled == 0
-    resumer.close()
+        assert found["recorded_but_absent_after_retry"] == []
+        assert found["calls_after_free"] == found["calls_recorded"]
+    assert found["resume_asked_already_done"] == []
+    assert found["resume_asked"] == found["samples"] - found["done_after_free"]
+    assert found["final_done"] == found["samples"] and found["final_wrong"] == []
+    assert found["doubled_call_rows"] == 0
