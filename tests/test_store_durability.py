@@ -215,6 +215,22 @@ def test_runs_and_report_never_create_a_store(tmp_path):
         assert conn.execute("select count(*) from sqlite_master").fetchone() == (0,)
 
 
+def test_runs_reads_a_store_from_before_run_leases_without_changing_it(tmp_path):
+    path = tmp_path / "old.db"
+    store = open_store(f"sqlite:///{path}")
+    run_id = store.create_run("suite", "gold", {})
+    store.close()
+    with sqlite3.connect(path) as conn:
+        conn.execute("DROP TABLE run_locks")
+        conn.execute("DROP TABLE store_flushes")
+    res = runner.invoke(app, ["runs", "--store", f"sqlite:///{path}", "--json"])
+    assert res.exit_code == 0, res.output
+    assert [(r["id"], r["held_by"]) for r in json.loads(res.stdout)] == [(run_id, None)]
+    with sqlite3.connect(path) as conn:
+        tables = {name for (name,) in conn.execute("select name from sqlite_master where type = 'table'")}
+    assert "run_locks" not in tables and "runs" in tables
+
+
 def test_report_takes_latest_and_a_unique_prefix(tmp_path):
     url = f"sqlite:///{tmp_path / 's.db'}"
     store = open_store(url)

@@ -27,7 +27,7 @@ from sqlalchemy import Engine, create_engine, delete, event, func, insert, inspe
 from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError, ProgrammingError, SQLAlchemyError
 
 from toolgauge.errors import RunLocked, StoreWriteError, UsageError
-from toolgauge.redact import redact_url
+from toolgauge.redact import redact, redact_url
 from toolgauge.store import schema
 from toolgauge.store.lease import HEARTBEAT_SECONDS, LockHolder, is_stale, pid_start_time, this_host
 from toolgauge.store.schema import SCHEMA_VERSION
@@ -159,7 +159,7 @@ class Store:
         """Return the one-line error for a failed write: what failed, the store, the database's first line."""
         orig = getattr(exc, "orig", None) or exc
         lines = str(orig).strip().splitlines() or [orig.__class__.__name__]
-        return StoreWriteError(f"cannot write to the store {self.url}: {what}: {lines[0].strip()}")
+        return StoreWriteError(f"cannot write to the store {self.url}: {what}: {redact(lines[0].strip())}")
 
     # -- runs ------------------------------------------------------------------------------
     def create_run(self, benchmark: str, model: str, config: Mapping[str, Any], *, run_id: str | None = None) -> str:
@@ -336,6 +336,8 @@ class Store:
 
     def live_lock_holders(self) -> dict[str, LockHolder]:
         """Return the holders of every lease that is not stale, by run id."""
+        if "run_locks" not in inspect(self.engine).get_table_names():
+            return {}  # a store written before leases existed, opened read-only
         with self.engine.connect() as conn:
             rows = conn.execute(select(schema.run_locks)).mappings().all()
         holders = [LockHolder(**dict(r)) for r in rows]
