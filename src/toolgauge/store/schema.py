@@ -101,13 +101,3 @@ run_locks = Table(
     Column("acquired_at", Float, nullable=False),
     Column("heartbeat_at", Float, nullable=False),
 )
-
-# The last committed group-commit batch of each open store: when a commit fails in a way that
-# leaves it unknown whether it was applied (connection lost during COMMIT), the retry looks its
-# token up here and skips the rows that did land, so nothing is written twice.
-store_flushes = Table(
-    "store_flushes",
-    metadata,
-    Column("token", String(64), primary_key=True),
-    Column("at", Float, nullable=False),
-)

@@ -95,9 +95,7 @@ class Store:
         self._pending_calls: list[dict[str, Any]] = []
         self._pending_cache: dict[str, dict[str, Any]] = {}
         self._last_flush = time.monotonic()
-        # Group-commit bookkeeping: the token of the last committed batch, and, after a failed
-        # commit, the token and size of the batch whose fate is unknown.
-        self._committed_token: str | None = None
+        # After a commit that failed in COMMIT itself: the batch whose fate is unknown.
         self._uncertain: _UncertainBatch | None = None
         # The run leases this store holds, and when they were last refreshed.
         self.owner = secrets.token_hex(16)
@@ -470,7 +468,7 @@ class Store:
 
         On failure the rows stay buffered, in order, and ``StoreWriteError`` is raised; a later
         flush writes them exactly once. A transaction rolls back whole, and a commit whose outcome
-        is unknown (connection lost during COMMIT) is recognised by its batch token.
+        is unknown (connection lost during COMMIT) is looked up by its first row before anything is retried.
         """
         self._last_flush = time.monotonic()
         if self._taken_over:
@@ -481,7 +479,6 @@ class Store:
         if self._uncertain is not None:
             self._settle_uncertain_batch()
         samples, calls, cache = self._pending_samples, self._pending_calls, self._pending_cache
-        token = secrets.token_hex(16)
         committing = False
         try:
             with self.engine.begin() as conn:
@@ -499,34 +496,38 @@ class Store:
                     fresh = [v for k, v in cache.items() if k not in existing]
                     if fresh:
                         conn.execute(insert(schema.response_cache), fresh)
-                # This batch's token replaces the previous one, whose commit is known.
-                conn.execute(insert(schema.store_flushes).values(token=token, at=time.time()))
-                if self._committed_token:
-                    conn.execute(
-                        delete(schema.store_flushes).where(schema.store_flushes.c.token == self._committed_token)
-                    )
                 if self._locks:
                     self._heartbeat(conn)
                 committing = True  # leaving the block commits
         except SQLAlchemyError as exc:
-            if committing:
+            if committing and (samples or calls):
                 # Failed during COMMIT: it may have been applied before the error reached us.
-                self._uncertain = _UncertainBatch(token, len(samples), len(calls), frozenset(cache))
+                self._uncertain = _UncertainBatch(
+                    samples[0] if samples else None, calls[0] if calls else None, len(samples), len(calls),
+                    frozenset(cache),
+                )  # fmt: skip
             what = (
                 f"group commit of {len(samples)} samples, {len(calls)} model calls "
                 f"and {len(cache)} cache entries (kept for the next attempt)"
             )
             raise self._write_error(what, exc) from exc
         self._pending_samples, self._pending_calls, self._pending_cache = [], [], {}
-        self._committed_token = token
 
     def _settle_uncertain_batch(self) -> None:
-        """After a failed commit, find out whether it landed after all, and if so drop its rows from the buffer."""
+        """After a failed COMMIT, find out whether it landed after all, and if so drop its rows from the buffer.
+
+        A transaction lands whole, so its first sample (or model call) row tells: it is found with
+        every field it was written with. Cache entries need no check; they are never inserted twice.
+        """
         batch = self._uncertain
         assert batch is not None
+        first = batch.first_sample if batch.first_sample is not None else batch.first_call
+        table = schema.samples if batch.first_sample is not None else schema.model_calls
+        assert first is not None
+        match = [table.c[name] == value for name, value in first.items() if value is not None]
         try:
             with self.engine.connect() as conn:
-                landed = self._batch_landed(conn, batch.token)
+                landed = conn.execute(select(func.count()).select_from(table).where(*match)).scalar_one() > 0
         except SQLAlchemyError as exc:
             raise self._write_error("checking whether the last failed group commit was applied", exc) from exc
         if landed:
@@ -534,13 +535,7 @@ class Store:
             del self._pending_calls[: batch.calls]
             for key in batch.cache_keys:
                 self._pending_cache.pop(key, None)
-            self._committed_token = batch.token
         self._uncertain = None
-
-    def _batch_landed(self, conn: Any, token: str) -> bool:
-        """Return whether the batch with ``token`` was committed after all."""
-        found = conn.execute(select(schema.store_flushes.c.token).where(schema.store_flushes.c.token == token))
-        return found.first() is not None
 
     def _heartbeat(self, conn: Any) -> None:
         """Refresh this store's leases; raise ``StoreWriteError`` when one was taken over meanwhile."""
@@ -567,9 +562,10 @@ class Store:
 
 @dataclass(frozen=True)
 class _UncertainBatch:
-    """A batch whose commit failed: its token and how many of the buffered rows it held."""
+    """A batch whose COMMIT failed: its first sample and call rows, and how many buffered rows it held."""
 
-    token: str
+    first_sample: dict[str, Any] | None
+    first_call: dict[str, Any] | None
     samples: int
     calls: int
     cache_keys: frozenset[str]
