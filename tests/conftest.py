@@ -34,3 +34,25 @@ def mtu_dir(data_dir: Path) -> Path:
 def bfcl_dir(data_dir: Path) -> Path:
     """BFCL v4 data directory."""
     return data_dir / "bfcl"
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """A real PostgreSQL server for the session (tests/pg_server.py); skips with the reason where none can start."""
+    from pg_server import PgServer, PgUnavailable
+
+    try:
+        server = PgServer()
+        server.start()
+    except PgUnavailable as exc:
+        pytest.skip(f"no PostgreSQL server: {exc}")
+    yield server
+    server.close()
+
+
+@pytest.fixture()
+def pg_url(pg_server) -> str:
+    """A store URL (with password) for a fresh database of its own on the session's PostgreSQL server."""
+    import secrets
+
+    return pg_server.create_database(f"tg_{secrets.token_hex(6)}")

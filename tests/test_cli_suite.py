@@ -102,10 +102,10 @@ def test_bad_suite_line_is_one_error_line_exit_2_and_nothing_stored(tmp_path):
 def test_unknown_model_spec_and_unknown_run_are_clear_errors(store):
     res = invoke("eval", "suite", "--model", "gpt-9", "--store", store)
     assert res.exit_code == 2 and "unknown model spec 'gpt-9'" in res.stderr
-    res = invoke("report", "nope", "--store", store)
-    assert res.exit_code == 2 and "no run 'nope'" in res.stderr
     res = invoke("eval", "suite", "--model", "gold", "--store", store, "--resume", "nope")
     assert res.exit_code == 2 and "no such run" in res.stderr
+    res = invoke("report", "nope", "--store", store)  # the store exists now (report never creates one)
+    assert res.exit_code == 2 and "no run 'nope'" in res.stderr
 
 
 def test_resume_of_a_finished_run_makes_no_model_calls(store):

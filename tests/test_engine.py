@@ -318,7 +318,9 @@ async def test_unknown_role_fails_the_sample_with_a_clear_error(tmp_path):
         await ctx.generate([Message(role="user", content=sample)], role="judge")
         return Echo(text="unreachable")
 
+    store = store_at(tmp_path)
+    run_id = store.create_run("t", "scripted", {})  # a sample of a run not in the store cannot be stored
     out = await run_episodes(
-        [("s1", "hi")], episode, Echo, client=ScriptedClient(outputs=[]), store=store_at(tmp_path), run_id="r1"
+        [("s1", "hi")], episode, Echo, client=ScriptedClient(outputs=[]), store=store, run_id=run_id
     )
     assert out.outcomes[0].error is not None and "no model client for role 'judge'" in out.outcomes[0].error

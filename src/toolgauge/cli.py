@@ -445,15 +445,17 @@ def runs_cmd(
 
         from toolgauge.store import open_store
 
-        st = open_store(store)
+        st = open_store(store, create=False)
         try:
             runs = st.list_runs(limit)
+            holders = st.live_lock_holders()
         finally:
             st.close()
         if as_json:
             rows = [
                 {"id": r.id, "benchmark": r.benchmark, "model": r.model, "status": r.status, "samples": r.n_samples,
-                 "created_at": r.created_at, "finished_at": r.finished_at}
+                 "created_at": r.created_at, "finished_at": r.finished_at,
+                 "held_by": holders[r.id].describe() if r.id in holders else None}
                 for r in runs
             ]  # fmt: skip
             sys.stdout.write(json.dumps(rows, indent=2) + "\n")
@@ -463,7 +465,12 @@ def runs_cmd(
             table.add_column(col)
         for r in runs:
             started = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created_at))
-            table.add_row(r.id, r.benchmark, r.model, r.status, str(r.n_samples), started)
+            status = r.status
+            if r.id in holders:
+                status = f"{r.status} (pid {holders[r.id].pid} on {holders[r.id].hostname})"
+            elif r.status == "running":
+                status = "stopped (no process; --resume it)"  # killed, or its store write failed
+            table.add_row(r.id, r.benchmark, r.model, status, str(r.n_samples), started)
         out.print(table)
 
     guarded(body)
@@ -471,7 +478,7 @@ def runs_cmd(
 
 @app.command("report")
 def report_cmd(
-    run_id: Annotated[str, typer.Argument(help="Run id (see: toolgauge runs).")],
+    run_id: Annotated[str, typer.Argument(help="Run id, a unique start of one, or 'latest' (see: toolgauge runs).")],
     store: StoreOpt = None,
     as_json: JsonOpt = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="Print scope,metric,value rows.")] = False,
@@ -481,16 +488,16 @@ def report_cmd(
     def body() -> None:
         from toolgauge.store import open_store
 
-        st = open_store(store)
+        st = open_store(store, create=False)
         try:
-            run = st.get_run(run_id)
+            run = st.get_run(st.resolve_run_id(run_id))
         finally:
             st.close()
         if run is None:
             raise UsageError(f"no run {run_id!r} in the store (see: toolgauge runs)")
         if run.summary is None:
             raise UsageError(
-                f"run {run_id} has no summary yet (status: {run.status}); resume it with --resume {run_id}"
+                f"run {run.id} has no summary yet (status: {run.status}); resume it with --resume {run.id}"
             )
         if as_json:
             sys.stdout.write(json.dumps(run.summary, indent=2) + "\n")

@@ -165,9 +165,15 @@ async def run_benchmark(
 
 
 def _open_run(store: Store, bench: Benchmark[Any, Any], model_spec: str, resume: str | None) -> str:
+    """Create or reopen the run, holding its lease (``RunLocked`` when another process runs it).
+
+    ``store.close()`` gives the lease back when the run ends.
+    """
     config = bench.config()
     if resume is None:
-        return store.create_run(bench.name, model_spec, config)
+        run_id = store.create_run(bench.name, model_spec, config)
+        store.acquire_run_lock(run_id)
+        return run_id
     run = store.get_run(resume)
     if run is None:
         raise UsageError(f"--resume {resume}: no such run in the store (see: toolgauge runs)")
@@ -178,6 +184,8 @@ def _open_run(store: Store, bench: Benchmark[Any, Any], model_spec: str, resume:
         )
     if run.config != _jsonable(config):
         raise UsageError(f"--resume {resume}: the run was started with other settings: {run.config}")
+    # Before anything is changed: a second resumer stops here, with no model call and no write.
+    store.acquire_run_lock(resume)
     store.set_run_status(resume, "running")
     return resume
 

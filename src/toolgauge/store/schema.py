@@ -86,3 +86,18 @@ response_cache = Table(
     Column("response", Text, nullable=False),
     Column("created_at", Float, nullable=False),
 )
+
+# One row per run being run right now: the lease that keeps a second process from resuming it.
+# Inserting the row is the atomic "acquire" (primary key); the holder refreshes heartbeat_at as it writes.
+run_locks = Table(
+    "run_locks",
+    metadata,
+    Column("run_id", String(64), primary_key=True),
+    Column("owner", String(64), nullable=False),
+    Column("hostname", Text, nullable=False),
+    Column("pid", Integer, nullable=False),
+    # Start time of the pid (Linux clock ticks since boot), so a reused pid is not taken for the holder.
+    Column("pid_started", Text),
+    Column("acquired_at", Float, nullable=False),
+    Column("heartbeat_at", Float, nullable=False),
+)

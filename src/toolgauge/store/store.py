@@ -4,10 +4,16 @@ Rows are buffered and committed in groups: the engine flushes as soon as the sam
 finished in the same event-loop tick are buffered (group commit), so a sample counts as
 finished only once it is durable, and a resume after ``kill -9`` never repeats one. Other
 callers get a time/size-based flush as a safety net.
+
+A write that fails (disk full, read-only store, lost PostgreSQL connection) raises
+``StoreWriteError`` and keeps every buffered row, in order, for the next flush; nothing is
+dropped and nothing is written twice. A run is run by one process at a time: the process
+holds a lease row in ``run_locks`` (see ``acquire_run_lock``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -17,11 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event, func, insert, select, update
-from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError, SQLAlchemyError
+from sqlalchemy import Engine, create_engine, delete, event, func, insert, inspect, make_url, select, update
+from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError, ProgrammingError, SQLAlchemyError
 
-from toolgauge.errors import UsageError
+from toolgauge.errors import RunLocked, StoreWriteError, UsageError
+from toolgauge.redact import redact, redact_url
 from toolgauge.store import schema
+from toolgauge.store.lease import HEARTBEAT_SECONDS, LockHolder, is_stale, pid_start_time, this_host
 from toolgauge.store.schema import SCHEMA_VERSION
 
 STORE_ENV = "TOOLGAUGE_STORE"
@@ -77,14 +85,23 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
 class Store:
     """Runs, samples, model calls, scores and the response cache."""
 
-    def __init__(self, engine: Engine, *, flush_rows: int = 256, flush_seconds: float = 0.25):
+    def __init__(self, engine: Engine, *, url: str | None = None, flush_rows: int = 256, flush_seconds: float = 0.25):
         self.engine = engine
+        # Shown in errors, password masked; the URL as the user gave it (not the driver-qualified one).
+        self.url = redact_url(url or engine.url.render_as_string(hide_password=False))
         self.flush_rows = flush_rows
         self.flush_seconds = flush_seconds
         self._pending_samples: list[dict[str, Any]] = []
         self._pending_calls: list[dict[str, Any]] = []
         self._pending_cache: dict[str, dict[str, Any]] = {}
         self._last_flush = time.monotonic()
+        # After a commit that failed in COMMIT itself: the batch whose fate is unknown.
+        self._uncertain: _UncertainBatch | None = None
+        # The run leases this store holds, and when they were last refreshed.
+        self.owner = secrets.token_hex(16)
+        self._locks: set[str] = set()
+        self._taken_over: set[str] = set()
+        self._last_heartbeat = 0.0
 
     # -- lifecycle -------------------------------------------------------------------------
     def init_schema(self) -> None:
@@ -102,6 +119,15 @@ class Store:
                     raise
                 time.sleep(0.05 * (attempt + 1))
 
+    def check_schema(self) -> None:
+        """Check an existing store without changing it (for read-only commands)."""
+        if "runs" not in inspect(self.engine).get_table_names():
+            raise UsageError(f"no toolgauge store at {self.url} (no runs table); run an eval first")
+        with self.engine.connect() as conn:
+            row = conn.execute(select(schema.meta.c.value).where(schema.meta.c.key == "schema_version")).first()
+        if row is not None and int(row[0]) > SCHEMA_VERSION:
+            raise UsageError(f"store schema version {row[0]} is newer than this toolgauge ({SCHEMA_VERSION}); upgrade")
+
     def _create_schema(self) -> None:
         schema.metadata.create_all(self.engine)
         with self.engine.begin() as conn:
@@ -114,38 +140,71 @@ class Store:
                 )
 
     def close(self) -> None:
-        """Flush pending writes and release connections."""
-        self.flush()
-        self.engine.dispose()
+        """Flush pending writes, release the run leases this store holds and the connections.
+
+        Raises ``StoreWriteError`` when the last flush fails; the leases and connections are
+        released all the same (a lease that cannot be deleted goes stale with this process).
+        """
+        try:
+            self.flush()
+        finally:
+            for run_id in sorted(self._locks):
+                with contextlib.suppress(StoreWriteError):
+                    self.release_run_lock(run_id)
+            self.engine.dispose()
+
+    def _write_error(self, what: str, exc: BaseException) -> StoreWriteError:
+        """Return the one-line error for a failed write: what failed, the store, the database's first line."""
+        orig = getattr(exc, "orig", None) or exc
+        lines = str(orig).strip().splitlines() or [orig.__class__.__name__]
+        return StoreWriteError(f"cannot write to the store {self.url}: {what}: {redact(lines[0].strip())}")
 
     # -- runs ------------------------------------------------------------------------------
     def create_run(self, benchmark: str, model: str, config: Mapping[str, Any], *, run_id: str | None = None) -> str:
         """Insert a new run in status ``running`` and return its id."""
         rid = run_id or new_run_id()
-        with self.engine.begin() as conn:
-            conn.execute(
-                insert(schema.runs).values(
-                    id=rid,
-                    benchmark=benchmark,
-                    model=model,
-                    status="running",
-                    config=json.dumps(dict(config), sort_keys=True, default=str),
-                    n_samples=0,
-                    created_at=time.time(),
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(
+                    insert(schema.runs).values(
+                        id=rid,
+                        benchmark=benchmark,
+                        model=model,
+                        status="running",
+                        config=json.dumps(dict(config), sort_keys=True, default=str),
+                        n_samples=0,
+                        created_at=time.time(),
+                    )
                 )
-            )
+        except SQLAlchemyError as exc:
+            raise self._write_error(f"creating run {rid}", exc) from exc
         return rid
 
     def set_run_status(self, run_id: str, status: str, *, n_samples: int | None = None) -> None:
-        """Update a run's status (running, finished, interrupted, failed)."""
-        self.flush()
+        """Update a run's status (running, finished, interrupted, failed).
+
+        The buffered rows are flushed first. When that fails, a run that is stopping (failed,
+        interrupted) is still marked so if the store takes the update, then the flush error is raised.
+        """
+        flush_error: StoreWriteError | None = None
+        try:
+            self.flush()
+        except StoreWriteError as exc:
+            if status not in ("failed", "interrupted"):
+                raise
+            flush_error = exc
         values: dict[str, Any] = {"status": status}
         if status != "running":
             values["finished_at"] = time.time()
         if n_samples is not None:
             values["n_samples"] = n_samples
-        with self.engine.begin() as conn:
-            conn.execute(update(schema.runs).where(schema.runs.c.id == run_id).values(**values))
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(update(schema.runs).where(schema.runs.c.id == run_id).values(**values))
+        except SQLAlchemyError as exc:
+            raise flush_error or self._write_error(f"marking run {run_id} {status}", exc) from exc
+        if flush_error is not None:
+            raise flush_error
 
     def save_summary(self, run_id: str, summary: Mapping[str, Any]) -> None:
         """Store the run's summary JSON and its flattened numeric scores."""
@@ -154,15 +213,18 @@ class Store:
             {"run_id": run_id, "scope": scope, "metric": metric, "value": value}
             for scope, metric, value in _flatten_scores(summary)
         ]
-        with self.engine.begin() as conn:
-            conn.execute(
-                update(schema.runs)
-                .where(schema.runs.c.id == run_id)
-                .values(summary=json.dumps(dict(summary), sort_keys=True))
-            )
-            conn.execute(schema.scores.delete().where(schema.scores.c.run_id == run_id))
-            if rows:
-                conn.execute(insert(schema.scores), rows)
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(
+                    update(schema.runs)
+                    .where(schema.runs.c.id == run_id)
+                    .values(summary=json.dumps(dict(summary), sort_keys=True))
+                )
+                conn.execute(schema.scores.delete().where(schema.scores.c.run_id == run_id))
+                if rows:
+                    conn.execute(insert(schema.scores), rows)
+        except SQLAlchemyError as exc:
+            raise self._write_error(f"saving the summary of run {run_id}", exc) from exc
 
     def get_run(self, run_id: str) -> RunInfo | None:
         """Return one run, or None."""
@@ -175,6 +237,115 @@ class Store:
         with self.engine.connect() as conn:
             rows = conn.execute(select(schema.runs).order_by(schema.runs.c.created_at.desc()).limit(limit)).mappings()
             return [_run_info(r) for r in rows]
+
+    def resolve_run_id(self, ref: str) -> str:
+        """Return the run id ``ref`` names: an exact id, ``latest`` (the newest run) or a unique id prefix.
+
+        Raises ``UsageError`` for no match, or for an ambiguous prefix (listing the candidates).
+        """
+        ids = schema.runs.c.id
+        newest_first = schema.runs.c.created_at.desc()
+        with self.engine.connect() as conn:
+            if conn.execute(select(ids).where(ids == ref)).first() is not None:
+                return ref
+            if ref == "latest":
+                latest = conn.execute(select(ids).order_by(newest_first).limit(1)).scalar()
+                if latest is None:
+                    raise UsageError("the store has no runs yet; run an eval first")
+                return str(latest)
+            pattern = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            found = list(
+                conn.execute(
+                    select(ids).where(ids.like(pattern, escape="\\")).order_by(newest_first).limit(11)
+                ).scalars()
+            )
+        if not found:
+            raise UsageError(f"no run {ref!r} in the store (see: toolgauge runs)")
+        if len(found) > 1:
+            more = ", ..." if len(found) > 10 else ""
+            raise UsageError(f"run id prefix {ref!r} is ambiguous: {', '.join(found[:10])}{more}; give more of the id")
+        return str(found[0])
+
+    # -- run leases ------------------------------------------------------------------------
+    def acquire_run_lock(self, run_id: str) -> None:
+        """Take the lease on ``run_id`` for this process, or raise ``RunLocked`` naming the holder.
+
+        The lease is a row in ``run_locks``; inserting it is atomic on SQLite and PostgreSQL (the
+        primary key), so of two processes only one gets it. A lease whose process is gone (same
+        host: the pid is dead, e.g. after ``kill -9``; other host: no heartbeat for 10 minutes) is
+        taken over. ``close`` and ``release_run_lock`` give it back.
+        """
+        if run_id in self._locks:
+            return
+        for _ in range(5):
+            now = time.time()
+            row = {
+                "run_id": run_id,
+                "owner": self.owner,
+                "hostname": this_host(),
+                "pid": os.getpid(),
+                "pid_started": pid_start_time(os.getpid()),
+                "acquired_at": now,
+                "heartbeat_at": now,
+            }
+            try:
+                with self.engine.begin() as conn:
+                    conn.execute(insert(schema.run_locks).values(**row))
+            except IntegrityError:
+                holder = self.run_lock_holder(run_id)
+                if holder is None:
+                    continue  # released in between: try again
+                if not is_stale(holder):
+                    raise RunLocked(
+                        f"run {run_id} is being run by {holder.describe()}; wait for it or stop it"
+                    ) from None
+                # Take over only the stale lease we looked at; a racing taker deletes nothing and loses the insert.
+                try:
+                    with self.engine.begin() as conn:
+                        conn.execute(
+                            delete(schema.run_locks).where(
+                                (schema.run_locks.c.run_id == run_id) & (schema.run_locks.c.owner == holder.owner)
+                            )
+                        )
+                except SQLAlchemyError as exc:
+                    raise self._write_error(f"taking over the stale lease on run {run_id}", exc) from exc
+                continue
+            except SQLAlchemyError as exc:
+                raise self._write_error(f"taking the lease on run {run_id}", exc) from exc
+            self._locks.add(run_id)
+            self._last_heartbeat = time.monotonic()
+            return
+        raise RunLocked(f"run {run_id}: could not take its lease (other processes keep taking it); try again")
+
+    def release_run_lock(self, run_id: str) -> None:
+        """Give back the lease on ``run_id`` (a no-op when this store does not hold it)."""
+        if run_id not in self._locks:
+            return
+        self._locks.discard(run_id)
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(
+                    delete(schema.run_locks).where(
+                        (schema.run_locks.c.run_id == run_id) & (schema.run_locks.c.owner == self.owner)
+                    )
+                )
+        except SQLAlchemyError as exc:
+            raise self._write_error(f"releasing the lease on run {run_id}", exc) from exc
+
+    def live_lock_holders(self) -> dict[str, LockHolder]:
+        """Return the holders of every lease that is not stale, by run id."""
+        if "run_locks" not in inspect(self.engine).get_table_names():
+            return {}  # a store written before leases existed, opened read-only
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(schema.run_locks)).mappings().all()
+        holders = [LockHolder(**dict(r)) for r in rows]
+        return {h.run_id: h for h in holders if not is_stale(h)}
+
+    def run_lock_holder(self, run_id: str) -> LockHolder | None:
+        """Return who holds the lease on ``run_id``, or None."""
+        with self.engine.connect() as conn:
+            row = conn.execute(select(schema.run_locks).where(schema.run_locks.c.run_id == run_id)).mappings().first()
+        return LockHolder(**dict(row)) if row else None
 
     # -- samples ---------------------------------------------------------------------------
     def record_sample(
@@ -221,14 +392,17 @@ class Store:
         if not keys:
             return
         self.flush()
-        with self.engine.begin() as conn:
-            for start in range(0, len(keys), 500):
-                chunk = keys[start : start + 500]
-                conn.execute(
-                    schema.samples.delete().where(
-                        (schema.samples.c.run_id == run_id) & (schema.samples.c.sample_key.in_(chunk))
+        try:
+            with self.engine.begin() as conn:
+                for start in range(0, len(keys), 500):
+                    chunk = keys[start : start + 500]
+                    conn.execute(
+                        schema.samples.delete().where(
+                            (schema.samples.c.run_id == run_id) & (schema.samples.c.sample_key.in_(chunk))
+                        )
                     )
-                )
+        except SQLAlchemyError as exc:
+            raise self._write_error(f"forgetting {len(keys)} failed samples of run {run_id}", exc) from exc
 
     # -- model calls and cache -------------------------------------------------------------
     def record_call(self, row: Mapping[str, Any]) -> None:
@@ -263,10 +437,14 @@ class Store:
         pending = self._pending_cache.get(key)
         if pending is not None:
             return json.loads(pending["response"])  # type: ignore[no-any-return]
-        with self.engine.connect() as conn:
-            row = conn.execute(
-                select(schema.response_cache.c.response).where(schema.response_cache.c.key == key)
-            ).first()
+        try:
+            with self.engine.connect() as conn:
+                row = conn.execute(
+                    select(schema.response_cache.c.response).where(schema.response_cache.c.key == key)
+                ).first()
+        except SQLAlchemyError as exc:
+            # Mid-run, an unreachable store must stop the run like a failed write, not fail one sample.
+            raise self._write_error("reading the response cache", exc) from exc
         return json.loads(row[0]) if row else None
 
     def cache_put(self, key: str, model: str, response: Mapping[str, Any]) -> None:
@@ -286,27 +464,111 @@ class Store:
             self.flush()
 
     def flush(self) -> None:
-        """Write every buffered row in one transaction."""
+        """Write every buffered row in one transaction (and refresh this store's run leases).
+
+        On failure the rows stay buffered, in order, and ``StoreWriteError`` is raised; a later
+        flush writes them exactly once. A transaction rolls back whole, and a commit whose outcome
+        is unknown (connection lost during COMMIT) is looked up by its first row before anything is retried.
+        """
         self._last_flush = time.monotonic()
-        if not (self._pending_samples or self._pending_calls or self._pending_cache):
+        if self._taken_over:
+            raise self._taken_over_error(min(self._taken_over))
+        heartbeat_due = bool(self._locks) and time.monotonic() - self._last_heartbeat >= HEARTBEAT_SECONDS
+        if not (self._pending_samples or self._pending_calls or self._pending_cache or heartbeat_due):
             return
+        if self._uncertain is not None:
+            self._settle_uncertain_batch()
         samples, calls, cache = self._pending_samples, self._pending_calls, self._pending_cache
+        committing = False
+        try:
+            with self.engine.begin() as conn:
+                if samples:
+                    # Failed samples are deleted (forget_samples) before they are re-run, so inserts never collide.
+                    conn.execute(insert(schema.samples), samples)
+                if calls:
+                    conn.execute(insert(schema.model_calls), calls)
+                if cache:
+                    existing = set(
+                        conn.execute(
+                            select(schema.response_cache.c.key).where(schema.response_cache.c.key.in_(list(cache)))
+                        ).scalars()
+                    )
+                    fresh = [v for k, v in cache.items() if k not in existing]
+                    if fresh:
+                        conn.execute(insert(schema.response_cache), fresh)
+                if self._locks:
+                    self._heartbeat(conn)
+                committing = True  # leaving the block commits
+        except SQLAlchemyError as exc:
+            if committing and (samples or calls):
+                # Failed during COMMIT: it may have been applied before the error reached us.
+                self._uncertain = _UncertainBatch(
+                    samples[0] if samples else None, calls[0] if calls else None, len(samples), len(calls),
+                    frozenset(cache),
+                )  # fmt: skip
+            what = (
+                f"group commit of {len(samples)} samples, {len(calls)} model calls "
+                f"and {len(cache)} cache entries (kept for the next attempt)"
+            )
+            raise self._write_error(what, exc) from exc
         self._pending_samples, self._pending_calls, self._pending_cache = [], [], {}
-        with self.engine.begin() as conn:
-            if samples:
-                # Failed samples are deleted (forget_samples) before they are re-run, so inserts never collide.
-                conn.execute(insert(schema.samples), samples)
-            if calls:
-                conn.execute(insert(schema.model_calls), calls)
-            if cache:
-                existing = set(
-                    conn.execute(
-                        select(schema.response_cache.c.key).where(schema.response_cache.c.key.in_(list(cache)))
-                    ).scalars()
-                )
-                fresh = [v for k, v in cache.items() if k not in existing]
-                if fresh:
-                    conn.execute(insert(schema.response_cache), fresh)
+
+    def _settle_uncertain_batch(self) -> None:
+        """After a failed COMMIT, find out whether it landed after all, and if so drop its rows from the buffer.
+
+        A transaction lands whole, so its first sample (or model call) row tells: it is found with
+        every field it was written with. Cache entries need no check; they are never inserted twice.
+        """
+        batch = self._uncertain
+        assert batch is not None
+        first = batch.first_sample if batch.first_sample is not None else batch.first_call
+        table = schema.samples if batch.first_sample is not None else schema.model_calls
+        assert first is not None
+        match = [table.c[name] == value for name, value in first.items() if value is not None]
+        try:
+            with self.engine.connect() as conn:
+                landed = conn.execute(select(func.count()).select_from(table).where(*match)).scalar_one() > 0
+        except SQLAlchemyError as exc:
+            raise self._write_error("checking whether the last failed group commit was applied", exc) from exc
+        if landed:
+            del self._pending_samples[: batch.samples]
+            del self._pending_calls[: batch.calls]
+            for key in batch.cache_keys:
+                self._pending_cache.pop(key, None)
+        self._uncertain = None
+
+    def _heartbeat(self, conn: Any) -> None:
+        """Refresh this store's leases; raise ``StoreWriteError`` when one was taken over meanwhile."""
+        locks = schema.run_locks.c
+        for run_id in sorted(self._locks):
+            result = conn.execute(
+                update(schema.run_locks)
+                .where((locks.run_id == run_id) & (locks.owner == self.owner))
+                .values(heartbeat_at=time.time())
+            )
+            if result.rowcount == 0:
+                # Our lease went stale and another process took the run over: never write into it again.
+                self._locks.discard(run_id)
+                self._taken_over.add(run_id)
+                raise self._taken_over_error(run_id)
+        self._last_heartbeat = time.monotonic()
+
+    def _taken_over_error(self, run_id: str) -> StoreWriteError:
+        return StoreWriteError(
+            f"run {run_id}: another process took over this run's lease (ours went stale); stopping, "
+            "the rows it did not write are re-done by that process"
+        )
+
+
+@dataclass(frozen=True)
+class _UncertainBatch:
+    """A batch whose COMMIT failed: its first sample and call rows, and how many buffered rows it held."""
+
+    first_sample: dict[str, Any] | None
+    first_call: dict[str, Any] | None
+    samples: int
+    calls: int
+    cache_keys: frozenset[str]
 
 
 def _run_info(row: Any) -> RunInfo:
@@ -334,31 +596,60 @@ def _flatten_scores(summary: Mapping[str, Any], scope: str = "") -> Iterator[tup
             yield from _flatten_scores(value, f"{scope}/{key}" if scope else key)
 
 
-def open_store(url: str | None = None) -> Store:
-    """Open (and create if needed) the store at ``url`` or the default location."""
+def open_store(url: str | None = None, *, create: bool = True) -> Store:
+    """Open the store at ``url`` or the default location.
+
+    With ``create`` (commands that run things) a missing store is created, folder included, and
+    missing tables are added. Without it (read-only commands such as ``runs`` and ``report``)
+    nothing is created: a missing SQLite file or an empty database is a ``UsageError``.
+    """
     url = url or default_store_url()
+    shown = redact_url(url)
+    driver_url = url
     if url.startswith(("postgresql://", "postgres://")):
         # SQLAlchemy's default PostgreSQL driver is psycopg2; toolgauge's extra installs psycopg 3.
-        url = "postgresql+psycopg://" + url.split("://", 1)[1]
-    if url.startswith("sqlite:///"):
-        path = Path(url.removeprefix("sqlite:///"))
-        if str(path) not in ("", ":memory:"):
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise UsageError(f"cannot create the store folder {path.parent}: {exc}") from exc
+        driver_url = "postgresql+psycopg://" + url.split("://", 1)[1]
+    path = _sqlite_path(driver_url)
+    if path is not None and not create and not path.exists():
+        raise UsageError(f"no store at {path}; run an eval first")
+    if path is not None and create:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"cannot create the store folder {path.parent}: {exc}") from exc
     try:
-        engine = create_engine(url)
+        # pre_ping: after a lost PostgreSQL connection, a later attempt reconnects instead of failing again.
+        engine = create_engine(driver_url, pool_pre_ping=driver_url.startswith("postgresql"))
     except ImportError as exc:
-        hint = " (pip install 'toolgauge[postgres]')" if url.startswith("postgresql") else ""
-        raise UsageError(f"cannot open store {url!r}: {exc}{hint}") from exc
+        hint = " (pip install 'toolgauge[postgres]')" if driver_url.startswith("postgresql") else ""
+        raise UsageError(f"cannot open store {shown!r}: {exc}{hint}") from exc
     except (SQLAlchemyError, ValueError) as exc:
-        raise UsageError(f"cannot open store {url!r}: {exc}") from exc
+        raise UsageError(f"cannot open store {shown!r}: {exc}") from exc
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
-    store = Store(engine)
+    store = Store(engine, url=url)
     try:
-        store.init_schema()
+        if create:
+            store.init_schema()
+        else:
+            store.check_schema()
     except SQLAlchemyError as exc:
-        raise UsageError(f"cannot open store {url!r}: {exc.__class__.__name__}: {exc}") from exc
+        first = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+        raise UsageError(f"cannot open store {shown!r}: {exc.__class__.__name__}: {first[0] if first else ''}") from exc
     return store
+
+
+def _sqlite_path(url: str) -> Path | None:
+    """Return the file of a SQLite URL (plain or ``file:PATH?mode=ro&uri=true``), None for others and memory."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return None
+    if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
+        return None
+    database = parsed.database
+    if database.startswith("file:"):
+        database = database.removeprefix("file:").split("?", 1)[0]
+        if not database or database == ":memory:" or "mode=memory" in parsed.database:
+            return None
+    return Path(database)
