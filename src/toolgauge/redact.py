@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from typing import Any
 
 MASK = "***"
 # Environment variables whose values are secrets wherever they appear.
@@ -58,3 +59,14 @@ def redact(text: str, *, extra: list[str] | None = None, environ: Mapping[str, s
 def redact_url(url: str) -> str:
     """Mask the password of a URL (``postgresql://user:pw@host/db`` -> ``postgresql://user:***@host/db``)."""
     return _URL_PASSWORD.sub(lambda m: f"{m['head']}:{MASK}@", url)
+
+
+def redact_tree(value: Any, *, extra: list[str] | None = None) -> Any:
+    """Return a JSON-like value with every string in it (keys too) passed through :func:`redact`."""
+    if isinstance(value, str):
+        return redact(value, extra=extra)
+    if isinstance(value, Mapping):
+        return {redact_tree(k, extra=extra): redact_tree(v, extra=extra) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_tree(v, extra=extra) for v in value]
+    return value
