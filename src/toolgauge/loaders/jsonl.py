@@ -81,15 +81,13 @@ def read_text(path: Path) -> str:
         data = Path(path).read_bytes()
     except FileNotFoundError:
         raise DataError(shown, "file not found") from None
-    except IsADirectoryError:
-        raise DataError(shown, "is a directory, expected a file") from None
     except OSError as exc:
         raise DataError(shown, f"cannot read the file: {exc.strerror or exc}") from None
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        raise DataError(shown, "not UTF-8 text (binary file?)", line=line) from None
+        raise DataError(shown, "not valid UTF-8 text (binary file?)", line=line) from None
     if "\x00" in text:
         # Valid UTF-8 can still be binary (NUL bytes never occur in JSON or text data).
         line = text[: text.index("\x00")].count("\n") + 1

@@ -19,7 +19,8 @@ def read_recorded_turns(path: Path, *, index_field: str, what: str) -> dict[str,
         what: What a line is, for the error message (``"recorded turn"``).
 
     Raises:
-        DataError: A line that is not JSON or lacks ``id`` or has mistyped fields.
+        DataError: A line that is not JSON (or not an object) or lacks ``id`` or has mistyped fields; an
+            empty file.
     """
     table: dict[str, list[AssistantTurn]] = {}
     for n, line in enumerate(text_lines(read_text(path)), 1):
@@ -36,4 +37,6 @@ def read_recorded_turns(path: Path, *, index_field: str, what: str) -> dict[str,
         while len(turns) <= index:
             turns.append(AssistantTurn())
         turns[index] = AssistantTurn(content=obj.get("content"), tool_calls=calls)
+    if not table:
+        raise DataError(str(path), f"no {what}s: the file is empty")
     return table

@@ -14,7 +14,6 @@ Specs:
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -107,26 +106,19 @@ def _compatible_key() -> str:
 
 
 def _read_script(path: Path) -> list[ScriptItem]:
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise DataError(str(path), f"cannot read: {exc.strerror}") from exc
-    stripped = text.lstrip()
+    from toolgauge.loaders.jsonl import JsonProblem, loads_json, parse_json, read_text, text_lines
+
+    text = read_text(path)
     items: list[object]
-    if stripped.startswith("["):
+    if text.lstrip().startswith("["):
         try:
-            items = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise DataError(str(path), f"invalid JSON: {exc.msg}", line=exc.lineno) from exc
+            items = list(parse_json(text))
+        except JsonProblem as problem:
+            raise DataError(str(path), problem.message, line=problem.line) from None
     else:
-        items = []
-        for n, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                items.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise DataError(str(path), f"invalid JSON: {exc.msg}", line=n) from exc
+        items = [loads_json(line, path, line=n) for n, line in enumerate(text_lines(text), 1) if line.strip()]
+    if not items:
+        raise DataError(str(path), "no outputs: the file is empty")
     out: list[ScriptItem] = []
     for i, item in enumerate(items):
         if isinstance(item, str):
