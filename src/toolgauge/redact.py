@@ -7,6 +7,8 @@ file, a report or the terminal and may carry one passes through :func:`redact`.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import os
 import re
 from collections.abc import Mapping
@@ -26,6 +28,8 @@ _HEADER = re.compile(
     re.IGNORECASE,
 )
 _BEARER = re.compile(r"(?P<head>\bbearer\s+)(?P<value>[A-Za-z0-9._~+/=\-]{8,})", re.IGNORECASE)
+# HTTP Basic credentials (base64 of user:password), e.g. from a URL with a password; masked when they decode as such.
+_BASIC = re.compile(r"(?P<head>\bbasic\s+)(?P<value>[A-Za-z0-9+/]{4,}={0,2})", re.IGNORECASE)
 # Well-known key shapes (OpenAI, Anthropic, generic sk-...), masked even when they are not in our environment.
 _KEY_SHAPE = re.compile(r"\b(?:sk|rk|pk)-(?:[A-Za-z0-9_\-]{16,})")
 
@@ -40,6 +44,8 @@ def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
 def redact(text: str, *, extra: list[str] | None = None, environ: Mapping[str, str] | None = None) -> str:
     """Return ``text`` with secrets masked: env secret values, URL passwords, auth headers, key-shaped tokens.
 
+    Also HTTP Basic credentials anywhere after the word ``Basic``.
+
     Args:
         text: Any string that may reach the user, a file or the store.
         extra: Further secret values to mask (e.g. a key passed on the command line).
@@ -53,7 +59,17 @@ def redact(text: str, *, extra: list[str] | None = None, environ: Mapping[str, s
     text = _URL_PASSWORD.sub(lambda m: f"{m['head']}:{MASK}@", text)
     text = _HEADER.sub(lambda m: f"{m['head']}{MASK}", text)
     text = _BEARER.sub(lambda m: f"{m['head']}{MASK}", text)
+    text = _BASIC.sub(_mask_basic, text)
     return _KEY_SHAPE.sub(MASK, text)
+
+
+def _mask_basic(match: re.Match[str]) -> str:
+    # "basic" is also an English word: mask only what really decodes to "user:password".
+    try:
+        decoded = base64.b64decode(match["value"], validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return match[0]
+    return f"{match['head']}{MASK}" if ":" in decoded else match[0]
 
 
 def redact_url(url: str) -> str:
