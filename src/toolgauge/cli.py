@@ -116,7 +116,9 @@ NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Do not serve model
 ResumeOpt = Annotated[str | None, typer.Option("--resume", help="Continue an interrupted run by id.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")]
 SamplesOpt = Annotated[Path | None, typer.Option("--samples", help="Write one JSON line per sample to this file.")]
-LimitOpt = Annotated[int | None, typer.Option("--limit", min=1, help="Run only the first N samples.")]
+LimitOpt = Annotated[
+    int | None, typer.Option("--limit", min=1, help="Run only the first N samples (of each split or category).")
+]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
 TempOpt = Annotated[float, typer.Option("--temperature", help="Sampling temperature.")]
 MaxTokOpt = Annotated[int, typer.Option("--max-tokens", min=1, help="Max tokens per model reply.")]
