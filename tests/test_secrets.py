@@ -173,6 +173,17 @@ def test_display_spec_masks_only_the_password() -> None:
     assert display_spec("gold") == "gold"
 
 
+def test_store_url_passwords_with_a_slash_are_masked_whole() -> None:
+    from toolgauge.redact import redact, redact_url
+
+    assert redact_url("postgresql://u:ab/cd@host/db") == f"postgresql://u:{MASK}@host/db"
+    assert redact("cannot open 'postgresql+psycopg://u:ab/cd@h:1/db': refused") == (
+        f"cannot open 'postgresql+psycopg://u:{MASK}@h:1/db': refused"
+    )
+    # A port and path without credentials stay as they are.
+    assert redact("see http://host:8080/v1 or mail me@example.org") == "see http://host:8080/v1 or mail me@example.org"
+
+
 def test_the_client_name_is_the_masked_spec() -> None:
     client = resolve_model("http://user:pw-secret-1@127.0.0.1:8000/v1#m")
     assert client.name == f"http://user:{MASK}@127.0.0.1:8000/v1#m"

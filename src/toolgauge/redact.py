@@ -20,7 +20,8 @@ _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.I
 # Shorter values are too likely to match ordinary text ("1", "true") to be masked by value.
 _MIN_SECRET_LEN = 8
 # user:password@ in any URL (http, postgresql+psycopg, ...); the password is masked, the user kept.
-_URL_PASSWORD = re.compile(r"(?P<head>[a-zA-Z][a-zA-Z0-9+.\-]*://[^/\s:@]*):(?P<pw>[^@\s/]+)@")
+# A password may hold "/" (SQLAlchemy accepts it), so it runs to the "@" unless a blank or quote comes first.
+_URL_PASSWORD = re.compile(r"(?P<head>[a-zA-Z][a-zA-Z0-9+.\-]*://[^/\s:@]*):(?P<pw>[^@\s'\"]+)@")
 # Authorization / api-key headers and bearer tokens as they appear in logs and exception texts.
 _HEADER = re.compile(
     r"(?P<head>\b(?:authorization|proxy-authorization|x-api-key|api-key)\b[\"']?\s*[:=]\s*[\"']?(?:bearer\s+|basic\s+)?)"
