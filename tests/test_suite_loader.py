@@ -642,7 +642,7 @@ def test_error_path_is_a_directory(tmp_path: Path) -> None:
 def test_error_not_utf8(tmp_path: Path) -> None:
     path = tmp_path / "latin1.jsonl"
     path.write_bytes(json.dumps(dialogue()).encode() + b'\n{"id": "caf\xe9"}\n')
-    assert load_error(path) == f"{path}:2: not valid UTF-8 text"
+    assert load_error(path) == f"{path}:2: not valid UTF-8 text (binary file?)"
 
 
 def test_the_documented_example_is_a_valid_dialogue(tmp_path: Path) -> None:

@@ -4,21 +4,24 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import sys
 from collections.abc import Callable, Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from toolgauge.engine import EngineConfig
 from toolgauge.errors import DataError, RunInterrupted, UsageError
 from toolgauge.models.base import ModelClient
 from toolgauge.protocols.base import Benchmark, RunOptions, run_benchmark
 from toolgauge.protocols.options import CallSettings
+from toolgauge.redact import redact
 from toolgauge.report.export import samples_jsonl, summary_to_csv, write_atomic
 from toolgauge.report.terminal import render_summary
 
@@ -32,10 +35,41 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+def _package_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("toolgauge")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        from toolgauge import __version__
+
+        return __version__
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"toolgauge {_package_version()}\n")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+) -> None:
+    pass
+
+
 eval_app = typer.Typer(help="Run a model on a benchmark and score it.", no_args_is_help=True)
 score_app = typer.Typer(help="Rescore recorded model outputs offline (no model calls).", no_args_is_help=True)
 app.add_typer(eval_app, name="eval")
 app.add_typer(score_app, name="score")
+
+T = TypeVar("T")
 
 err = Console(stderr=True)
 # Piped output keeps full tables instead of wrapping at rich's 80-column default.
@@ -82,7 +116,9 @@ NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Do not serve model
 ResumeOpt = Annotated[str | None, typer.Option("--resume", help="Continue an interrupted run by id.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")]
 SamplesOpt = Annotated[Path | None, typer.Option("--samples", help="Write one JSON line per sample to this file.")]
-LimitOpt = Annotated[int | None, typer.Option("--limit", min=1, help="Run only the first N samples.")]
+LimitOpt = Annotated[
+    int | None, typer.Option("--limit", min=1, help="Run only the first N samples (of each split or category).")
+]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
 TempOpt = Annotated[float, typer.Option("--temperature", help="Sampling temperature.")]
 MaxTokOpt = Annotated[int, typer.Option("--max-tokens", min=1, help="Max tokens per model reply.")]
@@ -92,8 +128,14 @@ ToolChoiceOpt = Annotated[
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
-    """Print one error line and exit."""
-    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    """Print one error line (secrets masked, never read as markup) and exit.
+
+    The message comes from data, models and servers: ``[/x]`` in a suite id or ``[postgres]`` in an
+    install hint is text, so it goes out as a :class:`~rich.text.Text`, which rich does not parse.
+    """
+    line = Text("error:", style="bold red")
+    line.append(" " + " ".join(redact(message).splitlines()))
+    err.print(line, highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -202,8 +244,44 @@ def execute(
         fail(f"every {unit} failed (run {run.get('id')} is stored); {first_error}", code=1)
 
 
-def _limit(items: list[Any], limit: int | None) -> list[Any]:
-    return items[:limit] if limit else items
+def _limit(items: list[T], limit: int | None, group: Callable[[T], str] | None = None) -> list[T]:
+    """The first ``limit`` items, or with ``group`` the first ``limit`` of each group (split, category)."""
+    if not limit:
+        return items
+    if group is None:
+        return items[:limit]
+    taken: dict[str, int] = {}
+    kept: list[T] = []
+    for item in items:
+        key = group(item)
+        if taken.get(key, 0) < limit:
+            taken[key] = taken.get(key, 0) + 1
+            kept.append(item)
+    return kept
+
+
+def _warn(message: str) -> None:
+    """Print one warning line on stderr (plain text: it may quote data)."""
+    line = Text("warning:", style="yellow")
+    line.append(" " + redact(message))
+    err.print(line, highlight=False, soft_wrap=True)
+
+
+def resolved_model(bench: Benchmark[Any, Any], model: str, timeout: float) -> tuple[str, ModelClient]:
+    """The spec as it may be stored and shown (password masked), and the client the real spec names.
+
+    The run records the masked form; only the client sees credentials.
+    """
+    from toolgauge.models.spec import display_spec, resolve_model
+
+    return display_spec(model), resolve_model(model, replay_loader=bench.replay_table, timeout=timeout)
+
+
+def require_finite(**flags: float) -> None:
+    """Reject NaN and infinite float flags (``--temperature nan``, ``--timeout inf``) as usage errors."""
+    for name, value in flags.items():
+        if not math.isfinite(value):
+            raise UsageError(f"--{name.replace('_', '-')} must be a finite number, got {value}")
 
 
 def _split_list(value: str | None) -> list[str] | None:
@@ -243,6 +321,7 @@ def eval_suite(
         from toolgauge.loaders.suite import builtin_suite_path, load_suite
         from toolgauge.protocols.suite import SuiteBenchmark
 
+        require_finite(temperature=temperature, timeout=timeout)
         path = data or builtin_suite_path()
         dialogues = _limit(load_suite(path), limit)
         bench = SuiteBenchmark(
@@ -255,7 +334,8 @@ def eval_suite(
             store=store, concurrency=concurrency, timeout=timeout, max_retries=max_retries,
             no_cache=no_cache, resume=resume, quiet=quiet,
         )  # fmt: skip
-        execute(bench, model, opts, as_json=as_json, samples=samples)
+        shown, client = resolved_model(bench, model, timeout)
+        execute(bench, shown, opts, as_json=as_json, samples=samples, client=client)
 
     guarded(body)
 
@@ -289,7 +369,8 @@ def eval_mtu(
         from toolgauge.loaders.mtu import load_mtu
         from toolgauge.protocols.mtu import MtuBenchmark
 
-        items = _limit(load_mtu(data, _split_list(splits)), limit)
+        require_finite(temperature=temperature, timeout=timeout)
+        items = _limit(load_mtu(data, _split_list(splits)), limit, group=lambda item: item.split)
         bench = MtuBenchmark(
             items,
             data_label=str(data),
@@ -301,7 +382,8 @@ def eval_mtu(
             store=store, concurrency=concurrency, timeout=timeout, max_retries=max_retries,
             no_cache=no_cache, resume=resume, quiet=quiet,
         )  # fmt: skip
-        execute(bench, model, opts, as_json=as_json, samples=samples)
+        shown, client = resolved_model(bench, model, timeout)
+        execute(bench, shown, opts, as_json=as_json, samples=samples, client=client)
 
     guarded(body)
 
@@ -340,7 +422,8 @@ def eval_bfcl(
         from toolgauge.loaders.bfcl import load_bfcl
         from toolgauge.protocols.bfcl import BfclBenchmark
 
-        entries = _limit(load_bfcl(data, _split_list(categories) or []), limit)
+        require_finite(temperature=temperature, timeout=timeout)
+        entries = _limit(load_bfcl(data, _split_list(categories) or []), limit, group=lambda entry: entry.category)
         bench = BfclBenchmark(
             entries,
             data_label=str(data),
@@ -352,7 +435,8 @@ def eval_bfcl(
             store=store, concurrency=concurrency, timeout=timeout, max_retries=max_retries,
             no_cache=no_cache, resume=resume, quiet=quiet,
         )  # fmt: skip
-        execute(bench, model, opts, as_json=as_json, samples=samples)
+        shown, client = resolved_model(bench, model, timeout)
+        execute(bench, shown, opts, as_json=as_json, samples=samples, client=client)
 
     guarded(body)
 
@@ -384,7 +468,8 @@ def score_mtu(
         opts = run_options(
             store=store, concurrency=64, timeout=60.0, max_retries=0, no_cache=True, resume=None, quiet=quiet
         )
-        execute(bench, f"replay:{predictions}", opts, as_json=as_json, samples=samples)
+        shown, client = resolved_model(bench, f"replay:{predictions}", 60.0)
+        execute(bench, shown, opts, as_json=as_json, samples=samples, client=client)
 
     guarded(body)
 
@@ -424,7 +509,11 @@ def score_bfcl(
         opts = run_options(
             store=store, concurrency=64, timeout=60.0, max_retries=0, no_cache=True, resume=None, quiet=quiet
         )
-        execute(bench, f"replay:{predictions}", opts, as_json=as_json, samples=samples)
+        shown, client = resolved_model(bench, f"replay:{predictions}", 60.0)
+        missing = bench.missing_predictions_warning()
+        if missing:
+            _warn(missing)
+        execute(bench, shown, opts, as_json=as_json, samples=samples, client=client)
 
     guarded(body)
 

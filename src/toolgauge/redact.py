@@ -7,9 +7,12 @@ file, a report or the terminal and may carry one passes through :func:`redact`.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import os
 import re
 from collections.abc import Mapping
+from typing import Any
 
 MASK = "***"
 # Environment variables whose values are secrets wherever they appear.
@@ -17,7 +20,8 @@ _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.I
 # Shorter values are too likely to match ordinary text ("1", "true") to be masked by value.
 _MIN_SECRET_LEN = 8
 # user:password@ in any URL (http, postgresql+psycopg, ...); the password is masked, the user kept.
-_URL_PASSWORD = re.compile(r"(?P<head>[a-zA-Z][a-zA-Z0-9+.\-]*://[^/\s:@]*):(?P<pw>[^@\s/]+)@")
+# A password may hold "/" (SQLAlchemy accepts it), so it runs to the "@" unless a blank or quote comes first.
+_URL_PASSWORD = re.compile(r"(?P<head>[a-zA-Z][a-zA-Z0-9+.\-]*://[^/\s:@]*):(?P<pw>[^@\s'\"]+)@")
 # Authorization / api-key headers and bearer tokens as they appear in logs and exception texts.
 _HEADER = re.compile(
     r"(?P<head>\b(?:authorization|proxy-authorization|x-api-key|api-key)\b[\"']?\s*[:=]\s*[\"']?(?:bearer\s+|basic\s+)?)"
@@ -25,6 +29,8 @@ _HEADER = re.compile(
     re.IGNORECASE,
 )
 _BEARER = re.compile(r"(?P<head>\bbearer\s+)(?P<value>[A-Za-z0-9._~+/=\-]{8,})", re.IGNORECASE)
+# HTTP Basic credentials (base64 of user:password), e.g. from a URL with a password; masked when they decode as such.
+_BASIC = re.compile(r"(?P<head>\bbasic\s+)(?P<value>[A-Za-z0-9+/]{4,}={0,2})", re.IGNORECASE)
 # Well-known key shapes (OpenAI, Anthropic, generic sk-...), masked even when they are not in our environment.
 _KEY_SHAPE = re.compile(r"\b(?:sk|rk|pk)-(?:[A-Za-z0-9_\-]{16,})")
 
@@ -39,6 +45,8 @@ def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
 def redact(text: str, *, extra: list[str] | None = None, environ: Mapping[str, str] | None = None) -> str:
     """Return ``text`` with secrets masked: env secret values, URL passwords, auth headers, key-shaped tokens.
 
+    Also HTTP Basic credentials anywhere after the word ``Basic``.
+
     Args:
         text: Any string that may reach the user, a file or the store.
         extra: Further secret values to mask (e.g. a key passed on the command line).
@@ -52,9 +60,30 @@ def redact(text: str, *, extra: list[str] | None = None, environ: Mapping[str, s
     text = _URL_PASSWORD.sub(lambda m: f"{m['head']}:{MASK}@", text)
     text = _HEADER.sub(lambda m: f"{m['head']}{MASK}", text)
     text = _BEARER.sub(lambda m: f"{m['head']}{MASK}", text)
+    text = _BASIC.sub(_mask_basic, text)
     return _KEY_SHAPE.sub(MASK, text)
+
+
+def _mask_basic(match: re.Match[str]) -> str:
+    # "basic" is also an English word: mask only what really decodes to "user:password".
+    try:
+        decoded = base64.b64decode(match["value"], validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return match[0]
+    return f"{match['head']}{MASK}" if ":" in decoded else match[0]
 
 
 def redact_url(url: str) -> str:
     """Mask the password of a URL (``postgresql://user:pw@host/db`` -> ``postgresql://user:***@host/db``)."""
     return _URL_PASSWORD.sub(lambda m: f"{m['head']}:{MASK}@", url)
+
+
+def redact_tree(value: Any, *, extra: list[str] | None = None) -> Any:
+    """Return a JSON-like value with every string in it (keys too) passed through :func:`redact`."""
+    if isinstance(value, str):
+        return redact(value, extra=extra)
+    if isinstance(value, Mapping):
+        return {redact_tree(k, extra=extra): redact_tree(v, extra=extra) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_tree(v, extra=extra) for v in value]
+    return value

@@ -29,6 +29,8 @@ from toolgauge.cli import (
     eval_app,
     execute,
     guarded,
+    require_finite,
+    resolved_model,
     run_options,
     score_app,
 )
@@ -137,6 +139,7 @@ def eval_wild(
     def body() -> None:
         from toolgauge.protocols.wild import WildBenchmark
 
+        require_finite(temperature=temperature, timeout=timeout)
         sessions, label = _sessions(data, language, limit)
         bench = WildBenchmark(
             sessions,
@@ -149,9 +152,11 @@ def eval_wild(
             store=store, concurrency=concurrency, timeout=timeout, max_retries=max_retries,
             no_cache=no_cache, resume=resume, quiet=quiet,
         )  # fmt: skip
+        shown, client = resolved_model(bench, model, timeout)
         _run_and_report(
-            bench, model, opts, as_json=as_json, samples=samples, predictions_out=predictions_out, steps_out=steps_out
-        )
+            bench, shown, opts, as_json=as_json, samples=samples, predictions_out=predictions_out,
+            steps_out=steps_out, client=client,
+        )  # fmt: skip
 
     guarded(body)
 

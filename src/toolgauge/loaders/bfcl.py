@@ -89,7 +89,7 @@ def load_bfcl(data_dir: Path, categories: Sequence[str]) -> list[BfclEntry]:
         answers: dict[str, list[dict[str, Any]]] | None = None
         if category not in BFCL_RELEVANCE_CATEGORIES:
             answers = _load_answers(data_dir / "possible_answer" / f"BFCL_v4_{category}.json")
-        for line_number, record in read_jsonl_objects(question_path):
+        for line_number, record in read_jsonl_objects(question_path, what="samples"):
             entries.append(_entry(record, category, question_path, line_number, answers))
     return entries
 
@@ -117,7 +117,7 @@ def load_bfcl_results(path: Path) -> dict[str, BfclResult]:
     results: dict[str, BfclResult] = {}
     for file in files:
         match = _RESULT_FILE.match(file.name)
-        for line_number, record in read_jsonl_objects(file):
+        for line_number, record in read_jsonl_objects(file, what="results"):
             result = _result(record, file, line_number, match.group("category") if match else None)
             if result.id in results:
                 first = results[result.id]
@@ -140,7 +140,7 @@ def _require_id(record: dict[str, Any], path: Path, line: int) -> str:
 
 def _load_answers(path: Path) -> dict[str, list[dict[str, Any]]]:
     answers: dict[str, list[dict[str, Any]]] = {}
-    for line_number, record in read_jsonl_objects(path):
+    for line_number, record in read_jsonl_objects(path, what="possible answers"):
         entry_id = _require_id(record, path, line_number)
         truth = record.get("ground_truth")
         if not isinstance(truth, list) or not all(

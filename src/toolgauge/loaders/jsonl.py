@@ -1,10 +1,73 @@
-"""Reading text and JSON-lines files, with every problem reported as a one-line DataError."""
+"""Reading text and JSON files safely: every problem becomes a one-line DataError, never a traceback.
+
+Hostile or broken input must not crash a loader: deeply nested JSON (``RecursionError``), integers past
+Python's digit limit (``ValueError``), binary files, ``NaN``/``Infinity`` (not JSON) and empty files
+are all reported as ``path:line: what is wrong``.
+"""
 
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from toolgauge.errors import DataError
+
+PairsHook = Callable[[list[tuple[str, Any]]], Any]
+
+
+class JsonProblem(ValueError):
+    """Text that is not acceptable JSON; ``message`` is the one-line reason (no path, no line)."""
+
+    def __init__(self, message: str, *, line: int | None = None):
+        super().__init__(message)
+        self.message = message
+        self.line = line
+
+
+def _reject_constant(name: str) -> Any:
+    raise JsonProblem(f"invalid JSON: {name} is not a JSON value")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise JsonProblem(f"invalid JSON: number {text[:20]} is out of range (it would be infinite)")
+    return value
+
+
+def parse_json(text: str, *, object_pairs_hook: PairsHook | None = None) -> Any:
+    """Decode JSON text, rejecting what :func:`json.loads` accepts or crashes on.
+
+    Raises:
+        JsonProblem: malformed JSON, ``NaN``/``Infinity``, nesting too deep, or an integer with more
+            digits than Python converts, or a float too large to be finite.
+    """
+    try:
+        return json.loads(
+            text, object_pairs_hook=object_pairs_hook, parse_constant=_reject_constant, parse_float=_finite_float
+        )
+    except json.JSONDecodeError as exc:
+        raise JsonProblem(f"invalid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno) from None
+    except RecursionError:
+        raise JsonProblem("invalid JSON: nesting too deep") from None
+    except JsonProblem:
+        raise
+    except ValueError as exc:
+        # int("9" * 5000) hits sys.get_int_max_str_digits(); other ValueErrors are hooks' own messages.
+        if "digits" in str(exc):
+            raise JsonProblem("invalid JSON: integer with too many digits") from None
+        raise JsonProblem(f"invalid JSON: {str(exc).splitlines()[0] if str(exc) else 'bad value'}") from None
+
+
+def loads_json(text: str, path: Path | str, *, line: int | None = None, field: str | None = None) -> Any:
+    """Decode JSON text that came from ``path`` (at ``line``/``field``), or raise a one-line DataError."""
+    try:
+        return parse_json(text)
+    except JsonProblem as problem:
+        raise DataError(str(path), problem.message, line=line, field=field) from None
 
 
 def read_text(path: Path) -> str:
@@ -13,8 +76,6 @@ def read_text(path: Path) -> str:
     Raises:
         DataError: the file is missing or unreadable, or not UTF-8 (with the failing line).
     """
-    from toolgauge.errors import DataError
-
     shown = str(path)
     try:
         data = Path(path).read_bytes()
@@ -23,10 +84,15 @@ def read_text(path: Path) -> str:
     except OSError as exc:
         raise DataError(shown, f"cannot read the file: {exc.strerror or exc}") from None
     try:
-        return data.decode("utf-8-sig")
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        raise DataError(shown, "not valid UTF-8 text", line=line) from None
+        raise DataError(shown, "not valid UTF-8 text (binary file?)", line=line) from None
+    if "\x00" in text:
+        # Valid UTF-8 can still be binary (NUL bytes never occur in JSON or text data).
+        line = text[: text.index("\x00")].count("\n") + 1
+        raise DataError(shown, "contains NUL bytes (binary file?)", line=line)
+    return text
 
 
 def text_lines(text: str) -> list[str]:
@@ -34,23 +100,40 @@ def text_lines(text: str) -> list[str]:
     return [line.removesuffix("\r") for line in text.split("\n")]
 
 
-def read_jsonl_objects(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    """Return ``(line number, object)`` for every non-blank line of a JSON-lines file.
+def read_json_file(path: Path, *, what: str = "data") -> Any:
+    """Return the JSON value a whole file holds.
 
     Raises:
-        DataError: unreadable file, malformed JSON, or a line that is not a JSON object.
+        DataError: unreadable, binary, empty or malformed file (with the line of the problem).
     """
-    from toolgauge.errors import DataError
+    text = read_text(path)
+    if not text.strip():
+        raise DataError(str(path), f"no {what}: the file is empty")
+    try:
+        return parse_json(text)
+    except JsonProblem as problem:
+        raise DataError(str(path), problem.message, line=problem.line) from None
 
+
+def read_jsonl_objects(path: Path, *, what: str = "records") -> list[tuple[int, dict[str, Any]]]:
+    """Return ``(line number, object)`` for every non-blank line of a JSON-lines file.
+
+    Args:
+        path: The file.
+        what: What the lines are, for the message about an empty file (``"samples"``).
+
+    Raises:
+        DataError: unreadable or binary file, malformed JSON, a line that is not a JSON object, or a
+            file with no records (a run on zero samples must never happen).
+    """
     records: list[tuple[int, dict[str, Any]]] = []
     for line_no, line in enumerate(text_lines(read_text(path)), start=1):
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(str(path), f"invalid JSON: {exc.msg} (column {exc.colno})", line=line_no) from None
+        record = loads_json(line, path, line=line_no)
         if not isinstance(record, dict):
             raise DataError(str(path), f"expected a JSON object, got {type(record).__name__}", line=line_no)
         records.append((line_no, record))
+    if not records:
+        raise DataError(str(path), f"no {what}: the file is empty")
     return records

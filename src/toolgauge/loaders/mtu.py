@@ -8,7 +8,6 @@ string, which is decoded here so every split has the same shape. Predictions are
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel
 
 from toolgauge.errors import DataError
-from toolgauge.loaders.jsonl import read_jsonl_objects
+from toolgauge.loaders.jsonl import JsonProblem, parse_json, read_jsonl_objects
 from toolgauge.records import Message, ToolCall, ToolSpec
 
 MtuSplit = Literal["S-S", "S-M", "M-S", "M-M", "OOD"]
@@ -113,7 +112,7 @@ def load_mtu(data_dir: Path, splits: Sequence[str] | None = None) -> list[MtuIte
     items: list[MtuItem] = []
     for split in wanted:
         path = data_dir / f"{split}_eval.jsonl"
-        for line_no, record in read_jsonl_objects(path):
+        for line_no, record in read_jsonl_objects(path, what="samples"):
             items.append(_parse_item(record, split, str(path), line_no))
     return items
 
@@ -137,7 +136,7 @@ def load_mtu_predictions(path: Path) -> list[MtuPrediction]:
         raise DataError(str(path), "prediction file or directory not found")
     predictions: list[MtuPrediction] = []
     for file in files:
-        for line_no, record in read_jsonl_objects(file):
+        for line_no, record in read_jsonl_objects(file, what="predictions"):
             predictions.append(
                 MtuPrediction(
                     id=_string_field(record, "id", str(file), line_no),
@@ -241,9 +240,10 @@ def _parse_item(record: dict[str, Any], split: MtuSplit, path: str, line: int) -
         if isinstance(arguments, str) and split == "OOD":
             # OOD encodes each argument object as a JSON string.
             try:
-                arguments = json.loads(arguments)
-            except json.JSONDecodeError as exc:
-                raise DataError(path, f"arguments are not valid JSON: {exc.msg}", line=line, field=field) from None
+                arguments = parse_json(arguments)
+            except JsonProblem as problem:
+                reason = problem.message.removeprefix("invalid JSON: ")
+                raise DataError(path, f"arguments are not valid JSON: {reason}", line=line, field=field) from None
         if not isinstance(arguments, dict):
             raise DataError(
                 path, f"expected an argument object, got {type(arguments).__name__}", line=line, field=field

@@ -97,7 +97,7 @@ def read_literal(text: str) -> tuple[Any, int]:
     start = len(text) - len(text.lstrip())
     try:
         return json.JSONDecoder().raw_decode(text, start)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # not JSON, nested too deep, or an int past Python's digit limit
         pass
     end = _literal_end(text, start)
     try:

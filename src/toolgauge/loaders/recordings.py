@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from toolgauge.errors import DataError
-from toolgauge.loaders.jsonl import read_text, text_lines
+from toolgauge.loaders.jsonl import loads_json, read_text, text_lines
 from toolgauge.records import AssistantTurn, ToolCall
 
 
@@ -20,21 +19,24 @@ def read_recorded_turns(path: Path, *, index_field: str, what: str) -> dict[str,
         what: What a line is, for the error message (``"recorded turn"``).
 
     Raises:
-        DataError: A line that is not JSON or lacks ``id`` or has mistyped fields.
+        DataError: A line that is not JSON (or not an object) or lacks ``id`` or has mistyped fields; an
+            empty file.
     """
     table: dict[str, list[AssistantTurn]] = {}
     for n, line in enumerate(text_lines(read_text(path)), 1):
         if not line.strip():
             continue
+        obj = loads_json(line, path, line=n)
         try:
-            obj = json.loads(line)
             key = str(obj["id"])
             index = int(obj.get(index_field, len(table.get(key, []))))
             calls = [ToolCall.model_validate(c) for c in obj.get("tool_calls") or []]
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise DataError(str(path), f"not a {what}: {exc}".splitlines()[0], line=n) from exc
         turns = table.setdefault(key, [])
         while len(turns) <= index:
             turns.append(AssistantTurn())
         turns[index] = AssistantTurn(content=obj.get("content"), tool_calls=calls)
+    if not table:
+        raise DataError(str(path), f"no {what}s: the file is empty")
     return table

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from toolgauge.errors import DataError
-from toolgauge.loaders.jsonl import read_text, text_lines
+from toolgauge.loaders.jsonl import JsonProblem, parse_json, read_text, text_lines
 from toolgauge.records.core import Message, ToolCall, ToolSpec
 
 __all__ = [
@@ -177,10 +177,6 @@ def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
-def _reject_constant(name: str) -> Any:
-    raise _Problem(None, f"malformed JSON: {name} is not a JSON value")
-
-
 # The shapes a line may have. Each level is validated on its own so an unknown-field error can
 # list the fields that level allows.
 
@@ -281,9 +277,9 @@ def _validate(model: type[_M], data: dict[str, Any], prefix: str) -> _M:
 
 def _parse_dialogue(raw: str, path: str, line: int) -> SuiteDialogue:
     try:
-        data = json.loads(raw, object_pairs_hook=_reject_duplicate_keys, parse_constant=_reject_constant)
-    except json.JSONDecodeError as exc:
-        raise _Problem(None, f"malformed JSON: {exc.msg} (column {exc.colno})") from None
+        data = parse_json(raw, object_pairs_hook=_reject_duplicate_keys)
+    except JsonProblem as problem:
+        raise _Problem(None, problem.message.replace("invalid JSON", "malformed JSON", 1)) from None
     if not isinstance(data, dict):
         raise _Problem(None, f"expected a JSON object (one dialogue per line), got {_json_type(data)}")
     dialogue = _validate(_FileDialogue, data, "")

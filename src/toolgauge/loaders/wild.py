@@ -17,14 +17,13 @@ Every problem is one :class:`~toolgauge.errors.DataError` naming the file, line 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from toolgauge.errors import DataError
-from toolgauge.loaders.jsonl import read_text, text_lines
+from toolgauge.loaders.jsonl import JsonProblem, loads_json, parse_json, read_text, text_lines
 from toolgauge.metrics.wild_graph import PSEUDO_ANSWER, PSEUDO_CLARIFY, CallGraph, GraphError
 from toolgauge.records.wild import (
     MAX_TASKS,
@@ -67,10 +66,7 @@ def load_wild(path: Path, language: Language = "en") -> list[WildSession]:
     for number, raw in enumerate(text_lines(read_text(path)), start=1):
         if not raw.strip():
             continue
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise DataError(shown, f"invalid JSON: {exc.msg} (column {exc.colno})", line=number) from None
+        obj = loads_json(raw, shown, line=number)
         try:
             session = parse_session(obj, language)
         except _Problem as problem:
@@ -150,9 +146,11 @@ def _arguments(value: Any, field: str) -> dict[str, Any]:
     # The official data may hold arguments as a JSON string; decode it so both shapes compare alike.
     if isinstance(value, str):
         try:
-            value = json.loads(value) if value.strip() else {}
-        except json.JSONDecodeError as exc:
-            raise _Problem(field, f"a string that is not JSON: {exc.msg}") from None
+            value = parse_json(value) if value.strip() else {}
+        except JsonProblem as problem:
+            raise _Problem(
+                field, f"a string that is not JSON: {problem.message.removeprefix('invalid JSON: ')}"
+            ) from None
     return _object(value, field)
 
 

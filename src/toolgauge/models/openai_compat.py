@@ -10,6 +10,7 @@ from openai import AsyncOpenAI
 
 from toolgauge.errors import ModelError, TransientModelError
 from toolgauge.records import AssistantTurn, Message, ModelRequest, ToolCall, Usage
+from toolgauge.redact import redact
 
 _RETRYABLE_STATUS = {408, 409, 425, 429}
 
@@ -166,6 +167,11 @@ def _retry_after(value: str | None) -> float | None:
         return None
 
 
-def _short(text: str, limit: int = 300) -> str:
-    text = " ".join(text.split())
+def _short(text: str, limit: int = 300, *, secrets: list[str] | None = None) -> str:
+    """One line of at most ``limit`` characters with secrets masked (servers echo keys and headers back).
+
+    Redaction comes before truncation so a cut never leaves half a key behind; ``secrets`` are values
+    to mask beyond the environment's (the client's own API key).
+    """
+    text = " ".join(redact(text, extra=[s for s in secrets or [] if s]).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."

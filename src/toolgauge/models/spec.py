@@ -14,15 +14,16 @@ Specs:
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from toolgauge.errors import DataError, UsageError
 from toolgauge.models.base import ModelClient
 from toolgauge.models.offline import GoldClient, ReplayClient, ScriptedClient, ScriptItem
 from toolgauge.records import AssistantTurn
+from toolgauge.redact import redact_url
 
 ReplayLoader = Callable[[Path], Mapping[str, Sequence[AssistantTurn]]]
 
@@ -47,25 +48,57 @@ def resolve_model(spec: str, *, replay_loader: ReplayLoader | None = None, timeo
     if spec.startswith("scripted:"):
         path = Path(spec.removeprefix("scripted:"))
         return ScriptedClient(_read_script(path), name=f"scripted:{path}")
+    shown = display_spec(spec)
     if spec.startswith(("http://", "https://")) or spec.startswith("openai-compatible:"):
         url, _, model = spec.removeprefix("openai-compatible:").partition("#")
+        check_endpoint_url(url, spec)
         if not model:
-            raise UsageError(f"model spec {spec!r}: give the model name after '#', e.g. {url}#my-model")
-        return OpenAICompatClient(model, base_url=url, api_key=_compatible_key(), timeout=timeout, name=spec)
+            raise UsageError(f"model spec {shown!r}: give the model name after '#', e.g. {display_spec(url)}#my-model")
+        return OpenAICompatClient(model, base_url=url, api_key=_compatible_key(), timeout=timeout, name=shown)
     if spec.startswith("openai:"):
         rest = spec.removeprefix("openai:")
         model, _, url = rest.partition("@")
         if not model:
-            raise UsageError(f"model spec {spec!r}: missing model name, e.g. openai:gpt-4o")
+            raise UsageError(f"model spec {shown!r}: missing model name, e.g. openai:gpt-4o")
         if url:
-            return OpenAICompatClient(model, base_url=url, api_key=_compatible_key(), timeout=timeout, name=spec)
+            check_endpoint_url(url, spec)
+            return OpenAICompatClient(model, base_url=url, api_key=_compatible_key(), timeout=timeout, name=shown)
         if not os.environ.get("OPENAI_API_KEY"):
             raise UsageError("openai:... needs OPENAI_API_KEY in the environment")
-        return OpenAICompatClient(model, base_url=os.environ.get("OPENAI_BASE_URL"), timeout=timeout, name=spec)
+        return OpenAICompatClient(model, base_url=os.environ.get("OPENAI_BASE_URL"), timeout=timeout, name=shown)
     raise UsageError(
-        f"unknown model spec {spec!r}; use local, gold, replay:PATH, scripted:PATH, openai:MODEL, "
+        f"unknown model spec {shown!r}; use local, gold, replay:PATH, scripted:PATH, openai:MODEL, "
         "openai:MODEL@URL or URL#MODEL"
     )
+
+
+def display_spec(spec: str) -> str:
+    """The spec as it may be shown and stored: a password in its URL masked.
+
+    ``http://user:pw@host/v1#m`` becomes ``http://user:***@host/v1#m``; every other spec is unchanged.
+    Runs, progress bars and messages use this form; only :func:`resolve_model` sees the real one.
+    """
+    return redact_url(spec.strip())
+
+
+def check_endpoint_url(url: str, spec: str) -> None:
+    """Reject an endpoint URL the HTTP client would choke on later (bad scheme, host or port).
+
+    Raises:
+        UsageError: naming the spec (password masked) and what is wrong.
+    """
+    shown = display_spec(spec)
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # raises ValueError for a port that is not a number in 0..65535
+    except ValueError as exc:
+        raise UsageError(f"model spec {shown!r}: invalid URL: {exc}") from None
+    if parts.scheme not in ("http", "https"):
+        raise UsageError(f"model spec {shown!r}: the URL must start with http:// or https://")
+    if not parts.hostname:
+        raise UsageError(f"model spec {shown!r}: the URL has no host name")
+    if port == 0:
+        raise UsageError(f"model spec {shown!r}: port 0 is not a port a server listens on")
 
 
 def _compatible_key() -> str:
@@ -73,26 +106,19 @@ def _compatible_key() -> str:
 
 
 def _read_script(path: Path) -> list[ScriptItem]:
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise DataError(str(path), f"cannot read: {exc.strerror}") from exc
-    stripped = text.lstrip()
+    from toolgauge.loaders.jsonl import JsonProblem, loads_json, parse_json, read_text, text_lines
+
+    text = read_text(path)
     items: list[object]
-    if stripped.startswith("["):
+    if text.lstrip().startswith("["):
         try:
-            items = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise DataError(str(path), f"invalid JSON: {exc.msg}", line=exc.lineno) from exc
+            items = list(parse_json(text))
+        except JsonProblem as problem:
+            raise DataError(str(path), problem.message, line=problem.line) from None
     else:
-        items = []
-        for n, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                items.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise DataError(str(path), f"invalid JSON: {exc.msg}", line=n) from exc
+        items = [loads_json(line, path, line=n) for n, line in enumerate(text_lines(text), 1) if line.strip()]
+    if not items:
+        raise DataError(str(path), "no outputs: the file is empty")
     out: list[ScriptItem] = []
     for i, item in enumerate(items):
         if isinstance(item, str):

@@ -139,6 +139,9 @@ class BfclBenchmark:
             scored = score_bfcl(entries, outputs, underscore_to_dot=self._underscore_to_dot())
             ordered, summary = scored.verdicts, scored.summary
         summary = {**summary, "benchmark": self.name, "mode": self.mode, "data": self.data_label}
+        missing = self.missing_predictions_warning()
+        if missing:
+            summary["warnings"] = [*summary.get("warnings", []), missing]
         rows = []
         for (key, _entry), verdict in zip(samples, ordered, strict=True):
             outcome = by_key.get(key)
@@ -150,6 +153,18 @@ class BfclBenchmark:
                 }
             )
         return ScoredRun(summary=summary, rows=rows)
+
+    def missing_predictions_warning(self) -> str | None:
+        """In replay mode, say how many entries have no recorded result (they are scored as wrong)."""
+        if self.mode != "replay":
+            return None
+        missing = [e.id for e in self.entries if e.id not in self._replayed]
+        if not missing:
+            return None
+        return (
+            f"predictions missing for {len(missing)} of {len(self.entries)} samples (scored as wrong); "
+            f"first missing: {missing[0]}"
+        )
 
     def replay_table(self, path: Path) -> Mapping[str, Sequence[AssistantTurn]]:
         """BFCL result files as turns (text as content, FC lists as tool calls).

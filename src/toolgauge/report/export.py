@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from toolgauge.errors import UsageError
+from toolgauge.redact import redact, redact_tree
 
 
 def flatten(summary: Mapping[str, Any], scope: str = "") -> Iterator[tuple[str, str, Any]]:
@@ -24,12 +25,12 @@ def flatten(summary: Mapping[str, Any], scope: str = "") -> Iterator[tuple[str, 
 
 
 def summary_to_csv(summary: Mapping[str, Any]) -> str:
-    """Return the summary as CSV rows ``scope,metric,value``."""
+    """Return the summary as CSV rows ``scope,metric,value`` (secrets in text values masked)."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(["scope", "metric", "value"])
-    for row in flatten(summary):
-        writer.writerow(row)
+    for scope, metric, value in flatten(summary):
+        writer.writerow([redact(scope), redact(metric), redact(value) if isinstance(value, str) else value])
     return buf.getvalue()
 
 
@@ -47,5 +48,5 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def samples_jsonl(rows: Sequence[Mapping[str, Any]]) -> str:
-    """Return one JSON line per sample."""
-    return "".join(json.dumps(dict(r), ensure_ascii=False, default=str) + "\n" for r in rows)
+    """Return one JSON line per sample, secrets masked (error texts may quote a server that echoed a key)."""
+    return "".join(json.dumps(redact_tree(dict(r)), ensure_ascii=False, default=str) + "\n" for r in rows)

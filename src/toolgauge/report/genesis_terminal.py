@@ -9,7 +9,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from toolgauge.report.terminal import pct
+from toolgauge.redact import redact
+from toolgauge.report.terminal import esc, pct, warning_line
 
 METRIC_ROWS = [
     ("compliance", "L1", "Compliance (official strict check)"),
@@ -28,7 +29,9 @@ METRIC_ROWS = [
 def render_genesis(summary: Mapping[str, Any], console: Console) -> None:
     """Print the aggregates (over all servers and over those that reached each level) and the cascade."""
     n = summary.get("servers_attempted", 0)
-    title = f"tool-genesis · variant {summary.get('variant')} · {n} servers · {summary.get('source', '')}"
+    title = (
+        f"tool-genesis · variant {esc(summary.get('variant'))} · {esc(n)} servers · {esc(summary.get('source', ''))}"
+    )
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     for col, justify in (("level", "left"), ("metric", "left"), ("all servers", "right"), ("reached", "right")):
         table.add_column(col, justify=justify, no_wrap=True)  # type: ignore[arg-type]
@@ -38,7 +41,7 @@ def render_genesis(summary: Mapping[str, Any], console: Console) -> None:
         table.add_row(level, label, pct(summary.get(key)), f"{pct(reached.get(key))} (n={counts.get(key, 0)})")
     console.print(table)
     cascade: Mapping[str, Mapping[str, Any]] = summary.get("cascade") or {}
-    steps = [f"{name} {c.get('servers')} ({pct(c.get('fraction'))}%)" for name, c in cascade.items()]
+    steps = [f"{esc(name)} {esc(c.get('servers'))} ({pct(c.get('fraction'))}%)" for name, c in cascade.items()]
     console.print("cascade: " + " → ".join(steps))
     failed = {
         slug: row.get("failures", {}) for slug, row in (summary.get("servers") or {}).items() if row.get("failures")
@@ -50,16 +53,18 @@ def render_genesis(summary: Mapping[str, Any], console: Console) -> None:
         stops.add_column("reason")
         for slug, failures in list(failed.items())[:30]:
             level = next(iter(failures))
-            stops.add_row(slug, level, str(failures[level])[:160])
+            stops.add_row(esc(slug), esc(level), esc(redact(str(failures[level]))[:160]))
         console.print(stops)
         if len(failed) > 30:
             console.print(f"... and {len(failed) - 30} more (see --json or --samples)")
-    console.print(f"L4: {summary.get('l4')}")
+    console.print(f"L4: {esc(summary.get('l4'))}", highlight=False)
     for warning in summary.get("warnings") or []:
-        console.print(f"[yellow]warning:[/] {warning}")
+        console.print(warning_line(warning), highlight=False)
     run = summary.get("run")
     if isinstance(run, Mapping):
         console.print(
-            f"run [bold]{run.get('id')}[/] · {run.get('samples')} servers · {run.get('sample_errors')} failed · "
-            f"{run.get('model_calls')} model calls ({run.get('cached_calls')} from cache) · {run.get('wall_seconds')} s"
+            f"run [bold]{esc(run.get('id'))}[/] · {esc(run.get('samples'))} servers · {esc(run.get('sample_errors'))} "
+            f"failed · {esc(run.get('model_calls'))} model calls ({esc(run.get('cached_calls'))} from cache) · "
+            f"{esc(run.get('wall_seconds'))} s",
+            highlight=False,
         )

@@ -7,7 +7,10 @@ from typing import Any
 
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+
+from toolgauge.redact import redact
 
 MTU_COLUMNS = [
     ("tool_accuracy", "Tool"),
@@ -26,6 +29,25 @@ def pct(value: Any) -> str:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return "—"
     return f"{value * 100:.2f}"
+
+
+def esc(value: Any) -> str:
+    """Data as literal text in a markup string: ``[/x]`` from a suite id must print, not parse."""
+    return escape(str(value))
+
+
+def warning_line(warning: Any) -> str:
+    """A summary warning as a markup line: secrets masked, the text itself escaped."""
+    return f"[yellow]warning:[/] {esc(redact(str(warning)))}"
+
+
+def run_line(run: Mapping[str, Any], unit: str) -> str:
+    """The closing ``run ID · N samples · ...`` line, values escaped."""
+    return (
+        f"run [bold]{esc(run.get('id'))}[/] · {esc(run.get('samples'))} {unit} · {esc(run.get('sample_errors'))} "
+        f"failed · {esc(run.get('model_calls'))} model calls ({esc(run.get('cached_calls'))} from cache) · "
+        f"{esc(run.get('input_tokens'))}+{esc(run.get('output_tokens'))} tokens · {esc(run.get('wall_seconds'))} s"
+    )
 
 
 def render_summary(summary: Mapping[str, Any], console: Console) -> None:
@@ -50,17 +72,16 @@ def render_summary(summary: Mapping[str, Any], console: Console) -> None:
         _render_generic(summary, console)
     run = summary.get("run")
     if isinstance(run, Mapping):
-        console.print(
-            f"run [bold]{run.get('id')}[/] · {run.get('samples')} samples · {run.get('sample_errors')} failed · "
-            f"{run.get('model_calls')} model calls ({run.get('cached_calls')} from cache) · "
-            f"{run.get('input_tokens')}+{run.get('output_tokens')} tokens · {run.get('wall_seconds')} s"
-        )
+        console.print(run_line(run, "samples"), highlight=False)
 
 
 def _render_metric_rows(summary: Mapping[str, Any], console: Console) -> None:
     rows: Mapping[str, Mapping[str, Any]] = summary.get("splits") or {"all": summary.get("scores", {})}
     present = [(k, label) for k, label in MTU_COLUMNS if any(k in r for r in rows.values())]
-    title = f"{summary.get('benchmark')} · variant {summary.get('variant', '')} · mode {summary.get('mode', '')}"
+    title = (
+        f"{esc(summary.get('benchmark'))} · variant {esc(summary.get('variant', ''))} · "
+        f"mode {esc(summary.get('mode', ''))}"
+    )
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("split", no_wrap=True, min_width=5)
     table.add_column("n", justify="right", no_wrap=True)
@@ -68,23 +89,23 @@ def _render_metric_rows(summary: Mapping[str, Any], console: Console) -> None:
         table.add_column(label, justify="right", no_wrap=True, min_width=6)
     for name, row in rows.items():
         n = row.get("n", row.get("n_turns", ""))
-        table.add_row(name, str(n), *[pct(row.get(k)) for k, _ in present])
+        table.add_row(esc(name), esc(n), *[pct(row.get(k)) for k, _ in present])
     console.print(table)
     _print_warnings(summary, console)
 
 
 def _render_bfcl(summary: Mapping[str, Any], console: Console) -> None:
-    table = Table(title=f"BFCL AST · {summary.get('mode', '')}", title_justify="left", box=box.SIMPLE_HEAD)
+    table = Table(title=f"BFCL AST · {esc(summary.get('mode', ''))}", title_justify="left", box=box.SIMPLE_HEAD)
     table.add_column("category")
     table.add_column("correct", justify="right")
     table.add_column("n", justify="right")
     table.add_column("accuracy %", justify="right")
     for name, row in (summary.get("categories") or {}).items():
-        table.add_row(name, str(row.get("correct", "")), str(row.get("n", "")), pct(row.get("accuracy")))
+        table.add_row(esc(name), esc(row.get("correct", "")), esc(row.get("n", "")), pct(row.get("accuracy")))
     aggregates = summary.get("aggregates") or {}
     for name, value in aggregates.items():
         if isinstance(value, int | float):
-            table.add_row(f"[italic]{name} (aggregate)[/]", "", "", pct(value))
+            table.add_row(f"[italic]{esc(name)} (aggregate)[/]", "", "", pct(value))
     console.print(table)
     notes = []
     if summary.get("unsatisfiable"):
@@ -93,25 +114,25 @@ def _render_bfcl(summary: Mapping[str, Any], console: Console) -> None:
     if loophole:
         notes.append(f"{loophole} 'correct abstentions' on irrelevance were really unparsable call attempts")
     for note in notes:
-        console.print(f"[yellow]note:[/] {note}")
+        console.print(f"[yellow]note:[/] {esc(note)}")
     _print_warnings(summary, console)
 
 
 def _render_generic(summary: Mapping[str, Any], console: Console) -> None:
     from toolgauge.report.export import flatten
 
-    table = Table(title=str(summary.get("benchmark", "run")), title_justify="left")
+    table = Table(title=esc(summary.get("benchmark", "run")), title_justify="left")
     table.add_column("scope")
     table.add_column("metric")
     table.add_column("value", justify="right")
     for scope, metric, value in flatten({k: v for k, v in summary.items() if k != "run"}):
-        table.add_row(scope, metric, str(value))
+        table.add_row(esc(scope), esc(metric), esc(redact(str(value))))
     console.print(table)
 
 
 def _print_warnings(summary: Mapping[str, Any], console: Console) -> None:
     warnings: Sequence[str] = summary.get("warnings") or []
     for w in warnings[:10]:
-        console.print(f"[yellow]warning:[/] {w}")
+        console.print(warning_line(w), highlight=False)
     if len(warnings) > 10:
         console.print(f"[yellow]warning:[/] ... and {len(warnings) - 10} more")

@@ -9,7 +9,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from toolgauge.report.terminal import pct
+from toolgauge.report.terminal import esc, pct, run_line, warning_line
 
 
 def render_wild(summary: Mapping[str, Any], console: Console) -> None:
@@ -17,8 +17,8 @@ def render_wild(summary: Mapping[str, Any], console: Console) -> None:
     scores: Mapping[str, Any] = summary.get("scores") or {}
     counts: Mapping[str, Any] = scores.get("counts") or {}
     head = Table(
-        title=f"WildToolBench · variant {summary.get('variant', '')} · {summary.get('language', '')} · "
-        f"{summary.get('data', '')}",
+        title=f"WildToolBench · variant {esc(summary.get('variant', ''))} · {esc(summary.get('language', ''))} · "
+        f"{esc(summary.get('data', ''))}",
         title_justify="left",
         box=box.SIMPLE_HEAD,
     )
@@ -44,27 +44,23 @@ def render_wild(summary: Mapping[str, Any], console: Console) -> None:
     for key, title in groups:
         for name, row in (scores.get(key) or {}).items():
             if row.get("total"):
-                breakdown.add_row(title, str(name), str(row.get("correct")), str(row.get("total")),
+                breakdown.add_row(title, esc(name), esc(row.get("correct")), esc(row.get("total")),
                                   pct(row.get("accuracy")))  # fmt: skip
     console.print(breakdown)
 
     errors: Mapping[str, Any] = scores.get("errors") or {}
     if errors.get("failed_tasks"):
-        taxonomy = Table(title=f"error taxonomy · {errors['failed_tasks']} failed tasks", title_justify="left",
+        taxonomy = Table(title=f"error taxonomy · {esc(errors['failed_tasks'])} failed tasks", title_justify="left",
                          box=box.SIMPLE_HEAD)  # fmt: skip
         for column in ("class", "tasks", "% of failed"):
             taxonomy.add_column(column, justify="left" if column == "class" else "right")
         shares = errors.get("shares") or {}
         for name, count in (errors.get("counts") or {}).items():
             if count:
-                taxonomy.add_row(name, str(count), pct(shares.get(name)))
+                taxonomy.add_row(esc(name), esc(count), pct(shares.get(name)))
         console.print(taxonomy)
     for warning in summary.get("warnings") or []:
-        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+        console.print(warning_line(warning), highlight=False)
     run = summary.get("run")
     if isinstance(run, Mapping):
-        console.print(
-            f"run [bold]{run.get('id')}[/] · {run.get('samples')} sessions · {run.get('sample_errors')} failed · "
-            f"{run.get('model_calls')} model calls ({run.get('cached_calls')} from cache) · "
-            f"{run.get('input_tokens')}+{run.get('output_tokens')} tokens · {run.get('wall_seconds')} s"
-        )
+        console.print(run_line(run, "sessions"), highlight=False)

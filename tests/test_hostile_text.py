@@ -1,0 +1,131 @@
+"""Text from data, models and servers is printed as text, never read as rich markup."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+
+from toolgauge.cli import app
+from toolgauge.loaders.suite import builtin_suite_path
+from toolgauge.report.terminal import render_summary
+
+runner = CliRunner()
+HOSTILE = "[/x][bold]x[/][red]"  # no spaces: table titles wrap at spaces
+
+
+def suite_with_id(tmp_path: Path, dialogue_id: str, copies: int = 1) -> Path:
+    first = json.loads(builtin_suite_path().read_text().splitlines()[0])
+    path = tmp_path / "suite.jsonl"
+    path.write_text("".join(json.dumps({**first, "id": dialogue_id}) + "\n" for _ in range(copies)))
+    return path
+
+
+def test_a_markup_closing_tag_in_a_suite_id_is_one_error_line(tmp_path: Path) -> None:
+    # Two dialogues with the id "[/x]": the duplicate-id message quotes it (this was a 52-line traceback).
+    data = suite_with_id(tmp_path, "[/x]", copies=2)
+    res = runner.invoke(
+        app, ["eval", "suite", "--data", str(data), "--model", "gold", "--store", f"sqlite:///{tmp_path / 's.db'}"]
+    )
+    assert res.exit_code == 2, res.output
+    assert res.stderr.strip() == f"error: {data}:2: id: duplicate dialogue id '[/x]' (first used on line 1)"
+
+
+@pytest.fixture()
+def hostile_server() -> Iterator[str]:
+    """An endpoint whose error message is markup-shaped text."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length", 0)))
+            body = json.dumps({"error": {"message": f"model says {HOSTILE}"}}).encode()
+            self.send_response(400)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1#m"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_server_text_and_data_ids_print_literally_in_warnings_and_errors(tmp_path: Path, hostile_server: str) -> None:
+    data = suite_with_id(tmp_path, "[/x]")
+    res = runner.invoke(
+        app,
+        ["eval", "suite", "--data", str(data), "--model", hostile_server, "--store", f"sqlite:///{tmp_path / 's.db'}",
+         "--max-retries", "0", "-q"],
+    )  # fmt: skip
+    # The only sample fails: the summary's warning (stdout) and the error line (stderr) quote id and message.
+    assert res.exit_code == 1, res.output
+    assert "first ([/x]): model_error: HTTP 400" in res.stdout and HOSTILE in res.stdout
+    assert res.stderr.startswith("error: every sample failed") and HOSTILE in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
+
+
+def test_install_hints_keep_their_extras(tmp_path: Path) -> None:
+    # pg8000 is not a dependency: SQLAlchemy's import of it fails and the hint names the extra to install.
+    res = runner.invoke(app, ["eval", "suite", "--model", "gold", "--store", "postgresql+pg8000://u@127.0.0.1:1/db"])
+    assert res.exit_code == 2, res.output
+    assert "pip install 'toolgauge[postgres]'" in res.stderr
+
+
+def test_local_model_hint_keeps_its_extra(tmp_path: Path) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("llama_cpp") is not None:
+        pytest.skip("llama-cpp-python is installed, so the 'not installed' hint cannot be produced")
+    res = runner.invoke(app, ["eval", "suite", "--model", "local", "--store", f"sqlite:///{tmp_path / 's.db'}"])
+    assert res.exit_code == 2, res.output
+    assert "pip install 'toolgauge[local]'" in res.stderr
+
+
+def rendered(summary: dict[str, Any]) -> str:
+    console = Console(record=True, width=400, color_system=None)
+    render_summary(summary, console)
+    return console.export_text()
+
+
+RUN = {"id": "[/x]", "samples": 1, "sample_errors": 0, "model_calls": 1, "cached_calls": 0, "input_tokens": 0,
+       "output_tokens": 0, "wall_seconds": 0.1}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("summary", "places"),
+    [
+        ({"benchmark": "mtu-bench", "variant": HOSTILE, "mode": "prompt",
+          "splits": {HOSTILE: {"n": 1, "tool_accuracy": 1.0}}, "warnings": [HOSTILE], "run": RUN}, 3),
+        ({"benchmark": "bfcl", "mode": HOSTILE, "categories": {HOSTILE: {"correct": 1, "n": 1, "accuracy": 1.0}},
+          "aggregates": {HOSTILE: 1.0}, "warnings": [HOSTILE], "run": RUN}, 4),
+        ({"benchmark": HOSTILE, "scores": {HOSTILE: HOSTILE}}, 4),
+        ({"benchmark": "wildtoolbench", "variant": HOSTILE, "language": "en", "data": HOSTILE,
+          "scores": {"by_task_type": {HOSTILE: {"total": 1, "correct": 1, "accuracy": 1.0}},
+                     "errors": {"failed_tasks": 1, "counts": {HOSTILE: 1}, "shares": {HOSTILE: 1.0}}},
+          "warnings": [HOSTILE], "run": RUN}, 5),
+        ({"benchmark": "tool-genesis", "variant": HOSTILE, "source": HOSTILE, "cascade": {HOSTILE: {"servers": 1}},
+          "servers": {HOSTILE: {"failures": {"L1": HOSTILE}}}, "l4": HOSTILE, "warnings": [HOSTILE], "run": RUN}, 7),
+    ],
+    ids=["mtu", "bfcl", "generic", "wild", "genesis"],
+)  # fmt: skip
+def test_every_renderer_prints_data_literally(summary: dict[str, Any], places: int) -> None:
+    text = rendered(summary)
+    # Every place the hostile string was put shows it whole: no tag swallowed, no MarkupError.
+    assert text.count(HOSTILE) == places, text
+    if "run" in summary:
+        assert "run [/x] · 1" in text, text

@@ -1,0 +1,215 @@
+"""Secrets never reach the store, samples, reports or the terminal.
+
+A real HTTP server on 127.0.0.1 answers 401 with a body that echoes the API key and every request
+header back (as some servers do); the real ``toolgauge`` process runs against it, and the planted
+secret is searched for in everything that process and ``report``/``runs`` write.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from toolgauge.models.openai_compat import _short
+from toolgauge.models.spec import display_spec, resolve_model
+from toolgauge.redact import MASK, redact_tree
+from toolgauge.report.export import samples_jsonl, summary_to_csv
+
+API_KEY = "planted-api-key-7f3a9c2e41"
+URL_PASSWORD = "planted-url-pw-5d8b1e6a"
+STORE_PASSWORD = "planted-db-pw-c4e2a917"
+
+
+class EchoingServer:
+    """Rejects every chat completion with 401, quoting the key and all request headers in the body."""
+
+    def __init__(self) -> None:
+        self.authorizations: list[str] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("content-length", 0)))
+                auth = self.headers.get("authorization", "")
+                outer.authorizations.append(auth)
+                key = auth.removeprefix("Bearer ")
+                body = json.dumps(
+                    {
+                        "error": {
+                            "message": f"Incorrect API key provided: {key}. You sent Authorization: {auth}",
+                            "headers": dict(self.headers.items()),
+                        }
+                    }
+                ).encode()
+                self.send_response(401)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def port(self) -> int:
+        return int(self.httpd.server_address[1])
+
+
+@pytest.fixture()
+def server() -> Iterator[EchoingServer]:
+    srv = EchoingServer()
+    srv.thread.start()
+    try:
+        yield srv
+    finally:
+        srv.httpd.shutdown()
+        srv.httpd.server_close()
+
+
+def toolgauge(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "toolgauge.cli", *args], capture_output=True, env=env, timeout=300, check=False
+    )
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("TOOLGAUGE_API_KEY", "OPENAI_API_KEY", "TOOLGAUGE_DEBUG")}
+    env.update(extra)
+    return env
+
+
+def everything_written(store_dir: Path, outputs: list[bytes]) -> bytes:
+    """The bytes of every file in the store's folder (database, WAL, journal, samples) plus the outputs."""
+    files = [p.read_bytes() for p in sorted(store_dir.rglob("*")) if p.is_file()]
+    return b"\n".join([*files, *outputs])
+
+
+def run_and_report(tmp_path: Path, model: str, env: dict[str, str]) -> tuple[bytes, str, str]:
+    """Evaluate ``model`` on two suite dialogues, then list and report the run; return all bytes and the run."""
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    store = f"sqlite:///{out_dir / 'store.db'}"
+    samples = out_dir / "samples.jsonl"
+    ran = toolgauge(
+        "eval", "suite", "--model", model, "--store", store, "--samples", str(samples), "--limit", "2",
+        "--max-retries", "0", "--concurrency", "1", "-q", env=env,
+    )  # fmt: skip
+    # Every sample fails with 401, so the run exits 1 after writing its results.
+    assert ran.returncode == 1, ran.stderr.decode()
+    assert samples.exists()
+    runs = toolgauge("runs", "--store", store, "--json", env=env)
+    assert runs.returncode == 0, runs.stderr.decode()
+    listed = json.loads(runs.stdout)
+    assert len(listed) == 1
+    run_id, stored_model = listed[0]["id"], listed[0]["model"]
+    reports = [toolgauge("report", run_id, "--store", store, *flag, env=env) for flag in ([], ["--json"], ["--csv"])]
+    assert all(r.returncode == 0 for r in reports), [r.stderr for r in reports]
+    outputs = [ran.stdout, ran.stderr, runs.stdout, runs.stderr]
+    for r in reports:
+        outputs += [r.stdout, r.stderr]
+    return everything_written(out_dir, outputs), stored_model, ran.stderr.decode()
+
+
+def test_api_key_echoed_by_the_server_reaches_nothing(tmp_path: Path, server: EchoingServer) -> None:
+    written, _, stderr = run_and_report(
+        tmp_path, f"http://127.0.0.1:{server.port}/v1#m", clean_env(TOOLGAUGE_API_KEY=API_KEY)
+    )
+    assert f"Bearer {API_KEY}" in server.authorizations, "the key must have been sent (and echoed) for this to test"
+    assert API_KEY.encode() not in written
+    assert b"401" in written and MASK.encode() in written, "the server's error text is kept, with the key masked"
+    assert "HTTP 401" in stderr and len(stderr.strip().splitlines()) == 1
+
+
+def test_password_in_the_model_url_reaches_nothing(tmp_path: Path, server: EchoingServer) -> None:
+    model = f"http://user:{URL_PASSWORD}@127.0.0.1:{server.port}/v1#m"
+    written, stored_model, _ = run_and_report(tmp_path, model, clean_env())
+    assert server.authorizations, "the server must have been reached"
+    assert stored_model == f"http://user:{MASK}@127.0.0.1:{server.port}/v1#m"
+    assert URL_PASSWORD.encode() not in written
+    assert base64.b64encode(f"user:{URL_PASSWORD}".encode()) not in written
+
+
+def test_password_in_the_store_url_is_masked_in_the_error_line(tmp_path: Path) -> None:
+    # Port 1 on loopback refuses the connection: the store cannot open, the URL is in the message.
+    proc = toolgauge(
+        "eval", "suite", "--model", "gold", "--store", f"postgresql://u:{STORE_PASSWORD}@127.0.0.1:1/db", "-q",
+        env=clean_env(),
+    )  # fmt: skip
+    stderr = proc.stderr.decode()
+    assert proc.returncode == 2, stderr
+    assert len(stderr.strip().splitlines()) == 1, stderr
+    assert f"u:{MASK}@127.0.0.1:1/db" in stderr
+    assert STORE_PASSWORD not in stderr + proc.stdout.decode()
+
+
+# --- the redaction boundaries, one by one ---------------------------------------------------
+
+
+def test_short_masks_the_clients_key_and_auth_headers_before_cutting() -> None:
+    key = "k3y-not-in-env-0123456789"
+    text = f"Error code: 401 - {{'error': {{'message': 'bad key {key}', 'authorization': 'Bearer {key}'}}}}"
+    shown = _short(text, secrets=[key])
+    assert key not in shown and MASK in shown
+    # A key cut in half by the length limit would leak its first half: redaction comes first.
+    assert key[:10] not in _short("x" * 290 + key, secrets=[key])
+
+
+def test_display_spec_masks_only_the_password() -> None:
+    assert display_spec("http://user:pw@host:8000/v1#m") == f"http://user:{MASK}@host:8000/v1#m"
+    assert display_spec("openai:gpt@https://u:pw@host/v1") == f"openai:gpt@https://u:{MASK}@host/v1"
+    assert display_spec("http://127.0.0.1:8000/v1#m") == "http://127.0.0.1:8000/v1#m"
+    assert display_spec("gold") == "gold"
+
+
+def test_store_url_passwords_with_a_slash_are_masked_whole() -> None:
+    from toolgauge.redact import redact, redact_url
+
+    assert redact_url("postgresql://u:ab/cd@host/db") == f"postgresql://u:{MASK}@host/db"
+    assert redact("cannot open 'postgresql+psycopg://u:ab/cd@h:1/db': refused") == (
+        f"cannot open 'postgresql+psycopg://u:{MASK}@h:1/db': refused"
+    )
+    # A port and path without credentials stay as they are.
+    assert redact("see http://host:8080/v1 or mail me@example.org") == "see http://host:8080/v1 or mail me@example.org"
+
+
+def test_the_client_name_is_the_masked_spec() -> None:
+    client = resolve_model("http://user:pw-secret-1@127.0.0.1:8000/v1#m")
+    assert client.name == f"http://user:{MASK}@127.0.0.1:8000/v1#m"
+
+
+def test_exports_mask_error_strings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SOME_SERVICE_TOKEN", "tok-planted-123456")
+    rows = [
+        {"id": "a", "sample_error": "model_error: HTTP 401: bad tok-planted-123456", "nested": ["tok-planted-123456"]}
+    ]
+    assert "tok-planted-123456" not in samples_jsonl(rows)
+    assert json.loads(samples_jsonl(rows))["sample_error"] == f"model_error: HTTP 401: bad {MASK}"
+    summary = {"run": {"model": "http://u:pw-planted@h/v1#m"}, "note": "Authorization: Bearer abcdefgh12345678",
+               "scores": {"x": 0.5}}  # fmt: skip
+    csv_text = summary_to_csv(summary)
+    assert "abcdefgh12345678" not in csv_text and "pw-planted" not in csv_text
+    assert f"run,model,http://u:{MASK}@h/v1#m" in csv_text and "scores,x,0.5" in csv_text
+    assert redact_tree({"k": ("tok-planted-123456", 3)}) == {"k": [MASK, 3]}
+
+
+def test_redact_masks_basic_credentials_but_not_the_word_basic() -> None:
+    from toolgauge.redact import redact
+
+    token = base64.b64encode(b"user:hunter2-pw").decode()
+    assert (
+        redact(f"sent Authorization Basic {token} twice; basic {token}")
+        == f"sent Authorization Basic {MASK} twice; basic {MASK}"
+    )
+    assert redact("basic authentication and basic words") == "basic authentication and basic words"
