@@ -117,6 +117,13 @@ def wild_sessions(tmp: Path, bad: bytes) -> tuple[list[str], Path]:
     return ["eval", "wildtoolbench", "--data", str(bad_file), "--model", "gold"], bad_file
 
 
+def wild_predictions(tmp: Path, bad: bytes) -> tuple[list[str], Path]:
+    sessions = Path(__file__).parent / "fixtures" / "wildtoolbench" / "sessions.jsonl"
+    bad_file = tmp / "steps.jsonl"
+    bad_file.write_bytes(bad)
+    return ["score", "wildtoolbench", "--data", str(sessions), "--predictions", str(bad_file)], bad_file
+
+
 LOADERS: dict[str, Case] = {
     "suite": suite_data,
     "suite-replay": suite_replay,
@@ -127,6 +134,7 @@ LOADERS: dict[str, Case] = {
     "bfcl-answers": bfcl_answers,
     "bfcl-results": bfcl_results,
     "wild-sessions": wild_sessions,
+    "wild-predictions": wild_predictions,
 }
 
 

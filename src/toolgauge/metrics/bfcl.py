@@ -225,7 +225,7 @@ def _decode(output: BfclOutput, language: CheckLanguage) -> list[dict[str, Any]]
         if isinstance(arguments, str):
             try:
                 arguments = json.loads(arguments)
-            except json.JSONDecodeError as error:
+            except (ValueError, RecursionError) as error:  # also over-long integers and too-deep nesting
                 raise BfclDecodeError(f"arguments of {name!r} are not JSON: {error}") from error
         decoded.append({name: arguments})
     return decoded

@@ -193,4 +193,7 @@ def _open_run(store: Store, bench: Benchmark[Any, Any], model_spec: str, resume:
 def _jsonable(config: Mapping[str, Any]) -> dict[str, Any]:
     import json
 
-    return dict(json.loads(json.dumps(dict(config), sort_keys=True, default=str)))
+    from toolgauge.redact import redact_tree
+
+    # The store keeps the config with secrets masked; compare like with like.
+    return dict(json.loads(json.dumps(redact_tree(dict(config)), sort_keys=True, default=str)))

@@ -24,7 +24,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from toolgauge.errors import DataError
-from toolgauge.loaders.jsonl import read_jsonl_objects, read_text, text_lines
+from toolgauge.loaders.jsonl import loads_json, read_jsonl_objects, read_text, text_lines
 from toolgauge.records import AssistantTurn, ToolCall
 from toolgauge.records.wild_log import WildSessionResult
 from toolgauge.report.export import write_atomic
@@ -57,10 +57,7 @@ def detect_format(path: Path) -> PredictionFormat:
     for number, line in enumerate(text_lines(read_text(path)), start=1):
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(shown, f"invalid JSON: {exc.msg} (column {exc.colno})", line=number) from None
+        obj = loads_json(line, shown, line=number)
         if isinstance(obj, dict) and "result" in obj and "id" in obj:
             return "official"
         if isinstance(obj, dict) and "session" in obj:
@@ -140,6 +137,8 @@ def _call(item: Any, path: str, line: int, field: str) -> ToolCall:
         decoded = json.loads(arguments)
     except json.JSONDecodeError as exc:
         return ToolCall(name=name, raw=arguments, parse_error=f"invalid JSON: {exc.msg}")
+    except (ValueError, RecursionError):  # an over-long integer or nesting too deep: still the model's bad JSON
+        return ToolCall(name=name, raw=arguments, parse_error="invalid JSON: number or nesting beyond limits")
     if not isinstance(decoded, dict):
         return ToolCall(name=name, raw=arguments, parse_error="arguments are not a JSON object")
     return ToolCall(name=name, arguments=decoded, raw=arguments)
@@ -221,7 +220,7 @@ def _decoded_or_text(arguments: str) -> Any:
     """Arguments as an object when the text decodes to one, else the text itself (kept verbatim)."""
     try:
         decoded = json.loads(arguments)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         return arguments
     return decoded if isinstance(decoded, dict) else arguments
 

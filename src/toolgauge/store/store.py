@@ -27,7 +27,7 @@ from sqlalchemy import Engine, create_engine, delete, event, func, insert, inspe
 from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError, ProgrammingError, SQLAlchemyError
 
 from toolgauge.errors import RunLocked, StoreWriteError, UsageError
-from toolgauge.redact import redact, redact_url
+from toolgauge.redact import redact, redact_tree, redact_url
 from toolgauge.store import schema
 from toolgauge.store.lease import HEARTBEAT_SECONDS, LockHolder, is_stale, pid_start_time, this_host
 from toolgauge.store.schema import SCHEMA_VERSION
@@ -169,9 +169,9 @@ class Store:
                     insert(schema.runs).values(
                         id=rid,
                         benchmark=benchmark,
-                        model=model,
+                        model=redact(model),
                         status="running",
-                        config=json.dumps(dict(config), sort_keys=True, default=str),
+                        config=json.dumps(redact_tree(dict(config)), sort_keys=True, default=str),
                         n_samples=0,
                         created_at=time.time(),
                     )
@@ -218,7 +218,7 @@ class Store:
                 conn.execute(
                     update(schema.runs)
                     .where(schema.runs.c.id == run_id)
-                    .values(summary=json.dumps(dict(summary), sort_keys=True))
+                    .values(summary=json.dumps(redact_tree(dict(summary)), sort_keys=True))
                 )
                 conn.execute(schema.scores.delete().where(schema.scores.c.run_id == run_id))
                 if rows:
@@ -364,7 +364,7 @@ class Store:
                 "sample_key": sample_key,
                 "status": "error" if error else "done",
                 "result": json.dumps(result) if result is not None else None,
-                "error": error,
+                "error": redact(error) if error else error,
                 "latency_s": latency_s,
                 "finished_at": time.time(),
             }
@@ -407,7 +407,10 @@ class Store:
     # -- model calls and cache -------------------------------------------------------------
     def record_call(self, row: Mapping[str, Any]) -> None:
         """Buffer one model call (see ``schema.model_calls`` for the fields)."""
-        self._pending_calls.append({"created_at": time.time(), **row})
+        pending = {"created_at": time.time(), **row}
+        if pending.get("error"):  # error texts may echo a key or a header; responses are kept as the model gave them
+            pending["error"] = redact(pending["error"])
+        self._pending_calls.append(pending)
         self._maybe_flush()
 
     def call_stats(self, run_id: str) -> dict[str, float]:
@@ -451,7 +454,7 @@ class Store:
         """Buffer a response for the cache."""
         self._pending_cache[key] = {
             "key": key,
-            "model": model,
+            "model": redact_url(model),
             "response": json.dumps(dict(response)),
             "created_at": time.time(),
         }
