@@ -219,7 +219,8 @@ def bwrap_command(
     scratch = str(int(limits["file_size_mb"]) * MB)
     # Every world-writable scratch place of a host is a private tmpfs here: nothing written there reaches the host.
     for path in PRIVATE_TMPFS:
-        cmd += ["--size", scratch, "--tmpfs", path]
+        # Sticky and world-writable like the host's, so the unprivileged sandbox uid can use its own copy.
+        cmd += ["--size", scratch, "--tmpfs", path, "--chmod", "1777", path]
     # Parents of the read-only binds (the interpreter may live under /root) are created world-traversable.
     made: set[str] = set()
     for path in sorted(set(binds)):

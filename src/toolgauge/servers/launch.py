@@ -246,7 +246,9 @@ def stage_server_files(code_path: Path, workdir: Path, extra_files: Sequence[Pat
         ServerLaunchError: the code file is missing, or a file is unsafe (stage ``prepare``).
     """
     try:
-        return _stage_files(code_path, workdir, extra_files, shim=Path(__file__).with_name("shim.py"))
+        return _stage_files(
+            code_path, workdir, extra_files, shim=Path(__file__).with_name("shim.py"), shim_name=SHIM_FILE_NAME
+        )
     except StagingError as exc:
         raise ServerLaunchError("prepare", exc.reason) from None
 

@@ -151,12 +151,15 @@ def _walk(folder: Path) -> tuple[list[Path], list[Path], bool]:
     return dirs, files, False
 
 
-def stage_server_files(code_path: Path, workdir: Path, extra_files: Sequence[Path] = (), *, shim: Path) -> Path:
+def stage_server_files(
+    code_path: Path, workdir: Path, extra_files: Sequence[Path] = (), *, shim: Path, shim_name: str
+) -> Path:
     """Copy the server into ``workdir`` and return the code file's path there.
 
     The code file's folder is copied whole (helper modules, data files) unless it looks shared: it
     holds a ``registry.json`` or more than 200 entries / 50 MB; then only the code file is copied.
-    No link is followed and no special file is read (see the module docstring).
+    No link is followed and no special file is read (see the module docstring). The harness's ``shim``
+    is copied in as ``shim_name``.
 
     Raises:
         StagingError: the code file is missing, or a file is unsafe (``unsafe file: ...``).
@@ -184,7 +187,7 @@ def stage_server_files(code_path: Path, workdir: Path, extra_files: Sequence[Pat
         for extra in extra_files:
             name = Path(extra).name
             budget -= _copy_file(Path(extra), workdir / name, f"unsafe file: {name}", budget)
-        shutil.copyfile(shim, workdir / shim.name)
+        shutil.copyfile(shim, workdir / shim_name)
     except UnsafeFile as exc:
         raise StagingError(exc.reason) from None
     except OSError as exc:

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import codecs
 import uuid
-from collections.abc import Buffer
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
 
 _PREFIX = "toolgauge_utf8_watch_"
 _seen_invalid: set[str] = set()
