@@ -35,7 +35,9 @@ from toolgauge.servers.staging import (
     PID_FILE,
     WORK_DIR,
     StagingError,
+    UnsafeFile,
     new_staging_dir,
+    read_untrusted_file,
     sweep_stale_staging,
 )
 from toolgauge.servers.staging import stage_server_files as _stage_files
@@ -262,9 +264,10 @@ def _sweep_once() -> None:
 def _kill_sandbox(pidfile: Path) -> None:
     """SIGKILL the sandbox's process group at once, if its trampoline is still our child."""
     try:
-        pid = int(pidfile.read_text(encoding="ascii").strip())
+        # Read without following a link: in a fallback sandbox the program can reach the staging folder.
+        pid = int(read_untrusted_file(pidfile, 64).decode("ascii").strip())
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, ValueError, IndexError):
+    except (UnsafeFile, OSError, ValueError, IndexError):
         return
     # The pid file is the trampoline's: accept only our own child leading its own group.
     if int(fields[1]) != os.getpid() or int(fields[2]) != pid:
