@@ -197,6 +197,10 @@ class _LiveServer:
         self._stack = stack
 
     async def close(self) -> None:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            # Closing because the run is cancelled (Ctrl-C): kill the sandbox first, skipping MCP's grace period.
+            self.session.kill()
         await self._stack.aclose()
 
 

@@ -142,13 +142,20 @@ class McpServerSession:
     """A running server: its listed tools, tool calls with per-call timeouts, and liveness."""
 
     def __init__(
-        self, session: Any, tools: list[dict[str, Any]], errlog: IO[str], shape: ServerShape, encoding: str = "utf-8"
+        self,
+        session: Any,
+        tools: list[dict[str, Any]],
+        errlog: IO[str],
+        shape: ServerShape,
+        encoding: str = "utf-8",
+        pidfile: Path | None = None,
     ):
         self._session = session
         self.tools = tools
         self._errlog = errlog
         self.shape: ServerShape = shape
         self._encoding = encoding
+        self._pidfile = pidfile
         self.alive = True
         self.death_reason: str | None = None
 
@@ -193,6 +200,13 @@ class McpServerSession:
             is_error=bool(getattr(result, "is_error", False)),
             seconds=seconds,
         )
+
+    def kill(self) -> None:
+        """SIGKILL the server's whole sandbox now (an interrupted run does not wait for a clean shutdown)."""
+        self.alive = False
+        self.death_reason = self.death_reason or "killed by the harness"
+        if self._pidfile is not None:
+            _kill_sandbox(self._pidfile)
 
     async def ping(self) -> bool:
         """True when the server answers a ping within a few seconds."""
@@ -355,7 +369,7 @@ async def launch_server(
                             raise ServerLaunchError(stage, _with_stderr(INVALID_UTF8, errlog))
                         if not tools:
                             raise ServerLaunchError("list_tools", _with_stderr("the server lists no tools", errlog))
-                        yield McpServerSession(session, tools, errlog, shape, encoding)
+                        yield McpServerSession(session, tools, errlog, shape, encoding, pidfile)
                     except BaseException as exc:
                         if not isinstance(exc, Exception):
                             # Cancelled or interrupted: end the sandbox now, not after MCP's shutdown grace.
