@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -25,9 +27,12 @@ from toolgauge.models.offline import GoldClient, ScriptedClient
 from toolgauge.protocols.base import RunOptions, run_benchmark
 from toolgauge.protocols.genesis import GenesisBenchmark, GenesisSample, L4Settings, pair_registry
 from toolgauge.records.genesis import GeneratedServer
+from toolgauge.sandbox import detect_sandbox
 
 FIXTURES = Path(__file__).parent / "fixtures" / "genesis"
 HOSTILE = Path(__file__).parent / "fixtures" / "hostile"
+# Generated code runs only under bubblewrap; elsewhere a launch is refused (tested in test_sandbox.py).
+needs_bwrap = pytest.mark.skipif(detect_sandbox() != "bwrap", reason="bubblewrap sandbox not available here")
 CASES = [
     "correct",
     "wrong_tool_name",
@@ -102,6 +107,7 @@ def metrics(summary: dict[str, Any], slug: str) -> dict[str, Any]:
     return summary["servers"][slug]
 
 
+@needs_bwrap
 def test_correct_server_scores_full_marks_where_the_rules_allow(broken: dict[str, dict[str, Any]]) -> None:
     ref, strict = metrics(broken["reference"], "correct"), metrics(broken["strict"], "correct")
     # The schema file has the reference's names and descriptions -> every tool and argument matched exactly.
@@ -122,6 +128,7 @@ def test_correct_server_scores_full_marks_where_the_rules_allow(broken: dict[str
     assert strict["ut_soft"] == pytest.approx(0.8)
 
 
+@needs_bwrap
 def test_wrong_tool_name(broken: dict[str, dict[str, Any]]) -> None:
     ref, strict = metrics(broken["reference"], "wrong_tool_name"), metrics(broken["strict"], "wrong_tool_name")
     # Tools: greet matched, sum_numbers unmatched (its text differs from add's, cosine 0 < 0.3).
@@ -134,6 +141,7 @@ def test_wrong_tool_name(broken: dict[str, dict[str, Any]]) -> None:
     assert strict["ut_soft"] == pytest.approx(0.4)  # greet's two exact texts, 1 each, over 5
 
 
+@needs_bwrap
 def test_missing_argument(broken: dict[str, dict[str, Any]]) -> None:
     ref, strict = metrics(broken["reference"], "missing_argument"), metrics(broken["strict"], "missing_argument")
     # args: gold {add.a, add.b, greet.name, greet.greeting}, pred {add.a, greet.name, greet.greeting}
@@ -147,6 +155,7 @@ def test_missing_argument(broken: dict[str, dict[str, Any]]) -> None:
     assert strict["ut_soft"] == pytest.approx((0.5 + 0.5 + 0 + 1 + 1) / 5)
 
 
+@needs_bwrap
 def test_wrong_output_shape(broken: dict[str, dict[str, Any]]) -> None:
     ref, strict = metrics(broken["reference"], "wrong_output_shape"), metrics(broken["strict"], "wrong_output_shape")
     assert ref["schema_f1"] == 1.0
@@ -159,6 +168,7 @@ def test_wrong_output_shape(broken: dict[str, dict[str, Any]]) -> None:
     assert strict["ut_soft"] == 0.0
 
 
+@needs_bwrap
 def test_crash_on_call_aborts_the_remaining_tests(broken: dict[str, dict[str, Any]]) -> None:
     ref, strict = metrics(broken["reference"], "crash_on_call"), metrics(broken["strict"], "crash_on_call")
     assert ref["server_execution"] == 1.0 and ref["schema_f1"] == 1.0
@@ -168,6 +178,7 @@ def test_crash_on_call_aborts_the_remaining_tests(broken: dict[str, dict[str, An
     assert ref["failures"]["L3"] == "no unit test passed"
 
 
+@needs_bwrap
 def test_no_start_fails_l1_and_zeroes_the_rest(broken: dict[str, dict[str, Any]]) -> None:
     for variant in ("reference", "strict"):
         m = metrics(broken[variant], "no_start")
@@ -178,6 +189,7 @@ def test_no_start_fails_l1_and_zeroes_the_rest(broken: dict[str, dict[str, Any]]
         assert "mini_calc_backend_that_does_not_exist" in m["failures"]["L1"]
 
 
+@needs_bwrap
 def test_noncompliant_schema_zeroes_l2_in_reference_only(broken: dict[str, dict[str, Any]]) -> None:
     ref, strict = metrics(broken["reference"], "noncompliant"), metrics(broken["strict"], "noncompliant")
     # The data's own schemas (anyOf, no additionalProperties) fail the official check but are valid MCP.
@@ -188,6 +200,7 @@ def test_noncompliant_schema_zeroes_l2_in_reference_only(broken: dict[str, dict[
     assert strict["ut_soft"] == pytest.approx(0.8)
 
 
+@needs_bwrap
 def test_aggregates_and_cascade(broken: dict[str, dict[str, Any]]) -> None:
     ref = broken["reference"]
     # L1 passes: all but no_start and noncompliant (5 of 7); all 5 have Schema-F1 > 0; L3 (UT_hard > 0)
@@ -209,11 +222,13 @@ STARTUP_ATTACKS = {
     "fd_exhaust": ("Too many open files",),
     "fork_bomb": ("",),
     "huge_stdout": ("no answer within",),
+    "invalid_utf8": ("invalid UTF-8 on the server's stdout",),
     "memory_bomb": ("MemoryError",),
     "sleep_forever": ("no answer within",),
 }
 
 
+@needs_bwrap
 def test_hostile_servers_are_recorded_failures(tmp_path: Path) -> None:
     """Every hostile server of the sandbox fixtures is evaluated; each ends as a scored outcome with a reason.
 
@@ -245,6 +260,7 @@ def test_hostile_servers_are_recorded_failures(tmp_path: Path) -> None:
             assert row["ut_hard"] in (0.0, 0.2), name
 
 
+@needs_bwrap
 def test_l4_agent_and_judge_on_generated_and_reference_servers(tmp_path: Path) -> None:
     """One task, solved with the generated server and with the reference server (the oracle), both judged."""
     data, registry = build_registry(tmp_path, ["correct"])
@@ -273,6 +289,7 @@ def test_l4_agent_and_judge_on_generated_and_reference_servers(tmp_path: Path) -
 
 
 @pytest.mark.realdata
+@needs_bwrap
 def test_gold_on_the_shared_subset(data_dir: Path, tmp_path: Path) -> None:
     """--model gold on the 20 shared servers, both variants (one-hot embedder; see the module docstring).
 
@@ -324,6 +341,7 @@ def test_gold_on_the_shared_subset(data_dir: Path, tmp_path: Path) -> None:
     assert set(low) <= {"datetime-context-provider"}, low
 
 
+@needs_bwrap
 def test_strict_restarts_a_stateful_server_before_every_test(tmp_path: Path) -> None:
     """Three tests of a counter, each recorded on a fresh server ("1")."""
     spec = json.loads((FIXTURES / "spec.json").read_text())
@@ -353,6 +371,7 @@ def test_strict_restarts_a_stateful_server_before_every_test(tmp_path: Path) -> 
     assert (reference["ut_hard"], reference["ut_soft"]) == (1.0, 0.0)
 
 
+@needs_bwrap
 def test_model_output_failures_are_scored_not_raised(tmp_path: Path) -> None:
     """Generated servers (not user input): a non-JSON schema, a generation error, a missing entry."""
     data_path = tmp_path / "data.json"
@@ -375,3 +394,63 @@ def test_model_output_failures_are_scored_not_raised(tmp_path: Path) -> None:
     assert failures["no_code"] == "schema file not compliant: generation failed: parse failure: no code"
     assert failures["absent"] == "schema file not compliant: the server is not in the registry"
     assert summary["cascade"]["L1"]["servers"] == 0 and summary["server_execution"] == 0.0
+
+
+# -- registry paths are confined to the prediction folder -----------------------------------------
+def _unsafe_registry(tmp: Path) -> tuple[Path, Path, str]:
+    """A data file of three servers whose registry paths leave the prediction folder, and a planted secret."""
+    secret = "planted-secret-" + uuid.uuid4().hex
+    outside = tmp / "outside"
+    outside.mkdir()
+    (outside / "tools.json").write_text(json.dumps({"tools": [{"name": secret, "description": secret}]}))
+    (outside / "server.py").write_text(f"# {secret}\n")
+    pred = tmp / "pred"
+    shutil.copytree(FIXTURES / "correct", pred / "fine")
+    (pred / "escape").symlink_to(outside)
+    entries = {
+        "dotdot": {"json_schema_path": "../outside/tools.json", "env_code_path": "fine/server.py"},
+        "absolute": {"json_schema_path": "fine/tools.json", "env_code_path": str(outside / "server.py")},
+        "symlink": {"json_schema_path": "escape/tools.json", "env_code_path": "escape/server.py"},
+    }
+    (pred / "registry.json").write_text(json.dumps(entries))
+    spec = json.loads((FIXTURES / "spec.json").read_text())
+    data = tmp / "data.json"
+    data.write_text(json.dumps([{**spec, "server_slug": slug, "server_name": slug} for slug in entries]))
+    return data, pred / "registry.json", secret
+
+
+def test_registry_paths_outside_the_prediction_folder_are_refused(tmp_path: Path) -> None:
+    data, registry, secret = _unsafe_registry(tmp_path)
+    servers = load_registry(registry)
+    reasons = {slug: server.error for slug, server in servers.items()}
+    assert reasons["dotdot"] == (
+        "unsafe path: json_schema_path '../outside/tools.json': a '..' component "
+        "(paths must stay inside the registry's folder)"
+    )
+    assert reasons["absolute"] is not None and reasons["absolute"].startswith("unsafe path: env_code_path '/")
+    assert "an absolute path" in reasons["absolute"]
+    assert reasons["symlink"] is not None and "leads out of the registry's folder" in reasons["symlink"]
+    for server in servers.values():  # the refused files are never pointed at
+        assert tmp_path / "outside" not in (server.schema_path.resolve().parent, server.code_path.resolve().parent)
+
+    # The evaluation records each refusal as an L1 failure and reads nothing from outside (no launch needed).
+    summary = run(bench_for(data, registry, "strict"), tmp_path)
+    assert summary["run"]["sample_errors"] == 0
+    for slug in ("dotdot", "absolute", "symlink"):
+        row = summary["servers"][slug]
+        assert row["server_execution"] == 0.0 and "unsafe path:" in row["failures"]["L1"], row
+    assert secret not in json.dumps(summary)
+    assert secret.encode() not in (tmp_path / "store.db").read_bytes()
+
+
+def test_a_hard_linked_registry_file_is_refused(tmp_path: Path) -> None:
+    pred = tmp_path / "pred"
+    shutil.copytree(FIXTURES / "correct", pred / "mini-calc")
+    secret = tmp_path / "secret.json"
+    secret.write_text('{"tools": []}')
+    os.link(secret, pred / "mini-calc" / "linked.json")
+    (pred / "registry.json").write_text(
+        json.dumps({"mini-calc": {"json_schema_path": "mini-calc/linked.json", "env_code_path": "mini-calc/server.py"}})
+    )
+    error = load_registry(pred)["mini-calc"].error
+    assert error is not None and error.startswith("unsafe path: json_schema_path") and "a hard link" in error

@@ -21,13 +21,10 @@ from toolgauge.protocols.genesis_generate import (
 )
 from toolgauge.records import AssistantTurn, ModelRequest
 from toolgauge.records.genesis import GenesisServer
+from toolgauge.sandbox import detect_sandbox
 
-try:
-    from toolgauge.sandbox import sandboxed_command  # noqa: F401
-
-    HAVE_SANDBOX = True
-except ImportError:
-    HAVE_SANDBOX = False
+# Generated code runs only under bubblewrap; elsewhere a launch is refused (tested in test_sandbox.py).
+HAVE_SANDBOX = detect_sandbox() == "bwrap"
 
 SCHEMA = {
     "tools": [
@@ -290,7 +287,7 @@ async def test_code_agent_truncates_long_observations(tmp_path):
     assert tool is not None and len(tool) < 4100 and tool.endswith("more characters cut]")
 
 
-@pytest.mark.skipif(not HAVE_SANDBOX, reason="toolgauge.sandbox not available yet")
+@pytest.mark.skipif(not HAVE_SANDBOX, reason="bubblewrap sandbox not available here")
 async def test_code_agent_real_sandboxed_launch(tmp_path):
     client = ScriptedClient(AGENT_SCRIPT)
     _, result = await run(tmp_path, client, strategy="code-agent")
@@ -331,6 +328,7 @@ async def test_model_error_is_recorded_not_raised(tmp_path):
 
 # -- end to end with the embedded model ----------------------------------------------------------------
 @pytest.mark.local_model
+@pytest.mark.skipif(not HAVE_SANDBOX, reason="bubblewrap sandbox not available here")
 def test_generate_then_evaluate_with_the_local_model(tmp_path, data_dir):
     import importlib.util
     import os
@@ -478,7 +476,7 @@ def test_the_schema_shape_the_prompt_asks_for_passes_the_official_compliance_che
     assert check_compliance(SCHEMA).ok
 
 
-@pytest.mark.skipif(not HAVE_SANDBOX, reason="toolgauge.sandbox not available yet")
+@pytest.mark.skipif(not HAVE_SANDBOX, reason="bubblewrap sandbox not available here")
 async def test_the_example_server_in_the_prompt_runs_and_its_tool_error_reaches_the_caller(tmp_path):
     from toolgauge.protocols.genesis_generate import SERVER_EXAMPLE
     from toolgauge.servers import launch_server

@@ -8,18 +8,27 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import os
 import shutil
+import subprocess
+import uuid
 from pathlib import Path
 
 import pytest
 
 from toolgauge.loaders.genesis import load_genesis
 from toolgauge.protocols.genesis_gold import write_gold_server, write_reference_server
+from toolgauge.sandbox import detect_sandbox
 from toolgauge.servers import ServerLaunchError, detect_server_shape, launch_server
+from toolgauge.servers.launch import stage_server_files
 from toolgauge.servers.reference_server import Recordings, arguments_key
 from toolgauge.servers.shim import build_server, find_server_class
+from toolgauge.servers.staging import MAX_COPIED_FILES, OWNER_FILE, STAGE_PREFIX, new_staging_dir, sweep_stale_staging
 
 FIXTURES = Path(__file__).parent / "fixtures" / "genesis"
+HOSTILE = Path(__file__).parent / "fixtures" / "hostile"
+# Generated code runs only under bubblewrap; elsewhere a launch is refused (tested in test_sandbox.py).
+needs_bwrap = pytest.mark.skipif(detect_sandbox() != "bwrap", reason="bubblewrap sandbox not available here")
 
 PROBE = '''
 import json, os, time
@@ -120,6 +129,7 @@ def test_reference_matching_rule() -> None:
 
 
 # -- launches --------------------------------------------------------------------------------
+@needs_bwrap
 def test_plain_script_server_through_the_sandbox(tmp_path: Path) -> None:
     (tmp_path / "server.py").write_text(PROBE)
     (tmp_path / "data.txt").write_text("a file of the server's own")
@@ -157,6 +167,7 @@ def test_plain_script_server_through_the_sandbox(tmp_path: Path) -> None:
     asyncio.run(scenario())
 
 
+@needs_bwrap
 def test_class_shape_server_with_mcp1_import(tmp_path: Path) -> None:
     shutil.copy2(FIXTURES / "class_shape" / "env.py", tmp_path / "env.py")
 
@@ -170,6 +181,7 @@ def test_class_shape_server_with_mcp1_import(tmp_path: Path) -> None:
     asyncio.run(scenario())
 
 
+@needs_bwrap
 def test_launch_failures_are_launch_errors(tmp_path: Path) -> None:
     (tmp_path / "crash").mkdir()
     (tmp_path / "crash" / "server.py").write_text("raise SystemExit('missing backend: acme')\n")
@@ -193,6 +205,7 @@ def test_launch_failures_are_launch_errors(tmp_path: Path) -> None:
     asyncio.run(scenario())
 
 
+@needs_bwrap
 def test_gold_and_reference_servers_answer_recorded_outputs(tmp_path: Path) -> None:
     server = load_genesis_fixture(tmp_path)
     gold = write_gold_server(server, tmp_path / "gold")
@@ -224,3 +237,127 @@ def load_genesis_fixture(tmp_path: Path):  # type: ignore[no-untyped-def]
     path = tmp_path / "data.json"
     path.write_text("[" + (FIXTURES / "spec.json").read_text() + "]")
     return load_genesis(path)[0]
+
+
+# -- staging: never follow a link ---------------------------------------------------------------
+def _server_folder(root: Path) -> Path:
+    folder = root / "server"
+    folder.mkdir()
+    shutil.copy2(FIXTURES / "correct" / "server.py", folder / "server.py")
+    return folder
+
+
+def _plant_secret(root: Path) -> tuple[Path, str]:
+    secret = "planted-secret-" + uuid.uuid4().hex
+    path = root / "secret.txt"
+    path.write_text(secret)
+    return path, secret
+
+
+UNSAFE_CASES = {
+    "symlink to a file": lambda folder, secret: (folder / "notes.txt").symlink_to(secret),
+    "symlink to /proc/self/environ": lambda folder, secret: (folder / "env.txt").symlink_to("/proc/self/environ"),
+    "symlink to a folder": lambda folder, secret: (folder / "data").symlink_to(secret.parent),
+    "hard link": lambda folder, secret: os.link(secret, folder / "notes.txt"),
+    "fifo": lambda folder, secret: os.mkfifo(folder / "pipe"),
+    "nested symlink": lambda folder, secret: ((folder / "sub").mkdir(), (folder / "sub" / "x").symlink_to(secret)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(UNSAFE_CASES))
+def test_staging_refuses_links_and_special_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str) -> None:
+    secret_path, secret = _plant_secret(tmp_path)
+    monkeypatch.setenv("TOOLGAUGE_API_KEY", secret)  # what /proc/self/environ would hand over
+    folder = _server_folder(tmp_path)
+    UNSAFE_CASES[case](folder, secret_path)
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    with pytest.raises(ServerLaunchError) as caught:
+        stage_server_files(folder / "server.py", workdir)
+    assert caught.value.stage == "prepare"
+    assert caught.value.reason.startswith("unsafe file: "), caught.value.reason
+    assert secret not in caught.value.reason
+    copied = [p.read_bytes() for p in workdir.rglob("*") if p.is_file() and not p.is_symlink()]
+    assert not any(secret.encode() in data for data in copied)
+
+
+def test_staging_refuses_a_symlinked_code_file_and_launch_reports_it(tmp_path: Path) -> None:
+    folder = _server_folder(tmp_path)
+    (folder / "link.py").symlink_to(folder / "server.py")
+
+    async def scenario() -> None:
+        with pytest.raises(ServerLaunchError) as caught:
+            async with launch_server(folder / "link.py"):
+                pass
+        assert caught.value.stage == "prepare"
+        assert "unsafe file: link.py: a symbolic link" in caught.value.reason
+
+    asyncio.run(scenario())
+
+
+def test_staging_copies_only_the_code_file_of_a_large_folder(tmp_path: Path) -> None:
+    folder = _server_folder(tmp_path)
+    for number in range(MAX_COPIED_FILES + 1):
+        (folder / f"data{number}.txt").write_text("x")
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    staged = stage_server_files(folder / "server.py", workdir)
+    assert staged == workdir / "server.py"
+    assert sorted(p.name for p in workdir.iterdir()) == ["_toolgauge_shim.py", "server.py"]
+
+
+def test_stale_staging_folders_are_swept(tmp_path: Path) -> None:
+    mine = new_staging_dir(tmp_path)
+    finished = subprocess.run(["true"], check=True)  # a process that has ended: its pid is a dead owner
+    dead = tmp_path / f"{STAGE_PREFIX}dead"
+    (dead / "work").mkdir(parents=True)
+    (dead / OWNER_FILE).write_text(f"{os.getpid() + 10**6} 0\n")  # beyond pid_max: never alive
+    garbled = tmp_path / f"{STAGE_PREFIX}garbled"
+    garbled.mkdir()
+    (garbled / OWNER_FILE).write_text("not a pid\n")
+    unrelated = tmp_path / "someone-else"
+    unrelated.mkdir()
+    removed = sweep_stale_staging(tmp_path)
+    assert finished.returncode == 0
+    assert sorted(removed) == sorted([dead, garbled])
+    assert mine.is_dir() and unrelated.is_dir() and not dead.exists() and not garbled.exists()
+
+
+# -- invalid UTF-8 on the MCP channel ----------------------------------------------------------
+GARBLE = """
+import os
+from mcp.server import MCPServer
+
+server = MCPServer("garble")
+# The SDK diverts fd 1 to stderr once it serves; a copy taken now still writes into the JSON-RPC channel.
+WIRE = os.dup(1)
+
+@server.tool()
+def garble() -> str:
+    \"\"\"Write bytes that are not UTF-8 into the channel, then answer.\"\"\"
+    os.write(WIRE, b"\\xff\\xfe\\n")
+    return "ok"
+
+if __name__ == "__main__":
+    server.run()
+"""
+
+
+@needs_bwrap
+def test_invalid_utf8_on_stdout_is_a_recorded_failure(tmp_path: Path) -> None:
+    (tmp_path / "start").mkdir()
+    shutil.copy2(HOSTILE / "invalid_utf8.py", tmp_path / "start" / "server.py")
+    (tmp_path / "call").mkdir()
+    (tmp_path / "call" / "server.py").write_text(GARBLE)
+
+    async def scenario() -> None:
+        with pytest.raises(ServerLaunchError) as at_start:
+            async with launch_server(tmp_path / "start" / "server.py", startup_timeout=30):
+                pass
+        assert "invalid UTF-8 on the server's stdout" in at_start.value.reason
+        async with launch_server(tmp_path / "call" / "server.py") as session:
+            outcome = await session.call("garble", {}, timeout=20)
+            assert outcome.failure is not None and "invalid UTF-8" in outcome.failure, outcome
+            assert not session.alive
+
+    asyncio.run(scenario())

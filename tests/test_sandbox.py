@@ -5,10 +5,14 @@ something got out) and exits non-zero; without ``--once`` it is an ordinary stdi
 start-up and then serves an ``attack_report`` tool. Every test checks containment on the HOST side (files
 absent, listener untouched, secrets not printed, processes gone) and that the result carries a reason.
 Host-side targets are made world-writable / world-readable on purpose: only the isolation may stop them.
+The programs attack only paths the test names (a canary folder under tmp_path, unique marker names in the
+host's /tmp, /var/tmp and /dev/shm); the containment tests are skipped where bubblewrap is unavailable,
+and the refusal to run untrusted code there has its own tests that run everywhere.
 """
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import os
 import re
@@ -31,16 +35,20 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from toolgauge.errors import UsageError
 from toolgauge.sandbox import (
     SandboxLimits,
+    SandboxStatus,
+    allow_unisolated,
     detect_sandbox,
     explain_failure,
+    policy,
     probe_sandbox,
+    require_isolation,
     run_sandboxed,
     sandbox_python,
     sandbox_status,
     sandboxed_command,
 )
 from toolgauge.sandbox.launch import accessible_to_others, sandbox_env
-from toolgauge.sandbox.policy import _command
+from toolgauge.sandbox.policy import _command, interpreter_binds
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hostile"
 # Small limits keep the hostile runs quick and light on the shared machine.
@@ -131,6 +139,49 @@ def test_forced_kind_and_bad_value(monkeypatch):
         detect_sandbox()
 
 
+@pytest.fixture
+def no_bwrap(monkeypatch):
+    """Pretend bubblewrap is unavailable here: detection found only the ``namespaces`` fallback."""
+    status = SandboxStatus(kind="namespaces", why="bwrap failed: bwrap not found")
+    monkeypatch.setattr(policy, "sandbox_status", lambda: status)
+    monkeypatch.delenv(policy.UNSAFE_ENV, raising=False)
+    policy._warn_unisolated.cache_clear()
+    yield
+    policy.allow_unisolated(False)
+
+
+async def test_untrusted_code_is_refused_without_bubblewrap(tmp_path, no_bwrap):
+    with pytest.raises(UsageError) as caught:
+        sandboxed_command(["python", "server.py"], tmp_path, SMALL)
+    assert str(caught.value) == (
+        "generated servers run only under bubblewrap: apt-get install bubblewrap "
+        "(or pass --unsafe-no-sandbox to run them unisolated)"
+    )
+    marker = tmp_path / "ran"
+    with pytest.raises(UsageError):
+        await run_sandboxed(["touch", str(marker)], tmp_path, SMALL)
+    assert not marker.exists()
+    # An explicit kind is the caller's own choice (the fallback tests below use it).
+    assert "--kind" in sandboxed_command(["python"], tmp_path, SMALL, kind="rlimits")
+
+
+@pytest.mark.parametrize("how", ["env", "flag"])
+def test_the_opt_out_runs_the_fallback_with_a_loud_warning(tmp_path, no_bwrap, monkeypatch, capsys, how):
+    if how == "env":
+        monkeypatch.setenv(policy.UNSAFE_ENV, "1")
+    else:
+        allow_unisolated(True)
+    cmd = sandboxed_command(["python", "server.py"], tmp_path, SMALL)
+    assert cmd[cmd.index("--kind") + 1] == "namespaces"
+    assert "WARNING: running generated code WITHOUT ISOLATION" in capsys.readouterr().err
+
+
+def test_bwrap_is_accepted_without_an_opt_out(monkeypatch):
+    monkeypatch.setattr(policy, "sandbox_status", lambda: SandboxStatus(kind="bwrap", why="bwrap works"))
+    monkeypatch.delenv(policy.UNSAFE_ENV, raising=False)
+    assert require_isolation().kind == "bwrap"
+
+
 def test_sandboxed_command_shape(tmp_path):
     cmd = sandboxed_command(["python", "server.py"], tmp_path, SandboxLimits(), kind="bwrap")
     assert cmd[0] == sys.executable
@@ -162,15 +213,6 @@ async def test_benign_program_sees_clean_env_private_workdir_and_unprivileged_ui
         assert cwd == "/sandbox"
     if IS_ROOT and detect_sandbox() == "bwrap":
         assert uid != 0
-
-
-@needs_bwrap
-async def test_sandbox_can_import_toolgauge(tmp_path):
-    # Launch shims for generated servers live in toolgauge; importing mcp is proven by the MCP tests below.
-    result = await run_sandboxed(
-        [sandbox_python(), "-c", "import toolgauge.sandbox.launch; print('ok')"], tmp_path, SMALL
-    )
-    assert result.stdout.strip() == "ok", result
 
 
 # --- hostile programs through run_sandboxed --------------------------------------------------------------
@@ -252,48 +294,107 @@ async def test_sleeping_forever_hits_the_wall_clock(tmp_path):
     assert wait_gone(tag) == []
 
 
+def bound_children(directory: Path) -> set[str]:
+    """Names inside ``directory`` that exist in the sandbox only as the way to a bound interpreter path."""
+    names = set()
+    for bind in interpreter_binds():
+        rel = os.path.relpath(bind, directory)
+        if not rel.startswith(".."):
+            names.add(rel.split("/")[0])
+    return names
+
+
+def scratch_markers(tag: str) -> list[Path]:
+    """Unique marker names in the host's world-writable scratch places (none exists before the test)."""
+    return [Path(place) / f"toolgauge-canary-{tag}" for place in ("/tmp", "/var/tmp", "/dev/shm")]
+
+
 @needs_bwrap
 async def test_writes_outside_the_workdir_never_reach_the_host(tmp_path):
     tag = uuid.uuid4().hex
-    outside = Path(tempfile.mkdtemp(prefix="toolgauge-outside-"))
-    outside.chmod(0o777)  # writable by anyone: only the mount isolation can stop the write
+    canary = tmp_path / "canary"
+    canary.mkdir()
+    canary.chmod(0o777)  # writable by anyone: only the mount isolation can stop the write
+    markers = scratch_markers(tag)
+    targets = [canary / "pwned", *markers]
+    args = [item for target in targets for item in ("--target", str(target))]
     try:
-        result = await hostile("write_outside.py", tmp_path, "--tag", tag, "--path", str(outside))
-        targets = [Path(p) for p in re.findall(r"(?:wrote|refused) (\S+?)(?::|$)", result.stdout, flags=re.M)]
-        assert len(targets) == 8, result.stdout
-        for target in [*targets, Path(f"/tmp/toolgauge-pwned-{tag}"), Path.home() / f"toolgauge-pwned-{tag}"]:
+        result = await hostile("write_outside.py", tmp_path, *args)
+        # Each target was attempted; the ones in /tmp, /var/tmp and /dev/shm land in private tmpfs.
+        assert all(str(t) in result.stdout for t in targets), result.stdout
+        assert f"wrote /tmp/toolgauge-canary-{tag}" in result.stdout, result.stdout
+        for target in targets:
             assert not target.exists(), f"{target} reached the host"
-        assert not list(outside.iterdir())
+        assert list(canary.iterdir()) == []
         assert result.reason and "write attack:" in result.reason
     finally:
-        shutil.rmtree(outside)
+        for marker in markers:  # never leave litter on the host, even when the test fails
+            marker.unlink(missing_ok=True)
 
 
 @needs_bwrap
 async def test_users_files_and_environment_secrets_are_not_readable(tmp_path, monkeypatch):
     secret = "env-secret-" + uuid.uuid4().hex
-    monkeypatch.setenv("TOOLGAUGE_SECRET", secret)
+    monkeypatch.setenv("TOOLGAUGE_API_KEY", secret)
     monkeypatch.setenv("OPENAI_API_KEY", secret)
-    private = Path(tempfile.mkdtemp(prefix="toolgauge-private-"))
+    private = tmp_path / "private"
+    private.mkdir()
     private.chmod(0o755)
     token = "file-secret-" + uuid.uuid4().hex
     (private / "id_rsa").write_text(token)
     (private / "id_rsa").chmod(0o644)  # world-readable: only the mount isolation hides it
-    try:
-        files = await hostile("read_files.py", tmp_path, "--path", str(private / "id_rsa"))
-        env = await hostile("env_secret.py", tmp_path)
-    finally:
-        shutil.rmtree(private)
-    readme_line = (Path(__file__).parents[1] / "README.md").read_text().splitlines()[0]
+    checkout = Path(__file__).resolve().parents[1]
+    reads = [
+        private / "id_rsa",
+        Path("/etc/shadow"),
+        Path("/etc/gshadow"),
+        Path("/proc/1/environ"),
+        checkout / "README.md",
+    ]
+    lists = [Path("/root"), Path("/home"), Path.home() / ".cache", checkout]
+    args = [x for p in reads for x in ("--read", str(p))] + [x for p in lists for x in ("--list", str(p))]
+    files = await hostile("read_files.py", tmp_path, *args)
+    env = await hostile("env_secret.py", tmp_path)
+    readme_line = (checkout / "README.md").read_text().splitlines()[0]
     for result in (files, env):
         assert secret not in result.stdout + result.stderr
         assert token not in result.stdout + result.stderr
         assert readme_line not in result.stdout
         assert result.reason is not None
-    assert f"refused {private / 'id_rsa'}" in files.stdout
-    assert "refused /work/main/README.md" in files.stdout or "refused /work/main" in files.stdout
+    for path in reads:
+        assert f"refused {path}:" in files.stdout, (path, files.stdout)
+    for path in lists:
+        # Absent, or (like /root here, which holds the interpreter) only the way to a bound interpreter path.
+        listed = re.search(rf"^listed {re.escape(str(path))}: (.*)$", files.stdout, flags=re.M)
+        if listed is None:
+            assert f"refused {path}:" in files.stdout, (path, files.stdout)
+        else:
+            assert set(ast.literal_eval(listed.group(1))) <= bound_children(path), (path, files.stdout)
     seen = {line.split("=", 1)[0] for line in env.stdout.splitlines()}
     assert seen <= ALLOWED_ENV, seen
+
+
+@needs_bwrap
+async def test_hostname_change_stays_inside(tmp_path):
+    before = socket.gethostname()
+    name = "pwned-" + uuid.uuid4().hex[:8]
+    result = await hostile("set_hostname.py", tmp_path, "--name", name)
+    assert socket.gethostname() == before
+    # Refused (an unprivileged uid), or done inside the sandbox's own UTS namespace: either way not the host.
+    assert "refused sethostname" in result.stdout or f"set hostname {name}" in result.stdout, result.stdout
+    assert result.reason and "hostname attack:" in result.reason
+
+
+@needs_bwrap
+async def test_a_hard_link_in_the_workdir_is_refused(tmp_path):
+    outside = tmp_path / "outside-secret"
+    outside.write_text("secret-" + uuid.uuid4().hex)
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    os.link(outside, workdir / "linked.txt")
+    result = await run_sandboxed([sandbox_python(), "-c", "print(open('linked.txt').read())"], workdir, SMALL)
+    assert outside.read_text() not in result.stdout
+    assert result.reason and result.reason.startswith("sandbox failed to start:") and "hard link" in result.reason
 
 
 @needs_bwrap
@@ -371,12 +472,22 @@ async def test_parallel_sandboxes_do_not_share_the_process_limit(tmp_path):
 def test_bwrap_in_a_user_namespace_still_isolates_network_and_files(tmp_path):
     # The mode used when root may not create namespaces directly (e.g. a default Docker container).
     tag = uuid.uuid4().hex
+    canary = tmp_path / "canary"
+    canary.mkdir()
+    canary.chmod(0o777)
+    markers = scratch_markers(tag)
+    targets = [canary / "pwned", *markers]
     workdir = stage("write_outside.py", tmp_path)
-    cmd = _command([sandbox_python(), "server.py", "--once", "--tag", tag], workdir, SMALL, "bwrap", userns=True)
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-    assert "refused /etc/toolgauge-pwned" in done.stdout, done
-    for target in (f"/etc/toolgauge-pwned-{tag}", f"/tmp/toolgauge-pwned-{tag}", f"/root/toolgauge-pwned-{tag}"):
-        assert not Path(target).exists()
+    argv = [sandbox_python(), "server.py", "--once", *[x for t in targets for x in ("--target", str(t))]]
+    try:
+        done = subprocess.run(
+            _command(argv, workdir, SMALL, "bwrap", userns=True), capture_output=True, text=True, timeout=60
+        )
+        assert f"refused {canary / 'pwned'}" in done.stdout, done
+        assert not any(t.exists() for t in targets), done
+    finally:
+        for marker in markers:
+            marker.unlink(missing_ok=True)
     workdir = stage("net_egress.py", tmp_path)
     cmd = _command([sandbox_python(), "server.py", "--once"], workdir, SMALL, "bwrap", userns=True)
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)

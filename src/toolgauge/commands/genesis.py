@@ -58,6 +58,27 @@ VariantOpt = Annotated[
     Variant, typer.Option("--variant", help="reference (the official code, quirks included) or strict")
 ]
 CallTimeoutOpt = Annotated[float, typer.Option("--call-timeout", min=0.1, help="Seconds per MCP tool call.")]
+UnsafeNoSandboxOpt = Annotated[
+    bool,
+    typer.Option(
+        "--unsafe-no-sandbox",
+        help="DANGEROUS: run generated servers even without bubblewrap (they can then read and write your "
+        "files and secrets). Without it, generated code runs only under bubblewrap. See docs/sandbox.md.",
+    ),
+]
+
+
+def check_isolation(unsafe_no_sandbox: bool) -> None:
+    """Refuse to run generated code without bubblewrap unless the opt-out was given (one line, exit 2).
+
+    With the opt-out a loud warning is printed on stderr, and the rest of the run may launch servers
+    without isolation.
+    """
+    from toolgauge.sandbox import allow_unisolated, require_isolation
+
+    if unsafe_no_sandbox:
+        allow_unisolated(True)
+    require_isolation(allow_unsafe=unsafe_no_sandbox)
 
 
 def _l4_settings(
@@ -106,6 +127,7 @@ def genesis_evaluate(
     judge_model: JudgeOpt = None,
     skip_l4: SkipL4Opt = False,
     call_timeout: CallTimeoutOpt = 30.0,
+    unsafe_no_sandbox: UnsafeNoSandboxOpt = False,
     store: StoreOpt = None,
     concurrency: ConcurrencyOpt = 2,
     timeout: TimeoutOpt = 120.0,
@@ -126,6 +148,7 @@ def genesis_evaluate(
 
         servers = _limit(load_genesis(data), limit)
         registry = load_registry(pred)
+        check_isolation(unsafe_no_sandbox)
         paired, warnings = pair_registry(servers, registry)
         l4, agent, judge = _l4_settings(skip=skip_l4, agent=agent_model, judge=judge_model, default_agent=None)
         _check_embeddings()
@@ -172,6 +195,7 @@ def eval_tool_genesis(
     judge_model: JudgeOpt = None,
     skip_l4: SkipL4Opt = False,
     call_timeout: CallTimeoutOpt = 30.0,
+    unsafe_no_sandbox: UnsafeNoSandboxOpt = False,
     store: StoreOpt = None,
     concurrency: ConcurrencyOpt = 2,
     timeout: TimeoutOpt = 600.0,
@@ -191,6 +215,7 @@ def eval_tool_genesis(
         from toolgauge.protocols.genesis import GenesisBenchmark, GenesisSample
 
         servers = _limit(load_genesis(data), limit)
+        check_isolation(unsafe_no_sandbox)
         gold = model.strip() == "gold"
         folder = out_dir or default_out_dir(model, "gold" if gold else strategy.value)
         l4, agent, judge = _l4_settings(

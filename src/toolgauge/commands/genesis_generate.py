@@ -26,7 +26,7 @@ from toolgauge.cli import (
     guarded,
     run_options,
 )
-from toolgauge.commands.genesis import genesis_app
+from toolgauge.commands.genesis import UnsafeNoSandboxOpt, check_isolation, genesis_app
 
 
 class StrategyChoice(StrEnum):
@@ -46,6 +46,7 @@ def genesis_generate(
         typer.Option("--strategy", help="direct (one pass) or code-agent (write, launch, test; at most --max-steps)"),
     ] = StrategyChoice.direct,
     max_steps: Annotated[int, typer.Option("--max-steps", min=1, help="Model steps of the code agent.")] = 10,
+    unsafe_no_sandbox: UnsafeNoSandboxOpt = False,
     store: StoreOpt = None,
     concurrency: ConcurrencyOpt = 2,
     timeout: TimeoutOpt = 600.0,
@@ -67,6 +68,8 @@ def genesis_generate(
         from toolgauge.records import GenerateOptions
 
         servers = _limit(load_genesis(data), limit)
+        if strategy == StrategyChoice.code_agent and model != "gold":
+            check_isolation(unsafe_no_sandbox)  # the code agent launches what it writes
         bench = GenesisGenerateBenchmark(
             servers,
             out_dir=out,

@@ -4,6 +4,11 @@ Every problem is a one-line ``DataError``. A registry is the official layout
 ``{slug: {json_schema_path, env_code_path, server_id, server_name}}``; relative paths are resolved
 against the registry file's folder. toolgauge adds an optional ``error`` key for a server whose
 generation failed (its files need not exist; the evaluation scores it as an L1 failure).
+
+The registry's paths are confined to its folder (the prediction folder): an absolute path, a ``..``
+component, a symbolic link leading out of the folder or a hard-linked file is refused. The refusal is
+recorded on that server (``error`` starting with ``unsafe path:``, an L1 failure), so a registry written
+by an untrusted generator cannot make the harness read host files such as ``/etc/shadow``.
 """
 
 from __future__ import annotations
@@ -21,6 +26,33 @@ from toolgauge.loaders.jsonl import read_text
 from toolgauge.records.genesis import GeneratedServer, GenesisServer
 
 REGISTRY_NAME = "registry.json"
+UNSAFE_PATH = "unsafe path: "
+
+
+def confined_path(base: Path, value: str) -> tuple[Path, str | None]:
+    """Resolve a registry path against the prediction folder ``base``; return it and why it is refused.
+
+    Refused: an absolute path, any ``..`` component, a path whose resolution (through symbolic links)
+    leaves ``base``, and an existing file with more than one hard link. Nothing is read.
+    """
+    if os.path.isabs(value) or value.startswith("~"):
+        return base / value.lstrip("/~"), "an absolute path (paths must be relative to the registry's folder)"
+    if ".." in Path(value).parts or ".." in value.replace("\\", "/").split("/"):
+        return base / Path(value).name, "a '..' component (paths must stay inside the registry's folder)"
+    candidate = base / value
+    try:
+        resolved = candidate.resolve()
+        inside = resolved.is_relative_to(base.resolve())
+    except (OSError, RuntimeError):  # a symlink loop
+        return candidate, "cannot be resolved (a symbolic link loop?)"
+    if not inside:
+        return candidate, "leads out of the registry's folder through a symbolic link"
+    try:
+        if resolved.is_file() and resolved.stat().st_nlink > 1:
+            return candidate, "a hard link (it may be a file from elsewhere on the host)"
+    except OSError:
+        pass
+    return candidate, None
 
 
 def _parse_json(path: Path, text: str) -> Any:
@@ -113,7 +145,9 @@ def load_registry(path: Path, *, check_schemas: bool = True) -> dict[str, Genera
 
     A user-supplied registry is input like any other: an entry without paths, a path to a missing
     file, or (with ``check_schemas``) a schema file that is not a JSON object is a ``DataError``.
-    Entries carrying ``error`` (a generation failure recorded by toolgauge) are exempt.
+    Entries carrying ``error`` (a generation failure recorded by toolgauge) are exempt. A path that
+    leaves the registry's folder is refused: the entry gets ``error`` = ``unsafe path: ...`` and its
+    files are never read (see :func:`confined_path`).
 
     Raises:
         DataError: as above, naming the registry (or schema) file and the slug.
@@ -138,7 +172,11 @@ def load_registry(path: Path, *, check_schemas: bool = True) -> dict[str, Genera
                     paths[key] = base / slug / ("missing-" + key)
                     continue
                 raise DataError(str(reg), "a path (string) is required", field=f"{slug}.{key}")
-            resolved = Path(value) if os.path.isabs(value) else base / value
+            resolved, unsafe = confined_path(base, value)
+            if unsafe is not None:
+                error = f"{UNSAFE_PATH}{key} {value!r}: {unsafe}"
+                paths = {k: base / slug / ("refused-" + k) for k in ("json_schema_path", "env_code_path")}
+                break
             if error is None and not resolved.is_file():
                 raise DataError(str(reg), f"file not found: {resolved}", field=f"{slug}.{key}")
             paths[key] = resolved

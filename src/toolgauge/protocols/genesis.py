@@ -20,21 +20,23 @@ records into ``GenesisServerScore`` (level gating) and ``summarise_genesis`` (ag
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import tempfile
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
 from toolgauge.embeddings.base import Embedder
 from toolgauge.engine import EpisodeContext, SampleOutcome
 from toolgauge.errors import DataError
-from toolgauge.loaders.genesis import load_registry, write_registry
+from toolgauge.loaders.genesis import UNSAFE_PATH, load_registry, write_registry
 from toolgauge.metrics.genesis import GenesisServerScore, genesis_server_score, summarise_genesis
 from toolgauge.metrics.genesis_compliance import Verdict, check_compliance, check_mcp_valid
 from toolgauge.metrics.genesis_schema import GenesisVariant, SchemaMatch, match_schemas, route_unit_test
@@ -49,6 +51,7 @@ from toolgauge.protocols.base import ScoredRun
 from toolgauge.records import AssistantTurn
 from toolgauge.records.genesis import GeneratedServer, GenesisServer
 from toolgauge.servers import McpServerSession, ServerLaunchError, ToolCallOutcome, launch_server
+from toolgauge.servers.staging import UnsafeFile, read_untrusted_file
 
 LAUNCH_ATTEMPTS = 3
 CALL_TIMEOUT = 30.0
@@ -56,6 +59,40 @@ STARTUP_TIMEOUT = 30.0
 _KEEP_CHARS = 2000  # outputs stored per unit test / trajectory are cut to this many characters
 
 Source = Literal["registry", "generate", "gold"]
+T = TypeVar("T")
+# A schema file larger than this is not read (a generated one is a few kilobytes).
+_MAX_SCHEMA_BYTES = 10 * 1024 * 1024
+
+
+async def _off_loop(fn: Callable[..., T], *args: Any) -> T:
+    """Run blocking work (embedding) in a daemon thread and await it.
+
+    Not ``asyncio.to_thread``: ``asyncio.run`` joins its executor's threads at exit, so an interrupted run
+    would wait for a model load or an embedding batch to finish. A daemon thread is abandoned instead.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def settle(value: Any, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)
+
+    def work() -> None:
+        value: Any = None
+        error: BaseException | None = None
+        try:
+            value = fn(*args)
+        except BaseException as exc:  # handed to the awaiting task, which decides
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+            loop.call_soon_threadsafe(settle, value, error)
+
+    threading.Thread(target=work, name=f"toolgauge-{getattr(fn, '__name__', 'work')}", daemon=True).start()
+    return await future
 
 
 def _cut(text: str | None, limit: int = _KEEP_CHARS) -> str:
@@ -160,6 +197,10 @@ class _LiveServer:
         self._stack = stack
 
     async def close(self) -> None:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            # Closing because the run is cancelled (Ctrl-C): kill the sandbox first, skipping MCP's grace period.
+            self.session.kill()
         await self._stack.aclose()
 
 
@@ -267,7 +308,9 @@ class GenesisBenchmark:
         else:
             reason = result.schema_error or "no schema file"
             if result.generation_error is not None:
-                reason = f"generation failed: {result.generation_error}"
+                # A registry path refused by the loader is not a generation failure: say what it is.
+                unsafe = result.generation_error.startswith(UNSAFE_PATH)
+                reason = result.generation_error if unsafe else f"generation failed: {result.generation_error}"
             result.compliance = result.mcp_valid = Verdict(ok=False, reason=reason)
         t0 = time.perf_counter()
         live = await self._launch_with_attempts(generated, result)
@@ -282,10 +325,10 @@ class GenesisBenchmark:
             t0 = time.perf_counter()
             tools = payload.get("tools") if isinstance(payload, dict) else None
             gold_tools = server.tool_definitions
-            result.schema_match = await asyncio.to_thread(
+            result.schema_match = await _off_loop(
                 match_schemas, tools if isinstance(tools, list) else [], gold_tools, self.embedder, self.variant
             )
-            result.schema_live = await asyncio.to_thread(
+            result.schema_live = await _off_loop(
                 match_schemas, live.session.tools, gold_tools, self.embedder, self.variant
             )
             result.seconds["l2"] = round(time.perf_counter() - t0, 3)
@@ -371,12 +414,17 @@ class GenesisBenchmark:
 
     def _schema_payload(self, generated: GeneratedServer, result: GenesisEvalResult) -> Any:
         """The schema file's JSON, or None with ``schema_error`` set (a scored L1 failure)."""
-        try:
-            text = Path(generated.schema_path).read_text(encoding="utf-8")
-        except FileNotFoundError:
-            result.schema_error = f"schema file not found: {generated.schema_path}"
+        path = Path(generated.schema_path)
+        if not path.exists() and not path.is_symlink():
+            result.schema_error = f"schema file not found: {path}"
             return None
-        except (OSError, UnicodeDecodeError) as exc:
+        try:
+            # No link is followed: a schema file linked to a host file must not be read as root.
+            text = read_untrusted_file(path, _MAX_SCHEMA_BYTES).decode("utf-8")
+        except UnsafeFile as exc:
+            result.schema_error = f"unsafe schema file: {exc.reason}"
+            return None
+        except UnicodeDecodeError as exc:
             result.schema_error = f"cannot read the schema file: {exc}"
             return None
         try:
@@ -400,7 +448,8 @@ class GenesisBenchmark:
     async def _launch_with_attempts(self, generated: GeneratedServer, result: GenesisEvalResult) -> _LiveServer | None:
         """Up to ``launch_attempts`` launches; the first that lists a tool is kept for L2–L4."""
         if generated.error is not None and not Path(generated.code_path).is_file():
-            result.launches.append(LaunchRecord(attempt=1, ok=False, stage="prepare", reason="no code file"))
+            reason = f"no code file ({generated.error})" if generated.error.startswith(UNSAFE_PATH) else "no code file"
+            result.launches.append(LaunchRecord(attempt=1, ok=False, stage="prepare", reason=reason))
             return None
         for attempt in range(1, self.launch_attempts + 1):
             t0 = time.perf_counter()
@@ -472,7 +521,7 @@ class GenesisBenchmark:
         result.ut_abort = aborted
         result.seconds["l3_calls"] = round(sum(r.seconds for r, _, _ in called), 3)
         t0 = time.perf_counter()
-        scores = await asyncio.to_thread(self._score_calls, called)
+        scores = await _off_loop(self._score_calls, called)
         result.seconds["l3_scoring"] = _since(t0)
         for (record, _, _), score in zip(called, scores, strict=True):
             record.score = score.model_copy(update={"actual": _cut(score.actual), "expected": _cut(score.expected)})

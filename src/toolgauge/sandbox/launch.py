@@ -36,6 +36,8 @@ SYSTEM_DIRS = ("/usr",)
 SYSTEM_LINKS_OR_DIRS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # The dynamic loader needs its cache to find multiarch libraries (libffi, libssl...) of extension modules.
 ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime")
+# Private, size-capped tmpfs over the usual world-writable places.
+PRIVATE_TMPFS = ("/tmp", "/var/tmp", "/dev/shm")
 SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
 MB = 1024 * 1024
 
@@ -134,7 +136,8 @@ def drop_stage(uid: int | None, *, reap: bool = False) -> list[str]:
 def copy_workdir_args(workdir: str) -> list[str]:
     """Return bwrap arguments that fill the private tmpfs ``/sandbox`` with copies of ``workdir``'s files.
 
-    Symlinks and special files are skipped: a link could point at a host file outside the workdir.
+    Symlinks and special files are skipped: a link could point at a host file outside the workdir. A hard
+    link is refused outright (:class:`SetupError`).
     """
     args: list[str] = []
     count = 0
@@ -153,9 +156,14 @@ def copy_workdir_args(workdir: str) -> list[str]:
                 fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
             except OSError:
                 continue  # a symlink (O_NOFOLLOW) or unreadable entry
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
                 os.close(fd)
                 continue
+            if info.st_nlink > 1:
+                # A hard link shares its inode with a file elsewhere on the host (it could be /etc/shadow).
+                os.close(fd)
+                raise SetupError(f"{source} is a hard link (link count {info.st_nlink}); refusing to copy it")
             count += 1
             os.set_inheritable(fd, True)
             args += ["--perms", "0666", "--file", str(fd), os.path.join(dest_root, name)]
@@ -209,7 +217,10 @@ def bwrap_command(
             cmd += ["--ro-bind", path, path]
     cmd += ["--proc", "/proc", "--dev", "/dev"]
     scratch = str(int(limits["file_size_mb"]) * MB)
-    cmd += ["--size", scratch, "--tmpfs", "/tmp"]
+    # Every world-writable scratch place of a host is a private tmpfs here: nothing written there reaches the host.
+    for path in PRIVATE_TMPFS:
+        # Sticky and world-writable like the host's, so the unprivileged sandbox uid can use its own copy.
+        cmd += ["--size", scratch, "--tmpfs", path, "--chmod", "1777", path]
     # Parents of the read-only binds (the interpreter may live under /root) are created world-traversable.
     made: set[str] = set()
     for path in sorted(set(binds)):
@@ -289,6 +300,7 @@ def parse(args: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--workdir", required=True)
     parser.add_argument("--bind", action="append", default=[], help="a path bound read-only at the same place")
     parser.add_argument("--userns", action="store_true", help="bwrap in a user namespace even as root")
+    parser.add_argument("--pidfile", help="write this process's pid (the sandbox's process group) here")
     return parser.parse_args(args)
 
 
@@ -309,6 +321,10 @@ def main(args: Sequence[str]) -> int:
             raise SetupError(f"workdir {options.workdir} is not a directory")
         command = plan(options.kind, argv, workdir, options.bind, limits, userns=options.userns)
         new_session()
+        if options.pidfile:
+            # The caller kills this process group on cancellation without waiting for MCP's shutdown grace.
+            with open(options.pidfile, "w", encoding="ascii") as handle:
+                handle.write(f"{os.getpid()}\n")
         env = sandbox_env(SANDBOX_DIR if options.kind == "bwrap" else workdir)
         if options.kind != "bwrap":
             os.chdir(workdir)

@@ -17,6 +17,13 @@ from toolgauge.errors import UsageError
 
 SandboxKind = Literal["bwrap", "namespaces", "rlimits"]
 FORCE_ENV = "TOOLGAUGE_SANDBOX"
+# The explicit, loudly named opt-out that lets untrusted code run without bubblewrap.
+UNSAFE_ENV = "TOOLGAUGE_UNSAFE_NO_SANDBOX"
+UNSAFE_FLAG = "--unsafe-no-sandbox"
+REFUSAL = (
+    "generated servers run only under bubblewrap: apt-get install bubblewrap "
+    f"(or pass {UNSAFE_FLAG} to run them unisolated)"
+)
 LAUNCH_SCRIPT = Path(__file__).with_name("launch.py")
 PROBE_TIMEOUT = 20.0
 
@@ -64,22 +71,20 @@ class SandboxStatus(BaseModel, frozen=True):
 def sandbox_python() -> str:
     """Return the interpreter to run inside the sandbox: this one, whose environment has ``mcp`` and toolgauge.
 
-    Its prefix, base prefix and the toolgauge package are bound read-only into the bubblewrap sandbox.
+    Its prefix and base prefix are bound read-only into the bubblewrap sandbox.
     """
     return sys.executable
 
 
 def interpreter_binds() -> list[str]:
     """Return the host paths the sandbox python needs, bound read-only at the same place (outside ``/usr``)."""
-    import toolgauge
-
+    # Not the toolgauge package: the harness's checkout stays out of the sandbox (the shim is copied in).
     paths = {
         sys.prefix,
         sys.base_prefix,
         sys.exec_prefix,
         sys.base_exec_prefix,
         os.path.dirname(os.path.realpath(sys.executable)),
-        os.path.dirname(os.path.realpath(toolgauge.__file__)),
     }
     kept: list[str] = []
     for path in sorted(os.path.realpath(p) for p in paths):
@@ -96,7 +101,12 @@ def interpreter_binds() -> list[str]:
 
 
 def sandboxed_command(
-    argv: Sequence[str], workdir: Path, limits: SandboxLimits, *, kind: SandboxKind | None = None
+    argv: Sequence[str],
+    workdir: Path,
+    limits: SandboxLimits,
+    *,
+    kind: SandboxKind | None = None,
+    pidfile: Path | None = None,
 ) -> list[str]:
     """Return a full command line that runs ``argv`` inside the sandbox.
 
@@ -110,18 +120,32 @@ def sandboxed_command(
         argv: the program and its arguments, e.g. ``[sandbox_python(), "server.py"]``.
         workdir: the directory holding the program's own files.
         limits: the resource limits.
-        kind: the sandbox to use; default :func:`detect_sandbox`.
+        pidfile: where the trampoline writes its pid (the sandbox's process group) before it starts the
+            program, so a caller without the process handle (MCP's ``stdio_client``) can kill the group.
+        kind: the sandbox to use. Default: the detected one, which must be bubblewrap unless the opt-out is
+            in effect (:func:`require_isolation`); an explicit kind is the caller's own choice.
 
     Returns:
         The command line, starting with this interpreter running the trampoline.
+
+    Raises:
+        UsageError: ``kind`` is None, bubblewrap is not available and the opt-out is not in effect.
     """
     if not argv:
         raise ValueError("sandboxed_command: empty argv")
-    return _command(argv, workdir, limits, kind or detect_sandbox(), userns=sandbox_status().user_namespace)
+    if kind is None:
+        kind = require_isolation().kind
+    return _command(argv, workdir, limits, kind, userns=sandbox_status().user_namespace, pidfile=pidfile)
 
 
 def _command(
-    argv: Sequence[str], workdir: Path, limits: SandboxLimits, chosen: SandboxKind, *, userns: bool
+    argv: Sequence[str],
+    workdir: Path,
+    limits: SandboxLimits,
+    chosen: SandboxKind,
+    *,
+    userns: bool,
+    pidfile: Path | None = None,
 ) -> list[str]:
     """Build the trampoline command line (no detection)."""
     if not argv:
@@ -129,6 +153,8 @@ def _command(
     command = [sys.executable, "-I", "-S", str(LAUNCH_SCRIPT), "--kind", chosen]
     if userns and chosen == "bwrap":
         command.append("--userns")
+    if pidfile is not None:
+        command += ["--pidfile", str(pidfile)]
     command += ["--limits", limits.model_dump_json(), "--workdir", str(Path(workdir).resolve())]
     if chosen == "bwrap":
         for path in interpreter_binds():
@@ -205,3 +231,46 @@ def describe_sandbox() -> str:
     """Return one line saying which sandbox is active and why."""
     status = sandbox_status()
     return f"{status.kind}: {status.why}"
+
+
+_opt_out = False
+
+
+def allow_unisolated(allowed: bool = True) -> None:
+    """Set the process-wide opt-out (the CLI's ``--unsafe-no-sandbox``): run untrusted code without bubblewrap."""
+    global _opt_out
+    _opt_out = allowed
+
+
+def unisolated_allowed() -> bool:
+    """Tell whether the opt-out is in effect (``--unsafe-no-sandbox`` or ``TOOLGAUGE_UNSAFE_NO_SANDBOX=1``)."""
+    return _opt_out or os.environ.get(UNSAFE_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+def require_isolation(*, allow_unsafe: bool = False) -> SandboxStatus:
+    """Return the active sandbox if it may run untrusted code; only bubblewrap counts as isolation.
+
+    Without bubblewrap the code is refused unless the opt-out is in effect (``allow_unsafe``, the
+    process-wide :func:`allow_unisolated`, or ``TOOLGAUGE_UNSAFE_NO_SANDBOX=1``); then a loud warning is
+    printed on stderr, once per process, and the strongest fallback is used.
+
+    Raises:
+        UsageError: bubblewrap is not available and the opt-out is not in effect (one line saying how to
+            install it).
+    """
+    status = sandbox_status()
+    if status.kind == "bwrap":
+        return status
+    if not (allow_unsafe or unisolated_allowed()):
+        raise UsageError(REFUSAL)
+    _warn_unisolated(status.kind)
+    return status
+
+
+@functools.cache
+def _warn_unisolated(kind: SandboxKind) -> None:
+    print(
+        f"toolgauge: WARNING: running generated code WITHOUT ISOLATION (sandbox {kind!r}, opt-out "
+        f"{UNSAFE_FLAG} / {UNSAFE_ENV}): it can read your files and secrets and write wherever this user can",
+        file=sys.stderr,
+    )

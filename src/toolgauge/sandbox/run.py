@@ -13,7 +13,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from toolgauge.sandbox.launch import SETUP_FAILED, SETUP_PREFIX
-from toolgauge.sandbox.policy import SandboxKind, SandboxLimits, detect_sandbox, sandboxed_command
+from toolgauge.sandbox.policy import SandboxKind, SandboxLimits, sandboxed_command
 
 READ_CHUNK = 65536
 PIPE_GRACE_SECONDS = 2.0
@@ -141,13 +141,17 @@ async def run_sandboxed(
         workdir: the directory holding the program's own files.
         limits: resource limits (defaults: :class:`SandboxLimits`).
         stdin: bytes fed to standard input (then closed); None gives an empty input.
-        kind: the sandbox to use; default :func:`detect_sandbox`.
+        kind: the sandbox to use; default the detected one, which must be bubblewrap unless the opt-out is
+            in effect (see :func:`toolgauge.sandbox.require_isolation`).
 
     Returns:
         The result, with ``reason`` set whenever the run did not exit with code 0.
+
+    Raises:
+        UsageError: no kind given, bubblewrap unavailable and no opt-out.
     """
     limits = limits or SandboxLimits()
-    command = sandboxed_command(argv, workdir, limits, kind=kind or detect_sandbox())
+    command = sandboxed_command(argv, workdir, limits, kind=kind)
     started = time.monotonic()
     try:
         process = await asyncio.create_subprocess_exec(

@@ -1,6 +1,7 @@
 """Launch an untrusted MCP server in the sandbox and talk to it over stdio.
 
-``launch_server`` copies the server's files into a fresh work folder, starts it through
+``launch_server`` copies the server's files into a fresh staging folder (``toolgauge.servers.staging``: no
+link is ever followed), starts it through
 ``toolgauge.sandbox.sandboxed_command`` (via the shim, which accepts plain stdio scripts and the
 official class shape) and connects the official ``mcp`` client (``stdio_client`` +
 ``ClientSession``). Everything a broken server can do (exit at once, hang, crash on a call, answer
@@ -11,9 +12,13 @@ exception.
 from __future__ import annotations
 
 import ast
+import contextlib
+import functools
 import json
 import logging
+import os
 import shutil
+import signal
 import tempfile
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -24,16 +29,25 @@ from typing import IO, Any, Literal
 import anyio
 from pydantic import BaseModel
 
+from toolgauge.servers import stdout_codec
 from toolgauge.servers.shim import SHIM_FILE_NAME
+from toolgauge.servers.staging import (
+    PID_FILE,
+    WORK_DIR,
+    StagingError,
+    UnsafeFile,
+    new_staging_dir,
+    read_untrusted_file,
+    sweep_stale_staging,
+)
+from toolgauge.servers.staging import stage_server_files as _stage_files
 
 LaunchStage = Literal["prepare", "start", "initialize", "list_tools"]
 ServerShape = Literal["script", "class"]
 
-# Copying a server's folder into the sandbox stops at these sizes (then only the code file is copied).
-_MAX_COPIED_FILES = 200
-_MAX_COPIED_BYTES = 50 * 1024 * 1024
 _STDERR_TAIL = 1500
 _PING_TIMEOUT = 5.0
+INVALID_UTF8 = "invalid UTF-8 on the server's stdout"
 
 
 class ServerLaunchError(Exception):
@@ -127,11 +141,21 @@ def _tool_wire(tool: Any) -> dict[str, Any]:
 class McpServerSession:
     """A running server: its listed tools, tool calls with per-call timeouts, and liveness."""
 
-    def __init__(self, session: Any, tools: list[dict[str, Any]], errlog: IO[str], shape: ServerShape):
+    def __init__(
+        self,
+        session: Any,
+        tools: list[dict[str, Any]],
+        errlog: IO[str],
+        shape: ServerShape,
+        encoding: str = "utf-8",
+        pidfile: Path | None = None,
+    ):
         self._session = session
         self.tools = tools
         self._errlog = errlog
         self.shape: ServerShape = shape
+        self._encoding = encoding
+        self._pidfile = pidfile
         self.alive = True
         self.death_reason: str | None = None
 
@@ -166,6 +190,9 @@ class McpServerSession:
             self._mark_dead(reason)
             return ToolCallOutcome(failure=f"server died: {self.death_reason}", seconds=seconds)
         seconds = time.perf_counter() - started
+        if stdout_codec.saw_invalid_utf8(self._encoding):
+            self._mark_dead(INVALID_UTF8)
+            return ToolCallOutcome(failure=f"server failed: {INVALID_UTF8}", seconds=seconds)
         content = wire_content(getattr(result, "content", None) or [])
         return ToolCallOutcome(
             content=content,
@@ -173,6 +200,13 @@ class McpServerSession:
             is_error=bool(getattr(result, "is_error", False)),
             seconds=seconds,
         )
+
+    def kill(self) -> None:
+        """SIGKILL the server's whole sandbox now (an interrupted run does not wait for a clean shutdown)."""
+        self.alive = False
+        self.death_reason = self.death_reason or "killed by the harness"
+        if self._pidfile is not None:
+            _kill_sandbox(self._pidfile)
 
     async def ping(self) -> bool:
         """True when the server answers a ping within a few seconds."""
@@ -220,39 +254,40 @@ def _read_tail(handle: IO[str], limit: int) -> str:
 
 
 def stage_server_files(code_path: Path, workdir: Path, extra_files: Sequence[Path] = ()) -> Path:
-    """Copy the server into ``workdir`` and return the code file's path there.
+    """Copy the server (and the shim) into ``workdir`` without following links; return the code file there.
 
-    The code file's folder is copied whole (helper modules, data files) unless it looks shared: it
-    holds a ``registry.json`` or is larger than 200 files / 50 MB; then only the code file is copied.
+    See :func:`toolgauge.servers.staging.stage_server_files`.
 
     Raises:
-        ServerLaunchError: the code file is missing or unreadable (stage ``prepare``).
+        ServerLaunchError: the code file is missing, or a file is unsafe (stage ``prepare``).
     """
-    code_path = Path(code_path)
-    if not code_path.is_file():
-        raise ServerLaunchError("prepare", f"code file not found: {code_path}")
-    folder = code_path.parent
-    files = [p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
-    shared = (folder / "registry.json").exists() or len(files) > _MAX_COPIED_FILES
-    if not shared:
-        total = 0
-        for p in files:
-            total += p.stat().st_size
-        shared = total > _MAX_COPIED_BYTES
     try:
-        if shared:
-            shutil.copy2(code_path, workdir / code_path.name)
-        else:
-            for p in files:
-                dest = workdir / p.relative_to(folder)
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(p, dest)
-        for extra in extra_files:
-            shutil.copy2(extra, workdir / Path(extra).name)
-        shutil.copy2(Path(__file__).with_name("shim.py"), workdir / SHIM_FILE_NAME)
-    except OSError as exc:
-        raise ServerLaunchError("prepare", f"cannot copy the server files: {exc}") from None
-    return workdir / code_path.name
+        return _stage_files(
+            code_path, workdir, extra_files, shim=Path(__file__).with_name("shim.py"), shim_name=SHIM_FILE_NAME
+        )
+    except StagingError as exc:
+        raise ServerLaunchError("prepare", exc.reason) from None
+
+
+@functools.cache
+def _sweep_once() -> None:
+    """Remove staging folders a killed run left behind (once per process, at the first launch)."""
+    sweep_stale_staging()
+
+
+def _kill_sandbox(pidfile: Path) -> None:
+    """SIGKILL the sandbox's process group at once, if its trampoline is still our child."""
+    try:
+        # Read without following a link: in a fallback sandbox the program can reach the staging folder.
+        pid = int(read_untrusted_file(pidfile, 64).decode("ascii").strip())
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (UnsafeFile, OSError, ValueError, IndexError):
+        return
+    # The pid file is the trampoline's: accept only our own child leading its own group.
+    if int(fields[1]) != os.getpid() or int(fields[2]) != pid:
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
 
 
 @asynccontextmanager
@@ -267,19 +302,25 @@ async def launch_server(
 
     The server runs in a fresh copy of its folder (``stage_server_files``); ``extra_files`` are copied
     next to it. Leaving the context closes the server's stdin, waits briefly and then kills its whole
-    process tree (and the sandbox dies with its parent).
+    process tree (and the sandbox dies with its parent). Leaving it by cancellation or an interrupt kills
+    the sandbox's process group at once.
 
     Raises:
-        ServerLaunchError: the server could not be started, did not answer ``initialize`` or
-            ``list_tools`` within ``startup_timeout`` seconds, or listed no tools.
+        ServerLaunchError: the server could not be started (including: bubblewrap is missing and the
+            opt-out is not in effect), did not answer ``initialize`` or ``list_tools`` within
+            ``startup_timeout`` seconds, wrote invalid UTF-8, or listed no tools.
     """
     from mcp import StdioServerParameters, stdio_client
 
+    from toolgauge.errors import UsageError
     from toolgauge.sandbox import SandboxLimits, sandbox_python, sandboxed_command
 
     # An untrusted server may write anything on stdout; the SDK logs a traceback per unparsable line.
     logging.getLogger("mcp.client.stdio").setLevel(logging.CRITICAL)
-    workdir = Path(tempfile.mkdtemp(prefix="toolgauge-mcp-"))
+    _sweep_once()
+    stage_root = new_staging_dir()
+    workdir, pidfile = stage_root / WORK_DIR, stage_root / PID_FILE
+    encoding = stdout_codec.watched_encoding()
     try:
         with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
             staged = stage_server_files(Path(code_path), workdir, extra_files)
@@ -290,38 +331,62 @@ async def launch_server(
             shape = detect_server_shape(source)
             flag = "--class" if shape == "class" else "--script"
             argv = [sandbox_python(), SHIM_FILE_NAME, flag, staged.name]
-            command = sandboxed_command(argv, workdir, limits if limits is not None else SandboxLimits())
+            try:
+                command = sandboxed_command(
+                    argv, workdir, limits if limits is not None else SandboxLimits(), pidfile=pidfile
+                )
+            except UsageError as exc:  # no bubblewrap and no opt-out: the server is refused, not run
+                raise ServerLaunchError("start", str(exc)) from None
             params = StdioServerParameters(
                 command=command[0],
                 args=command[1:],
                 cwd=str(workdir),
                 env={"PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"},
+                encoding=encoding,
             )
             try:
                 async with AsyncExitStack() as stack:
                     stage: LaunchStage = "start"
                     try:
-                        read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
-                        session = await stack.enter_async_context(_UncheckedClientSession(read, write))
-                        stage = "initialize"
-                        with anyio.fail_after(startup_timeout):
-                            await session.initialize()
-                        stage = "list_tools"
-                        with anyio.fail_after(startup_timeout):
-                            tools = await _list_all_tools(session)
-                    except TimeoutError:
-                        reason = f"no answer within {startup_timeout:g} s"
-                        raise ServerLaunchError(stage, _with_stderr(reason, errlog)) from None
-                    except Exception as exc:
-                        raise ServerLaunchError(stage, _with_stderr(_describe(exc), errlog)) from None
-                    if not tools:
-                        raise ServerLaunchError("list_tools", _with_stderr("the server lists no tools", errlog))
-                    yield McpServerSession(session, tools, errlog, shape)
+                        try:
+                            read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
+                            session = await stack.enter_async_context(_UncheckedClientSession(read, write))
+                            stage = "initialize"
+                            with anyio.fail_after(startup_timeout):
+                                await session.initialize()
+                            stage = "list_tools"
+                            with anyio.fail_after(startup_timeout):
+                                tools = await _list_all_tools(session)
+                        except TimeoutError:
+                            reason = f"no answer within {startup_timeout:g} s"
+                            raise ServerLaunchError(
+                                stage, _with_stderr(_utf8_first(reason, encoding), errlog)
+                            ) from None
+                        except Exception as exc:
+                            reason = _utf8_first(_describe(exc), encoding)
+                            raise ServerLaunchError(stage, _with_stderr(reason, errlog)) from None
+                        if stdout_codec.saw_invalid_utf8(encoding):
+                            raise ServerLaunchError(stage, _with_stderr(INVALID_UTF8, errlog))
+                        if not tools:
+                            raise ServerLaunchError("list_tools", _with_stderr("the server lists no tools", errlog))
+                        yield McpServerSession(session, tools, errlog, shape, encoding, pidfile)
+                    except BaseException as exc:
+                        if not isinstance(exc, Exception):
+                            # Cancelled or interrupted: end the sandbox now, not after MCP's shutdown grace.
+                            _kill_sandbox(pidfile)
+                        raise
             except BaseExceptionGroup as group:
                 # The SDK's task groups wrap whatever crosses them; callers get the one real exception.
                 raise _single(group) from None
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        _kill_sandbox(pidfile)
+        stdout_codec.forget(encoding)
+        shutil.rmtree(stage_root, ignore_errors=True)
+
+
+def _utf8_first(reason: str, encoding: str) -> str:
+    """Name invalid UTF-8 as the cause when the server wrote some (what followed is a consequence)."""
+    return f"{INVALID_UTF8} ({reason})" if stdout_codec.saw_invalid_utf8(encoding) else reason
 
 
 def _single(group: BaseExceptionGroup[Any]) -> BaseException:
