@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from toolgauge.errors import DataError
-from toolgauge.loaders.jsonl import read_text
+from toolgauge.loaders.jsonl import JsonProblem, parse_json, read_text
 from toolgauge.records.genesis import GeneratedServer, GenesisServer
 
 REGISTRY_NAME = "registry.json"
@@ -57,9 +57,9 @@ def confined_path(base: Path, value: str) -> tuple[Path, str | None]:
 
 def _parse_json(path: Path, text: str) -> Any:
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DataError(str(path), f"invalid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno) from None
+        return parse_json(text)
+    except JsonProblem as problem:
+        raise DataError(str(path), problem.message, line=problem.line) from None
 
 
 def _element_lines(text: str) -> list[int]:

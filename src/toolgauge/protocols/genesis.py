@@ -432,6 +432,9 @@ class GenesisBenchmark:
         except json.JSONDecodeError as exc:
             result.schema_error = f"schema file is not JSON: {exc.msg} (line {exc.lineno})"
             return None
+        except (ValueError, RecursionError):  # generated text: an over-long integer or nesting too deep
+            result.schema_error = "schema file is not JSON: a number or nesting beyond the parser's limits"
+            return None
 
     async def _launch(self, code_path: Path) -> _LiveServer:
         """Start a server (raises ``ServerLaunchError``); the caller closes the returned handle."""

@@ -287,7 +287,7 @@ def parse_answer(text: str | None) -> ParsedAnswer:
             continue
         try:
             found = as_schema_payload(json.loads(block.body))
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, or beyond the parser's limits
             found = None
         if found is not None:
             payload = found
@@ -504,8 +504,8 @@ class CodeAgent:
         else:
             try:
                 payload = json.loads(schema.read_text(encoding="utf-8"))
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                problems.append(f"{SCHEMA_FILE} is not valid JSON: {exc}")
+            except (ValueError, RecursionError) as exc:  # also UnicodeDecodeError, a ValueError
+                problems.append(f"{SCHEMA_FILE} is not valid JSON: {str(exc)[:200]}")
             else:
                 if not isinstance(payload, dict):
                     problems.append(f"{SCHEMA_FILE} is not a JSON object")
@@ -587,7 +587,7 @@ class CodeAgent:
         if isinstance(arguments, str):  # some models send the arguments object as JSON text
             try:
                 arguments = json.loads(arguments) if arguments.strip() else {}
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):
                 return "Error: arguments must be a JSON object."
         if not isinstance(arguments, dict):
             return "Error: arguments must be a JSON object."
