@@ -65,3 +65,10 @@ class StoreWriteError(Exception):
 
 class RunLocked(UsageError):
     """Another process is already running or resuming this run."""
+
+
+class ConnectionFailed(TransientModelError):
+    """Nothing came back over the connection (refused, reset, body cut short).
+
+    Retried like any transient fault; a streak of them across the run means the endpoint is down.
+    """
