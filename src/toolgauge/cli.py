@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import sys
 from collections.abc import Callable, Mapping
 from enum import StrEnum
@@ -14,8 +15,13 @@ from typing import Annotated, Any, NoReturn
 import typer
 from rich.console import Console
 
+try:  # typer >= 0.2x vendors click; earlier versions use click itself
+    from typer._click import exceptions as click_errors
+except ImportError:  # pragma: no cover
+    from click import exceptions as click_errors  # type: ignore[no-redef]
+
 from toolgauge.engine import EngineConfig
-from toolgauge.errors import DataError, RunInterrupted, UsageError
+from toolgauge.errors import DataError, RunInterrupted, RunStopped, UsageError
 from toolgauge.models.base import ModelClient
 from toolgauge.protocols.base import Benchmark, RunOptions, run_benchmark
 from toolgauge.protocols.options import CallSettings
@@ -97,14 +103,25 @@ def fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
+# Exit codes (docs/cli.md "Exit codes").
+EXIT_SAMPLES_FAILED = 1  # finished_with_errors, or every sample failed
+EXIT_USAGE = 2  # bad input, bad arguments, a model that does not start or answer the probe
+EXIT_INTERNAL = 70  # a bug in toolgauge (EX_SOFTWARE)
+EXIT_STOPPED = 75  # endpoint down or store write failed: resumable once fixed (EX_TEMPFAIL)
+EXIT_INTERRUPTED = 130  # Ctrl-C or SIGTERM: resumable
+
+
 def guarded(fn: Callable[[], Any]) -> Any:
-    """Run a command body, turning bad input into one line and exit code 2."""
+    """Run a command body, turning every failure into one line and its exit code."""
     try:
         return fn()
     except DataError as exc:
         fail(exc.render())
     except UsageError as exc:
         fail(str(exc))
+    except RunStopped as exc:
+        again = " ".join(_without_resume(sys.argv[1:]))
+        fail(f"{exc.reason}; the run is resumable: toolgauge {again} --resume {exc.run_id}", code=EXIT_STOPPED)
     except RunInterrupted as exc:
         again = " ".join(_without_resume(sys.argv[1:]))
         err.print(
@@ -113,16 +130,19 @@ def guarded(fn: Callable[[], Any]) -> Any:
             highlight=False,
             soft_wrap=True,
         )
-        raise typer.Exit(130) from None
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     except KeyboardInterrupt:
         err.print("[yellow]interrupted[/]")
-        raise typer.Exit(130) from None
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     except typer.Exit:
         raise
     except Exception as exc:
         if os.environ.get("TOOLGAUGE_DEBUG"):
             raise
-        fail(f"internal error: {exc.__class__.__name__}: {exc} (set TOOLGAUGE_DEBUG=1 for the traceback)", code=1)
+        fail(
+            f"internal error: {exc.__class__.__name__}: {exc} (set TOOLGAUGE_DEBUG=1 for the traceback)",
+            code=EXIT_INTERNAL,
+        )
 
 
 def _without_resume(args: list[str]) -> list[str]:
@@ -176,13 +196,23 @@ def execute(
     outputs: Mapping[str, tuple[Path, Callable[[], None]]] | None = None,
     unit: str = "sample",
 ) -> None:
-    """Run, write the requested files, print; exit 1 when every sample failed.
+    """Run, write the requested files, print; exit 1 when samples failed.
 
     Files are written whole at the end or not at all: the samples file, then each of ``outputs``
-    (label -> (path, writer)).
+    (label -> (path, writer)). A run where every sample failed prints no scores and writes no files.
     """
     result = asyncio.run(run_benchmark(bench, model, options, client=client, roles=roles))
     summary = result.scored.summary
+    run = summary.get("run", {})
+    status = run.get("status")
+    if status == "failed":
+        if as_json:  # the status and the errors, not scores of empty replies
+            kept = {k: summary[k] for k in ("benchmark", "run", "warnings") if k in summary}
+            sys.stdout.write(json.dumps(kept, indent=2, ensure_ascii=False) + "\n")
+        fail(
+            f"every {unit} failed (run {run.get('id')} is stored, status failed); first: {run.get('first_error')}",
+            code=EXIT_SAMPLES_FAILED,
+        )
     written: list[tuple[str, Path]] = []
     if samples is not None:
         write_atomic(samples, samples_jsonl(result.scored.rows))
@@ -196,10 +226,15 @@ def execute(
         render_summary(summary, out)
         for label, path in written:
             out.print(f"{label}: {path}")
-    run = summary.get("run", {})
-    if run.get("samples") and run.get("sample_errors") == run.get("samples"):
-        first_error = summary["warnings"][-1].split("; ", 1)[-1]
-        fail(f"every {unit} failed (run {run.get('id')} is stored); {first_error}", code=1)
+    if status == "finished_with_errors":
+        if as_json:  # the table carries this warning; JSON readers get it on stderr too
+            err.print(
+                f"[yellow]warning:[/] {run.get('sample_errors')} of {run.get('samples')} {unit}s failed; "
+                f"scores are not comparable (run {run.get('id')}, status finished_with_errors)",
+                highlight=False,
+                soft_wrap=True,
+            )
+        raise typer.Exit(EXIT_SAMPLES_FAILED)
 
 
 def _limit(items: list[Any], limit: int | None) -> list[Any]:
@@ -502,9 +537,32 @@ def report_cmd(
     guarded(body)
 
 
+def _terminate_like_ctrl_c(signum: int, frame: Any) -> None:
+    """SIGTERM takes the Ctrl-C path: the run stops, is marked interrupted and can be resumed."""
+    if signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, signal.SIG_DFL, None):
+        raise KeyboardInterrupt
+    # asyncio.run's own SIGINT handler cancels the run cleanly; outside it this raises KeyboardInterrupt.
+    signal.raise_signal(signal.SIGINT)
+
+
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point: one line per error, documented exit codes, quiet on a second Ctrl-C."""
+    signal.signal(signal.SIGTERM, _terminate_like_ctrl_c)
+    try:
+        code = app(standalone_mode=False)
+    except click_errors.NoArgsIsHelpError as exc:
+        exc.show()
+        code = exc.exit_code
+    except click_errors.ClickException as exc:
+        ctx = exc.ctx if isinstance(exc, click_errors.UsageError) else None
+        where = f" (see: {ctx.command_path} --help)" if ctx is not None else ""
+        message = " ".join(exc.format_message().split())
+        err.print(f"[bold red]error:[/] {message}{where}", highlight=False, soft_wrap=True)
+        code = exc.exit_code
+    except (click_errors.Abort, KeyboardInterrupt):
+        # A second Ctrl-C during the shutdown of the first: no traceback.
+        code = EXIT_INTERRUPTED
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

@@ -72,3 +72,15 @@ class ConnectionFailed(TransientModelError):
 
     Retried like any transient fault; a streak of them across the run means the endpoint is down.
     """
+
+
+class RunStopped(RunInterrupted):
+    """A run stopped by a failure outside its samples (endpoint down, store write failed).
+
+    Its finished samples are stored and it can be resumed once the cause is fixed; ``reason`` is
+    the one line shown to the user.
+    """
+
+    def __init__(self, run_id: str, reason: str):
+        super().__init__(run_id)
+        self.reason = reason
