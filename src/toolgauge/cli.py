@@ -559,7 +559,7 @@ def main() -> None:
         message = " ".join(exc.format_message().split())
         err.print(f"[bold red]error:[/] {message}{where}", highlight=False, soft_wrap=True)
         code = exc.exit_code
-    except (click_errors.Abort, KeyboardInterrupt):
+    except (typer.Abort, KeyboardInterrupt):
         # A second Ctrl-C during the shutdown of the first: no traceback.
         code = EXIT_INTERRUPTED
     sys.exit(code if isinstance(code, int) else 0)

@@ -385,9 +385,7 @@ async def run_episodes(
     try:
         if progress is not None:
             progress.start()
-        state.workers = [
-            asyncio.create_task(worker()) for _ in range(max(1, min(cfg.concurrency, len(todo) or 1)))
-        ]
+        state.workers = [asyncio.create_task(worker()) for _ in range(max(1, min(cfg.concurrency, len(todo) or 1)))]
         try:
             await asyncio.gather(*state.workers)
         except BaseException:

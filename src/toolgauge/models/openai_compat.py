@@ -6,7 +6,6 @@ import asyncio
 import json
 from typing import Any
 
-import httpx
 import openai
 from openai import AsyncOpenAI
 from pydantic import BaseModel, Field, ValidationError
@@ -15,10 +14,11 @@ from toolgauge.errors import ConnectionFailed, ModelError, TransientModelError
 from toolgauge.records import AssistantTurn, Message, ModelRequest, ToolCall, Usage
 
 _RETRYABLE_STATUS = {408, 409, 425, 429}
-# The probe fails fast on a dead port or an unknown host; it retries a server that answers
-# with a transient fault (5xx, 429, a malformed body) a couple of times, since that server is alive.
+# The probe fails at once when nothing accepts the connection (dead port, unknown host, connect
+# timeout); a server that accepts but answers with a transient fault (5xx, 429, a malformed body,
+# a reset) is alive, and gets a few quick attempts.
 _PROBE_CONNECT_TIMEOUT = 5.0
-_PROBE_ATTEMPTS = 3
+_PROBE_ATTEMPTS = 4
 _PROBE_MAX_WAIT = 2.0
 
 
@@ -187,7 +187,7 @@ class OpenAICompatClient:
             await self.start()
         assert self._client is not None
         client = self._client.with_options(
-            timeout=httpx.Timeout(self._timeout, connect=min(self._timeout, _PROBE_CONNECT_TIMEOUT)), max_retries=0
+            timeout=openai.Timeout(self._timeout, connect=min(self._timeout, _PROBE_CONNECT_TIMEOUT)), max_retries=0
         )
         kwargs = {"model": self.model, "messages": [{"role": "user", "content": "Say OK."}], "max_tokens": 1}
         for attempt in range(1, _PROBE_ATTEMPTS + 1):
@@ -195,7 +195,11 @@ class OpenAICompatClient:
                 await _complete(client, kwargs)
                 return
             except ConnectionFailed as exc:
-                raise ModelError(str(exc)) from exc
+                if _refused(exc):  # nothing listens there (or no route): no point in asking again
+                    raise ModelError(str(exc)) from exc
+                if attempt == _PROBE_ATTEMPTS:
+                    raise ModelError(f"{exc} (after {attempt} attempts)") from exc
+                await asyncio.sleep(0.25)
             except TransientModelError as exc:
                 if attempt == _PROBE_ATTEMPTS:
                     raise ModelError(f"{exc} (after {attempt} attempts)") from exc
@@ -234,12 +238,13 @@ class OpenAICompatClient:
 
 
 async def _complete(client: AsyncOpenAI, kwargs: dict[str, Any]) -> WireCompletion:
-    """POST one chat completion; map every failure to ``ModelError``, ``TransientModelError`` or ``ConnectionFailed``."""
+    """POST one chat completion; every failure becomes a ``ModelError`` (or its transient subclasses)."""
     try:
         raw = await client.chat.completions.with_raw_response.create(**kwargs)
     except openai.APIStatusError as exc:
         retry_after = _retry_after(exc.response.headers.get("retry-after"))
-        message = f"HTTP {exc.status_code}: {_short(exc.message)}"
+        # The SDK prefixes "Error code: 404 - "; the status is already in our line.
+        message = f"HTTP {exc.status_code}: {_short(exc.message.removeprefix(f'Error code: {exc.status_code} - '))}"
         if exc.status_code >= 500 or exc.status_code in _RETRYABLE_STATUS:
             raise TransientModelError(message, retry_after=retry_after) from exc
         raise ModelError(message) from exc
@@ -252,6 +257,17 @@ async def _complete(client: AsyncOpenAI, kwargs: dict[str, Any]) -> WireCompleti
         raise ModelError(f"{exc.__class__.__name__}: {_short(str(exc))}") from exc
     http = raw.http_response
     return decode_completion(http.content, http.headers.get("content-type", ""))
+
+
+def _refused(exc: BaseException) -> bool:
+    """Whether the connection itself could not be made (as opposed to cut after connecting)."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        # By name: the SDK's HTTP library is httpx or its fork httpx2, depending on the SDK version.
+        if type(cause).__name__ in ("ConnectError", "ConnectTimeout"):
+            return True
+        cause = cause.__cause__
+    return False
 
 
 def _root_cause(exc: BaseException) -> str:
