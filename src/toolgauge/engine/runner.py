@@ -183,7 +183,9 @@ class EpisodeContext:
                 raise st.fatal
             started = time.perf_counter()
             try:
-                turn = await asyncio.wait_for(client.generate(request), st.config.timeout)
+                # In this task, not a wait_for task: stopping the run cancels the call before it is sent.
+                async with asyncio.timeout(st.config.timeout):
+                    turn = await client.generate(request)
             except (TransientModelError, TimeoutError) as exc:
                 latency = time.perf_counter() - started
                 message = str(exc) or f"timed out after {st.config.timeout:g} s"
