@@ -171,7 +171,6 @@ class FaultServer:
     def _fault_for(self, body: bytes) -> str | None:
         digest = hashlib.sha256(body).hexdigest()
         with self._lock:
-            self.requests += 1
             if self.down_after is not None and self.answered >= self.down_after:
                 self.faults["down"] += 1
                 return "down"
@@ -190,6 +189,8 @@ class FaultServer:
         if not h.path.endswith("/chat/completions"):
             self._send(h, 404, "application/json", b'{"error": {"message": "not found"}}')
             return
+        with self._lock:
+            self.requests += 1
         request = json.loads(body)
         if self.models is not None and request.get("model") not in self.models:
             message = f"The model '{request.get('model')}' does not exist"
