@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from fault_server import FaultServer
 
 CLI = [sys.executable, "-m", "toolgauge.cli"]
