@@ -5,7 +5,8 @@ faulty one with a seeded schedule of 5xx, 429, hangs, HTML/``{}``/invalid-JSON/n
 bodies, truncated bodies and connection resets. The script prints, per run: samples, lost
 samples (missing or failed), duplicated samples (more than one stored row for a key), model-call
 rows against the one call per sample BFCL makes, replies the server delivered against those
-needed, verdict differences between the two runs, faults injected by kind, and wall time.
+needed (one per uncached call row, plus the probe: more would be a duplicated call), verdict and
+per-sample row differences between the two runs, faults injected by kind, and wall time.
 
     .venv/bin/python benchmarks/fault_injection.py --data ../shared/data/bfcl
     .venv/bin/python benchmarks/fault_injection.py --data ../shared/data/bfcl --fault-rate 0.3 --seed 2
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from fault_server import FaultServer  # noqa: E402
+from fault_server import FaultServer
 
 CATEGORIES = "simple_python,multiple,parallel,parallel_multiple,live_simple,live_multiple"
 
@@ -51,7 +52,8 @@ def run_cli(url: str, data: Path, work: Path, name: str, args: argparse.Namespac
             (run_id,),
         ).fetchall()
         calls = conn.execute(
-            "SELECT COUNT(*), SUM(error IS NOT NULL), SUM(attempts) FROM model_calls WHERE run_id = ?", (run_id,)
+            "SELECT COUNT(*), SUM(error IS NOT NULL), SUM(attempts), SUM(cached) FROM model_calls WHERE run_id = ?",
+            (run_id,),
         ).fetchone()
     rows = [json.loads(line) for line in rows_path.read_text().splitlines()] if rows_path.exists() else []
     return {
@@ -65,6 +67,7 @@ def run_cli(url: str, data: Path, work: Path, name: str, args: argparse.Namespac
         "model_call_rows": calls[0],
         "failed_call_rows": calls[1] or 0,
         "attempts": calls[2] or 0,
+        "cached_call_rows": calls[3] or 0,
         "wall_s": round(wall, 1),
         "rows": {r["id"]: r for r in rows},
     }
@@ -111,8 +114,10 @@ def main() -> None:
             "model_call_rows": run["model_call_rows"],
             "model_call_rows_expected": samples,  # BFCL: one model call per sample
             "failed_call_rows": run["failed_call_rows"],
+            "cached_call_rows": run["cached_call_rows"],
             "server_replies": run["server_replies"],
-            "server_replies_needed": samples + 1,  # one per sample, plus the probe
+            # One reply per call row not served from the cache, plus the probe's.
+            "server_replies_needed": run["model_call_rows"] - run["cached_call_rows"] + 1,
             "wall_s": run["wall_s"],
         }
     report["faulty"]["http_attempts"] = attempts_seen
