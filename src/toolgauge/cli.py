@@ -206,9 +206,8 @@ def execute(
     run = summary.get("run", {})
     status = run.get("status")
     if status == "failed":
-        if as_json:  # the status and the errors, not scores of empty replies
-            kept = {k: summary[k] for k in ("benchmark", "run", "warnings") if k in summary}
-            sys.stdout.write(json.dumps(kept, indent=2, ensure_ascii=False) + "\n")
+        if as_json:  # the status and the errors: run_benchmark keeps no scores of empty replies
+            sys.stdout.write(json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
         fail(
             f"every {unit} failed (run {run.get('id')} is stored, status failed); first: {run.get('first_error')}",
             code=EXIT_SAMPLES_FAILED,

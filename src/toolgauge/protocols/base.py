@@ -183,6 +183,9 @@ async def run_benchmark(
             "output_tokens": int(stats["output_tokens"]),
             "wall_seconds": round(wall, 3),
         }
+        if status == FAILED:
+            # Scores of nothing but empty replies would look like a result: keep the run and its errors only.
+            scored.summary = {k: v for k, v in scored.summary.items() if k in ("benchmark", "run", "warnings")}
         store.save_summary(run_id, scored.summary)
         store.set_run_status(run_id, status, n_samples=len(samples))
         return RunResult(run_id, scored, interrupted=outcome.interrupted)

@@ -50,8 +50,10 @@ def render_summary(summary: Mapping[str, Any], console: Console) -> None:
         _render_generic(summary, console)
     run = summary.get("run")
     if isinstance(run, Mapping):
+        status = run.get("status")
+        shown = f" · [yellow]{status}[/]" if status not in (None, "finished") else ""
         console.print(
-            f"run [bold]{run.get('id')}[/] · {run.get('samples')} samples · {run.get('sample_errors')} failed · "
+            f"run [bold]{run.get('id')}[/]{shown} · {run.get('samples')} samples · {run.get('sample_errors')} failed · "
             f"{run.get('model_calls')} model calls ({run.get('cached_calls')} from cache) · "
             f"{run.get('input_tokens')}+{run.get('output_tokens')} tokens · {run.get('wall_seconds')} s"
         )
@@ -104,9 +106,10 @@ def _render_generic(summary: Mapping[str, Any], console: Console) -> None:
     table.add_column("scope")
     table.add_column("metric")
     table.add_column("value", justify="right")
-    for scope, metric, value in flatten({k: v for k, v in summary.items() if k != "run"}):
+    for scope, metric, value in flatten({k: v for k, v in summary.items() if k not in ("run", "warnings")}):
         table.add_row(scope, metric, str(value))
     console.print(table)
+    _print_warnings(summary, console)
 
 
 def _print_warnings(summary: Mapping[str, Any], console: Console) -> None:
