@@ -126,6 +126,22 @@ async def test_an_episode_that_catches_model_errors_cannot_keep_the_run_going(tm
     assert sample_rows(store, run_id) == []
 
 
+async def test_a_client_that_reports_its_server_gone_stops_the_run_at_once(tmp_path):
+    class DyingServer(Endpoint):
+        async def generate(self, request: ModelRequest) -> AssistantTurn:
+            if self.calls == 5:
+                raise EndpointDown("the local model server exited with code -9")
+            return await super().generate(request)
+
+    store = open_store(f"sqlite:///{tmp_path / 'runs.db'}")
+    client = DyingServer()
+    run_id = store.create_run("t", "m", {})
+    with pytest.raises(EndpointDown, match="exited with code -9"):
+        await run_episodes(SAMPLES, echo_episode, Echo, client=client, store=store, run_id=run_id, config=FAST)
+    assert client.calls == 5
+    assert [status for _, status, _ in sample_rows(store, run_id)] == ["done"] * 5
+
+
 class FillingStore(Store):
     """A store whose disk fills up after ``room`` sample rows: flush raises and keeps its pending rows."""
 

@@ -218,6 +218,8 @@ class EpisodeContext:
                 st.sleeps.append(delay)
                 await asyncio.sleep(delay)
                 continue
+            except EndpointDown as exc:  # a client that knows its server is gone (a local server process died)
+                raise st.stop(exc) from None
             except ModelError as exc:
                 st.answered(client)
                 self._record(request, key, None, str(exc), time.perf_counter() - started, attempt, role=role)
