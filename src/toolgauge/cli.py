@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
 import sys
 from collections.abc import Callable, Mapping
 from enum import StrEnum
@@ -15,13 +14,8 @@ from typing import Annotated, Any, NoReturn
 import typer
 from rich.console import Console
 
-try:  # typer >= 0.2x vendors click; earlier versions use click itself
-    from typer._click import exceptions as click_errors
-except ImportError:  # pragma: no cover
-    from click import exceptions as click_errors  # type: ignore[no-redef]
-
 from toolgauge.engine import EngineConfig
-from toolgauge.errors import DataError, RunInterrupted, RunStopped, UsageError
+from toolgauge.errors import DataError, RunInterrupted, UsageError
 from toolgauge.models.base import ModelClient
 from toolgauge.protocols.base import Benchmark, RunOptions, run_benchmark
 from toolgauge.protocols.options import CallSettings
@@ -103,16 +97,14 @@ def fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
-# Exit codes (docs/cli.md "Exit codes").
-EXIT_SAMPLES_FAILED = 1  # finished_with_errors, or every sample failed
-EXIT_USAGE = 2  # bad input, bad arguments, a model that does not start or answer the probe
-EXIT_INTERNAL = 70  # a bug in toolgauge (EX_SOFTWARE)
-EXIT_STOPPED = 75  # endpoint down or store write failed: resumable once fixed (EX_TEMPFAIL)
-EXIT_INTERRUPTED = 130  # Ctrl-C or SIGTERM: resumable
-
-
 def guarded(fn: Callable[[], Any]) -> Any:
-    """Run a command body, turning every failure into one line and its exit code."""
+    """Run a command body, turning every failure into one line and its exit code (docs/cli.md "Exit codes").
+
+    2: bad input or usage; 75 (EX_TEMPFAIL): stopped by a dead endpoint or a failed store write,
+    resumable; 130: Ctrl-C or SIGTERM, resumable; 70 (EX_SOFTWARE): an internal error.
+    """
+    from toolgauge.errors import RunStopped
+
     try:
         return fn()
     except DataError as exc:
@@ -121,7 +113,7 @@ def guarded(fn: Callable[[], Any]) -> Any:
         fail(str(exc))
     except RunStopped as exc:
         again = " ".join(_without_resume(sys.argv[1:]))
-        fail(f"{exc.reason}; the run is resumable: toolgauge {again} --resume {exc.run_id}", code=EXIT_STOPPED)
+        fail(f"{exc.reason}; the run is resumable: toolgauge {again} --resume {exc.run_id}", code=75)
     except RunInterrupted as exc:
         again = " ".join(_without_resume(sys.argv[1:]))
         err.print(
@@ -130,10 +122,10 @@ def guarded(fn: Callable[[], Any]) -> Any:
             highlight=False,
             soft_wrap=True,
         )
-        raise typer.Exit(EXIT_INTERRUPTED) from None
+        raise typer.Exit(130) from None
     except KeyboardInterrupt:
         err.print("[yellow]interrupted[/]")
-        raise typer.Exit(EXIT_INTERRUPTED) from None
+        raise typer.Exit(130) from None
     except typer.Exit:
         raise
     except Exception as exc:
@@ -141,7 +133,7 @@ def guarded(fn: Callable[[], Any]) -> Any:
             raise
         fail(
             f"internal error: {exc.__class__.__name__}: {exc} (set TOOLGAUGE_DEBUG=1 for the traceback)",
-            code=EXIT_INTERNAL,
+            code=70,
         )
 
 
@@ -210,7 +202,7 @@ def execute(
             sys.stdout.write(json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
         fail(
             f"every {unit} failed (run {run.get('id')} is stored, status failed); first: {run.get('first_error')}",
-            code=EXIT_SAMPLES_FAILED,
+            code=1,
         )
     written: list[tuple[str, Path]] = []
     if samples is not None:
@@ -233,7 +225,7 @@ def execute(
                 highlight=False,
                 soft_wrap=True,
             )
-        raise typer.Exit(EXIT_SAMPLES_FAILED)
+        raise typer.Exit(1)
 
 
 def _limit(items: list[Any], limit: int | None) -> list[Any]:
@@ -536,17 +528,23 @@ def report_cmd(
     guarded(body)
 
 
-def _terminate_like_ctrl_c(signum: int, frame: Any) -> None:
-    """SIGTERM takes the Ctrl-C path: the run stops, is marked interrupted and can be resumed."""
-    if signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, signal.SIG_DFL, None):
-        raise KeyboardInterrupt
-    # asyncio.run's own SIGINT handler cancels the run cleanly; outside it this raises KeyboardInterrupt.
-    signal.raise_signal(signal.SIGINT)
-
-
 def main() -> None:
     """Console-script entry point: one line per error, documented exit codes, quiet on a second Ctrl-C."""
-    signal.signal(signal.SIGTERM, _terminate_like_ctrl_c)
+    import signal
+
+    try:  # typer >= 0.2x vendors click; earlier versions use click itself
+        from typer._click import exceptions as click_errors
+    except ImportError:  # pragma: no cover
+        from click import exceptions as click_errors  # type: ignore[no-redef]
+
+    def terminate_like_ctrl_c(signum: int, frame: Any) -> None:
+        # SIGTERM takes the Ctrl-C path: the run stops, is marked interrupted and can be resumed.
+        if signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, signal.SIG_DFL, None):
+            raise KeyboardInterrupt
+        # asyncio.run's own SIGINT handler cancels the run cleanly; outside it this raises KeyboardInterrupt.
+        signal.raise_signal(signal.SIGINT)
+
+    signal.signal(signal.SIGTERM, terminate_like_ctrl_c)
     try:
         code = app(standalone_mode=False)
     except click_errors.NoArgsIsHelpError as exc:
@@ -560,7 +558,7 @@ def main() -> None:
         code = exc.exit_code
     except (typer.Abort, KeyboardInterrupt):
         # A second Ctrl-C during the shutdown of the first: no traceback.
-        code = EXIT_INTERRUPTED
+        code = 130
     sys.exit(code if isinstance(code, int) else 0)
 
 
