@@ -147,7 +147,7 @@ def test_console_script_runs_as_a_real_process(tmp_path):
     assert json.loads(proc.stdout)["scores"]["tool_accuracy"] == 1.0
 
 
-def test_unreachable_endpoint_fails_every_sample_exit_1_and_the_run_is_stored(store):
+def test_unreachable_endpoint_fails_the_probe_in_one_line_exit_2_and_the_run_is_stored_failed(store):
     res = invoke(
         "eval",
         "suite",
@@ -162,10 +162,8 @@ def test_unreachable_endpoint_fails_every_sample_exit_1_and_the_run_is_stored(st
         "--json",
         "-q",
     )
-    assert res.exit_code == 1
-    summary = json.loads(res.stdout)
-    assert summary["run"]["sample_errors"] == 2
-    assert "APIConnectionError" in summary["warnings"][-1]
-    assert "every sample failed" in res.stderr
+    assert res.exit_code == 2
+    assert res.stdout == ""
+    assert "does not answer: APIConnectionError" in res.stderr and res.stderr.count("\n") == 1
     listed = json.loads(invoke("runs", "--store", store, "--json").stdout)
-    assert listed[0]["status"] == "finished"
+    assert listed[0]["status"] == "failed"

@@ -140,13 +140,22 @@ def fail(message: str, code: int = 2) -> NoReturn:
 
 
 def guarded(fn: Callable[[], Any]) -> Any:
-    """Run a command body, turning bad input into one line and exit code 2."""
+    """Run a command body, turning every failure into one line and its exit code (docs/cli.md "Exit codes").
+
+    2: bad input or usage; 75 (EX_TEMPFAIL): stopped by a dead endpoint or a failed store write,
+    resumable; 130: Ctrl-C or SIGTERM, resumable; 70 (EX_SOFTWARE): an internal error.
+    """
+    from toolgauge.errors import RunStopped
+
     try:
         return fn()
     except DataError as exc:
         fail(exc.render())
     except UsageError as exc:
         fail(str(exc))
+    except RunStopped as exc:
+        again = " ".join(_without_resume(sys.argv[1:]))
+        fail(f"{exc.reason}; the run is resumable: toolgauge {again} --resume {exc.run_id}", code=75)
     except RunInterrupted as exc:
         again = " ".join(_without_resume(sys.argv[1:]))
         err.print(
@@ -164,7 +173,10 @@ def guarded(fn: Callable[[], Any]) -> Any:
     except Exception as exc:
         if os.environ.get("TOOLGAUGE_DEBUG"):
             raise
-        fail(f"internal error: {exc.__class__.__name__}: {exc} (set TOOLGAUGE_DEBUG=1 for the traceback)", code=1)
+        fail(
+            f"internal error: {exc.__class__.__name__}: {exc} (set TOOLGAUGE_DEBUG=1 for the traceback)",
+            code=70,
+        )
 
 
 def _without_resume(args: list[str]) -> list[str]:
@@ -218,13 +230,22 @@ def execute(
     outputs: Mapping[str, tuple[Path, Callable[[], None]]] | None = None,
     unit: str = "sample",
 ) -> None:
-    """Run, write the requested files, print; exit 1 when every sample failed.
+    """Run, write the requested files, print; exit 1 when samples failed.
 
     Files are written whole at the end or not at all: the samples file, then each of ``outputs``
-    (label -> (path, writer)).
+    (label -> (path, writer)). A run where every sample failed prints no scores and writes no files.
     """
     result = asyncio.run(run_benchmark(bench, model, options, client=client, roles=roles))
     summary = result.scored.summary
+    run = summary.get("run", {})
+    status = run.get("status")
+    if status == "failed":
+        if as_json:  # the status and the errors: run_benchmark keeps no scores of empty replies
+            sys.stdout.write(json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+        fail(
+            f"every {unit} failed (run {run.get('id')} is stored, status failed); first: {run.get('first_error')}",
+            code=1,
+        )
     written: list[tuple[str, Path]] = []
     if samples is not None:
         write_atomic(samples, samples_jsonl(result.scored.rows))
@@ -238,10 +259,15 @@ def execute(
         render_summary(summary, out)
         for label, path in written:
             out.print(f"{label}: {path}")
-    run = summary.get("run", {})
-    if run.get("samples") and run.get("sample_errors") == run.get("samples"):
-        first_error = summary["warnings"][-1].split("; ", 1)[-1]
-        fail(f"every {unit} failed (run {run.get('id')} is stored); {first_error}", code=1)
+    if status == "finished_with_errors":
+        if as_json:  # the table carries this warning; JSON readers get it on stderr too
+            err.print(
+                f"[yellow]warning:[/] {run.get('sample_errors')} of {run.get('samples')} {unit}s failed; "
+                f"scores are not comparable (run {run.get('id')}, status finished_with_errors)",
+                highlight=False,
+                soft_wrap=True,
+            )
+        raise typer.Exit(1)
 
 
 def _limit(items: list[T], limit: int | None, group: Callable[[T], str] | None = None) -> list[T]:
@@ -599,8 +625,37 @@ def report_cmd(
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point: one line per error, documented exit codes, quiet on a second Ctrl-C."""
+    import signal
+
+    try:  # typer >= 0.2x vendors click; earlier versions use click itself
+        from typer._click import exceptions as click_errors
+    except ImportError:  # pragma: no cover
+        from click import exceptions as click_errors  # type: ignore[no-redef]
+
+    def terminate_like_ctrl_c(signum: int, frame: Any) -> None:
+        # SIGTERM takes the Ctrl-C path: the run stops, is marked interrupted and can be resumed.
+        if signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, signal.SIG_DFL, None):
+            raise KeyboardInterrupt
+        # asyncio.run's own SIGINT handler cancels the run cleanly; outside it this raises KeyboardInterrupt.
+        signal.raise_signal(signal.SIGINT)
+
+    signal.signal(signal.SIGTERM, terminate_like_ctrl_c)
+    try:
+        code = app(standalone_mode=False)
+    except click_errors.NoArgsIsHelpError as exc:
+        exc.show()
+        code = exc.exit_code
+    except click_errors.ClickException as exc:
+        ctx = exc.ctx if isinstance(exc, click_errors.UsageError) else None
+        where = f" (see: {ctx.command_path} --help)" if ctx is not None else ""
+        message = " ".join(exc.format_message().split())
+        err.print(f"[bold red]error:[/] {message}{where}", highlight=False, soft_wrap=True)
+        code = exc.exit_code
+    except (typer.Abort, KeyboardInterrupt):
+        # A second Ctrl-C during the shutdown of the first: no traceback.
+        code = 130
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

@@ -65,3 +65,22 @@ class StoreWriteError(Exception):
 
 class RunLocked(UsageError):
     """Another process is already running or resuming this run."""
+
+
+class ConnectionFailed(TransientModelError):
+    """Nothing came back over the connection (refused, reset, body cut short).
+
+    Retried like any transient fault; a streak of them across the run means the endpoint is down.
+    """
+
+
+class RunStopped(RunInterrupted):
+    """A run stopped by a failure outside its samples (endpoint down, store write failed).
+
+    Its finished samples are stored and it can be resumed once the cause is fixed; ``reason`` is
+    the one line shown to the user.
+    """
+
+    def __init__(self, run_id: str, reason: str):
+        super().__init__(run_id)
+        self.reason = reason

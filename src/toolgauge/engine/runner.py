@@ -3,11 +3,17 @@
 Each protocol supplies only an episode coroutine ``episode(sample, ctx) -> result``; the
 engine owns scheduling, model-call retries and timeouts, the response cache, resume, the
 store writes and the progress bar.
+
+Two failures stop the whole run instead of failing samples one by one: the endpoint stops
+answering (``EndpointDown``) and a store write fails (``StoreWriteError``). Either cancels every
+worker at once (no further model calls); the samples in flight are not recorded, so a resume runs
+them again, and a sample counts as finished only once its row is committed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -27,7 +33,14 @@ from rich.progress import (
 
 from toolgauge.engine.cache import request_hash
 from toolgauge.engine.retry import backoff_delay
-from toolgauge.errors import ModelError, TransientModelError, UsageError
+from toolgauge.errors import (
+    ConnectionFailed,
+    EndpointDown,
+    ModelError,
+    StoreWriteError,
+    TransientModelError,
+    UsageError,
+)
 from toolgauge.models.base import ModelClient
 from toolgauge.records import AssistantTurn, GenerateOptions, Message, ModelRequest, ToolSpec
 from toolgauge.store import Store
@@ -48,6 +61,9 @@ class EngineConfig:
     use_cache: bool = True
     show_progress: bool = True
     seed: int = 0
+    # Connection failures in a row (refused, reset; no answer of any kind in between) after
+    # which the endpoint counts as down and the run stops, resumable.
+    outage_streak: int = 8
 
 
 @dataclass
@@ -84,6 +100,27 @@ class _RunState:
     sleeps: list[float] = field(default_factory=list)
     # Extra named clients (e.g. "agent", "judge") beside the evaluated model, which is role "model".
     roles: dict[str, ModelClient] = field(default_factory=dict)
+    # Connection failures in a row per client (by id), reset by any answer from its server.
+    streaks: dict[int, int] = field(default_factory=dict)
+    # The failure that stops the whole run (endpoint down, store write failed); first one wins.
+    fatal: EndpointDown | StoreWriteError | None = None
+    workers: list[asyncio.Task[None]] = field(default_factory=list)
+
+    def stop(self, exc: EndpointDown | StoreWriteError) -> EndpointDown | StoreWriteError:
+        """Stop the run: remember why and cancel every worker (no further model calls)."""
+        if self.fatal is None:
+            self.fatal = exc
+            for w in self.workers:
+                w.cancel()
+        return self.fatal
+
+    def connection_failed(self, client: ModelClient) -> int:
+        streak = self.streaks.get(id(client), 0) + 1
+        self.streaks[id(client)] = streak
+        return streak
+
+    def answered(self, client: ModelClient) -> None:
+        self.streaks[id(client)] = 0
 
     def client_for(self, role: str) -> ModelClient:
         if role == "model":
@@ -118,6 +155,8 @@ class EpisodeContext:
         its own steps, so scripted and replayed outputs of the evaluated model keep their step numbers.
         """
         st = self._state
+        if st.fatal is not None:
+            raise st.fatal
         client = st.client_for(role)
         step = self._steps.get(role, 0)
         self._steps[role] = step + 1
@@ -140,12 +179,29 @@ class EpisodeContext:
         attempt = 0
         while True:
             attempt += 1
+            if st.fatal is not None:
+                raise st.fatal
             started = time.perf_counter()
             try:
-                turn = await asyncio.wait_for(client.generate(request), st.config.timeout)
+                # In this task, not a wait_for task: stopping the run cancels the call before it is sent.
+                async with asyncio.timeout(st.config.timeout):
+                    turn = await client.generate(request)
             except (TransientModelError, TimeoutError) as exc:
                 latency = time.perf_counter() - started
                 message = str(exc) or f"timed out after {st.config.timeout:g} s"
+                if isinstance(exc, ConnectionFailed):
+                    streak = st.connection_failed(client)
+                    # Down: a run-wide streak, or this sample's whole retry budget spent on
+                    # connection failures with no answer from the server in between.
+                    if streak >= st.config.outage_streak or (attempt > st.config.max_retries and streak >= attempt):
+                        raise st.stop(
+                            EndpointDown(
+                                f"the endpoint of model {client.name!r} stopped answering: "
+                                f"{streak} connection failures in a row (last: {message})"
+                            )
+                        ) from exc
+                elif isinstance(exc, TransientModelError):
+                    st.answered(client)  # a 5xx or a malformed body: the server is up
                 if attempt > st.config.max_retries:
                     self._record(
                         request, key, None, f"gave up after {attempt} attempts: {message}", latency, attempt, role=role
@@ -162,14 +218,21 @@ class EpisodeContext:
                 st.sleeps.append(delay)
                 await asyncio.sleep(delay)
                 continue
+            except EndpointDown as exc:  # a client that knows its server is gone (a local server process died)
+                raise st.stop(exc) from None
             except ModelError as exc:
+                st.answered(client)
                 self._record(request, key, None, str(exc), time.perf_counter() - started, attempt, role=role)
                 raise
             latency = time.perf_counter() - started
+            st.answered(client)
             st.calls += 1
             self._record(request, key, turn, None, latency, attempt, role=role)
             if key is not None:
-                st.store.cache_put(key, client.cache_id, turn.model_dump())
+                try:
+                    st.store.cache_put(key, client.cache_id, turn.model_dump())
+                except StoreWriteError as exc:
+                    raise st.stop(exc) from None
             return turn
 
     def _record(
@@ -183,6 +246,23 @@ class EpisodeContext:
         *,
         cached: bool = False,
         role: str = "model",
+    ) -> None:
+        try:
+            self._record_call(request, key, turn, error, latency, attempts, cached=cached, role=role)
+        except StoreWriteError as exc:
+            raise self._state.stop(exc) from None
+
+    def _record_call(
+        self,
+        request: ModelRequest,
+        key: str | None,
+        turn: AssistantTurn | None,
+        error: str | None,
+        latency: float,
+        attempts: int,
+        *,
+        cached: bool,
+        role: str,
     ) -> None:
         self._state.store.record_call(
             {
@@ -252,17 +332,29 @@ async def run_episodes(
 
     loop = asyncio.get_running_loop()
     flush_pending = False
-
-    def flush_finished() -> None:
-        nonlocal flush_pending
-        flush_pending = False
-        store.flush()
-
+    unflushed = 0  # samples buffered but not yet committed (the progress bar counts committed ones)
     progress = _progress(console) if cfg.show_progress else None
     task_id = progress.add_task(description, total=len(samples), completed=resumed) if progress else None
+
+    def flush_finished() -> None:
+        nonlocal flush_pending, unflushed
+        flush_pending = False
+        if state.fatal is not None:
+            return
+        try:
+            store.flush()
+        except StoreWriteError as exc:
+            # Called by the event loop, which would swallow the exception: stop the run instead.
+            state.stop(exc)
+            return
+        if progress is not None and task_id is not None:
+            progress.advance(task_id, unflushed)
+        unflushed = 0
+
     queue_iter = iter(todo)
 
     async def worker() -> None:
+        nonlocal flush_pending, unflushed
         for key, sample in queue_iter:
             started = time.perf_counter()
             ctx = EpisodeContext(state, key)
@@ -274,39 +366,58 @@ async def run_episodes(
                 raise
             except Exception as exc:  # a failing sample is data, never the end of the run
                 error = _describe(exc)
+            if state.fatal is not None:
+                # The run stopped while this sample ran (an episode may have caught the error):
+                # it is not finished, and runs again on resume.
+                raise state.fatal
             latency = time.perf_counter() - started
+            try:
+                store.record_sample(
+                    run_id, key, result=result.model_dump(mode="json") if result is not None else None,
+                    error=error, latency_s=latency,
+                )  # fmt: skip
+            except StoreWriteError as exc:
+                raise state.stop(exc) from None
             outcomes[key] = SampleOutcome(key, result, error, latency)
-            store.record_sample(
-                run_id, key, result=result.model_dump(mode="json") if result is not None else None,
-                error=error, latency_s=latency,
-            )  # fmt: skip
+            unflushed += 1
             # Group commit: every sample that finishes in this loop tick is committed together.
-            nonlocal flush_pending
             if not flush_pending:
                 flush_pending = True
                 loop.call_soon(flush_finished)
-            if progress is not None and task_id is not None:
-                progress.advance(task_id)
 
     interrupted = False
     try:
         if progress is not None:
             progress.start()
-        workers = [asyncio.create_task(worker()) for _ in range(max(1, min(cfg.concurrency, len(todo) or 1)))]
+        state.workers = [asyncio.create_task(worker()) for _ in range(max(1, min(cfg.concurrency, len(todo) or 1)))]
         try:
-            await asyncio.gather(*workers)
+            await asyncio.gather(*state.workers)
         except BaseException:
-            for w in workers:
+            for w in state.workers:
                 w.cancel()
-            await asyncio.gather(*workers, return_exceptions=True)
+            await asyncio.gather(*state.workers, return_exceptions=True)
+            if state.fatal is not None:
+                raise state.fatal from None
             raise
-    except (asyncio.CancelledError, KeyboardInterrupt):
-        interrupted = True
+        if state.fatal is not None:  # a group commit failed after the last worker finished
+            raise state.fatal
+        try:
+            store.flush()
+        except StoreWriteError as exc:
+            raise state.stop(exc) from None
+        if progress is not None and task_id is not None:
+            progress.advance(task_id, unflushed)
+            unflushed = 0
+    except BaseException as exc:
+        interrupted = isinstance(exc, asyncio.CancelledError | KeyboardInterrupt)
+        if not isinstance(state.fatal, StoreWriteError):
+            # Commit what finished before the stop; a failing store keeps its pending rows itself.
+            with contextlib.suppress(StoreWriteError):
+                store.flush()
         raise
     finally:
         if progress is not None:
             progress.stop()
-        store.flush()
     ordered = [outcomes[k] for k, _ in samples if k in outcomes]
     return RunOutcome(
         ordered, resumed=resumed, interrupted=interrupted, model_calls=state.calls, cached_calls=state.cached

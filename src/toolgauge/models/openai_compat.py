@@ -2,17 +2,80 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
 import openai
 from openai import AsyncOpenAI
+from pydantic import BaseModel, Field, ValidationError
 
-from toolgauge.errors import ModelError, TransientModelError
+from toolgauge.errors import ConnectionFailed, ModelError, TransientModelError
 from toolgauge.records import AssistantTurn, Message, ModelRequest, ToolCall, Usage
 from toolgauge.redact import redact
 
 _RETRYABLE_STATUS = {408, 409, 425, 429}
+# The probe fails at once when nothing accepts the connection (dead port, unknown host, connect
+# timeout); a server that accepts but answers with a transient fault (5xx, 429, a malformed body,
+# a reset) is alive, and gets a few quick attempts.
+_PROBE_CONNECT_TIMEOUT = 5.0
+_PROBE_ATTEMPTS = 4
+_PROBE_MAX_WAIT = 2.0
+
+
+class _WireFunction(BaseModel):
+    name: str | None = None
+    arguments: str | dict[str, Any] | None = None
+
+
+class _WireToolCall(BaseModel):
+    id: str | None = None
+    function: _WireFunction | None = None
+
+
+class _WireMessage(BaseModel):
+    content: str | None = None
+    tool_calls: list[_WireToolCall] | None = None
+
+
+class _WireChoice(BaseModel):
+    message: _WireMessage
+    finish_reason: str | None = None
+
+
+class _WireUsage(BaseModel):
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+class WireCompletion(BaseModel):
+    """The part of a chat-completion body we use; anything else in a 200 reply is a transient fault."""
+
+    model: str | None = None
+    choices: list[_WireChoice] = Field(min_length=1)
+    usage: _WireUsage | None = None
+
+
+def decode_completion(body: bytes, content_type: str = "") -> WireCompletion:
+    """Decode and check a 200 body; raise ``TransientModelError`` when it is not a usable completion.
+
+    An HTML error page from a proxy, ``{}``, a body cut short or one without choices is what an
+    overloaded or restarting server sends: retried like a 5xx, never scored as an empty reply.
+    """
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        kind = content_type.split(";")[0].strip() or "no content type"
+        preview = body[:80].decode("utf-8", "replace")
+        raise TransientModelError(f"malformed response: body is not JSON ({kind}): {_short(preview)}") from None
+    if not isinstance(data, dict):
+        raise TransientModelError(f"malformed response: body is JSON {type(data).__name__}, not an object")
+    try:
+        return WireCompletion.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "body"
+        raise TransientModelError(f"malformed response: {where}: {first['msg']}") from None
 
 
 def message_to_openai(message: Message) -> dict[str, Any]:
@@ -53,6 +116,8 @@ def parse_tool_call(raw: Any, finish_reason: str | None) -> ToolCall:
     """Decode one API tool call; undecodable arguments become a parse error, not an exception."""
     fn = raw.function
     text = fn.arguments or ""
+    if isinstance(text, dict):  # some servers send an object instead of a JSON string
+        text = json.dumps(text)
     error: str | None = None
     args: dict[str, Any] = {}
     try:
@@ -113,6 +178,34 @@ class OpenAICompatClient:
             await self._client.close()
             self._client = None
 
+    async def probe(self) -> None:
+        """Send one tiny real completion (``max_tokens=1``) to check endpoint, model name and key.
+
+        Raises ``ModelError`` with the server's answer (``HTTP 404: model 'x' not found``) or the
+        connection failure. Not cached and not a sample call: the run has not started yet.
+        """
+        if self._client is None:
+            await self.start()
+        assert self._client is not None
+        client = self._client.with_options(
+            timeout=openai.Timeout(self._timeout, connect=min(self._timeout, _PROBE_CONNECT_TIMEOUT)), max_retries=0
+        )
+        kwargs = {"model": self.model, "messages": [{"role": "user", "content": "Say OK."}], "max_tokens": 1}
+        for attempt in range(1, _PROBE_ATTEMPTS + 1):
+            try:
+                await _complete(client, kwargs)
+                return
+            except ConnectionFailed as exc:
+                if _refused(exc):  # nothing listens there (or no route): no point in asking again
+                    raise ModelError(str(exc)) from exc
+                if attempt == _PROBE_ATTEMPTS:
+                    raise ModelError(f"{exc} (after {attempt} attempts)") from exc
+                await asyncio.sleep(0.25)
+            except TransientModelError as exc:
+                if attempt == _PROBE_ATTEMPTS:
+                    raise ModelError(f"{exc} (after {attempt} attempts)") from exc
+                await asyncio.sleep(min(_PROBE_MAX_WAIT, exc.retry_after if exc.retry_after is not None else 0.25))
+
     async def generate(self, request: ModelRequest) -> AssistantTurn:
         """Send one chat completion and convert the answer."""
         if self._client is None:
@@ -134,28 +227,55 @@ class OpenAICompatClient:
             kwargs["max_tokens"] = opts.max_tokens
         if opts.seed is not None:
             kwargs["seed"] = opts.seed
-        try:
-            resp = await self._client.chat.completions.create(**kwargs)
-        except openai.APIStatusError as exc:
-            retry_after = _retry_after(exc.response.headers.get("retry-after"))
-            message = f"HTTP {exc.status_code}: {_short(exc.message)}"
-            if exc.status_code >= 500 or exc.status_code in _RETRYABLE_STATUS:
-                raise TransientModelError(message, retry_after=retry_after) from exc
-            raise ModelError(message) from exc
-        except (openai.APITimeoutError, openai.APIConnectionError) as exc:
-            raise TransientModelError(f"{exc.__class__.__name__}: {_short(str(exc))}") from exc
-        except openai.OpenAIError as exc:
-            raise ModelError(f"{exc.__class__.__name__}: {_short(str(exc))}") from exc
-        if not resp.choices:
-            raise ModelError("response has no choices")
+        resp = await _complete(self._client, kwargs)
         choice0 = resp.choices[0]
         msg = choice0.message
         finish = choice0.finish_reason
-        calls = [parse_tool_call(tc, finish) for tc in (msg.tool_calls or []) if getattr(tc, "function", None)]
+        calls = [parse_tool_call(tc, finish) for tc in (msg.tool_calls or []) if tc.function is not None]
         usage = Usage()
         if resp.usage is not None:
             usage = Usage(input_tokens=resp.usage.prompt_tokens or 0, output_tokens=resp.usage.completion_tokens or 0)
         return AssistantTurn(content=msg.content, tool_calls=calls, finish_reason=finish, usage=usage, model=resp.model)
+
+
+async def _complete(client: AsyncOpenAI, kwargs: dict[str, Any]) -> WireCompletion:
+    """POST one chat completion; every failure becomes a ``ModelError`` (or its transient subclasses)."""
+    try:
+        raw = await client.chat.completions.with_raw_response.create(**kwargs)
+    except openai.APIStatusError as exc:
+        retry_after = _retry_after(exc.response.headers.get("retry-after"))
+        # The SDK prefixes "Error code: 404 - "; the status is already in our line.
+        message = f"HTTP {exc.status_code}: {_short(exc.message.removeprefix(f'Error code: {exc.status_code} - '))}"
+        if exc.status_code >= 500 or exc.status_code in _RETRYABLE_STATUS:
+            raise TransientModelError(message, retry_after=retry_after) from exc
+        raise ModelError(message) from exc
+    except openai.APITimeoutError as exc:
+        raise TransientModelError(f"{exc.__class__.__name__}: {_short(str(exc))}") from exc
+    except openai.APIConnectionError as exc:
+        # Refused, reset, or a body cut short: nothing usable came back over the connection.
+        raise ConnectionFailed(f"{exc.__class__.__name__}: {_short(_root_cause(exc))}") from exc
+    except openai.OpenAIError as exc:
+        raise ModelError(f"{exc.__class__.__name__}: {_short(str(exc))}") from exc
+    http = raw.http_response
+    return decode_completion(http.content, http.headers.get("content-type", ""))
+
+
+def _refused(exc: BaseException) -> bool:
+    """Whether the connection itself could not be made (as opposed to cut after connecting)."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        # By name: the SDK's HTTP library is httpx or its fork httpx2, depending on the SDK version.
+        if type(cause).__name__ in ("ConnectError", "ConnectTimeout"):
+            return True
+        cause = cause.__cause__
+    return False
+
+
+def _root_cause(exc: BaseException) -> str:
+    """The SDK says only "Connection error."; the httpx cause says refused, reset or incomplete body."""
+    cause = exc.__cause__
+    detail = str(cause) if cause is not None and str(cause) else ""
+    return f"{exc} ({detail})" if detail and detail not in str(exc) else str(exc)
 
 
 def _retry_after(value: str | None) -> float | None:

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel
 from rich.console import Console
 
 from toolgauge.engine import EngineConfig, EpisodeContext, SampleOutcome, run_episodes
-from toolgauge.errors import ModelError, RunInterrupted, UsageError
+from toolgauge.errors import EndpointDown, ModelError, RunInterrupted, RunStopped, StoreWriteError, UsageError
 from toolgauge.models.base import ModelClient
 from toolgauge.models.spec import resolve_model
 from toolgauge.records import AssistantTurn
@@ -58,6 +59,27 @@ class Benchmark(Protocol[S, R]):
         ...
 
 
+@runtime_checkable
+class ProbedClient(Protocol):
+    """A client that can check its endpoint with one tiny real request before a run (network clients)."""
+
+    name: str
+
+    async def probe(self) -> None:
+        """Raise ``ModelError`` with the server's answer when the endpoint, model name or key is wrong."""
+        ...
+
+
+# Run statuses in the store: running, finished (every sample ok), finished_with_errors (some
+# samples failed: scores not comparable), failed (every sample failed, the model could not start
+# or answer the probe, a store write failed, an internal error), interrupted (Ctrl-C, SIGTERM or
+# the endpoint stopped answering; resumable).
+FINISHED = "finished"
+FINISHED_WITH_ERRORS = "finished_with_errors"
+FAILED = "failed"
+INTERRUPTED = "interrupted"
+
+
 @dataclass
 class RunOptions:
     """Run-level options shared by every ``eval`` and ``score`` command."""
@@ -91,7 +113,10 @@ async def run_benchmark(
     agent, a judge). A client shared by several roles is started and closed once.
 
     The data has already been loaded and validated by the time we get here, so nothing
-    reaches the store for bad input.
+    reaches the store for bad input. Every network client answers one probe request before the
+    first sample. The stored status is ``finished``, ``finished_with_errors`` or ``failed``
+    (every sample failed); a run stopped by Ctrl-C or a dead endpoint is ``interrupted`` and a
+    failed store write raises ``RunStopped``: both resume with ``--resume``.
     """
     samples = bench.samples()
     client = client or resolve_model(model_spec, replay_loader=bench.replay_table, timeout=options.engine.timeout)
@@ -101,18 +126,10 @@ async def run_benchmark(
         if all(c is not seen for seen in distinct):
             distinct.append(c)
     store = open_store(options.store_url)
+    run_id: str | None = None
     try:
         run_id = _open_run(store, bench, model_spec, options.resume)
-        started_clients: list[ModelClient] = []
-        try:
-            for c in distinct:
-                await c.start()
-                started_clients.append(c)
-        except ModelError as exc:
-            for c in started_clients:
-                await c.close()
-            store.set_run_status(run_id, "failed")
-            raise UsageError(f"model {c.name!r} could not start: {exc}") from exc
+        await _start_and_probe(distinct, store, run_id)
         started = time.perf_counter()
         try:
             outcome = await run_episodes(
@@ -128,10 +145,15 @@ async def run_benchmark(
                 roles=extra,
             )
         except (KeyboardInterrupt, asyncio.CancelledError) as exc:
-            store.set_run_status(run_id, "interrupted")
+            store.set_run_status(run_id, INTERRUPTED)
             raise RunInterrupted(run_id) from exc
+        except EndpointDown as exc:
+            store.set_run_status(run_id, INTERRUPTED)
+            raise RunStopped(run_id, str(exc)) from exc
+        except StoreWriteError:
+            raise
         except BaseException:
-            store.set_run_status(run_id, "failed")
+            store.set_run_status(run_id, FAILED)
             raise
         finally:
             for c in distinct:
@@ -140,16 +162,20 @@ async def run_benchmark(
         scored = bench.score(samples, outcome.outcomes)
         stats = store.call_stats(run_id)
         failed = [o for o in outcome.outcomes if o.error]
+        status = FINISHED
         if failed:
+            status = FAILED if len(failed) == len(samples) else FINISHED_WITH_ERRORS
             scored.summary.setdefault("warnings", []).append(
-                f"{len(failed)} of {len(samples)} samples failed and were scored as empty replies; "
-                f"first ({failed[0].key}): {failed[0].error}"
+                f"{len(failed)} of {len(samples)} samples failed; scores are not comparable "
+                f"(failed samples are scored as empty replies); first ({failed[0].key}): {failed[0].error}"
             )
         scored.summary["run"] = {
             "id": run_id,
             "model": model_spec,
+            "status": status,
             "samples": len(samples),
             "sample_errors": len(failed),
+            "first_error": f"{failed[0].key}: {failed[0].error}" if failed else None,
             "resumed_samples": outcome.resumed,
             "model_calls": outcome.model_calls,
             "cached_calls": outcome.cached_calls,
@@ -157,11 +183,49 @@ async def run_benchmark(
             "output_tokens": int(stats["output_tokens"]),
             "wall_seconds": round(wall, 3),
         }
+        if status == FAILED:
+            # Scores of nothing but empty replies would look like a result: keep the run and its errors only.
+            scored.summary = {k: v for k, v in scored.summary.items() if k in ("benchmark", "run", "warnings")}
         store.save_summary(run_id, scored.summary)
-        store.set_run_status(run_id, "finished", n_samples=len(samples))
+        store.set_run_status(run_id, status, n_samples=len(samples))
         return RunResult(run_id, scored, interrupted=outcome.interrupted)
+    except StoreWriteError as exc:
+        if run_id is None:
+            raise
+        # Mark the run failed if the store still takes that write; its pending rows stay buffered.
+        with contextlib.suppress(Exception):
+            store.set_run_status(run_id, FAILED)
+        raise RunStopped(run_id, f"store write failed: {exc}") from exc
     finally:
-        store.close()
+        # A store that cannot write cannot flush on close either; the error was reported above.
+        with contextlib.suppress(StoreWriteError):
+            store.close()
+
+
+async def _start_and_probe(clients: Sequence[ModelClient], store: Store, run_id: str) -> None:
+    """Start every client, then probe the network ones: a dead endpoint stops the run before any sample."""
+    started: list[ModelClient] = []
+    try:
+        for c in clients:
+            try:
+                await c.start()
+            except ModelError as exc:
+                raise UsageError(f"model {c.name!r} could not start: {exc}") from exc
+            started.append(c)
+        for c in clients:
+            if isinstance(c, ProbedClient):
+                try:
+                    await c.probe()
+                except ModelError as exc:
+                    raise UsageError(f"model {c.name!r} does not answer: {exc}") from exc
+    except BaseException as exc:
+        for c in started:
+            await c.close()
+        stopped = isinstance(exc, KeyboardInterrupt | asyncio.CancelledError)
+        store.set_run_status(run_id, INTERRUPTED if stopped else FAILED)
+        if stopped:
+            raise RunInterrupted(run_id) from exc
+        raise
 
 
 def _open_run(store: Store, bench: Benchmark[Any, Any], model_spec: str, resume: str | None) -> str:

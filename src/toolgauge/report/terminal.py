@@ -42,10 +42,13 @@ def warning_line(warning: Any) -> str:
 
 
 def run_line(run: Mapping[str, Any], unit: str) -> str:
-    """The closing ``run ID · N samples · ...`` line, values escaped."""
+    """The closing ``run ID · N samples · ...`` line, values escaped; a status other than finished is shown."""
+    status = run.get("status")
+    shown = f" · [yellow]{esc(status)}[/]" if status not in (None, "finished") else ""
     return (
-        f"run [bold]{esc(run.get('id'))}[/] · {esc(run.get('samples'))} {unit} · {esc(run.get('sample_errors'))} "
-        f"failed · {esc(run.get('model_calls'))} model calls ({esc(run.get('cached_calls'))} from cache) · "
+        f"run [bold]{esc(run.get('id'))}[/]{shown} · {esc(run.get('samples'))} {unit} · "
+        f"{esc(run.get('sample_errors'))} failed · {esc(run.get('model_calls'))} model calls "
+        f"({esc(run.get('cached_calls'))} from cache) · "
         f"{esc(run.get('input_tokens'))}+{esc(run.get('output_tokens'))} tokens · {esc(run.get('wall_seconds'))} s"
     )
 
@@ -125,9 +128,10 @@ def _render_generic(summary: Mapping[str, Any], console: Console) -> None:
     table.add_column("scope")
     table.add_column("metric")
     table.add_column("value", justify="right")
-    for scope, metric, value in flatten({k: v for k, v in summary.items() if k != "run"}):
+    for scope, metric, value in flatten({k: v for k, v in summary.items() if k not in ("run", "warnings")}):
         table.add_row(esc(scope), esc(metric), esc(redact(str(value))))
     console.print(table)
+    _print_warnings(summary, console)
 
 
 def _print_warnings(summary: Mapping[str, Any], console: Console) -> None:

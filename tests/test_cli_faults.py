@@ -1,0 +1,212 @@
+"""The real CLI process against the fault-injecting server on 127.0.0.1.
+
+A run with injected faults gives the same verdicts as a clean run; a dead endpoint, a wrong
+model name, an endpoint that dies mid-run, failed samples, usage errors and SIGTERM each end
+with one clear line and their documented exit code.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from fault_server import FaultServer
+
+CLI = [sys.executable, "-m", "toolgauge.cli"]
+
+
+def toolgauge(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def suite(url: str, store: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return toolgauge(
+        "eval", "suite", "--model", f"{url}#m", "--store", f"sqlite:///{store}", "-q", "--timeout", "1",
+        "--concurrency", "8", *extra,
+    )  # fmt: skip
+
+
+def rows(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def run_status(store: Path) -> list[tuple[str, str]]:
+    listed = toolgauge("runs", "--store", f"sqlite:///{store}", "--json")
+    return [(r["id"], r["status"]) for r in json.loads(listed.stdout)]
+
+
+def sample_counts(store: Path, run_id: str) -> dict[str, int]:
+    with sqlite3.connect(store) as conn:
+        found = conn.execute(
+            "SELECT sample_key, COUNT(*) FROM samples WHERE run_id = ? AND status = 'done' GROUP BY sample_key",
+            (run_id,),
+        ).fetchall()
+    return dict(found)
+
+
+def test_faults_change_no_verdict_and_fail_no_sample(tmp_path: Path):
+    with FaultServer() as clean:
+        ok = suite(clean.url, tmp_path / "clean.db", "--samples", str(tmp_path / "clean.jsonl"))
+    assert ok.returncode == 0, ok.stderr
+    with FaultServer(fault_rate=0.3, seed=7) as faulty:
+        res = suite(faulty.url, tmp_path / "faulty.db", "--samples", str(tmp_path / "faulty.jsonl"), "--json")
+    assert res.returncode == 0, res.stderr
+    run = json.loads(res.stdout)["run"]
+    assert run["status"] == "finished" and run["sample_errors"] == 0
+    assert sum(faulty.faults.values()) >= 10, faulty.faults  # the schedule did inject faults
+    assert len(faulty.faults) >= 6, faulty.faults  # of many kinds
+    assert rows(tmp_path / "faulty.jsonl") == rows(tmp_path / "clean.jsonl")
+    assert set(sample_counts(tmp_path / "faulty.db", run["id"]).values()) == {1}
+
+
+@pytest.mark.realdata
+def test_bfcl_with_faults_matches_a_clean_run(bfcl_dir: Path, tmp_path: Path):
+    def bfcl(url: str, name: str) -> subprocess.CompletedProcess[str]:
+        return toolgauge(
+            "eval", "bfcl", "--data", str(bfcl_dir), "--categories", "simple_python,multiple,irrelevance",
+            "--limit", "90", "--model", f"{url}#m", "--store", f"sqlite:///{tmp_path / name}.db", "-q",
+            "--timeout", "1", "--concurrency", "8", "--samples", str(tmp_path / f"{name}.jsonl"),
+        )  # fmt: skip
+
+    with FaultServer() as clean:
+        assert bfcl(clean.url, "clean").returncode == 0
+    with FaultServer(fault_rate=0.25, seed=3) as faulty:
+        res = bfcl(faulty.url, "faulty")
+    assert res.returncode == 0, res.stderr
+    assert sum(faulty.faults.values()) >= 10, faulty.faults
+    clean_rows, faulty_rows = rows(tmp_path / "clean.jsonl"), rows(tmp_path / "faulty.jsonl")
+    assert len(clean_rows) == 90 and faulty_rows == clean_rows
+    assert {r["valid"] for r in clean_rows} == {True, False}  # a comparison of mixed verdicts
+
+
+def test_a_dead_endpoint_fails_the_probe_in_one_line_with_exit_2(tmp_path: Path):
+    with FaultServer() as srv:
+        url = srv.url  # closed on exit: nothing listens there any more
+    started = time.monotonic()
+    res = suite(url, tmp_path / "s.db")
+    assert res.returncode == 2
+    assert res.stderr.count("\n") == 1 and "does not answer: APIConnectionError" in res.stderr, res.stderr
+    assert time.monotonic() - started < 60  # generous: seconds, not a retry storm over 24 samples
+    assert [status for _, status in run_status(tmp_path / "s.db")] == ["failed"]
+
+
+def test_a_wrong_model_name_shows_the_servers_answer(tmp_path: Path):
+    with FaultServer(models=("real",)) as srv:
+        res = suite(srv.url, tmp_path / "s.db")
+    assert res.returncode == 2
+    assert "HTTP 404: The model 'm' does not exist" in res.stderr and res.stderr.count("\n") == 1, res.stderr
+    assert srv.requests == 1  # the probe only: no sample was tried
+
+
+def test_an_endpoint_that_dies_mid_run_stops_resumable_and_the_resume_runs_each_sample_once(tmp_path: Path):
+    with FaultServer() as clean:
+        assert suite(clean.url, tmp_path / "clean.db", "--samples", str(tmp_path / "clean.jsonl")).returncode == 0
+    store = tmp_path / "s.db"
+    with FaultServer(down_after=20) as srv:
+        stopped = suite(srv.url, store)
+        assert stopped.returncode == 75, stopped.stderr
+        assert "stopped answering" in stopped.stderr and "connection failures in a row" in stopped.stderr
+        assert stopped.stderr.count("\n") == 1, stopped.stderr
+        (run_id, status), *_ = run_status(store)
+        assert status == "interrupted"
+        assert f"--resume {run_id}" in stopped.stderr
+        before = sample_counts(store, run_id)
+        assert 0 < len(before) < 24
+
+        srv.down_after = None  # the endpoint is back
+        resumed = suite(srv.url, store, "--resume", run_id, "--json", "--samples", str(tmp_path / "resumed.jsonl"))
+    assert resumed.returncode == 0, resumed.stderr
+    summary = json.loads(resumed.stdout)["run"]
+    assert summary["status"] == "finished" and summary["resumed_samples"] == len(before)
+    counts = sample_counts(store, run_id)
+    assert len(counts) == 24 and set(counts.values()) == {1}
+    assert rows(tmp_path / "resumed.jsonl") == rows(tmp_path / "clean.jsonl")
+
+
+def test_every_sample_failed_prints_no_scores_and_exits_1(tmp_path: Path):
+    with FaultServer(reject_tool_share=1.0) as srv:
+        table = suite(srv.url, tmp_path / "s.db")
+        as_json = suite(srv.url, tmp_path / "s.db", "--json")
+    assert table.returncode == 1 and as_json.returncode == 1
+    assert table.stdout == ""  # no score table
+    assert "every sample failed" in table.stderr and "HTTP 400" in table.stderr
+    assert table.stderr.count("\n") == 1, table.stderr
+    summary = json.loads(as_json.stdout)
+    assert summary["run"]["status"] == "failed" and "scores" not in summary
+    assert [status for _, status in run_status(tmp_path / "s.db")] == ["failed", "failed"]
+
+
+def test_some_failed_samples_are_stored_as_such_and_the_table_says_so(tmp_path: Path):
+    with FaultServer(reject_tool_share=0.3) as srv:
+        res = suite(srv.url, tmp_path / "s.db")
+    assert res.returncode == 1, res.stderr
+    assert "samples failed; scores are not comparable" in " ".join(res.stdout.split())
+    assert [status for _, status in run_status(tmp_path / "s.db")] == ["finished_with_errors"]
+
+
+def test_usage_errors_are_one_line_with_exit_2():
+    res = toolgauge("eval", "suite", "--model", "gold", "--concurrency", "many")
+    assert res.returncode == 2
+    assert res.stderr.startswith("error: Invalid value for '--concurrency'") and res.stderr.count("\n") == 1
+    assert toolgauge("eval", "suite", "--help").returncode == 0
+
+
+SLOW_CLI = textwrap.dedent(
+    """
+    import asyncio, sys
+    import toolgauge.models.offline as offline
+    plain = offline.ScriptedClient.generate
+    async def slow(self, request):
+        await asyncio.sleep(0.05)
+        return await plain(self, request)
+    offline.ScriptedClient.generate = slow
+    from toolgauge.cli import main
+    sys.argv[0] = "toolgauge"
+    main()
+    """
+)
+
+
+def start_slow_run(tmp_path: Path) -> tuple[subprocess.Popen[str], Path]:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(["ok"] * 500))
+    store = tmp_path / "s.db"
+    args = ["eval", "suite", "--model", f"scripted:{script}", "--store", f"sqlite:///{store}", "-q", "-c", "1"]
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_CLI, *args], stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # wait until the run has stored samples
+        try:
+            with sqlite3.connect(store) as conn:
+                if conn.execute("SELECT COUNT(*) FROM samples").fetchone()[0] > 0:
+                    return proc, store
+        except sqlite3.OperationalError:
+            pass
+        time.sleep(0.05)
+    proc.kill()
+    raise AssertionError("the run stored no sample within 60 s")
+
+
+def test_sigterm_stops_the_run_like_ctrl_c(tmp_path: Path):
+    proc, store = start_slow_run(tmp_path)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted: finished samples of run" in err and "Traceback" not in err
+    assert [status for _, status in run_status(store)] == ["interrupted"]
+
+
+def test_a_second_ctrl_c_exits_130_without_a_traceback(tmp_path: Path):
+    proc, _ = start_slow_run(tmp_path)
+    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err, err
