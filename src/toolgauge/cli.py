@@ -14,6 +14,7 @@ from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.text import Text
 
 from toolgauge.engine import EngineConfig
@@ -21,7 +22,7 @@ from toolgauge.errors import DataError, RunInterrupted, UsageError
 from toolgauge.models.base import ModelClient
 from toolgauge.protocols.base import Benchmark, RunOptions, run_benchmark
 from toolgauge.protocols.options import CallSettings
-from toolgauge.redact import redact
+from toolgauge.redact import redact, redact_tree
 from toolgauge.report.export import samples_jsonl, summary_to_csv, write_atomic
 from toolgauge.report.terminal import render_summary
 
@@ -157,13 +158,13 @@ def guarded(fn: Callable[[], Any]) -> Any:
         again = " ".join(_without_resume(sys.argv[1:]))
         fail(f"{exc.reason}; the run is resumable: toolgauge {again} --resume {exc.run_id}", code=75)
     except RunInterrupted as exc:
-        again = " ".join(_without_resume(sys.argv[1:]))
-        err.print(
-            f"[yellow]interrupted[/]: finished samples of run {exc.run_id} are saved; continue with:\n"
-            f"  toolgauge {again} --resume {exc.run_id}",
-            highlight=False,
-            soft_wrap=True,
+        again = redact(" ".join(_without_resume(sys.argv[1:])))
+        notice = Text("interrupted", style="yellow")
+        notice.append(
+            f": finished samples of run {exc.run_id} are saved; continue with:\n"
+            f"  toolgauge {again} --resume {exc.run_id}"
         )
+        err.print(notice, highlight=False, soft_wrap=True)
         raise typer.Exit(130) from None
     except KeyboardInterrupt:
         err.print("[yellow]interrupted[/]")
@@ -241,7 +242,7 @@ def execute(
     status = run.get("status")
     if status == "failed":
         if as_json:  # the status and the errors: run_benchmark keeps no scores of empty replies
-            sys.stdout.write(json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+            sys.stdout.write(json.dumps(redact_tree(summary), indent=2, ensure_ascii=False) + "\n")
         fail(
             f"every {unit} failed (run {run.get('id')} is stored, status failed); first: {run.get('first_error')}",
             code=1,
@@ -254,11 +255,11 @@ def execute(
         write()
         written.append((label, path))
     if as_json:
-        sys.stdout.write(json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(json.dumps(redact_tree(summary), indent=2, ensure_ascii=False) + "\n")
     else:
         render_summary(summary, out)
         for label, path in written:
-            out.print(f"{label}: {path}")
+            out.print(Text(f"{label}: {path}"), highlight=False)
     if status == "finished_with_errors":
         if as_json:  # the table carries this warning; JSON readers get it on stderr too
             err.print(
@@ -585,7 +586,7 @@ def runs_cmd(
                 status = f"{r.status} (pid {holders[r.id].pid} on {holders[r.id].hostname})"
             elif r.status == "running":
                 status = "stopped (no process; --resume it)"  # killed, or its store write failed
-            table.add_row(r.id, r.benchmark, r.model, status, str(r.n_samples), started)
+            table.add_row(*(escape(str(v)) for v in (r.id, r.benchmark, redact(r.model), status, r.n_samples, started)))
         out.print(table)
 
     guarded(body)
@@ -615,7 +616,7 @@ def report_cmd(
                 f"run {run.id} has no summary yet (status: {run.status}); resume it with --resume {run.id}"
             )
         if as_json:
-            sys.stdout.write(json.dumps(run.summary, indent=2) + "\n")
+            sys.stdout.write(json.dumps(redact_tree(run.summary), indent=2) + "\n")
         elif as_csv:
             sys.stdout.write(summary_to_csv(run.summary))
         else:

@@ -43,6 +43,7 @@ from toolgauge.errors import (
 )
 from toolgauge.models.base import ModelClient
 from toolgauge.records import AssistantTurn, GenerateOptions, Message, ModelRequest, ToolSpec
+from toolgauge.redact import redact
 from toolgauge.store import Store
 
 S = TypeVar("S")
@@ -286,9 +287,10 @@ Episode = Callable[[S, EpisodeContext], Awaitable[R]]
 
 
 def _describe(exc: BaseException) -> str:
+    # Any exception text may carry a URL with a password or a header: mask before it is stored or shown.
     if isinstance(exc, ModelError):
-        return f"model_error: {exc}"
-    return f"{exc.__class__.__name__}: {exc}"
+        return redact(f"model_error: {exc}")
+    return redact(f"{exc.__class__.__name__}: {exc}")
 
 
 async def run_episodes(

@@ -184,6 +184,13 @@ class LocalServerClient:
             self._log.close()
             self._log = None
 
+    async def probe(self) -> None:
+        """One tiny real completion before the first sample (see ``OpenAICompatClient.probe``)."""
+        if self._client is None:
+            await self.start()
+        assert self._client is not None
+        await self._client.probe()
+
     async def generate(self, request: ModelRequest) -> AssistantTurn:
         """Forward to the server; ``tool_choice="required"`` is downgraded to auto (it crashes the server)."""
         if self._client is None:

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from toolgauge.errors import ConnectionFailed, ModelError, TransientModelError
 from toolgauge.records import AssistantTurn, Message, ModelRequest, ToolCall, Usage
-from toolgauge.redact import redact
+from toolgauge.redact import redact, redact_url
 
 _RETRYABLE_STATUS = {408, 409, 425, 429}
 # The probe fails at once when nothing accepts the connection (dead port, unknown host, connect
@@ -64,7 +64,7 @@ def decode_completion(body: bytes, content_type: str = "") -> WireCompletion:
     """
     try:
         data = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, RecursionError):  # also UnicodeDecodeError and over-long integers
         kind = content_type.split(";")[0].strip() or "no content type"
         preview = body[:80].decode("utf-8", "replace")
         raise TransientModelError(f"malformed response: body is not JSON ({kind}): {_short(preview)}") from None
@@ -128,6 +128,8 @@ def parse_tool_call(raw: Any, finish_reason: str | None) -> ToolCall:
             error = f"arguments are JSON {type(decoded).__name__}, not an object"
     except json.JSONDecodeError as exc:
         error = f"arguments are not valid JSON: {exc.msg}"
+    except (ValueError, RecursionError):  # an over-long integer or nesting too deep: the model's bad JSON
+        error = "arguments are not valid JSON: a number or nesting beyond the parser's limits"
     if error and finish_reason == "length":
         error = "call cut off by max_tokens (finish_reason=length)"
     return ToolCall(name=fn.name or "", arguments=args, id=raw.id, raw=text, parse_error=error)
@@ -156,8 +158,8 @@ class OpenAICompatClient:
 
     @property
     def cache_id(self) -> str:
-        """Model name plus endpoint, so two servers never share cached answers."""
-        return f"{self.model}@{self.base_url or 'default'}"
+        """Model name plus endpoint, so two servers never share cached answers (a URL password is masked)."""
+        return f"{self.model}@{redact_url(self.base_url) if self.base_url else 'default'}"
 
     async def start(self) -> None:
         """Create the SDK client (retries are the engine's job, so the SDK's are off)."""

@@ -12,11 +12,12 @@ from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel
 from rich.console import Console
+from rich.markup import escape
 
 from toolgauge.engine import EngineConfig, EpisodeContext, SampleOutcome, run_episodes
 from toolgauge.errors import EndpointDown, ModelError, RunInterrupted, RunStopped, StoreWriteError, UsageError
 from toolgauge.models.base import ModelClient
-from toolgauge.models.spec import resolve_model
+from toolgauge.models.spec import display_spec, resolve_model
 from toolgauge.records import AssistantTurn
 from toolgauge.store import Store, open_store
 
@@ -120,6 +121,8 @@ async def run_benchmark(
     """
     samples = bench.samples()
     client = client or resolve_model(model_spec, replay_loader=bench.replay_table, timeout=options.engine.timeout)
+    # From here on only the masked form is stored or shown (a password in a model URL stays out of everything).
+    model_spec = display_spec(model_spec)
     extra = dict(roles or {})
     distinct: list[ModelClient] = []
     for c in [client, *extra.values()]:
@@ -140,7 +143,7 @@ async def run_benchmark(
                 store=store,
                 run_id=run_id,
                 config=options.engine,
-                description=f"{bench.name} · {model_spec}",
+                description=escape(f"{bench.name} · {model_spec}"),
                 console=options.console,
                 roles=extra,
             )
