@@ -10,8 +10,8 @@ from pydantic import BaseModel, Field
 
 from toolgauge.engine import EpisodeContext, SampleOutcome
 from toolgauge.loaders.recordings import read_recorded_turns
-from toolgauge.loaders.suite import SuiteDialogue, turn_history
-from toolgauge.metrics.mtu import MtuVariant, TurnOutcome, judge_turn, score_dialogue_turns
+from toolgauge.loaders.suite import SuiteDialogue, turn_histories
+from toolgauge.metrics.mtu import DialogueTurnTally, MtuVariant, TurnOutcome, judge_turn
 from toolgauge.protocols.base import ScoredRun
 from toolgauge.protocols.options import CallSettings
 from toolgauge.records import AssistantTurn, ToolCall
@@ -66,15 +66,16 @@ class SuiteBenchmark:
     async def episode(self, sample: SuiteDialogue, ctx: EpisodeContext) -> SuiteResult:
         """Ask the model once per turn, on the gold history."""
         results: list[SuiteTurnResult] = []
-        for index, turn in enumerate(sample.turns):
+        tools = list(sample.tools)
+        for turn, history in turn_histories(sample):
             gold = AssistantTurn(
                 content=None if turn.expected_calls else (turn.assistant or ""),
                 tool_calls=list(turn.expected_calls),
                 finish_reason="tool_calls" if turn.expected_calls else "stop",
             )
             answer = await ctx.generate(
-                turn_history(sample, index),
-                sample.tools,
+                history,
+                tools,
                 self.settings.options_for(list(turn.expected_calls)),
                 gold=gold,
             )
@@ -88,20 +89,31 @@ class SuiteBenchmark:
     def score(
         self, samples: Sequence[tuple[str, SuiteDialogue]], outcomes: Sequence[SampleOutcome[SuiteResult]]
     ) -> ScoredRun:
-        """Score every turn with the MTU-Bench metrics (failed dialogues count as empty replies)."""
-        by_key = {o.key: o for o in outcomes}
-        turns: list[TurnOutcome] = []
+        """Score every turn with the MTU-Bench metrics (failed dialogues count as empty replies).
+
+        One pass over the samples and their outcomes (both in input order, as the engine returns
+        them; samples that did not run have no outcome): each turn is judged once, counted, and
+        kept only as its row.
+
+        Raises:
+            ValueError: an outcome is out of order or belongs to no sample.
+        """
+        tally = DialogueTurnTally()
         rows: list[dict[str, Any]] = []
+        pending = iter(outcomes)
+        outcome = next(pending, None)
         for key, dialogue in samples:
-            outcome = by_key.get(key)
-            got = outcome.result.turns if outcome and outcome.result else []
+            mine = None
+            if outcome is not None and outcome.key == key:
+                mine, outcome = outcome, next(pending, None)
+            got = mine.result.turns if mine and mine.result else []
             for index, turn in enumerate(dialogue.turns):
                 predicted = got[index].tool_calls if index < len(got) else []
-                item = TurnOutcome(
-                    dialogue_id=dialogue.id, turn=index, expected=list(turn.expected_calls), predicted=predicted
+                verdict = judge_turn(
+                    TurnOutcome(dialogue_id=dialogue.id, turn=index, expected=turn.expected_calls, predicted=predicted),
+                    self.variant,
                 )
-                turns.append(item)
-                verdict = judge_turn(item, self.variant)
+                tally.add(dialogue.id, index, verdict)
                 rows.append(
                     {
                         "id": f"{dialogue.id}#{index}",
@@ -109,15 +121,17 @@ class SuiteBenchmark:
                         "turn": index,
                         **verdict.model_dump(mode="json", exclude={"id", "split"}),
                         "content": got[index].content if index < len(got) else None,
-                        "sample_error": outcome.error if outcome else "not run",
+                        "sample_error": mine.error if mine else "not run",
                     }
                 )
+        if outcome is not None:
+            raise ValueError(f"outcome {outcome.key!r} is not in sample order (or not a sample of this run)")
         summary: dict[str, Any] = {
             "benchmark": self.name,
             "variant": self.variant,
             "mode": "native",
             "data": self.data_label,
-            "scores": score_dialogue_turns(turns, self.variant),
+            "scores": tally.summary(),
         }
         return ScoredRun(summary=summary, rows=rows)
 
