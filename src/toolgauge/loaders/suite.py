@@ -153,10 +153,10 @@ _DIALOGUE_FIELDS = frozenset({"id", "domain", "system", "tools", "turns", "path"
 
 def _pack_turns(turns: Sequence[SuiteTurn]) -> bytes:
     """Encode turns as compact JSON (defaults left out); about the size of the file's own text."""
-    data = [turn.model_dump(mode="json", exclude_defaults=True) for turn in turns]
     try:
+        data = [turn.model_dump(mode="json", exclude_defaults=True) for turn in turns]
         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError) as exc:  # PydanticSerializationError is a ValueError
         raise ValueError(f"dialogue turns must hold JSON values: {exc}") from None
     return text.encode("utf-8", "surrogatepass")
 
