@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ from pydantic import BaseModel, Field
 from toolgauge.engine import EpisodeContext, SampleOutcome
 from toolgauge.loaders.recordings import read_recorded_turns
 from toolgauge.loaders.suite import SuiteDialogue, turn_histories
-from toolgauge.metrics.mtu import DialogueTurnTally, MtuVariant, TurnOutcome, judge_turn
+from toolgauge.metrics.mtu import DialogueTurnTally, MtuItemVerdict, MtuVariant, TurnOutcome, judge_turn
 from toolgauge.protocols.base import ScoredRun
 from toolgauge.protocols.options import CallSettings
 from toolgauge.records import AssistantTurn, ToolCall
@@ -29,6 +30,28 @@ class SuiteResult(BaseModel):
     """One dialogue's model turns."""
 
     turns: list[SuiteTurnResult]
+
+
+@dataclass(frozen=True, slots=True)
+class JudgedTurn:
+    """One turn of a scored dialogue: its verdict and what the ``--samples`` row shows."""
+
+    dialogue_id: str
+    turn: int
+    verdict: MtuItemVerdict
+    content: str | None
+    sample_error: str | None
+
+    def row(self) -> dict[str, Any]:
+        """The turn's ``--samples`` row."""
+        return {
+            "id": f"{self.dialogue_id}#{self.turn}",
+            "dialogue": self.dialogue_id,
+            "turn": self.turn,
+            **self.verdict.model_dump(mode="json", exclude={"id", "split"}),
+            "content": self.content,
+            "sample_error": self.sample_error,
+        }
 
 
 class SuiteBenchmark:
@@ -100,32 +123,9 @@ class SuiteBenchmark:
         """
         tally = DialogueTurnTally()
         rows: list[dict[str, Any]] = []
-        pending = iter(outcomes)
-        outcome = next(pending, None)
-        for key, dialogue in samples:
-            mine = None
-            if outcome is not None and outcome.key == key:
-                mine, outcome = outcome, next(pending, None)
-            got = mine.result.turns if mine and mine.result else []
-            for index, turn in enumerate(dialogue.turns):
-                predicted = got[index].tool_calls if index < len(got) else []
-                verdict = judge_turn(
-                    TurnOutcome(dialogue_id=dialogue.id, turn=index, expected=turn.expected_calls, predicted=predicted),
-                    self.variant,
-                )
-                tally.add(dialogue.id, index, verdict)
-                rows.append(
-                    {
-                        "id": f"{dialogue.id}#{index}",
-                        "dialogue": dialogue.id,
-                        "turn": index,
-                        **verdict.model_dump(mode="json", exclude={"id", "split"}),
-                        "content": got[index].content if index < len(got) else None,
-                        "sample_error": mine.error if mine else "not run",
-                    }
-                )
-        if outcome is not None:
-            raise ValueError(f"outcome {outcome.key!r} is not in sample order (or not a sample of this run)")
+        for judged in self.judged_turns(samples, outcomes):
+            tally.add(judged.dialogue_id, judged.turn, judged.verdict)
+            rows.append(judged.row())
         summary: dict[str, Any] = {
             "benchmark": self.name,
             "variant": self.variant,
@@ -134,6 +134,39 @@ class SuiteBenchmark:
             "scores": tally.summary(),
         }
         return ScoredRun(summary=summary, rows=rows)
+
+    def judged_turns(
+        self, samples: Iterable[tuple[str, SuiteDialogue]], outcomes: Iterable[SampleOutcome[SuiteResult]]
+    ) -> Iterator[JudgedTurn]:
+        """Yield every turn of every sample judged, one at a time (nothing is kept between turns).
+
+        ``samples`` and ``outcomes`` are read once, in step; see :meth:`score` for the order.
+
+        Raises:
+            ValueError: an outcome is out of order or belongs to no sample.
+        """
+        pending = iter(outcomes)
+        outcome = next(pending, None)
+        for key, dialogue in samples:
+            mine = None
+            if outcome is not None and outcome.key == key:
+                mine, outcome = outcome, next(pending, None)
+            got = mine.result.turns if mine and mine.result else []
+            for index, turn in enumerate(dialogue.turns):
+                answer = got[index] if index < len(got) else None
+                verdict = judge_turn(
+                    TurnOutcome(
+                        dialogue_id=dialogue.id,
+                        turn=index,
+                        expected=turn.expected_calls,
+                        predicted=answer.tool_calls if answer else [],
+                    ),
+                    self.variant,
+                )
+                error = mine.error if mine else "not run"
+                yield JudgedTurn(dialogue.id, index, verdict, answer.content if answer else None, error)
+        if outcome is not None:
+            raise ValueError(f"outcome {outcome.key!r} is not in sample order (or not a sample of this run)")
 
     def replay_table(self, path: Path) -> Mapping[str, Sequence[AssistantTurn]]:
         """Read step-level recordings: JSONL lines ``{"id", "turn", "content", "tool_calls"}``."""
