@@ -127,12 +127,12 @@ class SuiteDialogue:
             fields = {name: getattr(self, name) for name in _DIALOGUE_FIELDS if name != "turns"}
             return SuiteDialogue(**{**fields, **changes})
         # Same turns: keep the packed form instead of decoding and encoding it again.
-        copy = object.__new__(SuiteDialogue)
+        changed = object.__new__(SuiteDialogue)
         for name in self.__slots__:
-            object.__setattr__(copy, name, getattr(self, name))
+            object.__setattr__(changed, name, getattr(self, name))
         for name, value in changes.items():
-            object.__setattr__(copy, name, tuple(value) if name == "tools" else value)
-        return copy
+            object.__setattr__(changed, name, tuple(value) if name == "tools" else value)
+        return changed
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"SuiteDialogue is read-only (use replace(...) to change {name!r})")
