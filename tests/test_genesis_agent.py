@@ -112,7 +112,7 @@ async def test_scripted_agent_solves_a_task_on_a_real_sandboxed_server(tmp_path)
     code = tmp_path / "srv" / "server.py"
     code.parent.mkdir()
     code.write_text(TINY_SERVER)
-    agent = ScriptedClient([call("add_numbers", a=2, b=3), "2 + 3 = 5."])
+    agent = ScriptedClient([call("add_numbers", a=2, b=3), "2 + 3 = 5."], record_requests=True)
 
     async def body(ctx: EpisodeContext) -> AgentTrajectory:
         async with launch_server(code) as session:
@@ -142,7 +142,7 @@ async def test_agent_stops_at_max_steps_and_reports_bad_calls(tmp_path):
 
     traj = await in_episode(tmp_path, body, AgentTrajectory, agent=agent)
     assert traj.stopped == "max_steps" and traj.final_answer is None and traj.model_steps == 3
-    assert len(agent.requests) == 3
+    assert agent.request_count == 3
     unknown, failed, long = traj.steps
     assert unknown.observation == "Error: unknown tool 'nope'; available tools: add_numbers."
     assert unknown.failure == "unknown_tool" and session.calls[0] == ("add_numbers", {"b": 1})
@@ -190,7 +190,7 @@ async def test_judge_variant_decides_whether_a_bare_rating_tag_counts(tmp_path):
 
 
 async def test_judge_reads_the_rating_first_time(tmp_path):
-    judge = ScriptedClient([rated("mostly complete")])
+    judge = ScriptedClient([rated("mostly complete")], record_requests=True)
 
     async def body(ctx: EpisodeContext) -> JudgeVerdict:
         return await judge_task(ctx, TASK, finished_trajectory())
@@ -202,7 +202,9 @@ async def test_judge_reads_the_rating_first_time(tmp_path):
 
 
 async def test_judge_retries_unparsable_output_then_succeeds(tmp_path):
-    judge = ScriptedClient(["I think it is fine", "<rating>superb</rating>", rated("fully complete")])
+    judge = ScriptedClient(
+        ["I think it is fine", "<rating>superb</rating>", rated("fully complete")], record_requests=True
+    )
 
     async def body(ctx: EpisodeContext) -> JudgeVerdict:
         return await judge_task(ctx, TASK, finished_trajectory())
@@ -221,7 +223,7 @@ async def test_judge_gives_zero_after_three_unparsable_answers(tmp_path):
 
     verdict = await in_episode(tmp_path, body, JudgeVerdict, judge=judge)
     assert (verdict.score, verdict.attempts, verdict.raw) == (0, 3, "nope")
-    assert len(judge.requests) == 3
+    assert judge.request_count == 3
 
 
 async def test_judge_model_errors_count_as_attempts(tmp_path):

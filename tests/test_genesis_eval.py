@@ -266,7 +266,7 @@ def test_l4_agent_and_judge_on_generated_and_reference_servers(tmp_path: Path) -
     data, registry = build_registry(tmp_path, ["correct"])
     call = {"tool_calls": [{"name": "add", "arguments": {"a": 2, "b": 3}, "id": "c1"}]}
     # The agent script is consumed in order: generated server first (call, answer), then the reference.
-    agent = ScriptedClient([call, "The sum is 5.", call, "The sum is 5."], name="agent")
+    agent = ScriptedClient([call, "The sum is 5.", call, "The sum is 5."], name="agent", record_requests=True)
     judge = ScriptedClient(
         [
             "<response><reasoning>ok</reasoning><rating>mostly complete</rating></response>",

@@ -131,7 +131,7 @@ def test_fenced_blocks_reads_language_tags_and_open_blocks():
 
 # -- direct --------------------------------------------------------------------------------------------
 async def test_direct_writes_files_and_registry(tmp_path):
-    client = ScriptedClient([GOOD_ANSWER])
+    client = ScriptedClient([GOOD_ANSWER], record_requests=True)
     _bench, result = await run(tmp_path, client)
     folder = tmp_path / "out" / "adder"
     assert json.loads((folder / "tools.json").read_text()) == SCHEMA
@@ -176,7 +176,7 @@ async def test_resume_reuses_the_stored_generation(tmp_path):
     )
     silent = ScriptedClient(["should not be asked"])
     second = await run_benchmark(again, "scripted", options, client=silent)
-    assert silent.requests == []
+    assert silent.request_count == 0
     assert second.scored.summary["run"]["resumed_samples"] == 1
     assert load_registry(tmp_path / "out")["adder"].error is None
 
@@ -221,11 +221,11 @@ async def test_code_agent_writes_launches_calls_and_finishes(tmp_path, monkeypat
         yield FakeSession(code_path)
 
     monkeypatch.setattr("toolgauge.servers.launch_server", fake_launch)
-    client = ScriptedClient(AGENT_SCRIPT)
+    client = ScriptedClient(AGENT_SCRIPT, record_requests=True)
     _, result = await run(tmp_path, client, strategy="code-agent")
     assert result.scored.summary["failed"] == 0
     assert launched == [tmp_path / "out" / "adder" / "server.py"]
-    assert len(client.requests) == 6  # finish ends the loop
+    assert client.request_count == 6  # finish ends the loop
     assert [t.name for t in client.requests[0].tools] == [t.name for t in AGENT_TOOLS]
     # The observation of each call is sent back as a tool message in the next request.
     last = client.requests[-1].messages
@@ -242,7 +242,7 @@ async def test_code_agent_writes_launches_calls_and_finishes(tmp_path, monkeypat
 async def test_code_agent_stops_after_ten_steps(tmp_path):
     client = ScriptedClient([call("list_tools")], cycle=True)
     _bench, result = await run(tmp_path, client, strategy="code-agent")
-    assert len(client.requests) == 10
+    assert client.request_count == 10
     row = result.scored.rows[0]
     assert row["model_steps"] == 10 and row["finished"] is False
     assert row["error"] == "no tools.json was written; no server.py was written"
@@ -257,7 +257,7 @@ async def test_code_agent_refuses_writes_outside_its_folder(tmp_path):
         call("write_file", path="notes/plan.txt", content="ok"),
         call("finish"),
     ]
-    client = ScriptedClient(script)
+    client = ScriptedClient(script, record_requests=True)
     await run(tmp_path, client, strategy="code-agent")
     tools = [m.content for m in client.requests[-1].messages if m.role == "tool"]
     assert tools[0] == "Error: '../evil.py' is outside your folder; write only inside it."
@@ -270,7 +270,7 @@ async def test_code_agent_refuses_writes_outside_its_folder(tmp_path):
 
 async def test_code_agent_without_a_running_server_and_a_text_answer(tmp_path):
     script = [call("call_tool", name="add_numbers", arguments={}), call("list_tools"), GOOD_ANSWER]
-    client = ScriptedClient(script)
+    client = ScriptedClient(script, record_requests=True)
     _, result = await run(tmp_path, client, strategy="code-agent")
     tools = [m.content for m in client.requests[-1].messages if m.role == "tool"]
     assert tools == ["Error: the server is not running; call launch_server() first."] * 2
@@ -281,7 +281,7 @@ async def test_code_agent_without_a_running_server_and_a_text_answer(tmp_path):
 
 async def test_code_agent_truncates_long_observations(tmp_path):
     script = [call("write_file", path="a" * 5000, content="x"), call("finish")]
-    client = ScriptedClient(script)
+    client = ScriptedClient(script, record_requests=True)
     await run(tmp_path, client, strategy="code-agent")
     tool = next(m.content for m in client.requests[-1].messages if m.role == "tool")
     assert tool is not None and len(tool) < 4100 and tool.endswith("more characters cut]")
@@ -289,7 +289,7 @@ async def test_code_agent_truncates_long_observations(tmp_path):
 
 @pytest.mark.skipif(not HAVE_SANDBOX, reason="bubblewrap sandbox not available here")
 async def test_code_agent_real_sandboxed_launch(tmp_path):
-    client = ScriptedClient(AGENT_SCRIPT)
+    client = ScriptedClient(AGENT_SCRIPT, record_requests=True)
     _, result = await run(tmp_path, client, strategy="code-agent")
     tools = [m.content for m in client.requests[-1].messages if m.role == "tool"]
     assert tools[2].startswith("Server started. It lists 1 tool(s):\n- add_numbers(a, b)"), tools[2]
@@ -308,7 +308,7 @@ async def test_code_agent_reports_a_launch_failure(tmp_path, monkeypatch):
 
     monkeypatch.setattr("toolgauge.servers.launch_server", failing_launch)
     script = [call("write_file", path="server.py", content="def ("), call("launch_server"), call("finish")]
-    client = ScriptedClient(script)
+    client = ScriptedClient(script, record_requests=True)
     _, result = await run(tmp_path, client, strategy="code-agent")
     tools = [m.content for m in client.requests[-1].messages if m.role == "tool"]
     assert tools[1] == "Launch failed (start): SyntaxError: invalid syntax (server.py, line 1)"

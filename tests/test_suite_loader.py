@@ -279,7 +279,7 @@ def test_turn_history_replays_gold_with_paired_tool_messages() -> None:
 
 def test_turn_history_ids_follow_the_turn_index() -> None:
     d = hand_made()
-    d.turns.append(SuiteTurn(user="u3"))
+    d = d.replace(turns=[*d.turns, SuiteTurn(user="u3")])
     history = turn_history(d, 3)
     ids = [c.id for m in history for c in m.tool_calls]
     assert ids == ["call_0_0", "call_0_1", "call_2_0"]
@@ -287,7 +287,7 @@ def test_turn_history_ids_follow_the_turn_index() -> None:
 
 
 def test_turn_history_without_system_prompt() -> None:
-    d = hand_made().model_copy(update={"system": None})
+    d = hand_made().replace(system=None)
     assert turn_history(d, 1)[0].role == "user"
 
 

@@ -12,8 +12,12 @@ against the tool's JSON Schema by a small validator for the subset this format a
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
+import sys
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
@@ -21,7 +25,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from toolgauge.errors import DataError
-from toolgauge.loaders.jsonl import JsonProblem, parse_json, read_text, text_lines
+from toolgauge.loaders.jsonl import JsonProblem, parse_json
 from toolgauge.records.core import Message, ToolCall, ToolSpec
 
 __all__ = [
@@ -31,6 +35,7 @@ __all__ = [
     "builtin_suite_path",
     "call_id",
     "load_suite",
+    "turn_histories",
     "turn_history",
 ]
 
@@ -58,19 +63,103 @@ class SuiteTurn(BaseModel):
         return self
 
 
-class SuiteDialogue(BaseModel):
+class SuiteDialogue:
     """One dialogue of a suite: the tools on offer and the turns, with where it was read from.
 
     ``path`` and ``line`` locate the dialogue in its file (empty and 0 for dialogues built in code).
+
+    A dialogue is read-only and lean, because a suite can hold 100,000 of them: ``tools`` is a
+    tuple that dialogues with the same tool list share, and the turns are kept as one compact JSON
+    value that ``turns`` decodes into fresh :class:`SuiteTurn` records on every access (read it
+    once into a local when looping). Use :meth:`replace` for a changed copy.
+
+    Raises:
+        ValueError: no turns, or a turn whose values are not JSON (tuples become lists).
     """
 
+    __slots__ = ("_turns", "domain", "id", "line", "n_turns", "path", "system", "tools")
+
     id: str
-    domain: str = ""
-    system: str | None = None
-    tools: list[ToolSpec]
-    turns: list[SuiteTurn] = Field(min_length=1)
-    path: str = ""
-    line: int = 0
+    domain: str
+    system: str | None
+    tools: tuple[ToolSpec, ...]
+    n_turns: int
+    path: str
+    line: int
+    _turns: bytes
+
+    def __init__(
+        self,
+        *,
+        id: str,
+        tools: Sequence[ToolSpec],
+        turns: Sequence[SuiteTurn],
+        domain: str = "",
+        system: str | None = None,
+        path: str = "",
+        line: int = 0,
+    ):
+        if not turns:
+            raise ValueError("a dialogue needs at least one turn")
+        values = {
+            "id": id,
+            "domain": domain,
+            "system": system,
+            "tools": tools if isinstance(tools, tuple) else tuple(tools),
+            "n_turns": len(turns),
+            "path": path,
+            "line": line,
+            "_turns": _pack_turns(turns),
+        }
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
+
+    @property
+    def turns(self) -> list[SuiteTurn]:
+        """The turns, decoded afresh on each access (changing them does not change the dialogue)."""
+        return [SuiteTurn.model_validate(turn) for turn in json.loads(self._turns.decode("utf-8", "surrogatepass"))]
+
+    def replace(self, **changes: Any) -> SuiteDialogue:
+        """Return a copy with some fields changed (any of the constructor's keywords)."""
+        unknown = set(changes) - _DIALOGUE_FIELDS
+        if unknown:
+            raise TypeError(f"SuiteDialogue has no field {sorted(unknown)[0]!r}")
+        if "turns" in changes:
+            fields = {name: getattr(self, name) for name in _DIALOGUE_FIELDS if name != "turns"}
+            return SuiteDialogue(**{**fields, **changes})
+        # Same turns: keep the packed form instead of decoding and encoding it again.
+        changed = object.__new__(SuiteDialogue)
+        for name in self.__slots__:
+            object.__setattr__(changed, name, getattr(self, name))
+        for name, value in changes.items():
+            object.__setattr__(changed, name, tuple(value) if name == "tools" else value)
+        return changed
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"SuiteDialogue is read-only (use replace(...) to change {name!r})")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SuiteDialogue):
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"SuiteDialogue(id={self.id!r}, tools={len(self.tools)}, turns={self.n_turns}, path={self.path!r})"
+
+
+_DIALOGUE_FIELDS = frozenset({"id", "domain", "system", "tools", "turns", "path", "line"})
+
+
+def _pack_turns(turns: Sequence[SuiteTurn]) -> bytes:
+    """Encode turns as compact JSON (defaults left out); about the size of the file's own text."""
+    try:
+        data = [turn.model_dump(mode="json", exclude_defaults=True) for turn in turns]
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:  # PydanticSerializationError is a ValueError
+        raise ValueError(f"dialogue turns must hold JSON values: {exc}") from None
+    return text.encode("utf-8", "surrogatepass")
 
 
 def builtin_suite_path() -> Path:
@@ -99,33 +188,41 @@ def turn_history(dialogue: SuiteDialogue, turn_index: int) -> list[Message]:
     Raises:
         IndexError: ``turn_index`` is not a turn of the dialogue.
     """
-    if not 0 <= turn_index < len(dialogue.turns):
-        raise IndexError(f"dialogue {dialogue.id!r} has {len(dialogue.turns)} turns; no turn {turn_index}")
-    messages: list[Message] = []
+    if not 0 <= turn_index < dialogue.n_turns:
+        raise IndexError(f"dialogue {dialogue.id!r} has {dialogue.n_turns} turns; no turn {turn_index}")
+    return next(messages for index, (_, messages) in enumerate(turn_histories(dialogue)) if index == turn_index)
+
+
+def turn_histories(dialogue: SuiteDialogue) -> Iterator[tuple[SuiteTurn, list[Message]]]:
+    """Yield every turn with the messages of :func:`turn_history` for it, decoding the turns once.
+
+    Each message list is a new list; the messages in it are shared with the later lists.
+    """
+    replayed: list[Message] = []
     if dialogue.system:
-        messages.append(Message(role="system", content=dialogue.system))
-    for index, turn in enumerate(dialogue.turns[:turn_index]):
-        messages.append(Message(role="user", content=turn.user))
+        replayed.append(Message(role="system", content=dialogue.system))
+    for index, turn in enumerate(dialogue.turns):
+        yield turn, [*replayed, Message(role="user", content=turn.user)]
+        replayed.append(Message(role="user", content=turn.user))
         if turn.expected_calls:
             calls = [
                 call.model_copy(update={"id": call_id(index, k)}, deep=True)
                 for k, call in enumerate(turn.expected_calls)
             ]
-            messages.append(Message(role="assistant", content=None, tool_calls=calls))
-            messages.extend(
+            replayed.append(Message(role="assistant", content=None, tool_calls=calls))
+            replayed.extend(
                 Message(role="tool", content=result, tool_call_id=call.id, name=call.name)
                 for call, result in zip(calls, turn.tool_results, strict=True)
             )
         if turn.assistant is not None:
-            messages.append(Message(role="assistant", content=turn.assistant))
-    messages.append(Message(role="user", content=dialogue.turns[turn_index].user))
-    return messages
+            replayed.append(Message(role="assistant", content=turn.assistant))
 
 
 def load_suite(path: Path) -> list[SuiteDialogue]:
     """Read and validate a suite file.
 
-    Blank lines are skipped; every other line must be one dialogue object.
+    Blank lines are skipped; every other line must be one dialogue object. The file is read line
+    by line, and dialogues with the same tool list share one tuple of tools.
 
     Raises:
         DataError: the file cannot be read, is empty, or a line is not a valid dialogue
@@ -135,11 +232,12 @@ def load_suite(path: Path) -> list[SuiteDialogue]:
     shown = str(path)
     dialogues: list[SuiteDialogue] = []
     first_line_of_id: dict[str, int] = {}
-    for number, raw in enumerate(text_lines(read_text(path)), start=1):
+    known_tools = _ToolLists()
+    for number, raw in _read_lines(path, shown):
         if not raw.strip():
             continue
         try:
-            dialogue = _parse_dialogue(raw, shown, number)
+            dialogue = _parse_dialogue(raw, shown, number, known_tools)
         except _Problem as problem:
             raise DataError(shown, problem.message, line=number, field=problem.field) from None
         if dialogue.id in first_line_of_id:
@@ -154,6 +252,60 @@ def load_suite(path: Path) -> list[SuiteDialogue]:
     if not dialogues:
         raise DataError(shown, "no dialogues: the file is empty")
     return dialogues
+
+
+def _read_lines(path: Path, shown: str) -> Iterator[tuple[int, str]]:
+    """Yield ``(line number, text)`` of a UTF-8 file one line at a time (a leading BOM is dropped).
+
+    Lines end at a line feed only (U+2028 may sit inside a JSON string) and lose a trailing
+    carriage return.
+    Errors read as :func:`toolgauge.loaders.jsonl.read_text`'s do.
+    """
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        raise DataError(shown, "file not found") from None
+    except OSError as exc:
+        raise DataError(shown, f"cannot read the file: {exc.strerror or exc}") from None
+    with handle:
+        number = 0
+        while True:
+            try:
+                data = handle.readline()
+            except OSError as exc:
+                raise DataError(shown, f"cannot read the file: {exc.strerror or exc}") from None
+            if not data:
+                return
+            number += 1
+            if number == 1:
+                data = data.removeprefix(codecs.BOM_UTF8)
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                raise DataError(shown, "not valid UTF-8 text (binary file?)", line=number) from None
+            if "\x00" in text:  # valid UTF-8 can still be binary: NUL never occurs in JSON or text data
+                raise DataError(shown, "contains NUL bytes (binary file?)", line=number)
+            yield number, text.removesuffix("\n").removesuffix("\r")
+
+
+class _ToolLists:
+    """Tool lists already parsed in this file, by their JSON text (the last few hundred)."""
+
+    limit = 256
+
+    def __init__(self) -> None:
+        self._by_text: OrderedDict[str, tuple[ToolSpec, ...]] = OrderedDict()
+
+    def get(self, text: str) -> tuple[ToolSpec, ...] | None:
+        tools = self._by_text.get(text)
+        if tools is not None:
+            self._by_text.move_to_end(text)
+        return tools
+
+    def put(self, text: str, tools: tuple[ToolSpec, ...]) -> None:
+        self._by_text[text] = tools
+        if len(self._by_text) > self.limit:
+            self._by_text.popitem(last=False)
 
 
 # --- reading and parsing ---------------------------------------------------------------------
@@ -275,7 +427,7 @@ def _validate(model: type[_M], data: dict[str, Any], prefix: str) -> _M:
         raise _Problem(where, message) from None
 
 
-def _parse_dialogue(raw: str, path: str, line: int) -> SuiteDialogue:
+def _parse_dialogue(raw: str, path: str, line: int, known_tools: _ToolLists) -> SuiteDialogue:
     try:
         data = parse_json(raw, object_pairs_hook=_reject_duplicate_keys)
     except JsonProblem as problem:
@@ -284,12 +436,20 @@ def _parse_dialogue(raw: str, path: str, line: int) -> SuiteDialogue:
         raise _Problem(None, f"expected a JSON object (one dialogue per line), got {_json_type(data)}")
     dialogue = _validate(_FileDialogue, data, "")
 
+    # Suites repeat a few tool lists over many dialogues: parse each once and share the records.
+    tools_text = json.dumps(dialogue.tools)
+    shared = known_tools.get(tools_text)
     tools: dict[str, ToolSpec] = {}
-    for index, entry in enumerate(dialogue.tools):
-        tool, name_field = _parse_tool(entry, f"tools[{index}]")
-        if tool.name in tools:
-            raise _Problem(name_field, f"duplicate tool name {tool.name!r}")
-        tools[tool.name] = tool
+    if shared is None:
+        for index, entry in enumerate(dialogue.tools):
+            tool, name_field = _parse_tool(entry, f"tools[{index}]")
+            if tool.name in tools:
+                raise _Problem(name_field, f"duplicate tool name {tool.name!r}")
+            tools[tool.name] = tool
+        shared = tuple(tools.values())
+        known_tools.put(tools_text, shared)
+    else:
+        tools = {tool.name: tool for tool in shared}
 
     last = len(dialogue.turns) - 1
     turns = [
@@ -298,9 +458,9 @@ def _parse_dialogue(raw: str, path: str, line: int) -> SuiteDialogue:
     ]
     return SuiteDialogue(
         id=dialogue.id,
-        domain=dialogue.domain,
-        system=dialogue.system,
-        tools=list(tools.values()),
+        domain=sys.intern(dialogue.domain),
+        system=None if dialogue.system is None else sys.intern(dialogue.system),
+        tools=shared,
         turns=turns,
         path=path,
         line=line,

@@ -13,6 +13,7 @@ All fractions are in [0, 1]; ``round(x * 100, 2)`` gives the reference's printed
 from __future__ import annotations
 
 import math
+from array import array
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from difflib import SequenceMatcher
@@ -538,17 +539,50 @@ def score_dialogue_turns(turns: Sequence[TurnOutcome], variant: MtuVariant = "st
     ``turn_success_rate``, ``soft_turn_success_rate``, ``task_process_rate`` (turns grouped by
     ``dialogue_id`` and ordered by ``turn``), and ``n_turns`` / ``n_dialogues``.
     """
-    verdicts = [judge_turn(turn, variant) for turn in turns]
-    if not verdicts:
-        return {"n_turns": 0, "n_dialogues": 0}
-    summary: dict[str, float | int] = {
-        "tool_accuracy": sum(1 for verdict in verdicts if verdict.tool_correct) / len(verdicts),
-        "parameter_accuracy": sum(1 for verdict in verdicts if verdict.parameters_correct) / len(verdicts),
-    }
-    summary.update(_multi_summary(verdicts))
-    dialogues = dialogue_results(
-        (turn.dialogue_id, turn.turn, verdict.turn_correct) for turn, verdict in zip(turns, verdicts, strict=True)
-    )
-    summary.update(dialogue_metrics(dialogues))
-    summary["n_turns"] = len(verdicts)
-    return summary
+    tally = DialogueTurnTally()
+    for turn in turns:
+        tally.add(turn.dialogue_id, turn.turn, judge_turn(turn, variant))
+    return tally.summary()
+
+
+class DialogueTurnTally:
+    """Adds up judged turns one at a time into :func:`score_dialogue_turns`'s summary.
+
+    Keeps a few numbers per turn instead of the turns and verdicts, so a run can drop each
+    verdict once it is counted; the summary is the same, bit for bit.
+    """
+
+    def __init__(self) -> None:
+        self._tool_correct = 0
+        self._parameters_correct = 0
+        self._numbers = array("d")
+        self._orders = array("d")
+        # dialogue id -> correctness by turn index, as in ``dialogue_results``.
+        self._slots: dict[str, list[bool | None]] = {}
+
+    def add(self, dialogue_id: str, turn: int, verdict: MtuItemVerdict) -> None:
+        """Count one judged turn."""
+        self._tool_correct += 1 if verdict.tool_correct else 0
+        self._parameters_correct += 1 if verdict.parameters_correct else 0
+        self._numbers.append(verdict.tool_number_accuracy or 0.0)
+        self._orders.append(verdict.tool_order_accuracy or 0.0)
+        dialogue = self._slots.setdefault(dialogue_id, [])
+        while len(dialogue) <= turn:
+            dialogue.append(None)
+        dialogue[turn] = verdict.turn_correct
+
+    def summary(self) -> dict[str, float | int]:
+        """Return the scores of the turns counted so far."""
+        n = len(self._numbers)
+        if not n:
+            return {"n_turns": 0, "n_dialogues": 0}
+        summary: dict[str, float | int] = {
+            "tool_accuracy": self._tool_correct / n,
+            "parameter_accuracy": self._parameters_correct / n,
+            "tool_number_accuracy": sum(self._numbers) / n,
+            "tool_order_accuracy": sum(self._orders) / n,
+        }
+        dialogues = [[result for result in results if result is not None] for results in self._slots.values()]
+        summary.update(dialogue_metrics(dialogues))
+        summary["n_turns"] = n
+        return summary

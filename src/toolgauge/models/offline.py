@@ -47,6 +47,10 @@ class ScriptedClient(_NoResources):
     With a list, the outputs are consumed in call order across the whole run (so use
     ``concurrency=1`` where order matters); ``cycle=True`` starts over when they run out,
     otherwise an exhausted script answers with an empty turn.
+
+    ``request_count`` counts the requests. The requests themselves are kept in ``requests`` only
+    with ``record_requests=True`` (for tests that inspect them): each holds a full message
+    history, so keeping them all would make a long run's memory grow with every call.
     """
 
     def __init__(
@@ -57,6 +61,7 @@ class ScriptedClient(_NoResources):
         cycle: bool = False,
         name: str = "scripted",
         delay: float = 0.0,
+        record_requests: bool = False,
     ):
         if (outputs is None) == (policy is None):
             raise ValueError("give exactly one of outputs or policy")
@@ -66,11 +71,26 @@ class ScriptedClient(_NoResources):
         self._cycle = cycle
         self._next = 0
         self._delay = delay
-        self.requests: list[ModelRequest] = []
+        self._record_requests = record_requests
+        self._requests: list[ModelRequest] = []
+        self.request_count = 0
+
+    @property
+    def requests(self) -> list[ModelRequest]:
+        """Every request received, in call order (needs ``record_requests=True``).
+
+        Raises:
+            RuntimeError: the client was made without ``record_requests=True``.
+        """
+        if not self._record_requests:
+            raise RuntimeError("ScriptedClient keeps its requests only with record_requests=True")
+        return self._requests
 
     async def generate(self, request: ModelRequest) -> AssistantTurn:
         """Return the next scripted output (or the policy's answer)."""
-        self.requests.append(request)
+        self.request_count += 1
+        if self._record_requests:
+            self._requests.append(request)
         if self._delay:
             await asyncio.sleep(self._delay)
         if self._policy is not None:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -10,8 +11,8 @@ from pydantic import BaseModel, Field
 
 from toolgauge.engine import EpisodeContext, SampleOutcome
 from toolgauge.loaders.recordings import read_recorded_turns
-from toolgauge.loaders.suite import SuiteDialogue, turn_history
-from toolgauge.metrics.mtu import MtuVariant, TurnOutcome, judge_turn, score_dialogue_turns
+from toolgauge.loaders.suite import SuiteDialogue, turn_histories
+from toolgauge.metrics.mtu import DialogueTurnTally, MtuItemVerdict, MtuVariant, TurnOutcome, judge_turn
 from toolgauge.protocols.base import ScoredRun
 from toolgauge.protocols.options import CallSettings
 from toolgauge.records import AssistantTurn, ToolCall
@@ -29,6 +30,28 @@ class SuiteResult(BaseModel):
     """One dialogue's model turns."""
 
     turns: list[SuiteTurnResult]
+
+
+@dataclass(frozen=True, slots=True)
+class JudgedTurn:
+    """One turn of a scored dialogue: its verdict and what the ``--samples`` row shows."""
+
+    dialogue_id: str
+    turn: int
+    verdict: MtuItemVerdict
+    content: str | None
+    sample_error: str | None
+
+    def row(self) -> dict[str, Any]:
+        """The turn's ``--samples`` row."""
+        return {
+            "id": f"{self.dialogue_id}#{self.turn}",
+            "dialogue": self.dialogue_id,
+            "turn": self.turn,
+            **self.verdict.model_dump(mode="json", exclude={"id", "split"}),
+            "content": self.content,
+            "sample_error": self.sample_error,
+        }
 
 
 class SuiteBenchmark:
@@ -66,15 +89,16 @@ class SuiteBenchmark:
     async def episode(self, sample: SuiteDialogue, ctx: EpisodeContext) -> SuiteResult:
         """Ask the model once per turn, on the gold history."""
         results: list[SuiteTurnResult] = []
-        for index, turn in enumerate(sample.turns):
+        tools = list(sample.tools)
+        for turn, history in turn_histories(sample):
             gold = AssistantTurn(
                 content=None if turn.expected_calls else (turn.assistant or ""),
                 tool_calls=list(turn.expected_calls),
                 finish_reason="tool_calls" if turn.expected_calls else "stop",
             )
             answer = await ctx.generate(
-                turn_history(sample, index),
-                sample.tools,
+                history,
+                tools,
                 self.settings.options_for(list(turn.expected_calls)),
                 gold=gold,
             )
@@ -88,38 +112,61 @@ class SuiteBenchmark:
     def score(
         self, samples: Sequence[tuple[str, SuiteDialogue]], outcomes: Sequence[SampleOutcome[SuiteResult]]
     ) -> ScoredRun:
-        """Score every turn with the MTU-Bench metrics (failed dialogues count as empty replies)."""
-        by_key = {o.key: o for o in outcomes}
-        turns: list[TurnOutcome] = []
+        """Score every turn with the MTU-Bench metrics (failed dialogues count as empty replies).
+
+        One pass over the samples and their outcomes (both in input order, as the engine returns
+        them; samples that did not run have no outcome): each turn is judged once, counted, and
+        kept only as its row.
+
+        Raises:
+            ValueError: an outcome is out of order or belongs to no sample.
+        """
+        tally = DialogueTurnTally()
         rows: list[dict[str, Any]] = []
-        for key, dialogue in samples:
-            outcome = by_key.get(key)
-            got = outcome.result.turns if outcome and outcome.result else []
-            for index, turn in enumerate(dialogue.turns):
-                predicted = got[index].tool_calls if index < len(got) else []
-                item = TurnOutcome(
-                    dialogue_id=dialogue.id, turn=index, expected=list(turn.expected_calls), predicted=predicted
-                )
-                turns.append(item)
-                verdict = judge_turn(item, self.variant)
-                rows.append(
-                    {
-                        "id": f"{dialogue.id}#{index}",
-                        "dialogue": dialogue.id,
-                        "turn": index,
-                        **verdict.model_dump(mode="json", exclude={"id", "split"}),
-                        "content": got[index].content if index < len(got) else None,
-                        "sample_error": outcome.error if outcome else "not run",
-                    }
-                )
+        for judged in self.judged_turns(samples, outcomes):
+            tally.add(judged.dialogue_id, judged.turn, judged.verdict)
+            rows.append(judged.row())
         summary: dict[str, Any] = {
             "benchmark": self.name,
             "variant": self.variant,
             "mode": "native",
             "data": self.data_label,
-            "scores": score_dialogue_turns(turns, self.variant),
+            "scores": tally.summary(),
         }
         return ScoredRun(summary=summary, rows=rows)
+
+    def judged_turns(
+        self, samples: Iterable[tuple[str, SuiteDialogue]], outcomes: Iterable[SampleOutcome[SuiteResult]]
+    ) -> Iterator[JudgedTurn]:
+        """Yield every turn of every sample judged, one at a time (nothing is kept between turns).
+
+        ``samples`` and ``outcomes`` are read once, in step; see :meth:`score` for the order.
+
+        Raises:
+            ValueError: an outcome is out of order or belongs to no sample.
+        """
+        pending = iter(outcomes)
+        outcome = next(pending, None)
+        for key, dialogue in samples:
+            mine = None
+            if outcome is not None and outcome.key == key:
+                mine, outcome = outcome, next(pending, None)
+            got = mine.result.turns if mine and mine.result else []
+            for index, turn in enumerate(dialogue.turns):
+                answer = got[index] if index < len(got) else None
+                verdict = judge_turn(
+                    TurnOutcome(
+                        dialogue_id=dialogue.id,
+                        turn=index,
+                        expected=turn.expected_calls,
+                        predicted=answer.tool_calls if answer else [],
+                    ),
+                    self.variant,
+                )
+                error = mine.error if mine else "not run"
+                yield JudgedTurn(dialogue.id, index, verdict, answer.content if answer else None, error)
+        if outcome is not None:
+            raise ValueError(f"outcome {outcome.key!r} is not in sample order (or not a sample of this run)")
 
     def replay_table(self, path: Path) -> Mapping[str, Sequence[AssistantTurn]]:
         """Read step-level recordings: JSONL lines ``{"id", "turn", "content", "tool_calls"}``."""

@@ -1,0 +1,163 @@
+"""Peak memory of ``toolgauge eval suite`` as the number of dialogues grows.
+
+Writes N suite dialogues (the built-in sample suite's 24 dialogues repeated, each copy with its
+own id) into a temporary folder, runs one evaluation per (model, N) in a fresh child process and
+reads that child's peak RSS from ``os.wait4``. Two models:
+
+- ``gold``: the real CLI, ``toolgauge eval suite --model gold``.
+- ``scripted``: the CLI's own ``eval suite`` body (``cli.execute``) with a ``ScriptedClient``
+  policy, because ``--model scripted:PATH`` serves a finite list and 100,000 dialogues need an
+  answer per request: gold calls for most dialogues, wrong arguments for some, a text reply for
+  others (decided by a CRC of the dialogue id, so the scores do not depend on scheduling).
+
+Both use ``--store sqlite:///<tmp>/store.db -q --concurrency 8 --json``. The summaries (with
+run ids and timings removed) and the peaks are written to ``--out`` so two checkouts can be
+compared::
+
+    PYTHONPATH=$PWD/src .venv/bin/python benchmarks/memory.py --sizes 1000,10000 --out /tmp/mem
+    PYTHONPATH=$PWD/src .venv/bin/python benchmarks/memory.py --sizes 100000 --models gold --out /tmp/mem
+
+Figures: docs/benchmarks/memory.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+from pathlib import Path
+from typing import Any
+
+from toolgauge.loaders.suite import builtin_suite_path
+from toolgauge.records import AssistantTurn, ModelRequest, ToolCall
+
+# Fields of the summary that differ between two runs of the same data.
+_VOLATILE_RUN_FIELDS = ("id", "wall_seconds")
+
+
+def write_suite(path: Path, n: int) -> int:
+    """Write ``n`` dialogues (the sample suite repeated, ids made unique); return the file size."""
+    base = [json.loads(line) for line in builtin_suite_path().read_text(encoding="utf-8").splitlines() if line.strip()]
+    with path.open("w", encoding="utf-8") as out:
+        for index in range(n):
+            dialogue = dict(base[index % len(base)])
+            dialogue["id"] = f"{dialogue['id']}-{index:06d}"
+            out.write(json.dumps(dialogue, ensure_ascii=False) + "\n")
+    return path.stat().st_size
+
+
+def scripted_answer(request: ModelRequest) -> AssistantTurn:
+    """A deterministic stand-in model: right, wrong arguments, or a text reply, by dialogue and step."""
+    gold = request.gold or AssistantTurn(content=None, finish_reason="stop")
+    kind = zlib.crc32(f"{request.sample_key}#{request.step}".encode()) % 5
+    if kind == 3 and gold.tool_calls:
+        first = gold.tool_calls[0]
+        wrong = ToolCall(name=first.name, arguments={**first.arguments, "unit": "kelvin"})
+        return AssistantTurn(content=None, tool_calls=[wrong, *gold.tool_calls[1:]], finish_reason="tool_calls")
+    if kind == 4:
+        return AssistantTurn(content="I cannot do that.", finish_reason="stop")
+    return gold
+
+
+def _child_scripted(data: Path, store_url: str, samples: Path | None) -> None:
+    """Run the ``eval suite`` command body with a scripted policy client (mirrors ``cli.eval_suite``)."""
+    from toolgauge import cli
+    from toolgauge.loaders.suite import load_suite
+    from toolgauge.models.offline import ScriptedClient
+    from toolgauge.protocols.options import CallSettings
+    from toolgauge.protocols.suite import SuiteBenchmark
+
+    def body() -> None:
+        bench = SuiteBenchmark(load_suite(data), data_label=str(data), settings=CallSettings(tool_choice="auto"))
+        options = cli.run_options(
+            store=store_url, concurrency=8, timeout=120.0, max_retries=4, no_cache=False, resume=None, quiet=True
+        )
+        client = ScriptedClient(policy=scripted_answer, name="scripted:memory")
+        cli.execute(bench, "scripted:memory", options, as_json=True, samples=samples, client=client)
+
+    cli.guarded(body)
+
+
+def measure(model: str, data: Path, work: Path, samples: Path | None) -> dict[str, Any]:
+    """Run one evaluation in a child process; return its peak RSS, wall time and summary."""
+    store_url = f"sqlite:///{work / 'store.db'}"
+    if model == "gold":
+        command = [sys.executable, "-c", "from toolgauge.cli import main; main()", "eval", "suite"]
+        command += ["--data", str(data), "--model", "gold", "--store", store_url, "-q", "--concurrency", "8", "--json"]
+        if samples is not None:
+            command += ["--samples", str(samples)]
+    else:
+        command = [sys.executable, __file__, "--child-scripted", str(data), "--child-store", store_url]
+        if samples is not None:
+            command += ["--child-samples", str(samples)]
+    stdout = work / "stdout.json"
+    started = time.perf_counter()
+    with stdout.open("wb") as out:
+        child = subprocess.Popen(command, stdout=out, stderr=subprocess.PIPE)
+        assert child.stderr is not None
+        errors = child.stderr.read()
+        _, status, usage = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - started
+    if child.returncode != 0:
+        raise SystemExit(f"{model} run failed ({child.returncode}): {errors.decode(errors='replace')[-2000:]}")
+    summary = json.loads(stdout.read_text(encoding="utf-8"))
+    for field in _VOLATILE_RUN_FIELDS:
+        summary.get("run", {}).pop(field, None)
+    summary["data"] = data.name  # the temporary folder differs between runs
+    return {"peak_rss_mb": usage.ru_maxrss / 1024, "wall_s": round(wall, 1), "summary": summary}
+
+
+def main() -> None:
+    """Parse arguments, run every (model, size) and print a table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,10000", help="comma list of dialogue counts")
+    parser.add_argument("--models", default="scripted,gold", help="comma list of scripted, gold")
+    parser.add_argument("--out", type=Path, help="folder for results.json, summaries and samples files")
+    parser.add_argument("--samples", action="store_true", help="also write --samples files (into --out)")
+    parser.add_argument("--child-scripted", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--child-store", help=argparse.SUPPRESS)
+    parser.add_argument("--child-samples", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child_scripted is not None:
+        _child_scripted(args.child_scripted, args.child_store, args.child_samples)
+        return
+
+    sizes = [int(s) for s in args.sizes.split(",")]
+    models = [m.strip() for m in args.models.split(",")]
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+    results: list[dict[str, Any]] = []
+    print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cores", flush=True)
+    print(f"{'model':<9} {'N':>8} {'file MB':>8} {'peak RSS MB':>12} {'wall s':>7}", flush=True)
+    for n in sizes:
+        with tempfile.TemporaryDirectory(prefix="toolgauge-memory-") as tmp:
+            data = Path(tmp) / f"suite-{n}.jsonl"
+            size = write_suite(data, n)
+            for model in models:
+                work = Path(tmp) / model
+                work.mkdir()
+                samples = args.out / f"samples-{model}-{n}.jsonl" if args.out is not None and args.samples else None
+                row = measure(model, data, work, samples)
+                row.update(model=model, n=n, file_mb=round(size / 2**20, 1))
+                results.append(row)
+                print(
+                    f"{model:<9} {n:>8} {row['file_mb']:>8} {row['peak_rss_mb']:>12.0f} {row['wall_s']:>7}", flush=True
+                )
+                if args.out is not None:
+                    (args.out / f"summary-{model}-{n}.json").write_text(
+                        json.dumps(row["summary"], indent=2, sort_keys=True) + "\n", encoding="utf-8"
+                    )
+    if args.out is not None:
+        table = [{k: v for k, v in r.items() if k != "summary"} for r in results]
+        (args.out / "results.json").write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
