@@ -72,7 +72,7 @@ def test_bfcl_with_faults_matches_a_clean_run(bfcl_dir: Path, tmp_path: Path):
     def bfcl(url: str, name: str) -> subprocess.CompletedProcess[str]:
         return toolgauge(
             "eval", "bfcl", "--data", str(bfcl_dir), "--categories", "simple_python,multiple,irrelevance",
-            "--limit", "90", "--model", f"{url}#m", "--store", f"sqlite:///{tmp_path / name}.db", "-q",
+            "--limit", "30", "--model", f"{url}#m", "--store", f"sqlite:///{tmp_path / name}.db", "-q",
             "--timeout", "1", "--concurrency", "8", "--samples", str(tmp_path / f"{name}.jsonl"),
         )  # fmt: skip
 
@@ -83,7 +83,7 @@ def test_bfcl_with_faults_matches_a_clean_run(bfcl_dir: Path, tmp_path: Path):
     assert res.returncode == 0, res.stderr
     assert sum(faulty.faults.values()) >= 10, faulty.faults
     clean_rows, faulty_rows = rows(tmp_path / "clean.jsonl"), rows(tmp_path / "faulty.jsonl")
-    assert len(clean_rows) == 90 and faulty_rows == clean_rows
+    assert len(clean_rows) == 90 and faulty_rows == clean_rows  # --limit takes 30 of each of 3 categories
     assert {r["valid"] for r in clean_rows} == {True, False}  # a comparison of mixed verdicts
 
 

@@ -226,7 +226,7 @@ def test_a_second_resumer_gets_one_clear_line_and_makes_no_model_call(tmp_path):
         again = subprocess.run(cli(*common, "--json", "--resume", run_id), capture_output=True, text=True, timeout=120)
         assert again.returncode == 0, again.stderr
         assert json.loads(again.stdout)["run"]["model_calls"] == 0
-        assert server.requests == calls_of_first
+        assert server.requests == calls_of_first + 1  # the resume's probe, and no sample call
 
 
 def test_a_resume_right_after_kill_9_takes_the_run_over(tmp_path):

@@ -29,18 +29,40 @@ URL_PASSWORD = "planted-url-pw-5d8b1e6a"
 STORE_PASSWORD = "planted-db-pw-c4e2a917"
 
 
+PROBE_REPLY = {
+    "id": "probe",
+    "object": "chat.completion",
+    "model": "m",
+    "choices": [{"index": 0, "message": {"role": "assistant", "content": "OK"}, "finish_reason": "length"}],
+}
+
+
 class EchoingServer:
-    """Rejects every chat completion with 401, quoting the key and all request headers in the body."""
+    """Rejects chat completions with 401, quoting the key and all request headers in the body.
+
+    With ``answer_probe`` it answers toolgauge's one-token probe, so the run starts and every sample's
+    request is the one rejected (the secret then travels through sample errors, the store and reports);
+    without it the probe itself is rejected and the run ends before its first sample.
+    """
 
     def __init__(self) -> None:
         self.authorizations: list[str] = []
+        self.answer_probe = True
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("content-length", 0)))
+                request = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
                 auth = self.headers.get("authorization", "")
                 outer.authorizations.append(auth)
+                if outer.answer_probe and request.get("max_tokens") == 1:
+                    ok = json.dumps(PROBE_REPLY).encode()
+                    self.send_response(200)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(ok)))
+                    self.end_headers()
+                    self.wfile.write(ok)
+                    return
                 key = auth.removeprefix("Bearer ")
                 body = json.dumps(
                     {
@@ -96,7 +118,9 @@ def everything_written(store_dir: Path, outputs: list[bytes]) -> bytes:
     return b"\n".join([*files, *outputs])
 
 
-def run_and_report(tmp_path: Path, model: str, env: dict[str, str]) -> tuple[bytes, str, str]:
+def run_and_report(
+    tmp_path: Path, model: str, env: dict[str, str], *, expected_exit: int = 1
+) -> tuple[bytes, str, str]:
     """Evaluate ``model`` on two suite dialogues, then list and report the run; return all bytes and the run."""
     out_dir = tmp_path / "out"
     out_dir.mkdir()
@@ -106,16 +130,16 @@ def run_and_report(tmp_path: Path, model: str, env: dict[str, str]) -> tuple[byt
         "eval", "suite", "--model", model, "--store", store, "--samples", str(samples), "--limit", "2",
         "--max-retries", "0", "--concurrency", "1", "-q", env=env,
     )  # fmt: skip
-    # Every sample fails with 401, so the run exits 1 after writing its results.
-    assert ran.returncode == 1, ran.stderr.decode()
-    assert samples.exists()
+    # Every sample fails with 401 (exit 1, the run stored as failed), or the probe does (exit 2, before any sample).
+    assert ran.returncode == expected_exit, ran.stderr.decode()
     runs = toolgauge("runs", "--store", store, "--json", env=env)
     assert runs.returncode == 0, runs.stderr.decode()
     listed = json.loads(runs.stdout)
     assert len(listed) == 1
     run_id, stored_model = listed[0]["id"], listed[0]["model"]
     reports = [toolgauge("report", run_id, "--store", store, *flag, env=env) for flag in ([], ["--json"], ["--csv"])]
-    assert all(r.returncode == 0 for r in reports), [r.stderr for r in reports]
+    # A run stopped by its probe has no summary: report says so in one line (exit 2); the others report it.
+    assert all(r.returncode == (0 if expected_exit == 1 else 2) for r in reports), [r.stderr for r in reports]
     outputs = [ran.stdout, ran.stderr, runs.stdout, runs.stderr]
     for r in reports:
         outputs += [r.stdout, r.stderr]
@@ -130,6 +154,16 @@ def test_api_key_echoed_by_the_server_reaches_nothing(tmp_path: Path, server: Ec
     assert API_KEY.encode() not in written
     assert b"401" in written and MASK.encode() in written, "the server's error text is kept, with the key masked"
     assert "HTTP 401" in stderr and len(stderr.strip().splitlines()) == 1
+
+
+def test_api_key_echoed_in_the_probes_answer_reaches_nothing(tmp_path: Path, server: EchoingServer) -> None:
+    server.answer_probe = False
+    written, _, stderr = run_and_report(
+        tmp_path, f"http://127.0.0.1:{server.port}/v1#m", clean_env(TOOLGAUGE_API_KEY=API_KEY), expected_exit=2
+    )
+    assert server.authorizations == [f"Bearer {API_KEY}"], "only the probe was sent, with the key"
+    assert API_KEY.encode() not in written
+    assert "HTTP 401" in stderr and MASK in stderr and len(stderr.strip().splitlines()) == 1
 
 
 def test_password_in_the_model_url_reaches_nothing(tmp_path: Path, server: EchoingServer) -> None:
