@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
+from chat_stub import ChatStub, completion, error, is_probe
 from toolgauge.cli import app
 from toolgauge.loaders.suite import builtin_suite_path
 from toolgauge.report.terminal import render_summary
@@ -38,43 +38,19 @@ def test_a_markup_closing_tag_in_a_suite_id_is_one_error_line(tmp_path: Path) ->
     assert res.stderr.strip() == f"error: {data}:2: id: duplicate dialogue id '[/x]' (first used on line 1)"
 
 
-COMPLETION = {
-    "id": "c",
-    "object": "chat.completion",
-    "model": "m",
-    "choices": [{"index": 0, "message": {"role": "assistant", "content": "fine"}, "finish_reason": "stop"}],
-}
-
-
 @pytest.fixture()
 def hostile_server() -> Iterator[str]:
     """An endpoint that answers the probe, rejects the first sample request with markup-shaped text, then answers."""
     rejected = threading.Event()
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            request = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
-            status, body = 200, json.dumps(COMPLETION).encode()
-            if request.get("max_tokens") != 1 and not rejected.is_set():
-                rejected.set()
-                status, body = 400, json.dumps({"error": {"message": f"model says {HOSTILE}"}}).encode()
-            self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def respond(request: dict[str, Any], _headers: Mapping[str, str]) -> tuple[int, bytes]:
+        if is_probe(request) or rejected.is_set():
+            return 200, completion("fine")
+        rejected.set()
+        return 400, error(f"model says {HOSTILE}")
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1#m"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with ChatStub(respond) as stub:
+        yield stub.model()
 
 
 def test_server_text_and_data_ids_print_literally_in_warnings_and_errors(tmp_path: Path, hostile_server: str) -> None:

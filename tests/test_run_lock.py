@@ -9,12 +9,14 @@ import subprocess
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import insert, select, update
 
+from chat_stub import ChatStub, completion
 from toolgauge.errors import RunLocked, StoreWriteError
 from toolgauge.store import open_store, schema
 from toolgauge.store.lease import STALE_AFTER_SECONDS, pid_start_time, this_host
@@ -118,57 +120,25 @@ def test_writes_refresh_the_heartbeat_and_stop_once_the_lease_was_taken_over(url
 # -- two real CLI processes ---------------------------------------------------------------------------
 
 
-class GateServer:
-    """An OpenAI-compatible endpoint on 127.0.0.1 whose answers wait until ``open()``; counts requests."""
+class GateServer(ChatStub):
+    """An OpenAI-compatible endpoint on 127.0.0.1 whose answers wait until ``gate`` is set; counts requests."""
 
     def __init__(self) -> None:
-        self.requests = 0
         self.gate = threading.Event()
-        self.lock = threading.Lock()
-        outer = self
+        super().__init__(self._respond)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("content-length", 0)))
-                with outer.lock:
-                    outer.requests += 1
-                outer.gate.wait(120)
-                body = json.dumps({
-                    "id": "c", "object": "chat.completion", "created": 0, "model": "m",
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"},
-                                 "finish_reason": "stop"}],
-                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-                }).encode()  # fmt: skip
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def model(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1#m"
-
-    def __enter__(self) -> GateServer:
-        self.thread.start()
-        return self
+    def _respond(self, _request: dict[str, Any], _headers: Mapping[str, str]) -> tuple[int, bytes]:
+        self.gate.wait(120)
+        return 200, completion()
 
     def __exit__(self, *exc: object) -> None:
-        self.gate.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.gate.set()  # releases held handlers
+        super().__exit__(*exc)
 
 
 def eval_args(server: GateServer, store: str) -> list[str]:
     """A three-dialogue suite run, one model call at a time, against ``server``."""
-    return ["eval", "suite", "--model", server.model, "--store", store, "-q", "--concurrency", "1", "--limit", "3"]
+    return ["eval", "suite", "--model", server.model(), "--store", store, "-q", "--concurrency", "1", "--limit", "3"]
 
 
 def cli(*args: str) -> list[str]:

@@ -12,13 +12,13 @@ import json
 import os
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from chat_stub import ChatStub, completion, is_probe
 from toolgauge.models.openai_compat import _short
 from toolgauge.models.spec import display_spec, resolve_model
 from toolgauge.redact import MASK, redact_tree
@@ -29,15 +29,7 @@ URL_PASSWORD = "planted-url-pw-5d8b1e6a"
 STORE_PASSWORD = "planted-db-pw-c4e2a917"
 
 
-PROBE_REPLY = {
-    "id": "probe",
-    "object": "chat.completion",
-    "model": "m",
-    "choices": [{"index": 0, "message": {"role": "assistant", "content": "OK"}, "finish_reason": "length"}],
-}
-
-
-class EchoingServer:
+class EchoingServer(ChatStub):
     """Rejects chat completions with 401, quoting the key and all request headers in the body.
 
     With ``answer_probe`` it answers toolgauge's one-token probe, so the run starts and every sample's
@@ -48,56 +40,27 @@ class EchoingServer:
     def __init__(self) -> None:
         self.authorizations: list[str] = []
         self.answer_probe = True
-        outer = self
+        super().__init__(self._respond)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                request = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
-                auth = self.headers.get("authorization", "")
-                outer.authorizations.append(auth)
-                if outer.answer_probe and request.get("max_tokens") == 1:
-                    ok = json.dumps(PROBE_REPLY).encode()
-                    self.send_response(200)
-                    self.send_header("content-type", "application/json")
-                    self.send_header("content-length", str(len(ok)))
-                    self.end_headers()
-                    self.wfile.write(ok)
-                    return
-                key = auth.removeprefix("Bearer ")
-                body = json.dumps(
-                    {
-                        "error": {
-                            "message": f"Incorrect API key provided: {key}. You sent Authorization: {auth}",
-                            "headers": dict(self.headers.items()),
-                        }
-                    }
-                ).encode()
-                self.send_response(401)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def port(self) -> int:
-        return int(self.httpd.server_address[1])
+    def _respond(self, request: dict[str, Any], headers: Mapping[str, str]) -> tuple[int, bytes]:
+        auth = headers.get("authorization", "")
+        self.authorizations.append(auth)
+        if self.answer_probe and is_probe(request):
+            return 200, completion("OK", finish_reason="length")
+        key = auth.removeprefix("Bearer ")
+        body = {
+            "error": {
+                "message": f"Incorrect API key provided: {key}. You sent Authorization: {auth}",
+                "headers": dict(headers.items()),
+            }
+        }
+        return 401, json.dumps(body).encode()
 
 
 @pytest.fixture()
 def server() -> Iterator[EchoingServer]:
-    srv = EchoingServer()
-    srv.thread.start()
-    try:
+    with EchoingServer() as srv:
         yield srv
-    finally:
-        srv.httpd.shutdown()
-        srv.httpd.server_close()
 
 
 def toolgauge(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
