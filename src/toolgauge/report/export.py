@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 import os
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -36,17 +37,39 @@ def summary_to_csv(summary: Mapping[str, Any]) -> str:
 
 def write_atomic(path: Path, text: str) -> None:
     """Write a file so that readers never see it half-written."""
+    write_lines_atomic(path, [text])
+
+
+def write_lines_atomic(path: Path, chunks: Iterable[str]) -> None:
+    """Write ``chunks`` one after the other into a temporary file beside ``path``, then rename it to ``path``.
+
+    Readers never see a half-written file, and only one chunk need be in memory at a time. If
+    anything fails on the way (a full disk, an exception while the chunks are made) the temporary
+    file is removed and ``path`` is left as it was.
+    """
     path = Path(path)
+    tmp: str | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         with os.fdopen(fd, "w") as fh:
-            fh.write(text)
+            for chunk in chunks:
+                fh.write(chunk)
         os.replace(tmp, path)
+        tmp = None
     except OSError as exc:
         raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
 
 
-def samples_jsonl(rows: Sequence[Mapping[str, Any]]) -> str:
-    """Return one JSON line per sample, secrets masked (error texts may quote a server that echoed a key)."""
-    return "".join(json.dumps(redact_tree(dict(r)), ensure_ascii=False, default=str) + "\n" for r in rows)
+def sample_line(row: Mapping[str, Any]) -> str:
+    """Return one ``--samples`` JSON line, secrets masked (error texts may quote a server that echoed a key)."""
+    return json.dumps(redact_tree(dict(row)), ensure_ascii=False, default=str) + "\n"
+
+
+def samples_jsonl(rows: Iterable[Mapping[str, Any]]) -> str:
+    """Return one JSON line per sample, secrets masked."""
+    return "".join(sample_line(r) for r in rows)

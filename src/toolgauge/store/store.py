@@ -18,7 +18,7 @@ import json
 import os
 import secrets
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,6 +67,20 @@ class SampleRecord:
     result: dict[str, Any] | None
     error: str | None
     latency_s: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class SampleState:
+    """One stored sample without its result: what the engine keeps in memory for a long run."""
+
+    sample_key: str
+    status: str
+    error: str | None
+    latency_s: float | None
+
+
+# Sample keys per ``IN (...)`` query: well under SQLite's bound-parameter limit.
+READ_CHUNK = 500
 
 
 def new_run_id() -> str:
@@ -386,6 +400,33 @@ class Store:
                 )
                 for r in rows
             }
+
+    def sample_states(self, run_id: str) -> dict[str, SampleState]:
+        """Return every stored sample of a run, keyed by sample key, without the results."""
+        self.flush()
+        c = schema.samples.c
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(c.sample_key, c.status, c.error, c.latency_s).where(c.run_id == run_id))
+            return {key: SampleState(key, status, error, latency) for key, status, error, latency in rows}
+
+    def sample_results(
+        self, run_id: str, keys: Sequence[str], *, chunk: int = READ_CHUNK
+    ) -> Iterator[tuple[str, dict[str, Any] | None]]:
+        """Yield ``(key, stored result)`` for each of ``keys``, in that order, reading ``chunk`` keys per query.
+
+        The result is None for a sample stored without one (failed) or not stored at all. Only one
+        chunk of results is in memory at a time.
+        """
+        self.flush()
+        c = schema.samples.c
+        for start in range(0, len(keys), chunk):
+            part = list(keys[start : start + chunk])
+            with self.engine.connect() as conn:
+                rows = conn.execute(select(c.sample_key, c.result).where((c.run_id == run_id) & c.sample_key.in_(part)))
+                found: dict[str, str | None] = {key: text for key, text in rows}
+            for key in part:
+                text = found.get(key)
+                yield key, json.loads(text) if text else None
 
     def forget_samples(self, run_id: str, keys: list[str]) -> None:
         """Delete stored samples (failed ones about to be re-run on resume)."""
