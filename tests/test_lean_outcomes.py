@@ -54,7 +54,7 @@ def test_sample_results_come_in_the_order_asked_across_chunks(tmp_path: Path):
     keys = ["k6", "k0", "missing", "k4", "k3", "k5", "k1"]
     got = list(store.sample_results(run_id, keys, chunk=2))  # 4 queries; buffered rows are flushed first
     assert [k for k, _ in got] == keys
-    assert dict(got) == {
+    assert {k: json.loads(v) if v else v for k, v in got} == {
         "k6": {"text": "6"}, "k0": {"text": "0"}, "missing": None, "k4": None,
         "k3": {"text": "3"}, "k5": {"text": "5"}, "k1": {"text": "1"},
     }  # fmt: skip

@@ -113,14 +113,15 @@ class StoredOutcomes(Sequence[SampleOutcome[R]], Generic[R]):
     def _with_results(self, light: Sequence[SampleOutcome[R]]) -> Iterator[SampleOutcome[R]]:
         # Failed samples have no stored result: only the others are looked up.
         keys = [o.key for o in light if o.error is None]
-        results = self._store.sample_results(self._run_id, keys)
-        for o in light:
-            result: R | None = None
-            if o.error is None:
-                key, stored = next(results)
-                assert key == o.key  # sample_results yields in the order asked
-                result = self._result_type.model_validate(stored) if stored is not None else None
-            yield SampleOutcome(o.key, result, o.error, o.latency_s, o.resumed)
+        # closing: a reader that stops early gives the store connection back at once.
+        with contextlib.closing(self._store.sample_results(self._run_id, keys)) as results:
+            for o in light:
+                result: R | None = None
+                if o.error is None:
+                    key, stored = next(results)
+                    assert key == o.key  # sample_results yields in the order asked
+                    result = self._result_type.model_validate_json(stored) if stored is not None else None
+                yield SampleOutcome(o.key, result, o.error, o.latency_s, o.resumed)
 
 
 @dataclass
@@ -483,7 +484,7 @@ def _resume(store: Store, run_id: str, result_type: type[R], outcomes: dict[str,
     for key, stored in store.sample_results(run_id, done):
         if stored is not None:
             try:
-                result_type.model_validate(stored)
+                result_type.model_validate_json(stored)
             except ValidationError:
                 pass
             else:

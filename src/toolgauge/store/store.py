@@ -18,7 +18,7 @@ import json
 import os
 import secrets
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -411,22 +411,21 @@ class Store:
 
     def sample_results(
         self, run_id: str, keys: Sequence[str], *, chunk: int = READ_CHUNK
-    ) -> Iterator[tuple[str, dict[str, Any] | None]]:
-        """Yield ``(key, stored result)`` for each of ``keys``, in that order, reading ``chunk`` keys per query.
+    ) -> Generator[tuple[str, str | None], None, None]:
+        """Yield ``(key, stored result as JSON text)`` for each of ``keys``, in that order, ``chunk`` keys per query.
 
-        The result is None for a sample stored without one (failed) or not stored at all. Only one
-        chunk of results is in memory at a time.
+        The text is None for a sample stored without a result (failed) or not stored at all. Only
+        one chunk of results is in memory at a time; one connection serves every chunk.
         """
         self.flush()
         c = schema.samples.c
-        for start in range(0, len(keys), chunk):
-            part = list(keys[start : start + chunk])
-            with self.engine.connect() as conn:
+        with self.engine.connect() as conn:
+            for start in range(0, len(keys), chunk):
+                part = list(keys[start : start + chunk])
                 rows = conn.execute(select(c.sample_key, c.result).where((c.run_id == run_id) & c.sample_key.in_(part)))
                 found: dict[str, str | None] = {key: text for key, text in rows}
-            for key in part:
-                text = found.get(key)
-                yield key, json.loads(text) if text else None
+                for key in part:
+                    yield key, found.get(key) or None
 
     def forget_samples(self, run_id: str, keys: list[str]) -> None:
         """Delete stored samples (failed ones about to be re-run on resume)."""
