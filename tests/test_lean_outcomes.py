@@ -15,7 +15,8 @@ from toolgauge.errors import UsageError
 from toolgauge.models.offline import ScriptedClient
 from toolgauge.protocols.base import ScoredRun
 from toolgauge.records import AssistantTurn, Message, ModelRequest
-from toolgauge.report.export import sample_line, samples_jsonl, write_lines_atomic
+from toolgauge.redact import redact_tree
+from toolgauge.report.export import sample_lines, samples_jsonl, write_lines_atomic
 from toolgauge.store import open_store
 
 QUIET = EngineConfig(concurrency=3, show_progress=False)
@@ -132,12 +133,18 @@ def test_lazy_rows_are_made_on_each_call_and_only_when_asked():
     assert ScoredRun(summary={}).rows == []
 
 
-def test_samples_written_line_by_line_match_the_whole_text(tmp_path: Path):
-    rows = [{"id": "a", "error": "key sk-abcdefghijklmnopqrstuvwx"}, {"id": "b", "text": "ü"}]
+def test_samples_written_line_by_line_match_the_whole_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "hunter2-planted")
+    rows = [
+        {"id": "a", "error": "key sk-abcdefghijklmnopqrstuvwx", "nested": [{"hunter2-planted": "x hunter2-planted"}]},
+        {"id": "b", "text": "ü", "n": 3},
+    ]
     path = tmp_path / "out" / "samples.jsonl"
-    write_lines_atomic(path, (sample_line(r) for r in rows))
+    write_lines_atomic(path, sample_lines(rows))
     assert path.read_text() == samples_jsonl(rows)
-    assert "sk-abcdefghijklmnopqrstuvwx" not in path.read_text()
+    # The same masking as redact_tree, environment secrets included.
+    assert path.read_text().splitlines() == [json.dumps(redact_tree(r), ensure_ascii=False) for r in rows]
+    assert "sk-abcdefghijklmnopqrstuvwx" not in path.read_text() and "hunter2-planted" not in path.read_text()
 
 
 def test_a_failure_while_writing_leaves_the_old_file_and_no_temporary_file(tmp_path: Path):

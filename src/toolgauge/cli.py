@@ -23,7 +23,7 @@ from toolgauge.models.base import ModelClient
 from toolgauge.protocols.base import Benchmark, RunOptions, RunResult, run_benchmark
 from toolgauge.protocols.options import CallSettings
 from toolgauge.redact import redact, redact_tree
-from toolgauge.report.export import sample_line, summary_to_csv, write_lines_atomic
+from toolgauge.report.export import sample_lines, summary_to_csv, write_lines_atomic
 from toolgauge.report.terminal import render_summary
 
 app = typer.Typer(
@@ -244,7 +244,7 @@ def execute(
         if result.scored.summary.get("run", {}).get("status") == "failed":
             return
         if samples is not None:
-            write_lines_atomic(samples, (sample_line(row) for row in result.scored.iter_rows()))
+            write_lines_atomic(samples, sample_lines(result.scored.iter_rows()))
             written.append((f"per-{unit} results", samples))
         for label, (path, write) in (outputs or {}).items():
             write()
