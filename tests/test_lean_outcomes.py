@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
+from sqlalchemy import update
 
 from toolgauge.engine import EngineConfig, EpisodeContext, run_episodes
 from toolgauge.errors import UsageError
@@ -17,7 +18,7 @@ from toolgauge.protocols.base import ScoredRun
 from toolgauge.records import AssistantTurn, Message, ModelRequest
 from toolgauge.redact import redact_tree
 from toolgauge.report.export import sample_lines, samples_jsonl, write_lines_atomic
-from toolgauge.store import open_store
+from toolgauge.store import open_store, schema
 
 QUIET = EngineConfig(concurrency=3, show_progress=False)
 
@@ -44,8 +45,15 @@ def reply(request: ModelRequest) -> AssistantTurn:
     return AssistantTurn(content=(request.messages[-1].content or "").upper())
 
 
-def test_sample_results_come_in_the_order_asked_across_chunks(tmp_path: Path):
-    store = open_store(f"sqlite:///{tmp_path / 's.db'}")
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 's.db'}"
+    return str(request.getfixturevalue("pg_url"))
+
+
+def test_sample_results_come_in_the_order_asked_across_chunks(store_url: str):
+    store = open_store(store_url)
     run_id = store.create_run("t", "m", {})
     for i in range(7):
         failed = i == 4
@@ -66,8 +74,8 @@ def test_sample_results_come_in_the_order_asked_across_chunks(tmp_path: Path):
     store.close()
 
 
-async def test_outcomes_read_their_results_from_the_store_in_input_order(tmp_path: Path):
-    store = open_store(f"sqlite:///{tmp_path / 's.db'}")
+async def test_outcomes_read_their_results_from_the_store_in_input_order(store_url: str):
+    store = open_store(store_url)
     run_id = store.create_run("t", "m", {})
     samples = [(f"s{i}", f"fail{i}" if i % 4 == 1 else f"q{i}") for i in range(12)]
     out = await run_episodes(
@@ -84,7 +92,7 @@ async def test_outcomes_read_their_results_from_the_store_in_input_order(tmp_pat
     assert out.failed[0].error == "ValueError: no answer for fail1"
     # What the store holds is what is read: a row changed behind the engine's back shows up.
     with store.engine.begin() as conn:
-        conn.exec_driver_sql("UPDATE samples SET result = ? WHERE sample_key = 's0'", (json.dumps({"text": "X"}),))
+        conn.execute(update(schema.samples).where(schema.samples.c.sample_key == "s0").values(result='{"text": "X"}'))
     assert out.outcomes[0].result == Echo(text="X")
     store.close()
 
