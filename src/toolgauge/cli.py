@@ -20,10 +20,10 @@ from rich.text import Text
 from toolgauge.engine import EngineConfig
 from toolgauge.errors import DataError, RunInterrupted, UsageError
 from toolgauge.models.base import ModelClient
-from toolgauge.protocols.base import Benchmark, RunOptions, run_benchmark
+from toolgauge.protocols.base import Benchmark, RunOptions, RunResult, run_benchmark
 from toolgauge.protocols.options import CallSettings
 from toolgauge.redact import redact, redact_tree
-from toolgauge.report.export import samples_jsonl, summary_to_csv, write_atomic
+from toolgauge.report.export import sample_lines, summary_to_csv, write_lines_atomic
 from toolgauge.report.terminal import render_summary
 
 app = typer.Typer(
@@ -233,10 +233,24 @@ def execute(
 ) -> None:
     """Run, write the requested files, print; exit 1 when samples failed.
 
-    Files are written whole at the end or not at all: the samples file, then each of ``outputs``
-    (label -> (path, writer)). A run where every sample failed prints no scores and writes no files.
+    Files are written whole at the end or not at all: the samples file (line by line into a
+    temporary file that is then renamed), then each of ``outputs`` (label -> (path, writer)). They
+    are written while the run's store is open, since the rows read the results back from it. A
+    run where every sample failed prints no scores and writes no files.
     """
-    result = asyncio.run(run_benchmark(bench, model, options, client=client, roles=roles))
+    written: list[tuple[str, Path]] = []
+
+    def write_files(result: RunResult[Any]) -> None:
+        if result.scored.summary.get("run", {}).get("status") == "failed":
+            return
+        if samples is not None:
+            write_lines_atomic(samples, sample_lines(result.scored.iter_rows()))
+            written.append((f"per-{unit} results", samples))
+        for label, (path, write) in (outputs or {}).items():
+            write()
+            written.append((label, path))
+
+    result = asyncio.run(run_benchmark(bench, model, options, client=client, roles=roles, on_scored=write_files))
     summary = result.scored.summary
     run = summary.get("run", {})
     status = run.get("status")
@@ -247,13 +261,6 @@ def execute(
             f"every {unit} failed (run {run.get('id')} is stored, status failed); first: {run.get('first_error')}",
             code=1,
         )
-    written: list[tuple[str, Path]] = []
-    if samples is not None:
-        write_atomic(samples, samples_jsonl(result.scored.rows))
-        written.append((f"per-{unit} results", samples))
-    for label, (path, write) in (outputs or {}).items():
-        write()
-        written.append((label, path))
     if as_json:
         sys.stdout.write(json.dumps(redact_tree(summary), indent=2, ensure_ascii=False) + "\n")
     else:

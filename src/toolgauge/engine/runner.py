@@ -16,9 +16,9 @@ import asyncio
 import contextlib
 import random
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, overload
 
 from pydantic import BaseModel, ValidationError
 from rich.console import Console
@@ -67,7 +67,7 @@ class EngineConfig:
     outage_streak: int = 8
 
 
-@dataclass
+@dataclass(slots=True)
 class SampleOutcome(Generic[R]):
     """What one sample produced: a result, or the error that stopped it."""
 
@@ -78,11 +78,62 @@ class SampleOutcome(Generic[R]):
     resumed: bool = False
 
 
+class StoredOutcomes(Sequence[SampleOutcome[R]], Generic[R]):
+    """A run's outcomes in input order, with each result read back from the store when it is needed.
+
+    The engine keeps only light outcomes (key, error, latency; no result) while a run goes on: the
+    results are already stored, and holding them all until scoring grew memory by kilobytes per sample.
+    Iterating reads the results ``READ_CHUNK`` samples per query, so one chunk is in memory at a time;
+    every iteration reads them again. Read it while the run's store is open (before ``run_benchmark`` returns).
+    """
+
+    def __init__(self, light: Sequence[SampleOutcome[R]], store: Store, run_id: str, result_type: type[R]):
+        self._light = light
+        self._store = store
+        self._run_id = run_id
+        self._result_type = result_type
+
+    def __len__(self) -> int:
+        return len(self._light)
+
+    @overload
+    def __getitem__(self, index: int) -> SampleOutcome[R]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[SampleOutcome[R]]: ...
+
+    def __getitem__(self, index: int | slice) -> SampleOutcome[R] | list[SampleOutcome[R]]:
+        if isinstance(index, slice):
+            return list(self._with_results(self._light[index]))
+        return next(self._with_results([self._light[index]]))
+
+    def __iter__(self) -> Iterator[SampleOutcome[R]]:
+        return self._with_results(self._light)
+
+    def _with_results(self, light: Sequence[SampleOutcome[R]]) -> Iterator[SampleOutcome[R]]:
+        # Failed samples have no stored result: only the others are looked up.
+        keys = [o.key for o in light if o.error is None]
+        # closing: a reader that stops early gives the store connection back at once.
+        with contextlib.closing(self._store.sample_results(self._run_id, keys)) as results:
+            for o in light:
+                result: R | None = None
+                if o.error is None:
+                    key, stored = next(results)
+                    assert key == o.key  # sample_results yields in the order asked
+                    result = self._result_type.model_validate_json(stored) if stored is not None else None
+                yield SampleOutcome(o.key, result, o.error, o.latency_s, o.resumed)
+
+
 @dataclass
 class RunOutcome(Generic[R]):
-    """All sample outcomes of a run, in input order, plus run-level counts."""
+    """All sample outcomes of a run, in input order, plus run-level counts.
 
-    outcomes: list[SampleOutcome[R]]
+    ``outcomes`` reads the results from the store as it is iterated (see ``StoredOutcomes``);
+    ``failed`` are the outcomes with an error, without reading anything.
+    """
+
+    outcomes: Sequence[SampleOutcome[R]]
+    failed: list[SampleOutcome[R]] = field(default_factory=list)
     resumed: int = 0
     interrupted: bool = False
     model_calls: int = 0
@@ -315,19 +366,9 @@ async def run_episodes(
     state = _RunState(
         client=client, store=store, run_id=run_id, config=cfg, rng=random.Random(cfg.seed), roles=dict(roles or {})
     )
-    previous = store.finished_samples(run_id)
+    # Light outcomes only (no results): the results stay in the store until scoring reads them back.
     outcomes: dict[str, SampleOutcome[R]] = {}
-    retry_keys: list[str] = []
-    for key, rec in previous.items():
-        if rec.status == "done" and rec.result is not None:
-            try:
-                outcomes[key] = SampleOutcome(
-                    key, result_type.model_validate(rec.result), None, rec.latency_s or 0.0, True
-                )
-                continue
-            except ValidationError:
-                pass
-        retry_keys.append(key)
+    retry_keys = _resume(store, run_id, result_type, outcomes)
     store.forget_samples(run_id, retry_keys)
     todo = [(k, s) for k, s in samples if k not in outcomes]
     resumed = len(samples) - len(todo)
@@ -380,7 +421,7 @@ async def run_episodes(
                 )  # fmt: skip
             except StoreWriteError as exc:
                 raise state.stop(exc) from None
-            outcomes[key] = SampleOutcome(key, result, error, latency)
+            outcomes[key] = SampleOutcome(key, None, error, latency)
             unflushed += 1
             # Group commit: every sample that finishes in this loop tick is committed together.
             if not flush_pending:
@@ -422,8 +463,35 @@ async def run_episodes(
             progress.stop()
     ordered = [outcomes[k] for k, _ in samples if k in outcomes]
     return RunOutcome(
-        ordered, resumed=resumed, interrupted=interrupted, model_calls=state.calls, cached_calls=state.cached
+        StoredOutcomes(ordered, store, run_id, result_type),
+        failed=[o for o in ordered if o.error],
+        resumed=resumed,
+        interrupted=interrupted,
+        model_calls=state.calls,
+        cached_calls=state.cached,
     )
+
+
+def _resume(store: Store, run_id: str, result_type: type[R], outcomes: dict[str, SampleOutcome[R]]) -> list[str]:
+    """Put a light outcome in ``outcomes`` for every stored sample that is done; return the keys to run again.
+
+    A done sample counts only if its stored result still validates as ``result_type``; results are
+    read a chunk at a time and not kept.
+    """
+    states = store.sample_states(run_id)
+    done = [key for key, state in states.items() if state.status == "done"]
+    retry = [key for key, state in states.items() if state.status != "done"]
+    for key, stored in store.sample_results(run_id, done):
+        if stored is not None:
+            try:
+                result_type.model_validate_json(stored)
+            except ValidationError:
+                pass
+            else:
+                outcomes[key] = SampleOutcome(key, None, None, states[key].latency_s or 0.0, True)
+                continue
+        retry.append(key)
+    return retry
 
 
 def _progress(console: Console | None) -> Progress:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
@@ -25,12 +25,28 @@ S = TypeVar("S")
 R = TypeVar("R", bound=BaseModel)
 
 
-@dataclass
-class ScoredRun:
-    """A scored run: the JSON summary and one row per sample for ``--samples``."""
+Rows = Sequence[dict[str, Any]] | Callable[[], Iterable[dict[str, Any]]]
 
-    summary: dict[str, Any]
-    rows: list[dict[str, Any]] = field(default_factory=list)
+
+class ScoredRun:
+    """A scored run: the JSON summary and one row per sample for ``--samples``.
+
+    ``rows`` is a list, or a function that makes them one at a time: then they are produced only
+    when ``--samples`` is written (a long run need not hold a row per turn), and every call produces them anew.
+    """
+
+    def __init__(self, summary: dict[str, Any], rows: Rows = ()):
+        self.summary = summary
+        self._rows = rows
+
+    def iter_rows(self) -> Iterator[dict[str, Any]]:
+        """Yield the ``--samples`` rows in order (a lazy source reads the run's outcomes again)."""
+        return iter(self._rows() if callable(self._rows) else self._rows)
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        """Every row at once (for small runs and tests; ``iter_rows`` keeps one at a time)."""
+        return list(self.iter_rows())
 
 
 class Benchmark(Protocol[S, R]):
@@ -107,11 +123,16 @@ async def run_benchmark(
     *,
     client: ModelClient | None = None,
     roles: Mapping[str, ModelClient] | None = None,
+    on_scored: Callable[[RunResult[R]], None] | None = None,
 ) -> RunResult[R]:
     """Run a benchmark end to end: model, engine, scoring, store.
 
     ``roles`` are extra clients an episode reaches with ``ctx.generate(..., role=name)`` (a proxy
     agent, a judge). A client shared by several roles is started and closed once.
+
+    ``on_scored`` is called with the result once the run's status is stored, while the store is
+    still open: the outcomes, and lazy ``--samples`` rows built on them, read their results from
+    the store, so the files that need them are written there.
 
     The data has already been loaded and validated by the time we get here, so nothing
     reaches the store for bad input. Every network client answers one probe request before the
@@ -164,7 +185,7 @@ async def run_benchmark(
         wall = time.perf_counter() - started
         scored = bench.score(samples, outcome.outcomes)
         stats = store.call_stats(run_id)
-        failed = [o for o in outcome.outcomes if o.error]
+        failed = outcome.failed  # the light list: iterating outcome.outcomes would read every result again
         status = FINISHED
         if failed:
             status = FAILED if len(failed) == len(samples) else FINISHED_WITH_ERRORS
@@ -191,7 +212,10 @@ async def run_benchmark(
             scored.summary = {k: v for k, v in scored.summary.items() if k in ("benchmark", "run", "warnings")}
         store.save_summary(run_id, scored.summary)
         store.set_run_status(run_id, status, n_samples=len(samples))
-        return RunResult(run_id, scored, interrupted=outcome.interrupted)
+        result: RunResult[R] = RunResult(run_id, scored, interrupted=outcome.interrupted)
+        if on_scored is not None:
+            on_scored(result)
+        return result
     except StoreWriteError as exc:
         if run_id is None:
             raise

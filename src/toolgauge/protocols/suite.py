@@ -115,17 +115,15 @@ class SuiteBenchmark:
         """Score every turn with the MTU-Bench metrics (failed dialogues count as empty replies).
 
         One pass over the samples and their outcomes (both in input order, as the engine returns
-        them; samples that did not run have no outcome): each turn is judged once, counted, and
-        kept only as its row.
+        them; samples that did not run have no outcome): each turn is judged once and counted. The
+        rows are made by a second pass when they are asked for.
 
         Raises:
             ValueError: an outcome is out of order or belongs to no sample.
         """
         tally = DialogueTurnTally()
-        rows: list[dict[str, Any]] = []
         for judged in self.judged_turns(samples, outcomes):
             tally.add(judged.dialogue_id, judged.turn, judged.verdict)
-            rows.append(judged.row())
         summary: dict[str, Any] = {
             "benchmark": self.name,
             "variant": self.variant,
@@ -133,7 +131,8 @@ class SuiteBenchmark:
             "data": self.data_label,
             "scores": tally.summary(),
         }
-        return ScoredRun(summary=summary, rows=rows)
+        # A second pass, made only when --samples is written: no row per turn is held in the meantime.
+        return ScoredRun(summary=summary, rows=lambda: (j.row() for j in self.judged_turns(samples, outcomes)))
 
     def judged_turns(
         self, samples: Iterable[tuple[str, SuiteDialogue]], outcomes: Iterable[SampleOutcome[SuiteResult]]

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 import os
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from toolgauge.errors import UsageError
-from toolgauge.redact import redact, redact_tree
+from toolgauge.redact import redact, secret_values
 
 
 def flatten(summary: Mapping[str, Any], scope: str = "") -> Iterator[tuple[str, str, Any]]:
@@ -36,17 +37,56 @@ def summary_to_csv(summary: Mapping[str, Any]) -> str:
 
 def write_atomic(path: Path, text: str) -> None:
     """Write a file so that readers never see it half-written."""
+    write_lines_atomic(path, [text])
+
+
+def write_lines_atomic(path: Path, chunks: Iterable[str]) -> None:
+    """Write ``chunks`` one after the other into a temporary file beside ``path``, then rename it to ``path``.
+
+    Readers never see a half-written file, and only one chunk need be in memory at a time. If
+    anything fails on the way (a full disk, an exception while the chunks are made) the temporary
+    file is removed and ``path`` is left as it was.
+    """
     path = Path(path)
+    tmp: str | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         with os.fdopen(fd, "w") as fh:
-            fh.write(text)
+            for chunk in chunks:
+                fh.write(chunk)
         os.replace(tmp, path)
+        tmp = None
     except OSError as exc:
         raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
 
 
-def samples_jsonl(rows: Sequence[Mapping[str, Any]]) -> str:
-    """Return one JSON line per sample, secrets masked (error texts may quote a server that echoed a key)."""
-    return "".join(json.dumps(redact_tree(dict(r)), ensure_ascii=False, default=str) + "\n" for r in rows)
+def sample_lines(rows: Iterable[Mapping[str, Any]]) -> Iterator[str]:
+    """Yield one ``--samples`` JSON line per row, secrets masked (error texts may quote a server that echoed a key).
+
+    The environment's secret values are looked up once for the whole file: ``redact`` alone reads
+    the whole environment for every string, which cost milliseconds per row.
+    """
+    secrets = {f"SECRET_{i}": value for i, value in enumerate(secret_values())}
+    for row in rows:
+        yield json.dumps(_masked(dict(row), secrets), ensure_ascii=False, default=str) + "\n"
+
+
+def _masked(value: Any, secrets: Mapping[str, str]) -> Any:
+    """``redact_tree`` with the secret values given (same result, no environment scan per string)."""
+    if isinstance(value, str):
+        return redact(value, environ=secrets)
+    if isinstance(value, Mapping):
+        return {_masked(k, secrets): _masked(v, secrets) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_masked(v, secrets) for v in value]
+    return value
+
+
+def samples_jsonl(rows: Iterable[Mapping[str, Any]]) -> str:
+    """Return one JSON line per sample, secrets masked."""
+    return "".join(sample_lines(rows))

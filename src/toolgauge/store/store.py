@@ -18,7 +18,7 @@ import json
 import os
 import secrets
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,6 +67,20 @@ class SampleRecord:
     result: dict[str, Any] | None
     error: str | None
     latency_s: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class SampleState:
+    """One stored sample without its result: what the engine keeps in memory for a long run."""
+
+    sample_key: str
+    status: str
+    error: str | None
+    latency_s: float | None
+
+
+# Sample keys per ``IN (...)`` query: well under SQLite's bound-parameter limit.
+READ_CHUNK = 500
 
 
 def new_run_id() -> str:
@@ -386,6 +400,32 @@ class Store:
                 )
                 for r in rows
             }
+
+    def sample_states(self, run_id: str) -> dict[str, SampleState]:
+        """Return every stored sample of a run, keyed by sample key, without the results."""
+        self.flush()
+        c = schema.samples.c
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(c.sample_key, c.status, c.error, c.latency_s).where(c.run_id == run_id))
+            return {key: SampleState(key, status, error, latency) for key, status, error, latency in rows}
+
+    def sample_results(
+        self, run_id: str, keys: Sequence[str], *, chunk: int = READ_CHUNK
+    ) -> Generator[tuple[str, str | None], None, None]:
+        """Yield ``(key, stored result as JSON text)`` for each of ``keys``, in that order, ``chunk`` keys per query.
+
+        The text is None for a sample stored without a result (failed) or not stored at all. Only
+        one chunk of results is in memory at a time; one connection serves every chunk.
+        """
+        self.flush()
+        c = schema.samples.c
+        with self.engine.connect() as conn:
+            for start in range(0, len(keys), chunk):
+                part = list(keys[start : start + chunk])
+                rows = conn.execute(select(c.sample_key, c.result).where((c.run_id == run_id) & c.sample_key.in_(part)))
+                found: dict[str, str | None] = {key: text for key, text in rows}
+                for key in part:
+                    yield key, found.get(key) or None
 
     def forget_samples(self, run_id: str, keys: list[str]) -> None:
         """Delete stored samples (failed ones about to be re-run on resume)."""
