@@ -42,7 +42,13 @@ def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
     return sorted(values, key=len, reverse=True)
 
 
-def redact(text: str, *, extra: list[str] | None = None, environ: Mapping[str, str] | None = None) -> str:
+def redact(
+    text: str,
+    *,
+    extra: list[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+    secrets: list[str] | None = None,
+) -> str:
     """Return ``text`` with secrets masked: env secret values, URL passwords, auth headers, key-shaped tokens.
 
     Also HTTP Basic credentials anywhere after the word ``Basic``.
@@ -51,10 +57,12 @@ def redact(text: str, *, extra: list[str] | None = None, environ: Mapping[str, s
         text: Any string that may reach the user, a file or the store.
         extra: Further secret values to mask (e.g. a key passed on the command line).
         environ: The environment to read secret values from (default: ``os.environ``).
+        secrets: The secret values, already looked up with :func:`secret_values` (callers masking many
+            strings pass them: reading the environment per string costs milliseconds per row).
     """
     if not text:
         return text
-    for value in [*(extra or []), *secret_values(environ)]:
+    for value in [*(extra or []), *(secret_values(environ) if secrets is None else secrets)]:
         if value and value in text:
             text = text.replace(value, MASK)
     text = _URL_PASSWORD.sub(lambda m: f"{m['head']}:{MASK}@", text)
@@ -78,12 +86,20 @@ def redact_url(url: str) -> str:
     return _URL_PASSWORD.sub(lambda m: f"{m['head']}:{MASK}@", url)
 
 
-def redact_tree(value: Any, *, extra: list[str] | None = None) -> Any:
-    """Return a JSON-like value with every string in it (keys too) passed through :func:`redact`."""
+def redact_tree(value: Any, *, extra: list[str] | None = None, secrets: list[str] | None = None) -> Any:
+    """Return a JSON-like value with every string in it (keys too) passed through :func:`redact`.
+
+    The environment's secret values are looked up once for the whole value (or given as ``secrets``).
+    """
+    known = [*(extra or []), *(secret_values() if secrets is None else secrets)]
+    return _redact_tree(value, known)
+
+
+def _redact_tree(value: Any, secrets: list[str]) -> Any:
     if isinstance(value, str):
-        return redact(value, extra=extra)
+        return redact(value, secrets=secrets)
     if isinstance(value, Mapping):
-        return {redact_tree(k, extra=extra): redact_tree(v, extra=extra) for k, v in value.items()}
+        return {_redact_tree(k, secrets): _redact_tree(v, secrets) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [redact_tree(v, extra=extra) for v in value]
+        return [_redact_tree(v, secrets) for v in value]
     return value
