@@ -18,7 +18,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar, overload
+from typing import Generic, TypeVar, overload
 
 from pydantic import BaseModel, ValidationError
 from rich.console import Console
@@ -149,7 +149,6 @@ class _RunState:
     rng: random.Random
     calls: int = 0
     cached: int = 0
-    sleeps: list[float] = field(default_factory=list)
     # Extra named clients (e.g. "agent", "judge") beside the evaluated model, which is role "model".
     roles: dict[str, ModelClient] = field(default_factory=dict)
     # Connection failures in a row per client (by id), reset by any answer from its server.
@@ -267,7 +266,6 @@ class EpisodeContext:
                     retry_after=retry_after,
                     rng=st.rng,
                 )
-                st.sleeps.append(delay)
                 await asyncio.sleep(delay)
                 continue
             except EndpointDown as exc:  # a client that knows its server is gone (a local server process died)
@@ -504,11 +502,3 @@ def _progress(console: Console | None) -> Progress:
         console=console or Console(stderr=True),
         transient=False,
     )
-
-
-def summarize_latency(outcomes: Sequence[SampleOutcome[Any]]) -> dict[str, float]:
-    """Return sample count, error count and mean latency of a run's outcomes."""
-    n = len(outcomes)
-    errors = sum(1 for o in outcomes if o.error)
-    mean = sum(o.latency_s for o in outcomes) / n if n else 0.0
-    return {"samples": n, "errors": errors, "mean_sample_latency_s": mean}
