@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from proc_tree import descendants, survivors
 from toolgauge.cli import app
 from toolgauge.sandbox import SandboxStatus, detect_sandbox, policy
 
@@ -204,42 +205,6 @@ def test_linked_files_never_leak_secrets_into_store_samples_or_output(
 
 
 # -- Ctrl-C ends every sandbox -----------------------------------------------------------------------
-def _proc_table() -> dict[int, tuple[int, int, str, str]]:
-    """pid -> (parent pid, process group, state, command line) of every process."""
-    table = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        table[int(entry.name)] = (int(fields[1]), int(fields[2]), fields[0], cmdline)
-    return table
-
-
-def _descendants(root: int) -> dict[int, tuple[int, str]]:
-    """Live descendants of ``root``: pid -> (process group, command line)."""
-    table = _proc_table()
-    found: dict[int, tuple[int, str]] = {}
-    frontier = [root]
-    while frontier:
-        parent = frontier.pop()
-        for pid, (ppid, pgid, state, cmdline) in table.items():
-            if ppid == parent and pid not in found and state != "Z":
-                found[pid] = (pgid, cmdline)
-                frontier.append(pid)
-    return found
-
-
-def _survivors(pids: set[int], groups: set[int]) -> list[int]:
-    """Which of ``pids``, or members of ``groups``, are still alive (not zombies)."""
-    return sorted(
-        pid for pid, (_, pgid, state, _) in _proc_table().items() if state != "Z" and (pid in pids or pgid in groups)
-    )
-
-
 @needs_bwrap
 def test_ctrl_c_during_evaluate_ends_every_sandbox(tmp_path: Path) -> None:
     """SIGINT to ``genesis evaluate`` while its server hangs: the CLI exits and no sandbox process survives.
@@ -263,7 +228,7 @@ def test_ctrl_c_during_evaluate_ends_every_sandbox(tmp_path: Path) -> None:
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and cli.poll() is None:
-            sandbox = _descendants(cli.pid)
+            sandbox = descendants(cli.pid)
             # The server itself (inside bubblewrap) is up: the shim's own interpreter, not bwrap's command line.
             if any("_toolgauge_shim.py" in cmd and not cmd.startswith("/usr/bin/bwrap") for _, cmd in sandbox.values()):
                 break
@@ -274,7 +239,7 @@ def test_ctrl_c_during_evaluate_ends_every_sandbox(tmp_path: Path) -> None:
         try:
             _, stderr = cli.communicate(timeout=30)
         except subprocess.TimeoutExpired:
-            pytest.fail(f"no exit within 30 s of SIGINT; sandbox alive: {_survivors(set(sandbox), set())}")
+            pytest.fail(f"no exit within 30 s of SIGINT; sandbox alive: {survivors(set(sandbox), set())}")
     finally:
         if cli.poll() is None:
             cli.kill()
@@ -284,6 +249,6 @@ def test_ctrl_c_during_evaluate_ends_every_sandbox(tmp_path: Path) -> None:
     pids, groups = set(sandbox), {pgid for pgid, _ in sandbox.values()}
     # The kernel reaps a killed namespace asynchronously: poll (bounded) until nothing of it is left.
     end = time.monotonic() + 10
-    while _survivors(pids, groups) and time.monotonic() < end:
+    while survivors(pids, groups) and time.monotonic() < end:
         time.sleep(0.05)
-    assert _survivors(pids, groups) == []
+    assert survivors(pids, groups) == []

@@ -9,6 +9,7 @@ import os
 import pytest
 from typer.testing import CliRunner
 
+from proc_tree import descendants
 from toolgauge.cli import app
 from toolgauge.models.local_server import LocalServerClient
 from toolgauge.records import GenerateOptions, Message, ModelRequest, ToolSpec
@@ -149,24 +150,6 @@ def test_model_server_dies_with_a_killed_harness(tmp_path):
         raise AssertionError("the model server outlived the killed harness")
 
 
-def _children_running(parent: int, needle: str) -> list[int]:
-    """Pids of live processes whose parent is ``parent`` and whose command line contains ``needle``."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().split(") ", 1)[1].split()
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
-        except (FileNotFoundError, ProcessLookupError, IndexError):
-            continue
-        if int(fields[1]) == parent and fields[0] != "Z" and needle in cmdline:
-            found.append(int(entry))
-    return found
-
-
 def test_run_stops_at_once_when_the_model_server_crashes(tmp_path):
     """A crashed server (here SIGSEGV, as the AMX fault was) ends the run with its reason, not N retried samples."""
     import signal
@@ -194,7 +177,7 @@ def test_run_stops_at_once_when_the_model_server_crashes(tmp_path):
         assert proc.poll() is None, proc.communicate()
         assert time.monotonic() < deadline, "no sample finished with the local model"
         time.sleep(0.1)
-    servers = _children_running(proc.pid, "llama_cpp.server")
+    servers = [pid for pid, (_, cmdline) in descendants(proc.pid).items() if "llama_cpp.server" in cmdline]
     assert len(servers) == 1
     os.kill(servers[0], signal.SIGSEGV)
     out, err = proc.communicate(timeout=120)
