@@ -142,6 +142,10 @@ def test_every_sample_failed_prints_no_scores_and_exits_1(tmp_path: Path):
     summary = json.loads(as_json.stdout)
     assert summary["run"]["status"] == "failed" and "scores" not in summary
     assert [status for _, status in run_status(tmp_path / "s.db")] == ["failed", "failed"]
+    # The stored run reports as failed too: one line, no table.
+    reported = toolgauge("report", "latest", "--store", f"sqlite:///{tmp_path / 's.db'}")
+    assert reported.returncode == 1 and reported.stdout == ""
+    assert "failed: every sample failed, so it has no scores" in reported.stderr and "HTTP 400" in reported.stderr
 
 
 def test_some_failed_samples_are_stored_as_such_and_the_table_says_so(tmp_path: Path):

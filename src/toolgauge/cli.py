@@ -626,6 +626,10 @@ def report_cmd(
             sys.stdout.write(json.dumps(redact_tree(run.summary), indent=2) + "\n")
         elif as_csv:
             sys.stdout.write(summary_to_csv(run.summary))
+        elif run.status == "failed":
+            # Every sample failed: there are no scores to show, only why (a failed run never looks like a result).
+            first = (run.summary.get("run") or {}).get("first_error")
+            fail(f"run {run.id} failed: every sample failed, so it has no scores; first error: {first}", code=1)
         else:
             render_summary(run.summary, out)
 
