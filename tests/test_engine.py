@@ -252,13 +252,21 @@ async def test_resume_repeats_no_finished_sample_and_reruns_failed_ones(tmp_path
     assert store.finished_samples(run_id)["5"].status == "done"
 
 
-async def test_scripted_client_serves_outputs_in_order_then_empty():
+async def test_scripted_client_serves_outputs_in_order_then_raises():
     client = ScriptedClient(["one", {"tool_calls": [{"name": "f", "arguments": {"x": 1}}]}])
     req = ModelRequest(messages=[Message(role="user", content="hi")])
-    first, second, third = [await client.generate(req) for _ in range(3)]
+    first, second = [await client.generate(req) for _ in range(2)]
     assert first.content == "one"
     assert second.tool_calls[0].name == "f" and second.tool_calls[0].arguments == {"x": 1}
-    assert third.content is None and third.tool_calls == []
+    # A script too short is the test's mistake: it is said, never served as an empty reply to score.
+    with pytest.raises(ModelError, match="the script has 2 outputs and call 3 asked for one more"):
+        await client.generate(req)
+
+
+async def test_scripted_client_cycles_when_asked():
+    client = ScriptedClient(["a", "b"], cycle=True)
+    req = ModelRequest(messages=[Message(role="user", content="hi")])
+    assert [(await client.generate(req)).content for _ in range(5)] == ["a", "b", "a", "b", "a"]
 
 
 async def test_scripted_policy_sees_the_request():

@@ -7,6 +7,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from toolgauge.errors import ModelError
 from toolgauge.records import AssistantTurn, ModelRequest, ToolCall
 
 Policy = Callable[[ModelRequest], AssistantTurn | Awaitable[AssistantTurn]]
@@ -46,7 +47,8 @@ class ScriptedClient(_NoResources):
 
     With a list, the outputs are consumed in call order across the whole run (so use
     ``concurrency=1`` where order matters); ``cycle=True`` starts over when they run out,
-    otherwise an exhausted script answers with an empty turn.
+    otherwise a call past the end raises ``ModelError`` (a script too short is a mistake in the
+    test or demo that wrote it, never an empty reply to score).
 
     ``request_count`` counts the requests. The requests themselves are kept in ``requests`` only
     with ``record_requests=True`` (for tests that inspect them): each holds a full message
@@ -98,7 +100,10 @@ class ScriptedClient(_NoResources):
             return await answer if inspect.isawaitable(answer) else answer
         if self._next >= len(self._outputs):
             if not self._cycle or not self._outputs:
-                return AssistantTurn(content=None, finish_reason="stop")
+                raise ModelError(
+                    f"{self.name}: the script has {len(self._outputs)} outputs and call {self.request_count} "
+                    "asked for one more"
+                )
             self._next = 0
         turn = self._outputs[self._next]
         self._next += 1
