@@ -297,39 +297,25 @@ class EpisodeContext:
         cached: bool = False,
         role: str = "model",
     ) -> None:
+        """Log one model call; a failed store write stops the run (no further calls)."""
+        row = {
+            "run_id": self._state.run_id,
+            # Calls of extra roles are logged under "<sample>#<role>" so the evaluated model's log stays clean.
+            "sample_key": self.sample_key if role == "model" else f"{self.sample_key}#{role}",
+            "step": request.step,
+            "request_hash": key,
+            "response": turn.model_dump_json() if turn is not None else None,
+            "error": error,
+            "input_tokens": turn.usage.input_tokens if turn else 0,
+            "output_tokens": turn.usage.output_tokens if turn else 0,
+            "latency_s": latency,
+            "attempts": attempts,
+            "cached": cached,
+        }
         try:
-            self._record_call(request, key, turn, error, latency, attempts, cached=cached, role=role)
+            self._state.store.record_call(row)
         except StoreWriteError as exc:
             raise self._state.stop(exc) from None
-
-    def _record_call(
-        self,
-        request: ModelRequest,
-        key: str | None,
-        turn: AssistantTurn | None,
-        error: str | None,
-        latency: float,
-        attempts: int,
-        *,
-        cached: bool,
-        role: str,
-    ) -> None:
-        self._state.store.record_call(
-            {
-                "run_id": self._state.run_id,
-                # Calls of extra roles are logged under "<sample>#<role>" so the evaluated model's log stays clean.
-                "sample_key": self.sample_key if role == "model" else f"{self.sample_key}#{role}",
-                "step": request.step,
-                "request_hash": key,
-                "response": turn.model_dump_json() if turn is not None else None,
-                "error": error,
-                "input_tokens": turn.usage.input_tokens if turn else 0,
-                "output_tokens": turn.usage.output_tokens if turn else 0,
-                "latency_s": latency,
-                "attempts": attempts,
-                "cached": cached,
-            }
-        )
 
 
 Episode = Callable[[S, EpisodeContext], Awaitable[R]]
