@@ -189,6 +189,20 @@ async def scenario(
     }
 
 
+def assert_nothing_lost(found: dict[str, Any], mode: str) -> None:
+    """The checks every store-failure scenario must pass, on its findings: nothing acknowledged is lost or doubled."""
+    assert 0 < found["acked_samples"] < found["samples"], "the store must fail in the middle of the run"
+    assert found["missing_acked"] == []
+    if mode == "retry":
+        # Everything the store was handed, written once the store took writes again.
+        assert found["recorded_but_absent_after_retry"] == []
+        assert found["calls_after_free"] == found["calls_recorded"]
+    assert found["resume_asked_already_done"] == []
+    assert found["resume_asked"] == found["samples"] - found["done_after_free"]
+    assert found["final_done"] == found["samples"] and found["final_wrong"] == []
+    assert found["doubled_call_rows"] == 0
+
+
 def main() -> None:
     where, mode = Path(sys.argv[1]), sys.argv[2]
     n = int(sys.argv[3]) if len(sys.argv) > 3 else 400
