@@ -25,9 +25,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from toolgauge.loaders.bfcl import BfclEntry, load_bfcl
-from toolgauge.metrics.bfcl import check_bfcl_entry
-from toolgauge.protocols.bfcl_io import bfcl_calls_output, bfcl_gold_turn
+from toolgauge.benchmarks.bfcl.io import bfcl_calls_output, bfcl_gold_turn
+from toolgauge.benchmarks.bfcl.loader import BfclEntry, load_bfcl
+from toolgauge.benchmarks.bfcl.metrics import check_bfcl_entry
 
 CATEGORIES = [
     "simple_python",

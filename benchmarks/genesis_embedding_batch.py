@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
+from toolgauge.benchmarks.tool_genesis.loader import load_genesis
 from toolgauge.embeddings.minilm import MiniLMEmbedder
-from toolgauge.loaders.genesis import load_genesis
 
 
 def main() -> None:

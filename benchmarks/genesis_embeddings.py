@@ -19,10 +19,10 @@ import statistics
 import time
 from pathlib import Path
 
+from toolgauge.benchmarks.tool_genesis.metrics.compliance import make_strictly_compliant
+from toolgauge.benchmarks.tool_genesis.metrics.schema import match_schemas, route_unit_test
+from toolgauge.benchmarks.tool_genesis.metrics.unit_tests import UnitTestCall, score_unit_tests, summarise_unit_tests
 from toolgauge.embeddings.minilm import MiniLMEmbedder
-from toolgauge.metrics.genesis_compliance import make_strictly_compliant
-from toolgauge.metrics.genesis_schema import match_schemas, route_unit_test
-from toolgauge.metrics.genesis_unit import UnitTestCall, score_unit_tests, summarise_unit_tests
 
 
 def main() -> None:

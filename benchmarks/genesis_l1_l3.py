@@ -18,11 +18,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from toolgauge.benchmarks.tool_genesis.loader import load_genesis, load_registry
+from toolgauge.benchmarks.tool_genesis.protocol import GenesisBenchmark, GenesisSample, L4Settings, pair_registry
+from toolgauge.driver import RunOptions, run_benchmark
 from toolgauge.engine import EngineConfig
-from toolgauge.loaders.genesis import load_genesis, load_registry
 from toolgauge.models.offline import GoldClient
-from toolgauge.protocols.base import RunOptions, run_benchmark
-from toolgauge.protocols.genesis import GenesisBenchmark, GenesisSample, L4Settings, pair_registry
 
 FULL_SERVERS = 86
 FULL_UNIT_TESTS = 9441

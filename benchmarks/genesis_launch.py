@@ -1,7 +1,7 @@
 """Launch + initialize + list_tools time per Tool-Genesis server, through the sandbox.
 
 Writes the gold server of every server in the data file (the reference server answering from the
-unit-test recordings), then launches each one ``--repeat`` times with ``toolgauge.servers.launch_server``
+unit-test recordings), then launches each one ``--repeat`` times with ``toolgauge.tools.launch_server``
 (sandboxed, official ``mcp`` client) and reports the median per server and overall. Shutdown is timed
 separately. Optionally also times the same for a plain MCPServer script (``--probe``).
 
@@ -18,10 +18,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from toolgauge.loaders.genesis import load_genesis
-from toolgauge.protocols.genesis_gold import write_gold_server
+from toolgauge.benchmarks.tool_genesis.gold import write_gold_server
+from toolgauge.benchmarks.tool_genesis.loader import load_genesis
 from toolgauge.sandbox import describe_sandbox
-from toolgauge.servers import launch_server
+from toolgauge.tools import launch_server
 
 PROBE = """from mcp.server import MCPServer
 server = MCPServer("probe")

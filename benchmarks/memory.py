@@ -34,7 +34,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from toolgauge.loaders.suite import builtin_suite_path
+from toolgauge.benchmarks.suite.loader import builtin_suite_path
 from toolgauge.records import AssistantTurn, ModelRequest, ToolCall
 
 # Fields of the summary that differ between two runs of the same data.
@@ -68,10 +68,10 @@ def scripted_answer(request: ModelRequest) -> AssistantTurn:
 def _child_scripted(data: Path, store_url: str, samples: Path | None) -> None:
     """Run the ``eval suite`` command body with a scripted policy client (mirrors ``cli.eval_suite``)."""
     from toolgauge import cli
-    from toolgauge.loaders.suite import load_suite
+    from toolgauge.benchmarks.suite.loader import load_suite
+    from toolgauge.benchmarks.suite.protocol import SuiteBenchmark
     from toolgauge.models.offline import ScriptedClient
-    from toolgauge.protocols.options import CallSettings
-    from toolgauge.protocols.suite import SuiteBenchmark
+    from toolgauge.settings import CallSettings
 
     def body() -> None:
         bench = SuiteBenchmark(load_suite(data), data_label=str(data), settings=CallSettings(tool_choice="auto"))

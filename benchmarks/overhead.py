@@ -28,9 +28,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from toolgauge.driver import RunOptions, ScoredRun, run_benchmark
 from toolgauge.engine import EngineConfig, EpisodeContext, SampleOutcome
 from toolgauge.models.offline import ScriptedClient
-from toolgauge.protocols.base import RunOptions, ScoredRun, run_benchmark
 from toolgauge.records import AssistantTurn, Message
 
 

@@ -19,12 +19,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from toolgauge.loaders.bfcl import BFCL_AST_CATEGORIES, load_bfcl
-from toolgauge.loaders.mtu import load_mtu, load_mtu_predictions, pair_predictions
-from toolgauge.metrics.bfcl import score_bfcl
-from toolgauge.metrics.mtu import score_mtu
+from toolgauge.benchmarks.bfcl.io import assistant_turn_to_bfcl_output, bfcl_gold_turn
+from toolgauge.benchmarks.bfcl.loader import BFCL_AST_CATEGORIES, load_bfcl
+from toolgauge.benchmarks.bfcl.metrics import score_bfcl
+from toolgauge.benchmarks.mtu.loader import load_mtu, load_mtu_predictions, pair_predictions
+from toolgauge.benchmarks.mtu.metrics import score_mtu
 from toolgauge.parsing.react import parse_mtu_response
-from toolgauge.protocols.bfcl_io import assistant_turn_to_bfcl_output, bfcl_gold_turn
 
 
 def best_of(repeat: int, fn: Callable[[], Any]) -> tuple[float, float]:

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from toolgauge.metrics.wild_graph import PSEUDO_ANSWER, PSEUDO_CLARIFY, CallGraph
+from toolgauge.benchmarks.wildtoolbench.graph import PSEUDO_ANSWER, PSEUDO_CLARIFY, CallGraph
 
 TESTS = Path(__file__).resolve().parent.parent / "tests"
 

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolgauge.loaders.bfcl import BfclEntry
-from toolgauge.metrics.bfcl import (
+from toolgauge.benchmarks.bfcl.loader import BfclEntry
+from toolgauge.benchmarks.bfcl.metrics import (
     check_bfcl_entry,
     score_bfcl,
     standardize_string,

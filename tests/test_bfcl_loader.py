@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from toolgauge.benchmarks.bfcl.loader import load_bfcl, load_bfcl_results
 from toolgauge.errors import DataError
-from toolgauge.loaders.bfcl import load_bfcl, load_bfcl_results
 
 QUESTION = {
     "id": "simple_python_0",

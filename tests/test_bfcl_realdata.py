@@ -11,9 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from toolgauge.loaders.bfcl import BfclEntry, load_bfcl
-from toolgauge.metrics.bfcl import score_bfcl, unsatisfiable_reason
-from toolgauge.protocols.bfcl_io import (
+from toolgauge.benchmarks.bfcl.io import (
     IRRELEVANCE_GOLD_TEXT,
     assistant_turn_to_bfcl_output,
     bfcl_gold_turn,
@@ -21,6 +19,8 @@ from toolgauge.protocols.bfcl_io import (
     bfcl_prompt_messages,
     bfcl_tools,
 )
+from toolgauge.benchmarks.bfcl.loader import BfclEntry, load_bfcl
+from toolgauge.benchmarks.bfcl.metrics import score_bfcl, unsatisfiable_reason
 
 pytestmark = pytest.mark.realdata
 

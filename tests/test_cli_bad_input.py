@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from toolgauge.benchmarks.suite.loader import builtin_suite_path
 from toolgauge.cli import app
-from toolgauge.loaders.suite import builtin_suite_path
 
 runner = CliRunner()
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from toolgauge.benchmarks.bfcl.io import assistant_turn_to_bfcl_output, bfcl_gold_turn
+from toolgauge.benchmarks.bfcl.loader import load_bfcl
 from toolgauge.cli import app
-from toolgauge.loaders.bfcl import load_bfcl
-from toolgauge.protocols.bfcl_io import assistant_turn_to_bfcl_output, bfcl_gold_turn
 
 runner = CliRunner()
 

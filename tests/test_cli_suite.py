@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from toolgauge.benchmarks.suite.loader import builtin_suite_path, load_suite
 from toolgauge.cli import app
-from toolgauge.loaders.suite import builtin_suite_path, load_suite
 
 runner = CliRunner()
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from toolgauge.benchmarks.wildtoolbench.io import read_official
 from toolgauge.cli import app
-from toolgauge.protocols.wild_io import read_official
 
 runner = CliRunner()
 FIXTURES = Path(__file__).parent / "fixtures" / "wildtoolbench"

@@ -10,10 +10,7 @@ from typing import Any, ClassVar
 import pytest
 from pydantic import BaseModel
 
-from toolgauge.engine import EngineConfig, EpisodeContext, run_episodes
-from toolgauge.errors import ModelError
-from toolgauge.models.offline import ScriptedClient
-from toolgauge.protocols.genesis_agent import (
+from toolgauge.benchmarks.tool_genesis.agent import (
     AgentTrajectory,
     JudgeVerdict,
     build_judge_prompt,
@@ -21,6 +18,9 @@ from toolgauge.protocols.genesis_agent import (
     judge_task,
     solve_task,
 )
+from toolgauge.engine import EngineConfig, EpisodeContext, run_episodes
+from toolgauge.errors import ModelError
+from toolgauge.models.offline import ScriptedClient
 from toolgauge.records import AssistantTurn, Message, ModelRequest
 from toolgauge.store import open_store
 
@@ -107,7 +107,7 @@ class FakeSession:
 # -- the agent -----------------------------------------------------------------------------------------
 @pytest.mark.skipif(not HAVE_SANDBOX, reason="toolgauge.sandbox not available yet")
 async def test_scripted_agent_solves_a_task_on_a_real_sandboxed_server(tmp_path):
-    from toolgauge.servers import launch_server
+    from toolgauge.tools import launch_server
 
     code = tmp_path / "srv" / "server.py"
     code.parent.mkdir()
@@ -254,7 +254,7 @@ def test_judge_prompt_fills_each_slot_once_and_cuts_long_histories():
 
 
 def test_tool_names_chat_apis_refuse_are_offered_cleaned():
-    from toolgauge.protocols.genesis_agent import tool_specs
+    from toolgauge.benchmarks.tool_genesis.agent import tool_specs
 
     specs, names = tool_specs(
         [{"name": "math.add"}, {"name": "math add"}, {"name": "ok_name", "inputSchema": {"type": "object"}}, {}]

@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from toolgauge.benchmarks.tool_genesis.metrics.compliance import make_strictly_compliant
+from toolgauge.benchmarks.tool_genesis.metrics.schema import match_schemas, route_unit_test
+from toolgauge.benchmarks.tool_genesis.metrics.unit_tests import score_unit_test
 from toolgauge.embeddings.minilm import MiniLMEmbedder, embeddings_available, load_embedder
-from toolgauge.metrics.genesis_compliance import make_strictly_compliant
-from toolgauge.metrics.genesis_schema import match_schemas, route_unit_test
-from toolgauge.metrics.genesis_unit import score_unit_test
 
 pytestmark = pytest.mark.skipif(not embeddings_available(), reason="the `embeddings` extra is not installed")
 

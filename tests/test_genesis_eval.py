@@ -21,12 +21,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from toolgauge.benchmarks.tool_genesis.loader import load_genesis, load_registry, write_registry
+from toolgauge.benchmarks.tool_genesis.protocol import GenesisBenchmark, GenesisSample, L4Settings, pair_registry
+from toolgauge.benchmarks.tool_genesis.records import GeneratedServer
+from toolgauge.driver import RunOptions, run_benchmark
 from toolgauge.engine import EngineConfig
-from toolgauge.loaders.genesis import load_genesis, load_registry, write_registry
 from toolgauge.models.offline import GoldClient, ScriptedClient
-from toolgauge.protocols.base import RunOptions, run_benchmark
-from toolgauge.protocols.genesis import GenesisBenchmark, GenesisSample, L4Settings, pair_registry
-from toolgauge.records.genesis import GeneratedServer
 from toolgauge.sandbox import detect_sandbox
 
 FIXTURES = Path(__file__).parent / "fixtures" / "genesis"

@@ -9,18 +9,18 @@ from typing import Any
 
 import pytest
 
-from toolgauge.engine import EngineConfig
-from toolgauge.loaders.genesis import load_registry
-from toolgauge.models.offline import ScriptedClient, as_turn
-from toolgauge.protocols.base import RunOptions, run_benchmark
-from toolgauge.protocols.genesis_generate import (
+from toolgauge.benchmarks.tool_genesis.generate import (
     AGENT_TOOLS,
     GenesisGenerateBenchmark,
     fenced_blocks,
     parse_answer,
 )
+from toolgauge.benchmarks.tool_genesis.loader import load_registry
+from toolgauge.benchmarks.tool_genesis.records import GenesisServer
+from toolgauge.driver import RunOptions, run_benchmark
+from toolgauge.engine import EngineConfig
+from toolgauge.models.offline import ScriptedClient, as_turn
 from toolgauge.records import AssistantTurn, ModelRequest
-from toolgauge.records.genesis import GenesisServer
 from toolgauge.sandbox import detect_sandbox
 
 # Generated code runs only under bubblewrap; elsewhere a launch is refused (tested in test_sandbox.py).
@@ -220,7 +220,7 @@ async def test_code_agent_writes_launches_calls_and_finishes(tmp_path, monkeypat
         launched.append(code_path)
         yield FakeSession(code_path)
 
-    monkeypatch.setattr("toolgauge.servers.launch_server", fake_launch)
+    monkeypatch.setattr("toolgauge.tools.launch_server", fake_launch)
     client = ScriptedClient(AGENT_SCRIPT, record_requests=True)
     _, result = await run(tmp_path, client, strategy="code-agent")
     assert result.scored.summary["failed"] == 0
@@ -299,14 +299,14 @@ async def test_code_agent_real_sandboxed_launch(tmp_path):
 
 
 async def test_code_agent_reports_a_launch_failure(tmp_path, monkeypatch):
-    from toolgauge.servers import ServerLaunchError
+    from toolgauge.tools import ServerLaunchError
 
     @asynccontextmanager
     async def failing_launch(code_path: Path, **_: Any):
         raise ServerLaunchError("start", "SyntaxError: invalid syntax (server.py, line 1)")
         yield
 
-    monkeypatch.setattr("toolgauge.servers.launch_server", failing_launch)
+    monkeypatch.setattr("toolgauge.tools.launch_server", failing_launch)
     script = [call("write_file", path="server.py", content="def ("), call("launch_server"), call("finish")]
     client = ScriptedClient(script, record_requests=True)
     _, result = await run(tmp_path, client, strategy="code-agent")
@@ -468,8 +468,8 @@ async def test_code_agent_keeps_working_files_when_the_model_fails_late(tmp_path
 
 
 def test_the_schema_shape_the_prompt_asks_for_passes_the_official_compliance_check():
-    from toolgauge.metrics.genesis_compliance import check_compliance
-    from toolgauge.protocols.genesis_generate import FORMAT_RULES
+    from toolgauge.benchmarks.tool_genesis.generate import FORMAT_RULES
+    from toolgauge.benchmarks.tool_genesis.metrics.compliance import check_compliance
 
     # SCHEMA follows FORMAT_RULES literally (one type per property, additionalProperties false, required list).
     assert '"additionalProperties": false' in FORMAT_RULES and "no `anyOf`" in FORMAT_RULES
@@ -478,8 +478,8 @@ def test_the_schema_shape_the_prompt_asks_for_passes_the_official_compliance_che
 
 @pytest.mark.skipif(not HAVE_SANDBOX, reason="bubblewrap sandbox not available here")
 async def test_the_example_server_in_the_prompt_runs_and_its_tool_error_reaches_the_caller(tmp_path):
-    from toolgauge.protocols.genesis_generate import SERVER_EXAMPLE
-    from toolgauge.servers import launch_server
+    from toolgauge.benchmarks.tool_genesis.generate import SERVER_EXAMPLE
+    from toolgauge.tools import launch_server
 
     code = tmp_path / "server.py"
     code.write_text(fenced_blocks(SERVER_EXAMPLE)[0].body + "\n")

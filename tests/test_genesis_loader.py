@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from toolgauge.benchmarks.tool_genesis.loader import load_genesis, load_registry, read_schema_file, write_registry
+from toolgauge.benchmarks.tool_genesis.records import GeneratedServer
 from toolgauge.errors import DataError
-from toolgauge.loaders.genesis import load_genesis, load_registry, read_schema_file, write_registry
-from toolgauge.records.genesis import GeneratedServer
 
 SPEC = Path(__file__).parent / "fixtures" / "genesis" / "spec.json"
 

@@ -17,16 +17,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-from toolgauge.metrics.genesis import GenesisServerScore, genesis_server_score, summarise_genesis
-from toolgauge.metrics.genesis_compliance import (
+from toolgauge.benchmarks.tool_genesis.metrics import GenesisServerScore, genesis_server_score, summarise_genesis
+from toolgauge.benchmarks.tool_genesis.metrics.compliance import (
     Verdict,
     check_compliance,
     check_mcp_valid,
     make_strictly_compliant,
 )
-from toolgauge.metrics.genesis_schema import SchemaMatch, match_schemas, route_unit_test, tool_text
-from toolgauge.metrics.genesis_sr import oracle_normalized, parse_rating, task_scores
-from toolgauge.metrics.genesis_unit import (
+from toolgauge.benchmarks.tool_genesis.metrics.schema import SchemaMatch, match_schemas, route_unit_test, tool_text
+from toolgauge.benchmarks.tool_genesis.metrics.task_success import oracle_normalized, parse_rating, task_scores
+from toolgauge.benchmarks.tool_genesis.metrics.unit_tests import (
     UnitTestCall,
     UnitTestScore,
     extract_text,
@@ -36,7 +36,7 @@ from toolgauge.metrics.genesis_unit import (
     structure_f1,
     summarise_unit_tests,
 )
-from toolgauge.metrics.genesis_unit import UnitTestSummary as UTSummary
+from toolgauge.benchmarks.tool_genesis.metrics.unit_tests import UnitTestSummary as UTSummary
 
 DIM = 512
 

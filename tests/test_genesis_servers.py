@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from toolgauge.loaders.genesis import load_genesis
-from toolgauge.protocols.genesis_gold import write_gold_server, write_reference_server
+from toolgauge.benchmarks.tool_genesis.gold import write_gold_server, write_reference_server
+from toolgauge.benchmarks.tool_genesis.loader import load_genesis
+from toolgauge.benchmarks.tool_genesis.replay_server import Recordings, arguments_key
 from toolgauge.sandbox import detect_sandbox
-from toolgauge.servers import ServerLaunchError, detect_server_shape, launch_server
-from toolgauge.servers.launch import stage_server_files
-from toolgauge.servers.reference_server import Recordings, arguments_key
-from toolgauge.servers.shim import build_server, find_server_class
-from toolgauge.servers.staging import MAX_COPIED_FILES, OWNER_FILE, STAGE_PREFIX, new_staging_dir, sweep_stale_staging
+from toolgauge.tools import ServerLaunchError, detect_server_shape, launch_server
+from toolgauge.tools.mcp_server import stage_server_files
+from toolgauge.tools.shim import build_server, find_server_class
+from toolgauge.tools.staging import MAX_COPIED_FILES, OWNER_FILE, STAGE_PREFIX, new_staging_dir, sweep_stale_staging
 
 FIXTURES = Path(__file__).parent / "fixtures" / "genesis"
 HOSTILE = Path(__file__).parent / "fixtures" / "hostile"
@@ -87,7 +87,7 @@ def test_shim_finds_and_builds_the_class_shape() -> None:
     spec = importlib.util.spec_from_file_location("class_shape_env", FIXTURES / "class_shape" / "env.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
-    from toolgauge.servers.shim import install_fastmcp_alias
+    from toolgauge.tools.shim import install_fastmcp_alias
 
     install_fastmcp_alias()  # the fixture imports mcp.server.fastmcp (mcp 1.x)
     spec.loader.exec_module(module)

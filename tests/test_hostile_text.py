@@ -13,8 +13,8 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from chat_stub import ChatStub, completion, error, is_probe
+from toolgauge.benchmarks.suite.loader import builtin_suite_path
 from toolgauge.cli import app
-from toolgauge.loaders.suite import builtin_suite_path
 from toolgauge.report.terminal import render_summary
 
 runner = CliRunner()

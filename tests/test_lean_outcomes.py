@@ -11,10 +11,10 @@ import pytest
 from pydantic import BaseModel
 from sqlalchemy import update
 
+from toolgauge.driver import ScoredRun
 from toolgauge.engine import EngineConfig, EpisodeContext, run_episodes
 from toolgauge.errors import UsageError
 from toolgauge.models.offline import ScriptedClient
-from toolgauge.protocols.base import ScoredRun
 from toolgauge.records import AssistantTurn, Message, ModelRequest
 from toolgauge.redact import redact_tree
 from toolgauge.report.export import sample_lines, samples_jsonl, write_lines_atomic

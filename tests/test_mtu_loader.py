@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from toolgauge.errors import DataError
-from toolgauge.loaders.mtu import (
+from toolgauge.benchmarks.mtu.loader import (
     MTU_SPLITS,
     MtuItem,
     MtuPrediction,
@@ -18,7 +17,8 @@ from toolgauge.loaders.mtu import (
     load_mtu_predictions,
     pair_predictions,
 )
-from toolgauge.loaders.mtu_native import NO_RESULT, mtu_native_request, read_literal
+from toolgauge.benchmarks.mtu.native import NO_RESULT, mtu_native_request, read_literal
+from toolgauge.errors import DataError
 
 MARK = "The following is a list of APIs and their parameters that you can use:"
 
@@ -289,7 +289,7 @@ def test_read_literal_python_and_json() -> None:
 
 
 def test_native_request_is_also_reachable_from_the_loader_module() -> None:
-    from toolgauge.loaders import mtu
+    from toolgauge.benchmarks.mtu import loader as mtu
 
     item = native_item(PY_APIS + "\nUser: Find a bus.", split="S-S")
     assert mtu.mtu_native_request(item) == mtu_native_request(item)

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolgauge.loaders.mtu import MtuItem, MtuSplit
-from toolgauge.metrics.mtu import (
+from toolgauge.benchmarks.mtu.loader import MtuItem, MtuSplit
+from toolgauge.benchmarks.mtu.metrics import (
     TurnOutcome,
     collapse_calls,
     dialogue_metrics,

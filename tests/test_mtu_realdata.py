@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from toolgauge.loaders.mtu import MTU_SPLITS, MtuItem, load_mtu, load_mtu_predictions, pair_predictions
-from toolgauge.loaders.mtu_native import API_LIST_MARKER, mtu_native_request
-from toolgauge.metrics.mtu import MtuVariant, score_mtu
+from toolgauge.benchmarks.mtu.loader import MTU_SPLITS, MtuItem, load_mtu, load_mtu_predictions, pair_predictions
+from toolgauge.benchmarks.mtu.metrics import MtuVariant, score_mtu
+from toolgauge.benchmarks.mtu.native import API_LIST_MARKER, mtu_native_request
 from toolgauge.parsing.react import parse_mtu_response, render_react
 from toolgauge.records import ToolCall
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from toolgauge.errors import DataError
-from toolgauge.loaders.jsonl import JsonProblem, parse_json, read_json_file, read_text
+from toolgauge.jsonl import JsonProblem, parse_json, read_json_file, read_text
 
 
 @pytest.mark.parametrize(

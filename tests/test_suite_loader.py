@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from toolgauge.errors import DataError
-from toolgauge.loaders.suite import (
+from toolgauge.benchmarks.suite.loader import (
     BUILTIN_SUITE,
     SuiteDialogue,
     SuiteTurn,
@@ -20,7 +19,8 @@ from toolgauge.loaders.suite import (
     load_suite,
     turn_history,
 )
-from toolgauge.records.core import ToolCall, ToolSpec
+from toolgauge.errors import DataError
+from toolgauge.records import ToolCall, ToolSpec
 
 # --- helpers -----------------------------------------------------------------------------------
 

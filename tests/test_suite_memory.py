@@ -9,12 +9,18 @@ from pathlib import Path
 
 import pytest
 
+from toolgauge.benchmarks.mtu.metrics import (
+    DialogueTurnTally,
+    TurnOutcome,
+    dialogue_metrics,
+    judge_turn,
+    score_dialogue_turns,
+)
+from toolgauge.benchmarks.suite.loader import SuiteDialogue, SuiteTurn, load_suite, turn_histories, turn_history
+from toolgauge.benchmarks.suite.protocol import SuiteBenchmark, SuiteResult, SuiteTurnResult
 from toolgauge.engine import SampleOutcome
 from toolgauge.errors import DataError
-from toolgauge.loaders.suite import SuiteDialogue, SuiteTurn, load_suite, turn_histories, turn_history
-from toolgauge.metrics.mtu import DialogueTurnTally, TurnOutcome, dialogue_metrics, judge_turn, score_dialogue_turns
 from toolgauge.models.offline import ScriptedClient
-from toolgauge.protocols.suite import SuiteBenchmark, SuiteResult, SuiteTurnResult
 from toolgauge.records import AssistantTurn, Message, ModelRequest, ToolCall, ToolSpec
 
 TOOLS = [

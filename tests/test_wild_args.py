@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from toolgauge.metrics.wild_args import (
+from toolgauge.benchmarks.wildtoolbench.args import (
     CORRECT,
     ERROR_ARGS_JSON_DECODE,
     ERROR_CALL_COUNT,
@@ -29,7 +29,7 @@ from toolgauge.metrics.wild_args import (
     check_step,
     is_schema_error,
 )
-from toolgauge.records.wild_log import WildAnswerAction, WildToolCall
+from toolgauge.benchmarks.wildtoolbench.log import WildAnswerAction, WildToolCall
 
 PARAMETERS: dict[str, Any] = {
     "type": "object",

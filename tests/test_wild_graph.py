@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from toolgauge.metrics.wild_graph import (
+from toolgauge.benchmarks.wildtoolbench.graph import (
     PSEUDO_ANSWER,
     PSEUDO_CLARIFY,
     CallGraph,

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from toolgauge.benchmarks.wildtoolbench.graph import PSEUDO_ANSWER, PSEUDO_CLARIFY
+from toolgauge.benchmarks.wildtoolbench.loader import builtin_wild_path, load_wild
 from toolgauge.errors import DataError
-from toolgauge.loaders.wild import builtin_wild_path, load_wild
-from toolgauge.metrics.wild_graph import PSEUDO_ANSWER, PSEUDO_CLARIFY
 
 FIXTURES = Path(__file__).parent / "fixtures" / "wildtoolbench"
 SESSIONS = FIXTURES / "sessions.jsonl"

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from toolgauge.errors import DataError
-from toolgauge.metrics.wild import (
+from toolgauge.benchmarks.wildtoolbench.log import WildSessionResult, WildTaskLog, read_official_results
+from toolgauge.benchmarks.wildtoolbench.metrics import (
     FAILURE_CLASSES,
     WildTaskFacts,
     WildTaskScore,
@@ -23,7 +23,7 @@ from toolgauge.metrics.wild import (
     summarise_wild,
     transitions_so_far,
 )
-from toolgauge.records.wild_log import WildSessionResult, WildTaskLog, read_official_results
+from toolgauge.errors import DataError
 
 
 def tool(name: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:

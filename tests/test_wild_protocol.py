@@ -13,17 +13,17 @@ from typing import Any
 
 import pytest
 
+from toolgauge.benchmarks.wildtoolbench.args import MATCH_ERROR_STR_SIMILARITY, SCHEMA_ERROR_NESTED_TYPE
+from toolgauge.benchmarks.wildtoolbench.io import read_official, read_steps, steps_from_results, write_official_results
+from toolgauge.benchmarks.wildtoolbench.loader import builtin_wild_path, load_wild
+from toolgauge.benchmarks.wildtoolbench.protocol import WildBenchmark, history_messages, task_graphs
+from toolgauge.benchmarks.wildtoolbench.records import WildSession
+from toolgauge.driver import RunOptions, ScoredRun, run_benchmark
 from toolgauge.engine import EngineConfig
 from toolgauge.errors import DataError, ModelError
-from toolgauge.loaders.wild import builtin_wild_path, load_wild
-from toolgauge.metrics.wild_args import MATCH_ERROR_STR_SIMILARITY, SCHEMA_ERROR_NESTED_TYPE
 from toolgauge.models.offline import ReplayClient, ScriptedClient
-from toolgauge.protocols.base import RunOptions, ScoredRun, run_benchmark
-from toolgauge.protocols.options import CallSettings
-from toolgauge.protocols.wild import WildBenchmark, history_messages, task_graphs
-from toolgauge.protocols.wild_io import read_official, read_steps, steps_from_results, write_official_results
 from toolgauge.records import AssistantTurn, ModelRequest
-from toolgauge.records.wild import WildSession
+from toolgauge.settings import CallSettings
 
 FIXTURES = Path(__file__).parent / "fixtures" / "wildtoolbench"
 SESSIONS = FIXTURES / "sessions.jsonl"

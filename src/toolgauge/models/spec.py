@@ -106,7 +106,7 @@ def _compatible_key() -> str:
 
 
 def _read_script(path: Path) -> list[ScriptItem]:
-    from toolgauge.loaders.jsonl import JsonProblem, loads_json, parse_json, read_text, text_lines
+    from toolgauge.jsonl import JsonProblem, loads_json, parse_json, read_text, text_lines
 
     text = read_text(path)
     items: list[object]

@@ -58,12 +58,12 @@ def render_summary(summary: Mapping[str, Any], console: Console) -> None:
     bench = summary.get("benchmark")
     if bench == "wildtoolbench":
         # Imported here: the WildToolBench tables use this module's helpers.
-        from toolgauge.report.wild_terminal import render_wild
+        from toolgauge.benchmarks.wildtoolbench.report import render_wild
 
         render_wild(summary, console)  # prints its own warnings and run line
         return
     if bench == "tool-genesis":
-        from toolgauge.report.genesis_terminal import render_genesis
+        from toolgauge.benchmarks.tool_genesis.report import render_genesis
 
         render_genesis(summary, console)  # prints its own warnings and run line
         return

@@ -1,0 +1,588 @@
+"""MTU-Bench metrics: the published scorer reproduced (``reference``) and a corrected ``strict`` variant.
+
+``reference`` follows MTU-Bench-Team/MTU-Bench ``MTU-Eval/cal_score.py`` and ``util.py`` rule for rule
+(value normalisation, substring matching, the argument order of each comparison, tool-number and
+tool-order accuracy built by walking the gold) with only its crash bugs fixed. ``strict`` changes
+four things: extra predicted calls count against tool-number accuracy, tool-order accuracy follows
+the prediction's own order, repeated calls to one tool are kept, and values must be equal after
+normalisation. Every formula and deviation is written up in ``docs/metrics/mtu-bench.md``.
+
+All fractions are in [0, 1]; ``round(x * 100, 2)`` gives the reference's printed percentage.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from difflib import SequenceMatcher
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from toolgauge.benchmarks.mtu.loader import MTU_SPLITS, MtuItem
+from toolgauge.records import ToolCall
+
+MtuVariant = Literal["reference", "strict"]
+
+# Digit-to-word replacement in the reference's order: "0" goes first, so "10" never survives to
+# be replaced by "ten" (it becomes "onezero").
+_DIGIT_WORDS = (
+    ("0", "zero"), ("1", "one"), ("2", "two"), ("3", "three"), ("4", "four"), ("5", "five"),
+    ("6", "six"), ("7", "seven"), ("8", "eight"), ("9", "nine"), ("10", "ten"),
+)  # fmt: skip
+# The reference's date-to-weekday table. It runs after the digits became words, so the dates never
+# match; only its "today" replacement fires (with the first day, "monday"). Kept to stay exact.
+_DATE_DAYS = (
+    ("2024-01-04", "monday"), ("2024-01-05", "tuesday"), ("2024-01-06", "wednesday"),
+    ("2024-01-07", "thursday"), ("2024-01-08", "friday"), ("2024-01-09", "saturday"),
+    ("2024-01-10", "sunday"),
+)  # fmt: skip
+# Values the reference drops from both sides before comparing (after lower-casing).
+_IGNORED_VALUE = "hotel"
+_WRONG_SUFFIX = "wrong"
+
+
+class MtuItemVerdict(BaseModel):
+    """How one item (or one turn of toolgauge's own dialogues) was judged.
+
+    Single-call items fill ``tool_correct`` / ``parameters_correct``; multi-call items fill
+    ``tool_number_accuracy`` / ``tool_order_accuracy``. ``turn_correct`` is what the dialogue
+    metrics use. ``error_type`` is None when the turn is correct, otherwise one of ``no_call``,
+    ``unexpected_call``, ``unparsable``, ``wrong_tool``, ``missing_call``, ``wrong_parameters``,
+    ``extra_call``, ``wrong_order`` (the first that applies, in that order).
+    """
+
+    id: str
+    split: str
+    predicted: list[ToolCall]
+    expected: list[ToolCall]
+    tool_correct: bool | None = None
+    parameters_correct: bool | None = None
+    tool_number_accuracy: float | None = None
+    tool_order_accuracy: float | None = None
+    turn_correct: bool
+    error_type: str | None = None
+
+
+class MtuScore(BaseModel):
+    """Scores per split plus one verdict per item (in item order)."""
+
+    variant: MtuVariant
+    splits: dict[str, dict[str, float | int]]
+    verdicts: list[MtuItemVerdict]
+
+
+class TurnOutcome(BaseModel):
+    """One turn of a toolgauge multi-turn dialogue: the calls expected and the calls made."""
+
+    dialogue_id: str
+    turn: int = Field(ge=0)
+    expected: list[ToolCall]
+    predicted: list[ToolCall]
+
+
+# --- value matching -------------------------------------------------------------------------
+
+
+def normalize_value(value: str) -> str:
+    """The reference's ``normalize_value``: sequential replaces on an already lower-cased value."""
+    value = value.replace("my ", "")
+    for digit, word in _DIGIT_WORDS:
+        value = value.replace(digit, word)
+    value = value.replace("findprovider.", "bookappointment.")
+    for date, day in _DATE_DAYS:
+        value = value.replace(date, day).replace("today", day)
+    return value
+
+
+def lowered_values(arguments: dict[str, Any]) -> dict[str, str]:
+    """``str(value).lower()`` for every argument, as the reference does before comparing."""
+    return {key: str(value).lower() for key, value in arguments.items()}
+
+
+def reference_values_match(required: dict[str, str], candidate: dict[str, str]) -> bool:
+    """The reference's ``compare_dicts(required, candidate)`` on lower-cased values.
+
+    Entries whose value is ``hotel`` are dropped from both sides; the sizes must then agree, every
+    key of ``required`` must be in ``candidate``, and each normalised ``required`` value must be a
+    substring of the normalised ``candidate`` value. Not symmetric: callers pass gold first for
+    tool/parameter accuracy and the prediction first for tool-number accuracy, as the reference does.
+    """
+    required = {key: value for key, value in required.items() if value != _IGNORED_VALUE}
+    candidate = {key: value for key, value in candidate.items() if value != _IGNORED_VALUE}
+    if len(required) != len(candidate):
+        return False
+    for key, value in required.items():
+        if key not in candidate or normalize_value(value) not in normalize_value(candidate[key]):
+            return False
+    return True
+
+
+def strict_values_match(first: dict[str, str], second: dict[str, str]) -> bool:
+    """Like ``reference_values_match`` but the normalised values must be equal (so it is symmetric)."""
+    first = {key: value for key, value in first.items() if value != _IGNORED_VALUE}
+    second = {key: value for key, value in second.items() if value != _IGNORED_VALUE}
+    if first.keys() != second.keys():
+        return False
+    return all(normalize_value(value) == normalize_value(second[key]) for key, value in first.items())
+
+
+# --- tool number and order ------------------------------------------------------------------
+
+
+def collapse_calls(calls: Sequence[ToolCall]) -> dict[str, dict[str, Any]]:
+    """The reference's dict of calls: a repeated name keeps its first position and its last arguments."""
+    collapsed: dict[str, dict[str, Any]] = {}
+    for call in calls:
+        collapsed[call.name] = call.arguments
+    return collapsed
+
+
+def reference_tool_number(
+    predicted: dict[str, dict[str, Any]], gold: dict[str, dict[str, Any]]
+) -> tuple[float, list[str]]:
+    """The reference's ``calculate_num_acc_hard``; returns TN and the labelled prediction keys.
+
+    Both sides have their names stripped. Both empty scores 1, one empty 0. Otherwise the gold is
+    walked in order: a gold tool the prediction has is labelled with its name when the predicted
+    values match (prediction-first substring test) and with ``name + "wrong"`` when not; predicted
+    tools that are not in the gold are never added, so they cost nothing. TN is the Jaccard index of
+    the labels and the gold names.
+    """
+    predicted = {name.strip(): arguments for name, arguments in predicted.items()}
+    gold = {name.strip(): arguments for name, arguments in gold.items()}
+    if not predicted and not gold:
+        return 1.0, []
+    if not predicted or not gold:
+        return 0.0, list(predicted)
+    labels: list[str] = []
+    for name, gold_arguments in gold.items():
+        if name not in predicted:
+            continue
+        if reference_values_match(lowered_values(predicted[name]), lowered_values(gold_arguments)):
+            labels.append(name)
+        else:
+            labels.append(name + _WRONG_SUFFIX)
+    union = set(labels) | set(gold)
+    return (len(set(labels) & set(gold)) / len(union) if union else 0.0), labels
+
+
+def order_accuracy(predicted: Sequence[str], gold: Sequence[str]) -> float:
+    """The reference's ``calculate_order_acc``.
+
+    Equal sequences score 1 and an empty side 0. Otherwise take the longest common contiguous block
+    (difflib ``find_longest_match``) of size L starting at index i of the prediction P:
+    ``cos(pi/2 * i/len(P)) * L/len(G)``.
+    """
+    pred = [label.strip() for label in predicted]
+    gold_labels = [label.strip() for label in gold]
+    if pred == gold_labels:
+        return 1.0
+    if not pred or not gold_labels:
+        return 0.0
+    match = SequenceMatcher(None, gold_labels, pred).find_longest_match(0, len(gold_labels), 0, len(pred))
+    return math.cos((math.pi / 2) * (match.b / len(pred))) * match.size / len(gold_labels)
+
+
+def strict_tool_number_and_order(predicted: Sequence[ToolCall], gold: Sequence[ToolCall]) -> tuple[float, float, int]:
+    """Strict TN and TO over all calls (repeats kept); returns (TN, TO, number of correct calls).
+
+    Each gold call, in order, is matched to the first unused predicted call with the same stripped
+    name, decodable arguments and equal normalised values. TN is the multiset Jaccard index
+    ``correct / (len(gold) + len(predicted) - correct)`` (1 when both are empty), so extra and
+    wrong calls both lower it. TO is ``order_accuracy`` on the prediction in its own order, each
+    predicted call labelled by the gold call it matched or by a label no gold call has.
+    """
+    if not predicted and not gold:
+        return 1.0, 1.0, 0
+    gold_values = [(call.name.strip(), lowered_values(call.arguments)) for call in gold]
+    pred_values = [(call.name.strip(), lowered_values(call.arguments)) for call in predicted]
+    used = [False] * len(predicted)
+    pred_labels = [f"unmatched#{index}" for index in range(len(predicted))]
+    correct = 0
+    for gold_index, (gold_name, gold_args) in enumerate(gold_values):
+        for pred_index, (pred_name, pred_args) in enumerate(pred_values):
+            if (
+                not used[pred_index]
+                and pred_name == gold_name
+                and predicted[pred_index].parse_error is None
+                and strict_values_match(gold_args, pred_args)
+            ):
+                used[pred_index] = True
+                pred_labels[pred_index] = f"gold#{gold_index}"
+                correct += 1
+                break
+    number = correct / (len(gold) + len(predicted) - correct)
+    order = order_accuracy(pred_labels, [f"gold#{index}" for index in range(len(gold))])
+    return number, order, correct
+
+
+# --- dialogue metrics (shared by MTU M-S / M-M and toolgauge's own dialogues) ----------------
+
+
+def soft_turn_scores(results: Sequence[bool]) -> list[float]:
+    """SATS per turn: 0 for a wrong turn, 1 before any error, else ``1 - exp(-(j - i))``.
+
+    ``i`` is the index of the most recent wrong turn before ``j``.
+    """
+    scores: list[float] = []
+    last_wrong = -1
+    for index, correct in enumerate(results):
+        if not correct:
+            scores.append(0)
+            last_wrong = index
+        elif last_wrong == -1:
+            scores.append(1)
+        else:
+            scores.append(1 - math.exp(-(index - last_wrong)))
+    return scores
+
+
+def task_process_rate(results: Sequence[bool]) -> float:
+    """TPR of one dialogue: the number of correct turns before the first wrong one, over all turns."""
+    leading = 0
+    for correct in results:
+        if not correct:
+            break
+        leading += 1
+    return leading / len(results)
+
+
+def dialogue_results(turns: Iterable[tuple[str, int, bool]]) -> list[list[bool]]:
+    """Group ``(dialogue id, turn index, correct)`` into per-dialogue result lists in turn order.
+
+    As in the reference, each dialogue is a list indexed by turn: a later entry for the same turn
+    overwrites the earlier one, and dialogues come in order of first appearance. Turn indices that
+    never appear (gaps) are left out; the reference would crash on them.
+    """
+    slots: dict[str, list[bool | None]] = {}
+    for dialogue_id, turn, correct in turns:
+        dialogue = slots.setdefault(dialogue_id, [])
+        while len(dialogue) <= turn:
+            dialogue.append(None)
+        dialogue[turn] = correct
+    return [[result for result in dialogue if result is not None] for dialogue in slots.values()]
+
+
+def dialogue_metrics(dialogues: Sequence[Sequence[bool]]) -> dict[str, float | int]:
+    """SR, ATS, SATS and TPR averaged over dialogues (each dialogue weighs the same).
+
+    ``success_rate``: share of dialogues with every turn correct. ``turn_success_rate`` (ATS): mean
+    share of correct turns. ``soft_turn_success_rate`` (SATS): mean of per-dialogue mean
+    ``soft_turn_scores``. ``task_process_rate`` (TPR): mean ``task_process_rate``.
+    """
+    if not dialogues:
+        return {"n_dialogues": 0}
+    successes = 0
+    turn_rates: list[float] = []
+    soft_rates: list[float] = []
+    process_rates: list[float] = []
+    for results in dialogues:
+        if sum(results) == len(results):
+            successes += 1
+        soft = soft_turn_scores(results)
+        soft_rates.append(sum(soft) / len(soft))
+        turn_rates.append(sum(results) / len(results))
+        process_rates.append(task_process_rate(results))
+    return {
+        "success_rate": successes / len(dialogues),
+        "turn_success_rate": sum(turn_rates) / len(turn_rates),
+        "soft_turn_success_rate": sum(soft_rates) / len(soft_rates),
+        "task_process_rate": sum(process_rates) / len(process_rates),
+        "n_dialogues": len(dialogues),
+    }
+
+
+# --- per-item judgement ---------------------------------------------------------------------
+
+
+def judge_mtu_item(item: MtuItem, predicted: Sequence[ToolCall], variant: MtuVariant = "reference") -> MtuItemVerdict:
+    """Judge one MTU item with the rules of its split (``item.multi_call`` picks single or multi)."""
+    if item.multi_call:
+        return _judge_multi(item.id, item.split, item.answer, predicted, variant)
+    gold_name, gold_arguments = next(iter(item.answer.items()))
+    expected = item.gold_calls()
+    if variant == "reference":
+        first = predicted[0] if predicted else None
+        # The reference reads one call; arguments it could not decode mean no call at all.
+        if first is None or first.parse_error is not None:
+            pred_name, pred_arguments = "", {}
+        else:
+            pred_name, pred_arguments = first.name, first.arguments
+        tool_ok = pred_name == gold_name
+        params_ok = tool_ok and reference_values_match(lowered_values(gold_arguments), lowered_values(pred_arguments))
+    else:
+        wants_call = bool(gold_name.strip())
+        if not wants_call:
+            tool_ok = not predicted
+            params_ok = tool_ok
+        else:
+            tool_ok = len(predicted) == 1 and predicted[0].name.strip() == gold_name.strip()
+            params_ok = (
+                tool_ok
+                and predicted[0].parse_error is None
+                and strict_values_match(lowered_values(gold_arguments), lowered_values(predicted[0].arguments))
+            )
+    return MtuItemVerdict(
+        id=item.id,
+        split=item.split,
+        predicted=list(predicted),
+        expected=expected,
+        tool_correct=tool_ok,
+        parameters_correct=params_ok,
+        turn_correct=params_ok,
+        error_type=None if params_ok else _single_error(gold_name, predicted, tool_ok, variant),
+    )
+
+
+def _single_error(gold_name: str, predicted: Sequence[ToolCall], tool_ok: bool, variant: MtuVariant) -> str:
+    if not gold_name.strip():
+        return "unexpected_call"
+    if not predicted or not predicted[0].name.strip():
+        return "no_call"
+    if predicted[0].parse_error is not None:
+        return "unparsable"
+    if tool_ok:
+        return "wrong_parameters"
+    if variant == "strict" and len(predicted) > 1 and predicted[0].name.strip() == gold_name.strip():
+        return "extra_call"
+    return "wrong_tool"
+
+
+def _judge_multi(
+    item_id: str,
+    split: str,
+    gold: dict[str, dict[str, Any]],
+    predicted: Sequence[ToolCall],
+    variant: MtuVariant,
+) -> MtuItemVerdict:
+    expected = [ToolCall(name=name, arguments=dict(arguments)) for name, arguments in gold.items()]
+    number, order, labels = _multi_scores(gold, expected, predicted, variant)
+    correct = number == 1 and order == 1
+    return MtuItemVerdict(
+        id=item_id,
+        split=split,
+        predicted=list(predicted),
+        expected=expected,
+        tool_number_accuracy=number,
+        tool_order_accuracy=order,
+        turn_correct=correct,
+        error_type=None if correct else _multi_error(expected, predicted, labels, variant),
+    )
+
+
+def _multi_scores(
+    gold: dict[str, dict[str, Any]],
+    expected: Sequence[ToolCall],
+    predicted: Sequence[ToolCall],
+    variant: MtuVariant,
+) -> tuple[float, float, int]:
+    """(TN, TO, number of gold calls matched with correct values) under ``variant``."""
+    if variant == "reference":
+        number, labels = reference_tool_number(collapse_calls(predicted), gold)
+        order = order_accuracy(labels, list(gold))
+        return number, order, sum(1 for label in labels if label in {name.strip() for name in gold})
+    return strict_tool_number_and_order(predicted, expected)
+
+
+def _multi_error(
+    expected: Sequence[ToolCall], predicted: Sequence[ToolCall], correct_calls: int, variant: MtuVariant
+) -> str:
+    if variant == "reference":
+        # The reference sees the collapsed dict: one entry per predicted name.
+        pred_names = Counter(name.strip() for name in collapse_calls(predicted))
+        gold_names = Counter({name.strip(): 1 for name in collapse_calls(expected)})
+    else:
+        pred_names = Counter(call.name.strip() for call in predicted)
+        gold_names = Counter(call.name.strip() for call in expected)
+    if not predicted:
+        return "no_call"
+    if not expected:
+        return "unexpected_call"
+    if any(call.parse_error is not None for call in predicted):
+        return "unparsable"
+    if not set(pred_names) & set(gold_names):
+        return "wrong_tool"
+    if gold_names - pred_names:
+        return "missing_call"
+    if correct_calls < sum(gold_names.values()):
+        return "wrong_parameters"
+    if pred_names - gold_names:
+        return "extra_call"
+    return "wrong_order"
+
+
+# --- MTU-Bench scoring ----------------------------------------------------------------------
+
+
+def score_mtu(
+    items: Sequence[MtuItem], predicted: Sequence[list[ToolCall]], variant: MtuVariant = "reference"
+) -> MtuScore:
+    """Score MTU-Bench items against the calls parsed from (or natively made in) each reply.
+
+    Args:
+        items: The items, any mix of splits.
+        predicted: ``predicted[i]`` are the calls for ``items[i]`` (``[]`` for no call or no reply).
+        variant: ``reference`` (the published scorer, crash bugs fixed) or ``strict``.
+
+    Returns:
+        Per split, the metrics that apply (fractions in [0, 1]) and ``n``: S-S ``tool_accuracy``,
+        ``parameter_accuracy``; S-M ``tool_number_accuracy``, ``tool_order_accuracy``; M-S the S-S
+        pair plus ``success_rate``, ``turn_success_rate``, ``soft_turn_success_rate``,
+        ``task_process_rate``, ``n_dialogues``; M-M the S-M pair plus the same dialogue metrics;
+        OOD the S-S pair over its single-tool items and the S-M pair over the others, with
+        ``n_single_tool`` / ``n_multi_tool``. Plus one verdict per item, in item order.
+
+    Raises:
+        ValueError: ``items`` and ``predicted`` differ in length.
+    """
+    if len(items) != len(predicted):
+        raise ValueError(f"{len(items)} items but {len(predicted)} predictions")
+    verdicts = [judge_mtu_item(item, calls, variant) for item, calls in zip(items, predicted, strict=True)]
+    splits: dict[str, dict[str, float | int]] = {}
+    for split in MTU_SPLITS:
+        members = [(item, verdict) for item, verdict in zip(items, verdicts, strict=True) if item.split == split]
+        if members:
+            splits[split] = _split_summary(split, members)
+    return MtuScore(variant=variant, splits=splits, verdicts=verdicts)
+
+
+def _split_summary(split: str, members: Sequence[tuple[MtuItem, MtuItemVerdict]]) -> dict[str, float | int]:
+    summary: dict[str, float | int] = {"n": len(members)}
+    single = [verdict for item, verdict in members if not item.multi_call]
+    multi = [verdict for item, verdict in members if item.multi_call]
+    summary.update(_single_summary(single))
+    summary.update(_multi_summary(multi))
+    if split == "OOD":
+        summary["n_single_tool"] = len(single)
+        summary["n_multi_tool"] = len(multi)
+    if split in ("M-S", "M-M"):
+        dialogues = dialogue_results(
+            (item.dialogue_id, item.turn_index, verdict.turn_correct) for item, verdict in members
+        )
+        summary.update(dialogue_metrics(dialogues))
+    return summary
+
+
+def _single_summary(verdicts: Sequence[MtuItemVerdict]) -> dict[str, float]:
+    if not verdicts:
+        return {}
+    return {
+        "tool_accuracy": sum(1 for verdict in verdicts if verdict.tool_correct) / len(verdicts),
+        "parameter_accuracy": sum(1 for verdict in verdicts if verdict.parameters_correct) / len(verdicts),
+    }
+
+
+def _multi_summary(verdicts: Sequence[MtuItemVerdict]) -> dict[str, float]:
+    if not verdicts:
+        return {}
+    numbers = [verdict.tool_number_accuracy or 0.0 for verdict in verdicts]
+    orders = [verdict.tool_order_accuracy or 0.0 for verdict in verdicts]
+    return {
+        "tool_number_accuracy": sum(numbers) / len(numbers),
+        "tool_order_accuracy": sum(orders) / len(orders),
+    }
+
+
+# --- toolgauge's own multi-turn format ------------------------------------------------------
+
+
+def judge_turn(outcome: TurnOutcome, variant: MtuVariant = "strict") -> MtuItemVerdict:
+    """Judge one turn of a toolgauge dialogue with the multi-call rules of ``variant``.
+
+    ``tool_number_accuracy`` / ``tool_order_accuracy`` are computed as for M-M, and the turn is
+    correct when both are 1. ``tool_correct``: the predicted tool names equal the expected ones as a
+    multiset (strict) or as a set after the reference's dict collapse (reference).
+    ``parameters_correct``: tool-correct and every expected call matched by a predicted call with
+    equal values (strict) or with each expected value a substring of the predicted one (reference).
+    """
+    expected, predicted = outcome.expected, outcome.predicted
+    if variant == "reference":
+        gold = collapse_calls(expected)
+        pred = collapse_calls(predicted)
+        number, labels = reference_tool_number(pred, gold)
+        order = order_accuracy(labels, list(gold))
+        gold_stripped = {name.strip(): arguments for name, arguments in gold.items()}
+        pred_stripped = {name.strip(): arguments for name, arguments in pred.items()}
+        tool_ok = set(gold_stripped) == set(pred_stripped)
+        params_ok = tool_ok and all(
+            reference_values_match(lowered_values(arguments), lowered_values(pred_stripped[name]))
+            for name, arguments in gold_stripped.items()
+        )
+        correct_calls = sum(1 for label in labels if label in gold_stripped)
+    else:
+        number, order, correct_calls = strict_tool_number_and_order(predicted, expected)
+        tool_ok = Counter(call.name.strip() for call in predicted) == Counter(call.name.strip() for call in expected)
+        params_ok = tool_ok and correct_calls == len(expected)
+    turn_ok = number == 1 and order == 1
+    return MtuItemVerdict(
+        id=f"{outcome.dialogue_id}#{outcome.turn}",
+        split="dialogue",
+        predicted=list(predicted),
+        expected=list(expected),
+        tool_correct=tool_ok,
+        parameters_correct=params_ok,
+        tool_number_accuracy=number,
+        tool_order_accuracy=order,
+        turn_correct=turn_ok,
+        error_type=None if turn_ok else _multi_error(expected, predicted, correct_calls, variant),
+    )
+
+
+def score_dialogue_turns(turns: Sequence[TurnOutcome], variant: MtuVariant = "strict") -> dict[str, float | int]:
+    """Score toolgauge's own multi-turn dialogues with the MTU metrics (strict by default).
+
+    Returns per-turn means of ``tool_accuracy``, ``parameter_accuracy``, ``tool_number_accuracy`` and
+    ``tool_order_accuracy`` (see ``judge_turn``), the dialogue metrics ``success_rate``,
+    ``turn_success_rate``, ``soft_turn_success_rate``, ``task_process_rate`` (turns grouped by
+    ``dialogue_id`` and ordered by ``turn``), and ``n_turns`` / ``n_dialogues``.
+    """
+    tally = DialogueTurnTally()
+    for turn in turns:
+        tally.add(turn.dialogue_id, turn.turn, judge_turn(turn, variant))
+    return tally.summary()
+
+
+class DialogueTurnTally:
+    """Adds up judged turns one at a time into :func:`score_dialogue_turns`'s summary.
+
+    Keeps a few numbers per turn instead of the turns and verdicts, so a run can drop each
+    verdict once it is counted; the summary is the same, bit for bit.
+    """
+
+    def __init__(self) -> None:
+        self._tool_correct = 0
+        self._parameters_correct = 0
+        self._numbers = array("d")
+        self._orders = array("d")
+        # dialogue id -> correctness by turn index, as in ``dialogue_results``.
+        self._slots: dict[str, list[bool | None]] = {}
+
+    def add(self, dialogue_id: str, turn: int, verdict: MtuItemVerdict) -> None:
+        """Count one judged turn."""
+        self._tool_correct += 1 if verdict.tool_correct else 0
+        self._parameters_correct += 1 if verdict.parameters_correct else 0
+        self._numbers.append(verdict.tool_number_accuracy or 0.0)
+        self._orders.append(verdict.tool_order_accuracy or 0.0)
+        dialogue = self._slots.setdefault(dialogue_id, [])
+        while len(dialogue) <= turn:
+            dialogue.append(None)
+        dialogue[turn] = verdict.turn_correct
+
+    def summary(self) -> dict[str, float | int]:
+        """Return the scores of the turns counted so far."""
+        n = len(self._numbers)
+        if not n:
+            return {"n_turns": 0, "n_dialogues": 0}
+        summary: dict[str, float | int] = {
+            "tool_accuracy": self._tool_correct / n,
+            "parameter_accuracy": self._parameters_correct / n,
+            "tool_number_accuracy": sum(self._numbers) / n,
+            "tool_order_accuracy": sum(self._orders) / n,
+        }
+        dialogues = [[result for result in results if result is not None] for results in self._slots.values()]
+        summary.update(dialogue_metrics(dialogues))
+        summary["n_turns"] = n
+        return summary

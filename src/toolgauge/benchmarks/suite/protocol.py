@@ -1,0 +1,172 @@
+"""toolgauge's own multi-turn format: one model step per turn on gold history, MTU strict metrics."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from toolgauge.benchmarks.mtu.metrics import DialogueTurnTally, MtuItemVerdict, MtuVariant, TurnOutcome, judge_turn
+from toolgauge.benchmarks.suite.loader import SuiteDialogue, turn_histories
+from toolgauge.driver import ScoredRun
+from toolgauge.engine import EpisodeContext, SampleOutcome
+from toolgauge.recordings import read_recorded_turns
+from toolgauge.records import AssistantTurn, ToolCall
+from toolgauge.settings import CallSettings
+
+
+class SuiteTurnResult(BaseModel):
+    """What the model did in one turn."""
+
+    content: str | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    finish_reason: str | None = None
+
+
+class SuiteResult(BaseModel):
+    """One dialogue's model turns."""
+
+    turns: list[SuiteTurnResult]
+
+
+@dataclass(frozen=True, slots=True)
+class JudgedTurn:
+    """One turn of a scored dialogue: its verdict and what the ``--samples`` row shows."""
+
+    dialogue_id: str
+    turn: int
+    verdict: MtuItemVerdict
+    content: str | None
+    sample_error: str | None
+
+    def row(self) -> dict[str, Any]:
+        """The turn's ``--samples`` row."""
+        return {
+            "id": f"{self.dialogue_id}#{self.turn}",
+            "dialogue": self.dialogue_id,
+            "turn": self.turn,
+            **self.verdict.model_dump(mode="json", exclude={"id", "split"}),
+            "content": self.content,
+            "sample_error": self.sample_error,
+        }
+
+
+class SuiteBenchmark:
+    """Runs dialogues in toolgauge's JSONL format."""
+
+    name = "suite"
+    result_type = SuiteResult
+
+    def __init__(
+        self,
+        dialogues: Sequence[SuiteDialogue],
+        *,
+        data_label: str,
+        settings: CallSettings | None = None,
+        variant: MtuVariant = "strict",
+    ):
+        self.dialogues = list(dialogues)
+        self.data_label = data_label
+        self.settings = settings or CallSettings()
+        self.variant: MtuVariant = variant
+
+    def samples(self) -> list[tuple[str, SuiteDialogue]]:
+        """Dialogues keyed by id (ids are unique in a valid file)."""
+        return [(d.id, d) for d in self.dialogues]
+
+    def config(self) -> dict[str, Any]:
+        """Settings that define the run."""
+        return {
+            "data": self.data_label,
+            "variant": self.variant,
+            "n": len(self.dialogues),
+            **self.settings.model_dump(),
+        }
+
+    async def episode(self, sample: SuiteDialogue, ctx: EpisodeContext) -> SuiteResult:
+        """Ask the model once per turn, on the gold history."""
+        results: list[SuiteTurnResult] = []
+        tools = list(sample.tools)
+        for turn, history in turn_histories(sample):
+            gold = AssistantTurn(
+                content=None if turn.expected_calls else (turn.assistant or ""),
+                tool_calls=list(turn.expected_calls),
+                finish_reason="tool_calls" if turn.expected_calls else "stop",
+            )
+            answer = await ctx.generate(
+                history,
+                tools,
+                self.settings.options_for(list(turn.expected_calls)),
+                gold=gold,
+            )
+            results.append(
+                SuiteTurnResult(
+                    content=answer.content, tool_calls=answer.tool_calls, finish_reason=answer.finish_reason
+                )
+            )
+        return SuiteResult(turns=results)
+
+    def score(
+        self, samples: Sequence[tuple[str, SuiteDialogue]], outcomes: Sequence[SampleOutcome[SuiteResult]]
+    ) -> ScoredRun:
+        """Score every turn with the MTU-Bench metrics (failed dialogues count as empty replies).
+
+        One pass over the samples and their outcomes (both in input order, as the engine returns
+        them; samples that did not run have no outcome): each turn is judged once and counted. The
+        rows are made by a second pass when they are asked for.
+
+        Raises:
+            ValueError: an outcome is out of order or belongs to no sample.
+        """
+        tally = DialogueTurnTally()
+        for judged in self.judged_turns(samples, outcomes):
+            tally.add(judged.dialogue_id, judged.turn, judged.verdict)
+        summary: dict[str, Any] = {
+            "benchmark": self.name,
+            "variant": self.variant,
+            "mode": "native",
+            "data": self.data_label,
+            "scores": tally.summary(),
+        }
+        # A second pass, made only when --samples is written: no row per turn is held in the meantime.
+        return ScoredRun(summary=summary, rows=lambda: (j.row() for j in self.judged_turns(samples, outcomes)))
+
+    def judged_turns(
+        self, samples: Iterable[tuple[str, SuiteDialogue]], outcomes: Iterable[SampleOutcome[SuiteResult]]
+    ) -> Iterator[JudgedTurn]:
+        """Yield every turn of every sample judged, one at a time (nothing is kept between turns).
+
+        ``samples`` and ``outcomes`` are read once, in step; see :meth:`score` for the order.
+
+        Raises:
+            ValueError: an outcome is out of order or belongs to no sample.
+        """
+        pending = iter(outcomes)
+        outcome = next(pending, None)
+        for key, dialogue in samples:
+            mine = None
+            if outcome is not None and outcome.key == key:
+                mine, outcome = outcome, next(pending, None)
+            got = mine.result.turns if mine and mine.result else []
+            for index, turn in enumerate(dialogue.turns):
+                answer = got[index] if index < len(got) else None
+                verdict = judge_turn(
+                    TurnOutcome(
+                        dialogue_id=dialogue.id,
+                        turn=index,
+                        expected=turn.expected_calls,
+                        predicted=answer.tool_calls if answer else [],
+                    ),
+                    self.variant,
+                )
+                error = mine.error if mine else "not run"
+                yield JudgedTurn(dialogue.id, index, verdict, answer.content if answer else None, error)
+        if outcome is not None:
+            raise ValueError(f"outcome {outcome.key!r} is not in sample order (or not a sample of this run)")
+
+    def replay_table(self, path: Path) -> Mapping[str, Sequence[AssistantTurn]]:
+        """Read step-level recordings: JSONL lines ``{"id", "turn", "content", "tool_calls"}``."""
+        return read_recorded_turns(path, index_field="turn", what="recorded turn")

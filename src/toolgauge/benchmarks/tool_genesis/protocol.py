@@ -1,0 +1,646 @@
+"""Tool-Genesis evaluation: one sample per server, levels L1–L4, scored as the official code does.
+
+An episode takes a generated server (from a registry, from the generator, or the gold server) and
+records every level's raw results, even when a level fails:
+
+- **L1** the schema file's compliance (official strict check) and MCP validity; up to 3 sandboxed
+  launches, stopping at the first that initialises and lists at least one tool.
+- **L2** Schema-F1 of the schema FILE against the reference tools, and ``schema_f1_live`` from the
+  tools the running server lists.
+- **L3** every unit test routed through the inverse tool/argument maps, on one server process (a
+  fresh process per test for stateful servers in ``strict``), 30 s per call; when the server dies
+  the remaining tests are not run and the reason is recorded.
+- **L4** per task example, the proxy agent (role ``agent``) solves the task with the generated
+  server and with the reference server (the oracle), and the judge (role ``judge``) rates both.
+
+Failures of a generated server are outcomes, never exceptions. ``score`` is pure: it turns the
+records into ``GenesisServerScore`` (level gating) and ``summarise_genesis`` (aggregates, cascade).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, Field
+
+from toolgauge.benchmarks.tool_genesis.loader import UNSAFE_PATH, load_registry, write_registry
+from toolgauge.benchmarks.tool_genesis.metrics import GenesisServerScore, genesis_server_score, summarise_genesis
+from toolgauge.benchmarks.tool_genesis.metrics.compliance import Verdict, check_compliance, check_mcp_valid
+from toolgauge.benchmarks.tool_genesis.metrics.schema import GenesisVariant, SchemaMatch, match_schemas, route_unit_test
+from toolgauge.benchmarks.tool_genesis.metrics.unit_tests import (
+    UnitTestCall,
+    UnitTestScore,
+    UnitTestSummary,
+    score_unit_tests,
+    summarise_unit_tests,
+)
+from toolgauge.benchmarks.tool_genesis.records import GeneratedServer, GenesisServer
+from toolgauge.driver import ScoredRun
+from toolgauge.embeddings.base import Embedder
+from toolgauge.engine import EpisodeContext, SampleOutcome
+from toolgauge.errors import DataError
+from toolgauge.records import AssistantTurn
+from toolgauge.tools import McpServerSession, ServerLaunchError, ToolCallOutcome, launch_server
+from toolgauge.tools.staging import UnsafeFile, read_untrusted_file
+
+LAUNCH_ATTEMPTS = 3
+CALL_TIMEOUT = 30.0
+STARTUP_TIMEOUT = 30.0
+_KEEP_CHARS = 2000  # outputs stored per unit test / trajectory are cut to this many characters
+
+Source = Literal["registry", "generate", "gold"]
+T = TypeVar("T")
+# A schema file larger than this is not read (a generated one is a few kilobytes).
+_MAX_SCHEMA_BYTES = 10 * 1024 * 1024
+
+
+async def _off_loop(fn: Callable[..., T], *args: Any) -> T:
+    """Run blocking work (embedding) in a daemon thread and await it.
+
+    Not ``asyncio.to_thread``: ``asyncio.run`` joins its executor's threads at exit, so an interrupted run
+    would wait for a model load or an embedding batch to finish. A daemon thread is abandoned instead.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def settle(value: Any, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)
+
+    def work() -> None:
+        value: Any = None
+        error: BaseException | None = None
+        try:
+            value = fn(*args)
+        except BaseException as exc:  # handed to the awaiting task, which decides
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+            loop.call_soon_threadsafe(settle, value, error)
+
+    threading.Thread(target=work, name=f"toolgauge-{getattr(fn, '__name__', 'work')}", daemon=True).start()
+    return await future
+
+
+def _cut(text: str | None, limit: int = _KEEP_CHARS) -> str:
+    if not text:
+        return ""
+    return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more characters]"
+
+
+@dataclass(frozen=True)
+class GenesisSample:
+    """One server of the data file and, when it is already known, its generated server."""
+
+    server: GenesisServer
+    generated: GeneratedServer | None = None
+
+
+class LaunchRecord(BaseModel):
+    """One launch attempt."""
+
+    attempt: int
+    ok: bool
+    stage: str | None = None
+    reason: str | None = None
+    tools: int = 0
+    seconds: float = 0.0
+
+
+class UnitTestRecord(BaseModel):
+    """One unit test: where it was routed, what came back and its score.
+
+    ``status`` is ``called``, ``not_built`` (no generated tool matches the reference tool) or
+    ``not_run`` (the server had died before this test).
+    """
+
+    gold_tool: str
+    index: int
+    status: Literal["called", "not_built", "not_run"]
+    pred_tool: str | None = None
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    is_error: bool = False
+    failure: str | None = None
+    seconds: float = 0.0
+    score: UnitTestScore | None = None
+
+
+class TaskRecord(BaseModel):
+    """One task example: the judge's rating with the generated server and with the reference server."""
+
+    index: int
+    task: str
+    rating: int = 0
+    reference_rating: int | None = None
+    tool_calls: int = 0
+    reference_tool_calls: int = 0
+    answer: str = ""
+    reference_answer: str = ""
+    judge_raw: str = ""
+    errors: list[str] = Field(default_factory=list)
+
+
+class GenesisEvalResult(BaseModel):
+    """Everything one server's episode measured, level by level."""
+
+    slug: str
+    variant: GenesisVariant
+    source: Source = "registry"
+    generation_error: str | None = None
+    schema_error: str | None = None
+    compliance: Verdict = Field(default_factory=lambda: Verdict(ok=False, reason="not checked"))
+    mcp_valid: Verdict = Field(default_factory=lambda: Verdict(ok=False, reason="not checked"))
+    launches: list[LaunchRecord] = Field(default_factory=list)
+    live_tools: list[str] = Field(default_factory=list)
+    schema_match: SchemaMatch | None = None
+    schema_live: SchemaMatch | None = None
+    unit_tests: list[UnitTestRecord] = Field(default_factory=list)
+    ut_summary: UnitTestSummary | None = None
+    ut_abort: str | None = None
+    tasks: list[TaskRecord] | None = None
+    l4_skipped: str | None = None
+    seconds: dict[str, float] = Field(default_factory=dict)
+
+    @property
+    def launch_successes(self) -> int:
+        """Launches that initialised and listed at least one tool."""
+        return sum(1 for launch in self.launches if launch.ok)
+
+    @property
+    def launch_failure(self) -> str | None:
+        """Why the last failed launch failed."""
+        failed = [launch for launch in self.launches if not launch.ok]
+        if not failed:
+            return None
+        last = failed[-1]
+        return f"{last.stage}: {last.reason}" if last.stage else last.reason
+
+
+class _LiveServer:
+    """A launched server together with the stack that stops it, so it can be stopped early (restarts)."""
+
+    def __init__(self, session: McpServerSession, stack: AsyncExitStack):
+        self.session = session
+        self._stack = stack
+
+    async def close(self) -> None:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            # Closing because the run is cancelled (Ctrl-C): kill the sandbox first, skipping MCP's grace period.
+            self.session.kill()
+        await self._stack.aclose()
+
+
+@dataclass
+class L4Settings:
+    """Whether and how L4 runs: ``skip_reason`` set means it does not."""
+
+    skip_reason: str | None = None
+    max_steps: int = 10
+
+
+class GenesisBenchmark:
+    """Tool-Genesis evaluation (``genesis evaluate`` and ``eval tool-genesis``)."""
+
+    name = "tool-genesis"
+    result_type = GenesisEvalResult
+
+    def __init__(
+        self,
+        samples: Sequence[GenesisSample],
+        *,
+        data_label: str,
+        variant: GenesisVariant = "reference",
+        source: Source = "registry",
+        out_dir: Path | None = None,
+        strategy: Literal["direct", "code-agent"] = "direct",
+        l4: L4Settings | None = None,
+        embedder: Embedder | None = None,
+        limits: Any = None,
+        call_timeout: float = CALL_TIMEOUT,
+        startup_timeout: float = STARTUP_TIMEOUT,
+        launch_attempts: int = LAUNCH_ATTEMPTS,
+        warnings: Sequence[str] = (),
+    ):
+        self._samples = list(samples)
+        self.data_label = data_label
+        self.variant: GenesisVariant = variant
+        self.source: Source = source
+        self.out_dir = Path(out_dir) if out_dir is not None else None
+        self.strategy: Literal["direct", "code-agent"] = strategy
+        self.l4 = l4 or L4Settings(skip_reason="L4 not requested")
+        self._embedder = embedder
+        self.limits = limits
+        self.call_timeout = call_timeout
+        self.startup_timeout = startup_timeout
+        self.launch_attempts = launch_attempts
+        self.warnings = list(warnings)
+        if source != "registry" and self.out_dir is None:
+            raise ValueError("generating servers needs an out_dir")
+        self._registry: dict[str, GeneratedServer] = self._existing_registry()
+
+    def _existing_registry(self) -> dict[str, GeneratedServer]:
+        """Entries of an earlier (resumed) run in ``out_dir``, so the rewritten registry keeps them."""
+        if self.out_dir is None or not (self.out_dir / "registry.json").is_file():
+            return {}
+        try:
+            return load_registry(self.out_dir, check_schemas=False)
+        except DataError:
+            return {}  # an unreadable old registry is replaced
+
+    # -- Benchmark protocol -------------------------------------------------------------------
+    def samples(self) -> list[tuple[str, GenesisSample]]:
+        """Servers keyed by slug."""
+        return [(s.server.server_slug, s) for s in self._samples]
+
+    def config(self) -> dict[str, Any]:
+        """Settings that define the run."""
+        return {
+            "data": self.data_label,
+            "variant": self.variant,
+            "source": self.source,
+            "out": str(self.out_dir.resolve()) if self.out_dir else None,
+            "strategy": self.strategy if self.source == "generate" else None,
+            "n": len(self._samples),
+            "l4": self.l4.skip_reason is None,
+            "call_timeout": self.call_timeout,
+        }
+
+    @property
+    def embedder(self) -> Embedder:
+        """The run's embedder, loaded on first use and shared by every episode."""
+        if self._embedder is None:
+            from toolgauge.embeddings.minilm import load_embedder
+
+            self._embedder = load_embedder()
+        return self._embedder
+
+    async def episode(self, sample: GenesisSample, ctx: EpisodeContext) -> GenesisEvalResult:
+        """Evaluate one server through L1–L4 (generating it first when the run generates)."""
+        server = sample.server
+        result = GenesisEvalResult(slug=server.server_slug, variant=self.variant, source=self.source)
+        started = time.perf_counter()
+        generated = await self._generated(sample, ctx)
+        result.seconds["generate"] = round(time.perf_counter() - started, 3)
+        if generated is None:
+            result.generation_error = "the server is not in the registry"
+            result.compliance = result.mcp_valid = Verdict(ok=False, reason=result.generation_error)
+            return result
+        if generated.error is not None:
+            result.generation_error = generated.error
+        payload = self._schema_payload(generated, result)
+        if payload is not None:
+            result.compliance = check_compliance(payload)
+            result.mcp_valid = check_mcp_valid(payload)
+        else:
+            reason = result.schema_error or "no schema file"
+            if result.generation_error is not None:
+                # A registry path refused by the loader is not a generation failure: say what it is.
+                unsafe = result.generation_error.startswith(UNSAFE_PATH)
+                reason = result.generation_error if unsafe else f"generation failed: {result.generation_error}"
+            result.compliance = result.mcp_valid = Verdict(ok=False, reason=reason)
+        t0 = time.perf_counter()
+        live = await self._launch_with_attempts(generated, result)
+        result.seconds["launch"] = round(time.perf_counter() - t0, 3)
+        try:
+            schema_ok = result.compliance.ok if self.variant == "reference" else result.mcp_valid.ok
+            if live is None or not schema_ok:
+                # L1 failed: the official pipeline computes nothing further (every later metric is 0).
+                result.l4_skipped = "L1 failed"
+                return result
+            result.live_tools = live.session.tool_names
+            t0 = time.perf_counter()
+            tools = payload.get("tools") if isinstance(payload, dict) else None
+            gold_tools = server.tool_definitions
+            result.schema_match = await _off_loop(
+                match_schemas, tools if isinstance(tools, list) else [], gold_tools, self.embedder, self.variant
+            )
+            result.schema_live = await _off_loop(
+                match_schemas, live.session.tools, gold_tools, self.embedder, self.variant
+            )
+            result.seconds["l2"] = round(time.perf_counter() - t0, 3)
+            t0 = time.perf_counter()
+            live = await self._unit_tests(server, generated, live, result)
+            result.seconds["l3"] = round(time.perf_counter() - t0, 3)
+            t0 = time.perf_counter()
+            await self._tasks(server, generated, live, ctx, result)
+            result.seconds["l4"] = round(time.perf_counter() - t0, 3)
+        finally:
+            if live is not None:
+                await live.close()
+        return result
+
+    def score(
+        self, samples: Sequence[tuple[str, GenesisSample]], outcomes: Sequence[SampleOutcome[GenesisEvalResult]]
+    ) -> ScoredRun:
+        """Per-server scores with the level gating, then the aggregates and the cascade."""
+        by_key = {o.key: o for o in outcomes}
+        scores: list[GenesisServerScore] = []
+        rows: list[dict[str, Any]] = []
+        for key, _ in samples:
+            outcome = by_key.get(key)
+            result = outcome.result if outcome else None
+            if result is None:
+                error = outcome.error if outcome else "not run"
+                result = GenesisEvalResult(
+                    slug=key,
+                    variant=self.variant,
+                    source=self.source,
+                    generation_error=f"episode failed: {error}",
+                    compliance=Verdict(ok=False, reason=f"episode failed: {error}"),
+                    mcp_valid=Verdict(ok=False, reason=f"episode failed: {error}"),
+                )
+            record = server_score(result, self.variant)
+            scores.append(record)
+            rows.append(
+                {
+                    "id": key,
+                    **record.model_dump(mode="json"),
+                    "generation_error": result.generation_error,
+                    "launch_failure": result.launch_failure,
+                    "ut_abort": result.ut_abort,
+                    "l4_skipped": result.l4_skipped,
+                    "seconds": result.seconds,
+                    "sample_error": outcome.error if outcome else "not run",
+                }
+            )
+        summary: dict[str, Any] = {
+            "benchmark": self.name,
+            "data": self.data_label,
+            "source": self.source,
+            **summarise_genesis(scores, self.variant, total_servers=len(samples), l4_run=self.l4.skip_reason is None),
+        }
+        summary["l4"] = "run" if self.l4.skip_reason is None else f"skipped: {self.l4.skip_reason}"
+        if self.warnings:
+            summary["warnings"] = list(self.warnings)
+        return ScoredRun(summary=summary, rows=rows)
+
+    def replay_table(self, path: Path) -> Mapping[str, Sequence[AssistantTurn]]:
+        """Tool-Genesis has no recorded-output format to replay."""
+        raise DataError(str(path), "tool-genesis cannot replay recorded outputs; use genesis evaluate --pred")
+
+    # -- episode parts --------------------------------------------------------------------------
+    async def _generated(self, sample: GenesisSample, ctx: EpisodeContext) -> GeneratedServer | None:
+        if self.source == "registry":
+            return sample.generated
+        assert self.out_dir is not None
+        from toolgauge.benchmarks.tool_genesis.generate import generate_server, server_dir
+
+        folder = server_dir(self.out_dir, sample.server.server_slug)
+        if self.source == "gold":
+            from toolgauge.benchmarks.tool_genesis.gold import write_gold_server
+
+            folder.mkdir(parents=True, exist_ok=True)
+            generated = await asyncio.to_thread(write_gold_server, sample.server, folder)
+        else:
+            generated = await generate_server(ctx, sample.server, self.out_dir, self.strategy)
+        # The registry is rewritten after every server, so an interrupted run leaves a usable one.
+        self._registry[generated.slug] = generated
+        write_registry(self.out_dir, self._registry.values())
+        return generated
+
+    def _schema_payload(self, generated: GeneratedServer, result: GenesisEvalResult) -> Any:
+        """The schema file's JSON, or None with ``schema_error`` set (a scored L1 failure)."""
+        path = Path(generated.schema_path)
+        if not path.exists() and not path.is_symlink():
+            result.schema_error = f"schema file not found: {path}"
+            return None
+        try:
+            # No link is followed: a schema file linked to a host file must not be read as root.
+            text = read_untrusted_file(path, _MAX_SCHEMA_BYTES).decode("utf-8")
+        except UnsafeFile as exc:
+            result.schema_error = f"unsafe schema file: {exc.reason}"
+            return None
+        except UnicodeDecodeError as exc:
+            result.schema_error = f"cannot read the schema file: {exc}"
+            return None
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            result.schema_error = f"schema file is not JSON: {exc.msg} (line {exc.lineno})"
+            return None
+        except (ValueError, RecursionError):  # generated text: an over-long integer or nesting too deep
+            result.schema_error = "schema file is not JSON: a number or nesting beyond the parser's limits"
+            return None
+
+    async def _launch(self, code_path: Path) -> _LiveServer:
+        """Start a server (raises ``ServerLaunchError``); the caller closes the returned handle."""
+        stack = AsyncExitStack()
+        try:
+            session = await stack.enter_async_context(
+                launch_server(code_path, limits=self.limits, startup_timeout=self.startup_timeout)
+            )
+        except BaseException:
+            await stack.aclose()
+            raise
+        return _LiveServer(session, stack)
+
+    async def _launch_with_attempts(self, generated: GeneratedServer, result: GenesisEvalResult) -> _LiveServer | None:
+        """Up to ``launch_attempts`` launches; the first that lists a tool is kept for L2–L4."""
+        if generated.error is not None and not Path(generated.code_path).is_file():
+            reason = f"no code file ({generated.error})" if generated.error.startswith(UNSAFE_PATH) else "no code file"
+            result.launches.append(LaunchRecord(attempt=1, ok=False, stage="prepare", reason=reason))
+            return None
+        for attempt in range(1, self.launch_attempts + 1):
+            t0 = time.perf_counter()
+            try:
+                live = await self._launch(Path(generated.code_path))
+            except ServerLaunchError as exc:
+                result.launches.append(
+                    LaunchRecord(attempt=attempt, ok=False, stage=exc.stage, reason=exc.reason, seconds=_since(t0))
+                )
+                if exc.stage == "prepare":
+                    break  # a missing code file does not appear on a second try
+                continue
+            result.launches.append(
+                LaunchRecord(attempt=attempt, ok=True, tools=len(live.session.tools), seconds=_since(t0))
+            )
+            return live
+        return None
+
+    async def _relaunch(self, generated: GeneratedServer) -> tuple[_LiveServer | None, str | None]:
+        try:
+            return await self._launch(Path(generated.code_path)), None
+        except ServerLaunchError as exc:
+            return None, str(exc)
+
+    async def _unit_tests(
+        self,
+        server: GenesisServer,
+        generated: GeneratedServer,
+        live: _LiveServer,
+        result: GenesisEvalResult,
+    ) -> _LiveServer | None:
+        """Run L3; returns the server L4 should use (a restart may have replaced it; None if none runs)."""
+        assert result.schema_match is not None
+        match = result.schema_match
+        restart_each = self.variant == "strict" and server.stateful
+        called: list[tuple[UnitTestRecord, ToolCallOutcome, str]] = []
+        aborted: str | None = None
+        current: _LiveServer | None = live
+        for gold_tool, cases in server.unit_test.items():
+            for index, case in enumerate(cases):
+                route = route_unit_test(gold_tool, case.arguments_dict, match)
+                if route is None:
+                    result.unit_tests.append(UnitTestRecord(gold_tool=gold_tool, index=index, status="not_built"))
+                    continue
+                pred_tool, arguments = route
+                record = UnitTestRecord(
+                    gold_tool=gold_tool, index=index, status="called", pred_tool=pred_tool, arguments=arguments
+                )
+                if aborted is not None:
+                    record.status = "not_run"
+                    result.unit_tests.append(record)
+                    continue
+                if restart_each and called and current is not None:
+                    # Strict: a stateful server starts every test from a fresh process.
+                    await current.close()
+                    current, why = await self._relaunch(generated)
+                    if current is None:
+                        aborted = f"restart before test {gold_tool}[{index}] failed: {why}"
+                        record.status = "not_run"
+                        result.unit_tests.append(record)
+                        continue
+                assert current is not None
+                outcome = await current.session.call(pred_tool, arguments, timeout=self.call_timeout)
+                record.is_error, record.failure, record.seconds = outcome.is_error, outcome.failure, outcome.seconds
+                result.unit_tests.append(record)
+                called.append((record, outcome, case.function_output_content))
+                if not current.session.alive:
+                    aborted = f"server died at {gold_tool}[{index}]: {current.session.death_reason}"
+        result.ut_abort = aborted
+        result.seconds["l3_calls"] = round(sum(r.seconds for r, _, _ in called), 3)
+        t0 = time.perf_counter()
+        scores = await _off_loop(self._score_calls, called)
+        result.seconds["l3_scoring"] = _since(t0)
+        for (record, _, _), score in zip(called, scores, strict=True):
+            record.score = score.model_copy(update={"actual": _cut(score.actual), "expected": _cut(score.expected)})
+        not_built = sum(1 for r in result.unit_tests if r.status == "not_built")
+        not_run = sum(1 for r in result.unit_tests if r.status == "not_run")
+        result.ut_summary = summarise_unit_tests(scores, not_built=not_built, not_run=not_run, variant=self.variant)
+        return current
+
+    def _score_calls(self, called: Sequence[tuple[UnitTestRecord, ToolCallOutcome, str]]) -> list[UnitTestScore]:
+        """Score every call (the texts are embedded in one batch first)."""
+        calls = [
+            UnitTestCall(content=o.content, is_error=o.is_error, call_failure=o.failure, expected=expected)
+            for _, o, expected in called
+        ]
+        return score_unit_tests(calls, self.embedder, self.variant)
+
+    async def _tasks(
+        self,
+        server: GenesisServer,
+        generated: GeneratedServer,
+        live: _LiveServer | None,
+        ctx: EpisodeContext,
+        result: GenesisEvalResult,
+    ) -> None:
+        """L4: every task example with the generated server and with the reference server, both judged."""
+        if self.l4.skip_reason is not None:
+            result.l4_skipped = self.l4.skip_reason
+            return
+        if not server.task_example:
+            result.l4_skipped = "the server has no task examples"
+            result.tasks = []
+            return
+        from toolgauge.benchmarks.tool_genesis.agent import judge_task, solve_task
+        from toolgauge.benchmarks.tool_genesis.gold import write_reference_server
+
+        own: list[_LiveServer] = []
+        try:
+            gen = live
+            if gen is None or not gen.session.alive:
+                gen, _ = await self._relaunch(generated)
+                if gen is not None:
+                    own.append(gen)
+            with tempfile.TemporaryDirectory(prefix="toolgauge-oracle-") as tmp:
+                oracle = await asyncio.to_thread(write_reference_server, server, Path(tmp))
+                ref, ref_error = await self._relaunch(oracle)
+                if ref is not None:
+                    own.append(ref)
+            result.tasks = []
+            for index, task in enumerate(server.task_example):
+                record = TaskRecord(index=index, task=task)
+                if gen is not None and gen.session.alive:
+                    trajectory = await solve_task(ctx, task, gen.session, role="agent", max_steps=self.l4.max_steps)
+                    verdict = await judge_task(ctx, task, trajectory, role="judge")
+                    record.rating, record.judge_raw = verdict.score, _cut(verdict.raw, 500)
+                    record.tool_calls, record.answer = len(trajectory.steps), _cut(trajectory.final_answer)
+                    record.errors += trajectory.errors + verdict.errors
+                else:
+                    record.errors.append("the generated server is not running")
+                if ref is not None:
+                    ref_traj = await solve_task(ctx, task, ref.session, role="agent", max_steps=self.l4.max_steps)
+                    ref_verdict = await judge_task(ctx, task, ref_traj, role="judge")
+                    record.reference_rating = ref_verdict.score
+                    record.reference_tool_calls = len(ref_traj.steps)
+                    record.reference_answer = _cut(ref_traj.final_answer)
+                else:
+                    record.errors.append(f"reference server not running: {ref_error}")
+                result.tasks.append(record)
+        finally:
+            for handle in own:
+                await handle.close()
+
+
+def _since(t0: float) -> float:
+    return round(time.perf_counter() - t0, 3)
+
+
+def server_score(result: GenesisEvalResult, variant: GenesisVariant) -> GenesisServerScore:
+    """The per-server score record of one episode's results (pure)."""
+    ratings: list[int | None] | None = None
+    reference: list[float] | None = None
+    if result.tasks is not None and result.l4_skipped is None:
+        ratings = [t.rating for t in result.tasks]
+        if result.tasks and all(t.reference_rating is not None for t in result.tasks):
+            reference = [(t.reference_rating or 0) / 5 for t in result.tasks]
+    launch_attempts = len(result.launches) or (0 if result.generation_error else 1)
+    return genesis_server_score(
+        result.slug,
+        variant=variant,
+        compliance=result.compliance,
+        mcp_valid=result.mcp_valid,
+        launches=result.launch_successes,
+        launch_attempts=launch_attempts,
+        launch_failure=result.launch_failure or result.generation_error,
+        schema=result.schema_match,
+        schema_live=result.schema_live,
+        unit_tests=result.ut_summary,
+        task_ratings=ratings,
+        reference_task_scores=reference,
+    )
+
+
+def pair_registry(
+    servers: Sequence[GenesisServer], registry: Mapping[str, GeneratedServer]
+) -> tuple[list[GenesisSample], list[str]]:
+    """Pair data servers with registry entries by slug; returns samples and warnings.
+
+    Every data server is a sample (one missing from the registry scores as not generated, as the
+    paper's division by all servers implies). Registry entries without a data server are reported.
+    """
+    known = {s.server_slug for s in servers}
+    samples = [GenesisSample(server=s, generated=registry.get(s.server_slug)) for s in servers]
+    warnings: list[str] = []
+    missing = [s.server_slug for s in servers if s.server_slug not in registry]
+    if missing:
+        warnings.append(f"{len(missing)} server(s) of the data are not in the registry and score 0: {missing[:5]}")
+    extra = [slug for slug in registry if slug not in known]
+    if extra:
+        warnings.append(f"{len(extra)} registry entr(y/ies) have no server in the data and were ignored: {extra[:5]}")
+    return samples, warnings

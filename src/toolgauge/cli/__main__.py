@@ -1,0 +1,5 @@
+"""``python -m toolgauge.cli``."""
+
+from toolgauge.cli import main
+
+main()

@@ -1,1 +1,0 @@
-"""CLI commands of the larger protocols, each in its own module; importing a module registers its commands."""

@@ -1,1 +1,0 @@
-"""Loaders: one module per source format; bad input raises DataError."""

@@ -1,1 +1,0 @@
-"""Scoring functions: pure computations over loaded items and parsed predictions."""

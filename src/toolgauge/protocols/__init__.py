@@ -1,1 +1,0 @@
-"""Protocols: each wires a loader, an episode and its metrics into the shared engine."""

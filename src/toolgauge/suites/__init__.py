@@ -1,7 +1,0 @@
-"""Built-in sample suites in toolgauge's own multi-turn tool-calling format.
-
-``data/sample.jsonl`` is a small suite of original dialogues (weather, calendar, travel,
-banking, cooking, smart home) used by ``make demo`` and by tests that must run anywhere.
-Load it with :func:`toolgauge.loaders.suite.load_suite` on
-:func:`toolgauge.loaders.suite.builtin_suite_path`; the format is described in ``docs/datasets.md``.
-"""
