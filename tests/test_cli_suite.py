@@ -8,21 +8,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
+from cli_helpers import invoke, results_of, sample_rows
 from toolgauge.benchmarks.suite.loader import builtin_suite_path, load_suite
-from toolgauge.cli import app
-
-runner = CliRunner()
 
 
 @pytest.fixture()
 def store(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'store.db'}"
-
-
-def invoke(*args: str):
-    return runner.invoke(app, list(args), catch_exceptions=False)
 
 
 def suite_turn_counts() -> tuple[int, int]:
@@ -34,8 +27,7 @@ def suite_turn_counts() -> tuple[int, int]:
 def test_gold_scores_100_percent_on_every_metric(store):
     res = invoke("eval", "suite", "--model", "gold", "--store", store, "--json", "-q")
     assert res.exit_code == 0, res.output
-    summary = json.loads(res.stdout)
-    scores = summary["scores"]
+    results = results_of(res)
     for key in (
         "tool_accuracy",
         "parameter_accuracy",
@@ -44,11 +36,16 @@ def test_gold_scores_100_percent_on_every_metric(store):
         "soft_turn_success_rate",
         "task_process_rate",
     ):
-        assert scores[key] == 1.0, key
+        assert results.value(key) == 1.0, key
     n_turns, _ = suite_turn_counts()
-    assert scores["n_turns"] == n_turns
-    assert summary["run"]["samples"] == len(load_suite(builtin_suite_path()))
-    assert summary["run"]["sample_errors"] == 0
+    dialogues = len(load_suite(builtin_suite_path()))
+    metric = results.metric("tool_accuracy")
+    assert metric is not None and metric.n == n_turns
+    success = results.metric("success_rate")
+    assert success is not None and success.n == dialogues
+    assert results.run is not None
+    assert results.run.samples == dialogues
+    assert results.run.sample_errors == 0
 
 
 def test_a_model_that_never_calls_is_right_only_on_no_call_turns(store, tmp_path):
@@ -58,30 +55,34 @@ def test_a_model_that_never_calls_is_right_only_on_no_call_turns(store, tmp_path
         "eval", "suite", "--model", f"scripted:{script}", "--store", store, "--json", "-q", "--concurrency", "1"
     )
     assert res.exit_code == 0, res.output
-    scores = json.loads(res.stdout)["scores"]
+    results = results_of(res)
     n_turns, no_call = suite_turn_counts()
-    assert scores["tool_accuracy"] == pytest.approx(no_call / n_turns)
-    assert scores["success_rate"] < 1.0
+    assert results.value("tool_accuracy") == pytest.approx(no_call / n_turns)
+    success = results.value("success_rate")
+    assert success is not None and success < 1.0
 
 
 def test_samples_file_has_one_line_per_turn_and_report_exports(store, tmp_path):
     samples = tmp_path / "out" / "samples.jsonl"
     res = invoke("eval", "suite", "--model", "gold", "--store", store, "--samples", str(samples), "-q", "--json")
     assert res.exit_code == 0, res.output
-    run_id = json.loads(res.stdout)["run"]["id"]
-    rows = [json.loads(line) for line in samples.read_text().splitlines()]
+    run = results_of(res).run
+    assert run is not None
+    run_id = run.id
+    rows = sample_rows(samples)
     n_turns, _ = suite_turn_counts()
     assert len(rows) == n_turns
-    assert all(r["turn_correct"] for r in rows)
-    assert {"id", "dialogue", "turn", "predicted", "expected", "error_type"} <= set(rows[0])
+    assert all(r["value"] == 1.0 and r["scores"]["turn_correct"] for r in rows)
+    assert {"id", "sample", "value", "scores", "explanation", "error", "metadata"} == set(rows[0])
+    assert {"dialogue", "turn", "predicted", "expected"} <= set(rows[0]["metadata"])
 
     listed = invoke("runs", "--store", store, "--json")
     assert [r["id"] for r in json.loads(listed.stdout)] == [run_id]
     as_json = invoke("report", run_id, "--store", store, "--json")
-    assert json.loads(as_json.stdout)["scores"]["tool_accuracy"] == 1.0
+    assert results_of(as_json).value("tool_accuracy") == 1.0
     as_csv = invoke("report", run_id, "--store", store, "--csv")
-    assert as_csv.stdout.splitlines()[0] == "scope,metric,value"
-    assert "scores,tool_accuracy,1.0" in as_csv.stdout
+    assert as_csv.stdout.splitlines()[0] == "metric,by,group,value,n"
+    assert f"tool_accuracy,,,1.0,{n_turns}" in as_csv.stdout.splitlines()
     table = invoke("report", run_id, "--store", store)
     assert "100.00" in table.stdout
 
@@ -109,14 +110,16 @@ def test_unknown_model_spec_and_unknown_run_are_clear_errors(store):
 
 
 def test_resume_of_a_finished_run_makes_no_model_calls(store):
-    first = json.loads(invoke("eval", "suite", "--model", "gold", "--store", store, "--json", "-q").stdout)
-    run_id = first["run"]["id"]
+    first = results_of(invoke("eval", "suite", "--model", "gold", "--store", store, "--json", "-q"))
+    assert first.run is not None
+    run_id = first.run.id
     again = invoke("eval", "suite", "--model", "gold", "--store", store, "--json", "-q", "--resume", run_id)
     assert again.exit_code == 0, again.output
-    summary = json.loads(again.stdout)
-    assert summary["run"]["resumed_samples"] == first["run"]["samples"]
-    assert summary["run"]["model_calls"] == 0
-    assert summary["scores"] == first["scores"]
+    resumed = results_of(again)
+    assert resumed.run is not None
+    assert resumed.run.resumed_samples == first.run.samples
+    assert resumed.run.model_calls == 0
+    assert resumed.metrics == first.metrics
     wrong = invoke("eval", "suite", "--model", "gold", "--store", store, "--resume", run_id, "--limit", "3")
     assert wrong.exit_code == 2
     assert "the run was started with other settings" in wrong.stderr
@@ -144,7 +147,10 @@ def test_console_script_runs_as_a_real_process(tmp_path):
         check=False,
     )
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["scores"]["tool_accuracy"] == 1.0
+    assert json.loads(proc.stdout)["metrics"][0] == {
+        "name": "tool_accuracy", "value": 1.0, "group": None, "by": None, "n": 4, "kind": "rate",
+        "stderr": None, "ci_low": None, "ci_high": None,
+    }  # fmt: skip
 
 
 def test_unreachable_endpoint_fails_the_probe_in_one_line_exit_2_and_the_run_is_stored_failed(store):
@@ -167,3 +173,21 @@ def test_unreachable_endpoint_fails_the_probe_in_one_line_exit_2_and_the_run_is_
     assert "does not answer: APIConnectionError" in res.stderr and res.stderr.count("\n") == 1
     listed = json.loads(invoke("runs", "--store", store, "--json").stdout)
     assert listed[0]["status"] == "failed"
+
+
+def test_rescore_scores_the_stored_outputs_again_without_a_model_call(store, tmp_path):
+    script = tmp_path / "silent.json"
+    script.write_text(json.dumps(["I cannot help with that."] * 200))
+    first = results_of(invoke("eval", "suite", "-m", f"scripted:{script}", "--store", store, "--json", "-q", "-c", "1"))
+    assert first.run is not None
+    # The script is gone: a model call would fail; rescore must read the store alone.
+    script.unlink()
+    again = invoke("rescore", first.run.id, "--store", store, "--json")
+    assert again.exit_code == 0, again.output
+    rescored = results_of(again)
+    assert rescored.metrics == first.metrics
+    assert rescored.settings["variant"] == "strict"
+    other = results_of(invoke("rescore", first.run.id, "--store", store, "--json", "--variant", "reference"))
+    assert other.settings["variant"] == "reference"
+    bad = invoke("rescore", first.run.id, "--store", store, "--variant", "loose")
+    assert bad.exit_code == 2 and "has the variants reference, strict" in bad.stderr

@@ -1,79 +1,28 @@
-"""What a benchmark protocol supplies, and the one driver that runs any of them."""
+"""The one driver that runs any benchmark: model, probe, engine, pure scoring, store."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
+from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel
 from rich.console import Console
 from rich.markup import escape
 
-from toolgauge.engine import EngineConfig, EpisodeContext, SampleOutcome, run_episodes
+from toolgauge.benchmark import Benchmark
+from toolgauge.engine import EngineConfig, run_episodes
 from toolgauge.errors import EndpointDown, ModelError, RunInterrupted, RunStopped, StoreWriteError, UsageError
 from toolgauge.models.base import ModelClient
 from toolgauge.models.spec import display_spec, resolve_model
-from toolgauge.records import AssistantTurn
+from toolgauge.results import RunStats, SampleFailure, ScoredRun
 from toolgauge.store import Store, open_store
 
 S = TypeVar("S")
 R = TypeVar("R", bound=BaseModel)
-
-
-Rows = Sequence[dict[str, Any]] | Callable[[], Iterable[dict[str, Any]]]
-
-
-class ScoredRun:
-    """A scored run: the JSON summary and one row per sample for ``--samples``.
-
-    ``rows`` is a list, or a function that makes them one at a time: then they are produced only
-    when ``--samples`` is written (a long run need not hold a row per turn), and every call produces them anew.
-    """
-
-    def __init__(self, summary: dict[str, Any], rows: Rows = ()):
-        self.summary = summary
-        self._rows = rows
-
-    def iter_rows(self) -> Iterator[dict[str, Any]]:
-        """Yield the ``--samples`` rows in order (a lazy source reads the run's outcomes again)."""
-        return iter(self._rows() if callable(self._rows) else self._rows)
-
-    @property
-    def rows(self) -> list[dict[str, Any]]:
-        """Every row at once (for small runs and tests; ``iter_rows`` keeps one at a time)."""
-        return list(self.iter_rows())
-
-
-class Benchmark(Protocol[S, R]):
-    """The pieces a protocol provides; the engine does the rest."""
-
-    name: str
-    result_type: type[R]
-
-    def samples(self) -> list[tuple[str, S]]:
-        """Return (unique key, sample) pairs in a stable order."""
-        ...
-
-    def config(self) -> dict[str, Any]:
-        """Return the settings that define the run (stored, and checked on resume)."""
-        ...
-
-    async def episode(self, sample: S, ctx: EpisodeContext) -> R:
-        """Run one sample against the model."""
-        ...
-
-    def score(self, samples: Sequence[tuple[str, S]], outcomes: Sequence[SampleOutcome[R]]) -> ScoredRun:
-        """Score every sample (failed ones count as empty replies) with pure metrics."""
-        ...
-
-    def replay_table(self, path: Path) -> Mapping[str, Sequence[AssistantTurn]]:
-        """Read recorded outputs at ``path`` into (sample key -> turns by step)."""
-        ...
 
 
 @runtime_checkable
@@ -91,10 +40,11 @@ class ProbedClient(Protocol):
 # samples failed: scores not comparable), failed (every sample failed, the model could not start
 # or answer the probe, a store write failed, an internal error), interrupted (Ctrl-C, SIGTERM or
 # the endpoint stopped answering; resumable).
-FINISHED = "finished"
-FINISHED_WITH_ERRORS = "finished_with_errors"
-FAILED = "failed"
-INTERRUPTED = "interrupted"
+RunStatus = Literal["finished", "finished_with_errors", "failed", "interrupted"]
+FINISHED: RunStatus = "finished"
+FINISHED_WITH_ERRORS: RunStatus = "finished_with_errors"
+FAILED: RunStatus = "failed"
+INTERRUPTED: RunStatus = "interrupted"
 
 
 @dataclass
@@ -113,7 +63,6 @@ class RunResult(Generic[R]):
 
     run_id: str
     scored: ScoredRun
-    interrupted: bool = False
 
 
 async def run_benchmark(
@@ -184,35 +133,37 @@ async def run_benchmark(
                 await c.close()
         wall = time.perf_counter() - started
         scored = bench.score(samples, outcome.outcomes)
+        results = scored.results
         stats = store.call_stats(run_id)
         failed = outcome.failed  # the light list: iterating outcome.outcomes would read every result again
-        status = FINISHED
+        status: RunStatus = FINISHED
+        first = SampleFailure(key=failed[0].key, error=failed[0].error or "") if failed else None
         if failed:
             status = FAILED if len(failed) == len(samples) else FINISHED_WITH_ERRORS
-            scored.summary.setdefault("warnings", []).append(
+            results.warnings.append(
                 f"{len(failed)} of {len(samples)} samples failed; scores are not comparable "
                 f"(failed samples are scored as empty replies); first ({failed[0].key}): {failed[0].error}"
             )
-        scored.summary["run"] = {
-            "id": run_id,
-            "model": model_spec,
-            "status": status,
-            "samples": len(samples),
-            "sample_errors": len(failed),
-            "first_error": f"{failed[0].key}: {failed[0].error}" if failed else None,
-            "resumed_samples": outcome.resumed,
-            "model_calls": outcome.model_calls,
-            "cached_calls": outcome.cached_calls,
-            "input_tokens": int(stats["input_tokens"]),
-            "output_tokens": int(stats["output_tokens"]),
-            "wall_seconds": round(wall, 3),
-        }
+        results.run = RunStats(
+            id=run_id,
+            model=model_spec,
+            status=status,
+            samples=len(samples),
+            sample_errors=len(failed),
+            first_error=first,
+            resumed_samples=outcome.resumed,
+            model_calls=outcome.model_calls,
+            cached_calls=outcome.cached_calls,
+            input_tokens=int(stats["input_tokens"]),
+            output_tokens=int(stats["output_tokens"]),
+            wall_seconds=round(wall, 3),
+        )
         if status == FAILED:
             # Scores of nothing but empty replies would look like a result: keep the run and its errors only.
-            scored.summary = {k: v for k, v in scored.summary.items() if k in ("benchmark", "run", "warnings")}
-        store.save_summary(run_id, scored.summary)
+            scored = ScoredRun(results.without_scores())
+        store.save_results(run_id, scored.results)
         store.set_run_status(run_id, status, n_samples=len(samples))
-        result: RunResult[R] = RunResult(run_id, scored, interrupted=outcome.interrupted)
+        result: RunResult[R] = RunResult(run_id, scored)
         if on_scored is not None:
             on_scored(result)
         return result

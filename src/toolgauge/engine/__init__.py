@@ -1,5 +1,12 @@
 """The one runner engine: concurrency, retries, timeouts, caching, resume, progress."""
 
-from toolgauge.engine.runner import EngineConfig, EpisodeContext, RunOutcome, SampleOutcome, run_episodes
+from toolgauge.engine.runner import (
+    EngineConfig,
+    EpisodeContext,
+    RunOutcome,
+    SampleOutcome,
+    run_episodes,
+    stored_outcomes,
+)
 
-__all__ = ["EngineConfig", "EpisodeContext", "RunOutcome", "SampleOutcome", "run_episodes"]
+__all__ = ["EngineConfig", "EpisodeContext", "RunOutcome", "SampleOutcome", "run_episodes", "stored_outcomes"]

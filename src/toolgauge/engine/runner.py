@@ -135,7 +135,6 @@ class RunOutcome(Generic[R]):
     outcomes: Sequence[SampleOutcome[R]]
     failed: list[SampleOutcome[R]] = field(default_factory=list)
     resumed: int = 0
-    interrupted: bool = False
     model_calls: int = 0
     cached_calls: int = 0
 
@@ -412,7 +411,6 @@ async def run_episodes(
                 flush_pending = True
                 loop.call_soon(flush_finished)
 
-    interrupted = False
     try:
         if progress is not None:
             progress.start()
@@ -435,8 +433,7 @@ async def run_episodes(
         if progress is not None and task_id is not None:
             progress.advance(task_id, unflushed)
             unflushed = 0
-    except BaseException as exc:
-        interrupted = isinstance(exc, asyncio.CancelledError | KeyboardInterrupt)
+    except BaseException:
         if not isinstance(state.fatal, StoreWriteError):
             # Commit what finished before the stop; a failing store keeps its pending rows itself.
             with contextlib.suppress(StoreWriteError):
@@ -450,7 +447,6 @@ async def run_episodes(
         StoredOutcomes(ordered, store, run_id, result_type),
         failed=[o for o in ordered if o.error],
         resumed=resumed,
-        interrupted=interrupted,
         model_calls=state.calls,
         cached_calls=state.cached,
     )
@@ -488,3 +484,19 @@ def _progress(console: Console | None) -> Progress:
         console=console or Console(stderr=True),
         transient=False,
     )
+
+
+def stored_outcomes(store: Store, run_id: str, keys: Sequence[str], result_type: type[R]) -> StoredOutcomes[R]:
+    """A stored run's outcomes for ``keys`` (in that order; keys the run never reached are left out).
+
+    What ``rescore`` scores: the results are read back from the store as they are iterated, and no
+    model is asked.
+    """
+    states = store.sample_states(run_id)
+    light: list[SampleOutcome[R]] = [
+        SampleOutcome(key, None, None if states[key].status == "done" else states[key].error or "not finished",
+                      states[key].latency_s or 0.0, True)
+        for key in keys
+        if key in states
+    ]  # fmt: skip
+    return StoredOutcomes(light, store, run_id, result_type)

@@ -133,3 +133,20 @@ class GoldClient(_NoResources):
     async def generate(self, request: ModelRequest) -> AssistantTurn:
         """Return ``request.gold`` (an empty turn if the protocol gave none)."""
         return request.gold if request.gold is not None else AssistantTurn(content=None, finish_reason="stop")
+
+
+class NoModel(_NoResources):
+    """The evaluated model of a run that asks none: its outputs were recorded elsewhere.
+
+    Official result logs, generated servers: ``name`` says where they come from. A request is a bug
+    and raises.
+    """
+
+    def __init__(self, name: str):
+        self.name = name
+
+    async def generate(self, request: ModelRequest) -> AssistantTurn:
+        """Refuse: nothing in this run may ask the evaluated model."""
+        raise ModelError(
+            f"{self.name}: this run scores recorded outputs and asks no model (sample {request.sample_key})"
+        )

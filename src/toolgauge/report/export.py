@@ -14,24 +14,16 @@ from typing import Any
 
 from toolgauge.errors import UsageError
 from toolgauge.redact import redact, redact_tree, secret_values
+from toolgauge.results import EvalResults
 
 
-def flatten(summary: Mapping[str, Any], scope: str = "") -> Iterator[tuple[str, str, Any]]:
-    """Yield (scope, metric, value) for every scalar leaf of a summary."""
-    for key, value in summary.items():
-        if isinstance(value, Mapping):
-            yield from flatten(value, f"{scope}/{key}" if scope else key)
-        elif isinstance(value, str | int | float | bool) or value is None:
-            yield (scope or "overall", key, value)
-
-
-def summary_to_csv(summary: Mapping[str, Any]) -> str:
-    """Return the summary as CSV rows ``scope,metric,value`` (secrets in text values masked)."""
+def results_to_csv(results: EvalResults) -> str:
+    """Return the metric values as CSV rows ``metric,by,group,value,n`` (overall rows have empty by and group)."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(["scope", "metric", "value"])
-    for scope, metric, value in flatten(summary):
-        writer.writerow([redact(scope), redact(metric), redact(value) if isinstance(value, str) else value])
+    writer.writerow(["metric", "by", "group", "value", "n"])
+    for m in results.metrics:
+        writer.writerow([redact(m.name), redact(m.by or ""), redact(m.group or ""), m.value, m.n])
     return buf.getvalue()
 
 

@@ -1,8 +1,12 @@
-"""Rich tables for run summaries; scores shown as percentages with two decimals."""
+"""Rich tables for typed results; rates shown as percentages with two decimals.
+
+:func:`render_results` prints a run with the benchmark's own renderer when it has one (through the
+registry) and the generic tables otherwise; the helpers below are what the renderers build on.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rich import box
@@ -11,17 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from toolgauge.redact import redact
-
-MTU_COLUMNS = [
-    ("tool_accuracy", "Tool"),
-    ("parameter_accuracy", "Param"),
-    ("tool_number_accuracy", "TN"),
-    ("tool_order_accuracy", "TO"),
-    ("success_rate", "SR"),
-    ("turn_success_rate", "ATS"),
-    ("soft_turn_success_rate", "SATS"),
-    ("task_process_rate", "TPR"),
-]
+from toolgauge.results import EvalResults, Metric, RunStats
 
 
 def pct(value: Any) -> str:
@@ -31,112 +25,102 @@ def pct(value: Any) -> str:
     return f"{value * 100:.2f}"
 
 
+def shown(metric: Metric | None) -> str:
+    """A metric's value as the tables show it: rates as percentages, counts and means as numbers."""
+    if metric is None or metric.value is None:
+        return "—"
+    if metric.kind == "rate":
+        return pct(metric.value)
+    if isinstance(metric.value, float) and not metric.value.is_integer():
+        return f"{metric.value:.4g}"
+    return str(int(metric.value))
+
+
 def esc(value: Any) -> str:
     """Data as literal text in a markup string: ``[/x]`` from a suite id must print, not parse."""
     return escape(str(value))
 
 
 def warning_line(warning: Any) -> str:
-    """A summary warning as a markup line: secrets masked, the text itself escaped."""
+    """A warning as a markup line: secrets masked, the text itself escaped."""
     return f"[yellow]warning:[/] {esc(redact(str(warning)))}"
 
 
-def run_line(run: Mapping[str, Any], unit: str) -> str:
+def run_line(run: RunStats, unit: str) -> str:
     """The closing ``run ID · N samples · ...`` line, values escaped; a status other than finished is shown."""
-    status = run.get("status")
-    shown = f" · [yellow]{esc(status)}[/]" if status not in (None, "finished") else ""
+    status = f" · [yellow]{esc(run.status)}[/]" if run.status != "finished" else ""
     return (
-        f"run [bold]{esc(run.get('id'))}[/]{shown} · {esc(run.get('samples'))} {unit} · "
-        f"{esc(run.get('sample_errors'))} failed · {esc(run.get('model_calls'))} model calls "
-        f"({esc(run.get('cached_calls'))} from cache) · "
-        f"{esc(run.get('input_tokens'))}+{esc(run.get('output_tokens'))} tokens · {esc(run.get('wall_seconds'))} s"
+        f"run [bold]{esc(run.id)}[/]{status} · {run.samples} {unit} · "
+        f"{run.sample_errors} failed · {run.model_calls} model calls "
+        f"({run.cached_calls} from cache) · "
+        f"{run.input_tokens}+{run.output_tokens} tokens · {run.wall_seconds} s"
     )
 
 
-def render_summary(summary: Mapping[str, Any], console: Console) -> None:
-    """Print a summary as tables, by benchmark."""
-    bench = summary.get("benchmark")
-    if bench == "wildtoolbench":
-        # Imported here: the WildToolBench tables use this module's helpers.
-        from toolgauge.benchmarks.wildtoolbench.report import render_wild
-
-        render_wild(summary, console)  # prints its own warnings and run line
-        return
-    if bench == "tool-genesis":
-        from toolgauge.benchmarks.tool_genesis.report import render_genesis
-
-        render_genesis(summary, console)  # prints its own warnings and run line
-        return
-    if bench == "bfcl":
-        _render_bfcl(summary, console)
-    elif bench in ("mtu-bench", "suite"):
-        _render_metric_rows(summary, console)
-    else:
-        _render_generic(summary, console)
-    run = summary.get("run")
-    if isinstance(run, Mapping):
-        console.print(run_line(run, "samples"), highlight=False)
-
-
-def _render_metric_rows(summary: Mapping[str, Any], console: Console) -> None:
-    rows: Mapping[str, Mapping[str, Any]] = summary.get("splits") or {"all": summary.get("scores", {})}
-    present = [(k, label) for k, label in MTU_COLUMNS if any(k in r for r in rows.values())]
-    title = (
-        f"{esc(summary.get('benchmark'))} · variant {esc(summary.get('variant', ''))} · "
-        f"mode {esc(summary.get('mode', ''))}"
-    )
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("split", no_wrap=True, min_width=5)
-    table.add_column("n", justify="right", no_wrap=True)
-    for _, label in present:
-        table.add_column(label, justify="right", no_wrap=True, min_width=6)
-    for name, row in rows.items():
-        n = row.get("n", row.get("n_turns", ""))
-        table.add_row(esc(name), esc(n), *[pct(row.get(k)) for k, _ in present])
-    console.print(table)
-    _print_warnings(summary, console)
-
-
-def _render_bfcl(summary: Mapping[str, Any], console: Console) -> None:
-    table = Table(title=f"BFCL AST · {esc(summary.get('mode', ''))}", title_justify="left", box=box.SIMPLE_HEAD)
-    table.add_column("category")
-    table.add_column("correct", justify="right")
-    table.add_column("n", justify="right")
-    table.add_column("accuracy %", justify="right")
-    for name, row in (summary.get("categories") or {}).items():
-        table.add_row(esc(name), esc(row.get("correct", "")), esc(row.get("n", "")), pct(row.get("accuracy")))
-    aggregates = summary.get("aggregates") or {}
-    for name, value in aggregates.items():
-        if isinstance(value, int | float):
-            table.add_row(f"[italic]{esc(name)} (aggregate)[/]", "", "", pct(value))
-    console.print(table)
-    notes = []
-    if summary.get("unsatisfiable"):
-        notes.append(f"{summary['unsatisfiable']} entries cannot be passed by any answer (data defects)")
-    loophole = (summary.get("loophole") or {}).get("irrelevance_correct_but_unparsable")
-    if loophole:
-        notes.append(f"{loophole} 'correct abstentions' on irrelevance were really unparsable call attempts")
-    for note in notes:
-        console.print(f"[yellow]note:[/] {esc(note)}")
-    _print_warnings(summary, console)
-
-
-def _render_generic(summary: Mapping[str, Any], console: Console) -> None:
-    from toolgauge.report.export import flatten
-
-    table = Table(title=esc(summary.get("benchmark", "run")), title_justify="left")
-    table.add_column("scope")
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    for scope, metric, value in flatten({k: v for k, v in summary.items() if k not in ("run", "warnings")}):
-        table.add_row(esc(scope), esc(metric), esc(redact(str(value))))
-    console.print(table)
-    _print_warnings(summary, console)
-
-
-def _print_warnings(summary: Mapping[str, Any], console: Console) -> None:
-    warnings: Sequence[str] = summary.get("warnings") or []
-    for w in warnings[:10]:
+def print_warnings(results: EvalResults, console: Console, limit: int = 10) -> None:
+    """Print up to ``limit`` warnings, then how many more there are."""
+    for w in results.warnings[:limit]:
         console.print(warning_line(w), highlight=False)
-    if len(warnings) > 10:
-        console.print(f"[yellow]warning:[/] ... and {len(warnings) - 10} more")
+    if len(results.warnings) > limit:
+        console.print(f"[yellow]warning:[/] ... and {len(results.warnings) - limit} more")
+
+
+def print_run_line(results: EvalResults, console: Console, unit: str = "samples") -> None:
+    """Print the run line when the results carry a run."""
+    if results.run is not None:
+        console.print(run_line(results.run, unit), highlight=False)
+
+
+def metric_table(
+    results: EvalResults,
+    *,
+    by: str | None,
+    columns: Sequence[tuple[str, str]] | None = None,
+    title: str = "",
+    overall_label: str = "all",
+) -> Table:
+    """One row per group of breakdown ``by`` (plus the overall row when ``by`` is None), one column per metric.
+
+    ``columns`` are (metric name, header) pairs; by default every metric name present, in order. The
+    ``n`` column is the first metric's count.
+    """
+    metrics = [m for m in results.metrics if (m.by == by if by is not None else m.group is None)]
+    names = [name for name, _ in columns] if columns is not None else list(dict.fromkeys(m.name for m in metrics))
+    headers = dict(columns) if columns is not None else {n: n for n in names}
+    present = [n for n in names if any(m.name == n for m in metrics)]
+    groups = results.groups(by) if by is not None else [None]
+    table = Table(title=title or None, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column(by or "", no_wrap=True, min_width=5)
+    table.add_column("n", justify="right", no_wrap=True)
+    for name in present:
+        table.add_column(esc(headers[name]), justify="right", no_wrap=True, min_width=6)
+    for group in groups:
+        row = {m.name: m for m in metrics if m.group == group}
+        n = next((row[name].n for name in present if name in row and row[name].n is not None), None)
+        table.add_row(esc(group if group is not None else overall_label), esc(n if n is not None else ""),
+                      *[shown(row.get(name)) for name in present])  # fmt: skip
+    return table
+
+
+def render_generic(results: EvalResults, console: Console) -> None:
+    """The overall metrics, then one table per breakdown."""
+    settings = " · ".join(f"{k} {v}" for k, v in results.settings.items() if k != "data" and v is not None)
+    title = esc(results.benchmark) + (f" · {esc(settings)}" if settings else "")
+    if results.overall():
+        console.print(metric_table(results, by=None, title=title))
+        title = ""
+    for by in results.breakdowns():
+        console.print(metric_table(results, by=by, title=title or f"by {esc(by)}"))
+        title = ""
+
+
+def render_results(
+    results: EvalResults,
+    console: Console,
+    renderer: Callable[[EvalResults, Console], None] | None = None,
+    unit: str = "samples",
+) -> None:
+    """Print a run: the benchmark's renderer (or the generic tables), its warnings and its run line."""
+    (renderer or render_generic)(results, console)
+    print_warnings(results, console)
+    print_run_line(results, console, unit)

@@ -18,7 +18,7 @@ import json
 import os
 import secrets
 import time
-from collections.abc import Generator, Iterator, Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError, Prog
 
 from toolgauge.errors import RunLocked, StoreWriteError, UsageError
 from toolgauge.redact import redact, redact_tree, redact_url
+from toolgauge.results import EvalResults
 from toolgauge.store import schema
 from toolgauge.store.lease import HEARTBEAT_SECONDS, LockHolder, is_stale, pid_start_time, this_host
 from toolgauge.store.schema import SCHEMA_VERSION
@@ -55,7 +56,7 @@ class RunInfo:
     n_samples: int
     created_at: float
     finished_at: float | None
-    summary: dict[str, Any] | None
+    results: EvalResults | None
 
 
 @dataclass(frozen=True)
@@ -220,25 +221,28 @@ class Store:
         if flush_error is not None:
             raise flush_error
 
-    def save_summary(self, run_id: str, summary: Mapping[str, Any]) -> None:
-        """Store the run's summary JSON and its flattened numeric scores."""
+    def save_results(self, run_id: str, results: EvalResults) -> None:
+        """Store the run's typed results (secrets masked) and one ``scores`` row per metric value."""
         self.flush()
         rows = [
-            {"run_id": run_id, "scope": scope, "metric": metric, "value": value}
-            for scope, metric, value in _flatten_scores(summary)
+            {
+                "run_id": run_id,
+                "scope": "overall" if m.group is None else f"{m.by or 'group'}/{m.group}",
+                "metric": m.name,
+                "value": float(m.value),
+            }
+            for m in results.metrics
+            if m.value is not None
         ]
+        payload = json.dumps(redact_tree(results.model_dump(mode="json")), sort_keys=True)
         try:
             with self.engine.begin() as conn:
-                conn.execute(
-                    update(schema.runs)
-                    .where(schema.runs.c.id == run_id)
-                    .values(summary=json.dumps(redact_tree(dict(summary)), sort_keys=True))
-                )
+                conn.execute(update(schema.runs).where(schema.runs.c.id == run_id).values(summary=payload))
                 conn.execute(schema.scores.delete().where(schema.scores.c.run_id == run_id))
                 if rows:
                     conn.execute(insert(schema.scores), rows)
         except SQLAlchemyError as exc:
-            raise self._write_error(f"saving the summary of run {run_id}", exc) from exc
+            raise self._write_error(f"saving the results of run {run_id}", exc) from exc
 
     def get_run(self, run_id: str) -> RunInfo | None:
         """Return one run, or None."""
@@ -624,19 +628,18 @@ def _run_info(row: Any) -> RunInfo:
         n_samples=row["n_samples"],
         created_at=row["created_at"],
         finished_at=row["finished_at"],
-        summary=json.loads(row["summary"]) if row["summary"] else None,
+        results=_results(row["summary"]),
     )
 
 
-def _flatten_scores(summary: Mapping[str, Any], scope: str = "") -> Iterator[tuple[str, str, float]]:
-    """Yield (scope, metric, value) for every numeric leaf of a summary."""
-    for key, value in summary.items():
-        if isinstance(value, bool):
-            continue
-        if isinstance(value, int | float):
-            yield (scope or "overall", key, float(value))
-        elif isinstance(value, Mapping):
-            yield from _flatten_scores(value, f"{scope}/{key}" if scope else key)
+def _results(text: str | None) -> EvalResults | None:
+    """The stored results, or None (not scored yet, or stored by a toolgauge before typed results)."""
+    if not text:
+        return None
+    try:
+        return EvalResults.model_validate_json(text)
+    except ValueError:
+        return None
 
 
 def open_store(url: str | None = None, *, create: bool = True) -> Store:

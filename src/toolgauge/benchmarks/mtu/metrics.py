@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 
 from toolgauge.benchmarks.mtu.loader import MTU_SPLITS, MtuItem
 from toolgauge.records import ToolCall
+from toolgauge.results import Metric
 
 MtuVariant = Literal["reference", "strict"]
 
@@ -586,3 +587,22 @@ class DialogueTurnTally:
         summary.update(dialogue_metrics(dialogues))
         summary["n_turns"] = n
         return summary
+
+
+TURN_METRICS = ("tool_accuracy", "parameter_accuracy", "tool_number_accuracy", "tool_order_accuracy")
+DIALOGUE_METRICS = ("success_rate", "turn_success_rate", "soft_turn_success_rate", "task_process_rate")
+
+
+def tally_metrics(summary: dict[str, float | int], *, group: str | None = None, by: str | None = None) -> list[Metric]:
+    """The typed metrics of a tally's summary: turn metrics over turns, SR/ATS/SATS/TPR over dialogues."""
+    turns = int(summary.get("n_turns", 0))
+    dialogues = int(summary.get("n_dialogues", 0))
+    out = [
+        Metric(name=name, value=summary[name], group=group, by=by, n=turns) for name in TURN_METRICS if name in summary
+    ]
+    out += [
+        Metric(name=name, value=summary[name], group=group, by=by, n=dialogues)
+        for name in DIALOGUE_METRICS
+        if name in summary
+    ]
+    return out

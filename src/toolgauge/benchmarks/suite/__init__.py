@@ -1,7 +1,22 @@
-"""Built-in sample suites in toolgauge's own multi-turn tool-calling format.
+"""toolgauge's own multi-turn tool-calling format, and the built-in sample suite.
 
-``data/sample.jsonl`` is a small suite of original dialogues (weather, calendar, travel,
-banking, cooking, smart home) used by ``make demo`` and by tests that must run anywhere.
-Load it with :func:`toolgauge.benchmarks.suite.loader.load_suite` on
-:func:`toolgauge.benchmarks.suite.loader.builtin_suite_path`; the format is described in ``docs/datasets.md``.
+``data/sample.jsonl`` is a small suite of original dialogues (weather, calendar, travel, banking,
+cooking, smart home) used by ``make demo`` and by tests that must run anywhere; the format is
+described in ``docs/datasets.md``. Scored with MTU-Bench's metrics (strict variant by default).
 """
+
+from toolgauge.benchmark import BenchmarkSpec
+from toolgauge.benchmarks.mtu.report import render_mtu
+from toolgauge.benchmarks.suite import cli
+
+SPEC = BenchmarkSpec(
+    name="suite",
+    title="toolgauge's own multi-turn format (built-in sample suite by default)",
+    run_names=("suite",),
+    add_commands=cli.add_commands,
+    build=cli.build,
+    render=render_mtu,
+    rescore=cli.rescore,
+    headline=("tool_accuracy", "parameter_accuracy", "success_rate"),
+    variants=("reference", "strict"),
+)

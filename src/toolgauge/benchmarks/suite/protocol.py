@@ -9,12 +9,19 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from toolgauge.benchmarks.mtu.metrics import DialogueTurnTally, MtuItemVerdict, MtuVariant, TurnOutcome, judge_turn
+from toolgauge.benchmarks.mtu.metrics import (
+    DialogueTurnTally,
+    MtuItemVerdict,
+    MtuVariant,
+    TurnOutcome,
+    judge_turn,
+    tally_metrics,
+)
 from toolgauge.benchmarks.suite.loader import SuiteDialogue, turn_histories
-from toolgauge.driver import ScoredRun
 from toolgauge.engine import EpisodeContext, SampleOutcome
 from toolgauge.recordings import read_recorded_turns
 from toolgauge.records import AssistantTurn, ToolCall
+from toolgauge.results import EvalResults, SampleScore, ScoredRun
 from toolgauge.settings import CallSettings
 
 
@@ -42,16 +49,19 @@ class JudgedTurn:
     content: str | None
     sample_error: str | None
 
-    def row(self) -> dict[str, Any]:
-        """The turn's ``--samples`` row."""
-        return {
-            "id": f"{self.dialogue_id}#{self.turn}",
-            "dialogue": self.dialogue_id,
-            "turn": self.turn,
-            **self.verdict.model_dump(mode="json", exclude={"id", "split"}),
-            "content": self.content,
-            "sample_error": self.sample_error,
-        }
+    def sample_score(self) -> SampleScore:
+        """The turn's per-unit score: 1.0 when the turn is right (tool and parameters), with every verdict field."""
+        verdict = self.verdict.model_dump(mode="json", exclude={"id", "split"})
+        return SampleScore(
+            id=f"{self.dialogue_id}#{self.turn}",
+            sample=self.dialogue_id,
+            value=1.0 if self.verdict.turn_correct else 0.0,
+            explanation=self.verdict.error_type,
+            scores={k: v for k, v in verdict.items() if isinstance(v, int | float | bool | str) or v is None},
+            error=self.sample_error,
+            metadata={"dialogue": self.dialogue_id, "turn": self.turn, "content": self.content,
+                      **{k: v for k, v in verdict.items() if isinstance(v, list | dict)}},
+        )  # fmt: skip
 
 
 class SuiteBenchmark:
@@ -124,15 +134,13 @@ class SuiteBenchmark:
         tally = DialogueTurnTally()
         for judged in self.judged_turns(samples, outcomes):
             tally.add(judged.dialogue_id, judged.turn, judged.verdict)
-        summary: dict[str, Any] = {
-            "benchmark": self.name,
-            "variant": self.variant,
-            "mode": "native",
-            "data": self.data_label,
-            "scores": tally.summary(),
-        }
-        # A second pass, made only when --samples is written: no row per turn is held in the meantime.
-        return ScoredRun(summary=summary, rows=lambda: (j.row() for j in self.judged_turns(samples, outcomes)))
+        results = EvalResults(
+            benchmark=self.name,
+            settings={"variant": self.variant, "mode": "native", "data": self.data_label},
+            metrics=tally_metrics(tally.summary()),
+        )
+        # A second pass, made only when --samples is written: no score per turn is held in the meantime.
+        return ScoredRun(results, lambda: (j.sample_score() for j in self.judged_turns(samples, outcomes)))
 
     def judged_turns(
         self, samples: Iterable[tuple[str, SuiteDialogue]], outcomes: Iterable[SampleOutcome[SuiteResult]]

@@ -1,0 +1,99 @@
+"""What a benchmark supplies: the episode protocol the driver runs, and the spec it registers with.
+
+A benchmark package (``toolgauge/benchmarks/<name>/``) implements :class:`Benchmark` for its runs and
+exposes one :class:`BenchmarkSpec`; ``toolgauge/benchmarks/registry.py`` lists the specs. The core
+never imports a benchmark: the CLI shell and the Python API reach them through the registry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from pydantic import BaseModel
+
+from toolgauge.engine import EpisodeContext, SampleOutcome
+from toolgauge.records import AssistantTurn
+from toolgauge.results import EvalResults, ScoredRun
+
+if TYPE_CHECKING:
+    import typer
+    from rich.console import Console
+
+S = TypeVar("S")
+R = TypeVar("R", bound=BaseModel)
+
+
+class Benchmark(Protocol[S, R]):
+    """The pieces a protocol provides; the engine and the driver do the rest."""
+
+    name: str
+    result_type: type[R]
+
+    def samples(self) -> list[tuple[str, S]]:
+        """Return (unique key, sample) pairs in a stable order."""
+        ...
+
+    def config(self) -> dict[str, Any]:
+        """Return the settings that define the run (stored, checked on resume, used by ``rescore``)."""
+        ...
+
+    async def episode(self, sample: S, ctx: EpisodeContext) -> R:
+        """Run one sample against the model."""
+        ...
+
+    def score(self, samples: Sequence[tuple[str, S]], outcomes: Sequence[SampleOutcome[R]]) -> ScoredRun:
+        """Score every sample (failed ones count as empty replies). Pure: no I/O, no state kept."""
+        ...
+
+    def replay_table(self, path: Path) -> Mapping[str, Sequence[AssistantTurn]]:
+        """Read recorded outputs at ``path`` into (sample key -> turns by step). Pure: returns the table."""
+        ...
+
+
+@dataclass(frozen=True)
+class CommandGroups:
+    """The CLI groups a benchmark adds its commands to."""
+
+    root: typer.Typer
+    eval: typer.Typer
+    score: typer.Typer
+
+
+Renderer = Callable[[EvalResults, "Console"], None]
+
+
+@dataclass(frozen=True)
+class BenchmarkSpec:
+    """One benchmark as the registry knows it.
+
+    Attributes:
+        name: The benchmark's CLI name (``toolgauge eval NAME``).
+        title: A one-line description.
+        run_names: The ``Benchmark.name`` values of its runs (what the store records).
+        add_commands: Adds the benchmark's commands to the CLI groups.
+        build: Makes the benchmark from keyword options, named as the ``eval`` command's own options
+            with ``-`` as ``_`` (``data``, ``limit``, ``variant``, ...; paths as ``str`` or ``Path``). The
+            CLI command and the Python API both call it.
+        render: Prints one run's results in the terminal (None: the generic table).
+        rescore: Rebuilds the benchmark from a stored run's config (for ``toolgauge rescore``), with an
+            optional metric variant; None when the run cannot be rescored from the store alone.
+        headline: The names of the metrics a leaderboard shows.
+        extras: The optional dependency groups (``pip install 'toolgauge[X]'``) it needs.
+        variants: The metric variants ``rescore --variant`` accepts.
+        unit: What one sample is, plural, for the run line (``"sessions"``, ``"servers"``).
+    """
+
+    name: str
+    title: str
+    run_names: tuple[str, ...]
+    add_commands: Callable[[CommandGroups], None]
+    build: Callable[..., Benchmark[Any, Any]]
+    render: Renderer | None = None
+    rescore: Callable[[Mapping[str, Any], str | None], Benchmark[Any, Any]] | None = None
+    headline: tuple[str, ...] = ()
+    extras: tuple[str, ...] = ()
+    variants: tuple[str, ...] = field(default=())
+    unit: str = "samples"

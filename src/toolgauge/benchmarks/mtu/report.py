@@ -1,0 +1,29 @@
+"""MTU-Bench's terminal table: one row per split (or one for the whole run), MTU-Bench's metric columns."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from toolgauge.report.terminal import esc, metric_table
+from toolgauge.results import EvalResults
+
+COLUMNS = [
+    ("tool_accuracy", "Tool"),
+    ("parameter_accuracy", "Param"),
+    ("tool_number_accuracy", "TN"),
+    ("tool_order_accuracy", "TO"),
+    ("success_rate", "SR"),
+    ("turn_success_rate", "ATS"),
+    ("soft_turn_success_rate", "SATS"),
+    ("task_process_rate", "TPR"),
+]
+
+
+def render_mtu(results: EvalResults, console: Console) -> None:
+    """Print the split table (or the overall row) with MTU-Bench's column names."""
+    settings = results.settings
+    title = (
+        f"{esc(results.benchmark)} · variant {esc(settings.get('variant', ''))} · mode {esc(settings.get('mode', ''))}"
+    )
+    by = "split" if "split" in results.breakdowns() else None
+    console.print(metric_table(results, by=by, columns=COLUMNS, title=title))

@@ -1,0 +1,402 @@
+"""What every command shares: the common options (declared once), error handling, running and printing.
+
+A benchmark's command declares only its own options and one ``flags: RunFlags`` parameter;
+:func:`run_command` adds the shared options to its signature and turns every failure into one line
+and its exit code. Nothing here imports a benchmark or the app that mounts the commands.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import json
+import math
+import os
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any, NoReturn, TypeVar
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from toolgauge.benchmark import Benchmark
+from toolgauge.driver import RunOptions, RunResult, run_benchmark
+from toolgauge.engine import EngineConfig
+from toolgauge.errors import DataError, RunInterrupted, RunStopped, UsageError
+from toolgauge.models.base import ModelClient
+from toolgauge.redact import redact, redact_tree
+from toolgauge.report.export import sample_lines, write_lines_atomic
+from toolgauge.report.terminal import render_results
+from toolgauge.results import EvalResults
+from toolgauge.settings import CallSettings
+
+T = TypeVar("T")
+
+err = Console(stderr=True)
+# Piped output keeps full tables instead of wrapping at rich's 80-column default.
+out = Console() if sys.stdout.isatty() else Console(width=120)
+
+
+class Mode(StrEnum):
+    """How the model is asked for calls."""
+
+    prompt = "prompt"
+    native = "native"
+
+
+class Variant(StrEnum):
+    """Metric variant."""
+
+    reference = "reference"
+    strict = "strict"
+
+
+class ToolChoice(StrEnum):
+    """Tool-choice setting for native calls."""
+
+    auto = "auto"
+    none = "none"
+    expected = "expected"
+
+
+StoreOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--store", help="SQLAlchemy URL of the store (default: $TOOLGAUGE_STORE, else .toolgauge/toolgauge.db)"
+    ),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the results as JSON on stdout.")]
+ToolChoiceOpt = Annotated[
+    ToolChoice, typer.Option("--tool-choice", help="auto | none | expected (force the reference tool by name).")
+]
+
+
+# -- the shared options ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RunFlags:
+    """The options every run-type command shares, as the user gave them.
+
+    Commands that replay recorded outputs (``score``) have no model, engine or sampling options:
+    they keep the fixed values below (many samples at once, no retries, no cache).
+    """
+
+    model: str | None = None
+    store: str | None = None
+    concurrency: int = 64
+    timeout: float = 60.0
+    max_retries: int = 0
+    no_cache: bool = True
+    resume: str | None = None
+    quiet: bool = True
+    as_json: bool = False
+    samples: Path | None = None
+    limit: int | None = None
+    temperature: float = 0.0
+    max_tokens: int = 512
+
+    def run_options(self) -> RunOptions:
+        """The driver's options."""
+        require_finite(temperature=self.temperature, timeout=self.timeout)
+        return RunOptions(
+            store_url=self.store,
+            resume=self.resume,
+            engine=EngineConfig(
+                concurrency=self.concurrency,
+                timeout=self.timeout,
+                max_retries=self.max_retries,
+                use_cache=not self.no_cache,
+                show_progress=not self.quiet,
+            ),
+            console=err,
+        )
+
+    def call_settings(self, tool_choice: ToolChoice = ToolChoice.auto) -> CallSettings:
+        """The sampling settings for model requests."""
+        require_finite(temperature=self.temperature)
+        return CallSettings(temperature=self.temperature, max_tokens=self.max_tokens, tool_choice=tool_choice.value)
+
+    @property
+    def model_spec(self) -> str:
+        """The ``--model`` value (commands with a model always have one)."""
+        if self.model is None:  # pragma: no cover - a command without --model asked for it
+            raise UsageError("this command takes no --model")
+        return self.model
+
+
+@dataclass(frozen=True)
+class EngineDefaults:
+    """Per-command defaults of the engine options (a Tool-Genesis server is slower than a BFCL entry)."""
+
+    concurrency: int = 4
+    timeout: float = 120.0
+
+
+ModelOpt = Annotated[
+    str,
+    typer.Option("--model", "-m", help="local | gold | replay:PATH | scripted:PATH | openai:MODEL[@URL] | URL#MODEL"),
+]
+ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", "-c", min=1, help="Samples run at once.")]
+TimeoutOpt = Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds per model request.")]
+RetriesOpt = Annotated[int, typer.Option("--max-retries", min=0, help="Retries on 429/5xx/timeouts.")]
+NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Do not serve model answers from the cache.")]
+ResumeOpt = Annotated[str | None, typer.Option("--resume", help="Continue an interrupted run by id.")]
+SamplesOpt = Annotated[Path | None, typer.Option("--samples", help="Write one JSON line per scored unit to this file.")]
+QuietOpt = Annotated[bool, typer.Option("--quiet/--progress", "-q", help="No progress bar.")]
+LimitOpt = Annotated[
+    int | None, typer.Option("--limit", min=1, help="Run only the first N samples (of each split or category).")
+]
+TempOpt = Annotated[float, typer.Option("--temperature", help="Sampling temperature.")]
+MaxTokOpt = Annotated[int, typer.Option("--max-tokens", min=1, help="Max tokens per model reply.")]
+
+
+def _option(name: str, annotation: Any, default: Any) -> inspect.Parameter:
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+
+
+def _shared_options(model: bool, engine: EngineDefaults | None, sampling: bool, limit: bool) -> list[inspect.Parameter]:
+    """The ``inspect.Parameter`` list of the shared options a command takes, typer annotations included."""
+    params = [_option("model", ModelOpt, ...)] if model else []
+    params.append(_option("store", StoreOpt, None))
+    if engine is not None:
+        params += [
+            _option("concurrency", ConcurrencyOpt, engine.concurrency),
+            _option("timeout", TimeoutOpt, engine.timeout),
+            _option("max_retries", RetriesOpt, 4),
+            _option("no_cache", NoCacheOpt, False),
+            _option("resume", ResumeOpt, None),
+        ]
+    params += [
+        _option("as_json", JsonOpt, False),
+        _option("samples", SamplesOpt, None),
+        _option("quiet", QuietOpt, engine is None),
+    ]
+    if limit:
+        params.append(_option("limit", LimitOpt, None))
+    if sampling:
+        params += [_option("temperature", TempOpt, 0.0), _option("max_tokens", MaxTokOpt, 512)]
+    return params
+
+
+def run_command(
+    *,
+    model: bool = True,
+    engine: EngineDefaults | None = EngineDefaults(),
+    sampling: bool = True,
+    limit: bool = True,
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Decorate a command whose last parameter is ``flags: RunFlags``: add the shared options, guard the body.
+
+    ``engine=None`` is a replay command: no ``--model``, no engine options, quiet by default.
+    """
+
+    def wrap(fn: Callable[..., None]) -> Callable[..., None]:
+        own = [p for p in inspect.signature(fn, eval_str=True).parameters.values() if p.name != "flags"]
+        shared = _shared_options(model and engine is not None, engine, sampling and engine is not None, limit)
+        shared_names = {p.name for p in shared}
+
+        @functools.wraps(fn)
+        def command(**kwargs: Any) -> None:
+            flags = RunFlags(**{k: v for k, v in kwargs.items() if k in shared_names})
+            guarded(lambda: fn(**{k: v for k, v in kwargs.items() if k not in shared_names}, flags=flags))
+
+        # --model first, then the command's own options, then the shared ones (as --help lists them).
+        params = [p for p in shared if p.name == "model"] + own + [p for p in shared if p.name != "model"]
+        params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in params]
+        command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in params}
+        del command.__wrapped__  # typer must read the new signature, not the function's own
+        return command
+
+    return wrap
+
+
+# -- errors ------------------------------------------------------------------------------------
+def fail(message: str, code: int = 2) -> NoReturn:
+    """Print one error line (secrets masked, never read as markup) and exit.
+
+    The message comes from data, models and servers: ``[/x]`` in a suite id or ``[postgres]`` in an
+    install hint is text, so it goes out as a :class:`~rich.text.Text`, which rich does not parse.
+    """
+    line = Text("error:", style="bold red")
+    line.append(" " + " ".join(redact(message).splitlines()))
+    err.print(line, highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def warn(message: str) -> None:
+    """Print one warning line on stderr (plain text: it may quote data)."""
+    line = Text("warning:", style="yellow")
+    line.append(" " + redact(message))
+    err.print(line, highlight=False, soft_wrap=True)
+
+
+def guarded(fn: Callable[[], T]) -> T:
+    """Run a command body, turning every failure into one line and its exit code (docs/cli.md "Exit codes").
+
+    2: bad input or usage; 75 (EX_TEMPFAIL): stopped by a dead endpoint or a failed store write,
+    resumable; 130: Ctrl-C or SIGTERM, resumable; 70 (EX_SOFTWARE): an internal error.
+    """
+    try:
+        return fn()
+    except DataError as exc:
+        fail(exc.render())
+    except UsageError as exc:
+        fail(str(exc))
+    except RunStopped as exc:
+        again = " ".join(_without_resume(sys.argv[1:]))
+        fail(f"{exc.reason}; the run is resumable: toolgauge {again} --resume {exc.run_id}", code=75)
+    except RunInterrupted as exc:
+        again = redact(" ".join(_without_resume(sys.argv[1:])))
+        notice = Text("interrupted", style="yellow")
+        notice.append(
+            f": finished samples of run {exc.run_id} are saved; continue with:\n"
+            f"  toolgauge {again} --resume {exc.run_id}"
+        )
+        err.print(notice, highlight=False, soft_wrap=True)
+        raise typer.Exit(130) from None
+    except KeyboardInterrupt:
+        err.print("[yellow]interrupted[/]")
+        raise typer.Exit(130) from None
+    except typer.Exit:
+        raise
+    except Exception as exc:
+        if os.environ.get("TOOLGAUGE_DEBUG"):
+            raise
+        fail(
+            f"internal error: {exc.__class__.__name__}: {exc} (set TOOLGAUGE_DEBUG=1 for the traceback)",
+            code=70,
+        )
+
+
+def _without_resume(args: list[str]) -> list[str]:
+    """The command line minus any ``--resume ID`` (to print the command that resumes a run)."""
+    kept: list[str] = []
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg == "--resume":
+            skip = True
+        elif not arg.startswith("--resume="):
+            kept.append(arg)
+    return kept
+
+
+def require_finite(**flags: float) -> None:
+    """Reject NaN and infinite float flags (``--temperature nan``, ``--timeout inf``) as usage errors."""
+    for name, value in flags.items():
+        if not math.isfinite(value):
+            raise UsageError(f"--{name.replace('_', '-')} must be a finite number, got {value}")
+
+
+# -- small helpers -----------------------------------------------------------------------------
+def limit_items(items: list[T], limit: int | None, group: Callable[[T], str] | None = None) -> list[T]:
+    """The first ``limit`` items, or with ``group`` the first ``limit`` of each group (split, category)."""
+    if not limit:
+        return items
+    if group is None:
+        return items[:limit]
+    taken: dict[str, int] = {}
+    kept: list[T] = []
+    for item in items:
+        key = group(item)
+        if taken.get(key, 0) < limit:
+            taken[key] = taken.get(key, 0) + 1
+            kept.append(item)
+    return kept
+
+
+def split_list(value: str | None) -> list[str] | None:
+    """A comma list as a list (None when not given); an empty list is a usage error."""
+    if value is None:
+        return None
+    parts = [p.strip() for p in value.split(",") if p.strip()]
+    if not parts:
+        raise UsageError("an empty list was given")
+    return parts
+
+
+def resolved_model(bench: Benchmark[Any, Any], model: str, timeout: float) -> tuple[str, ModelClient]:
+    """The spec as it may be stored and shown (password masked), and the client the real spec names."""
+    from toolgauge.models.spec import display_spec, resolve_model
+
+    return display_spec(model), resolve_model(model, replay_loader=bench.replay_table, timeout=timeout)
+
+
+# -- running and printing ----------------------------------------------------------------------
+def print_results(results: EvalResults, *, as_json: bool) -> None:
+    """Print results as JSON on stdout, or as the benchmark's tables (its renderer from the registry)."""
+    from toolgauge.benchmarks.registry import spec_for_run
+
+    if as_json:
+        sys.stdout.write(json.dumps(redact_tree(results.model_dump(mode="json")), indent=2, ensure_ascii=False) + "\n")
+        return
+    spec = spec_for_run(results.benchmark)
+    render_results(results, out, spec.render if spec else None, spec.unit if spec else "samples")
+
+
+def execute(
+    bench: Benchmark[Any, Any],
+    model: str,
+    flags: RunFlags,
+    *,
+    client: ModelClient | None = None,
+    roles: Mapping[str, ModelClient] | None = None,
+    outputs: Mapping[str, tuple[Path, Callable[[RunResult[Any]], None]]] | None = None,
+    unit: str = "sample",
+) -> RunResult[Any]:
+    """Run, write the requested files, print; exit 1 when samples failed.
+
+    Files are written whole at the end or not at all: the samples file (line by line into a
+    temporary file that is then renamed), then each of ``outputs`` (label -> (path, writer of the
+    scored run)). They are written while the run's store is open, since the per-unit scores read
+    the results back from it. A run where every sample failed prints no scores and writes no files.
+    """
+    written: list[tuple[str, Path]] = []
+
+    def write_files(result: RunResult[Any]) -> None:
+        run = result.scored.results.run
+        if run is not None and run.status == "failed":
+            return
+        if flags.samples is not None:
+            rows = (s.model_dump(mode="json") for s in result.scored.iter_samples())
+            write_lines_atomic(flags.samples, sample_lines(rows))
+            written.append((f"per-{unit} results", flags.samples))
+        for label, (path, write) in (outputs or {}).items():
+            write(result)
+            written.append((label, path))
+
+    result = asyncio.run(
+        run_benchmark(bench, model, flags.run_options(), client=client, roles=roles, on_scored=write_files)
+    )
+    results = result.scored.results
+    run = results.run
+    status = run.status if run is not None else None
+    if status == "failed" and run is not None:
+        if flags.as_json:  # the status and the errors: run_benchmark keeps no scores of empty replies
+            print_results(results, as_json=True)
+        first = run.first_error
+        fail(
+            f"every {unit} failed (run {run.id} is stored, status failed); "
+            f"first: {first.key + ': ' + first.error if first else None}",
+            code=1,
+        )
+    print_results(results, as_json=flags.as_json)
+    if not flags.as_json:
+        for label, path in written:
+            out.print(Text(f"{label}: {path}"), highlight=False)
+    if status == "finished_with_errors" and run is not None:
+        if flags.as_json:  # the table carries this warning; JSON readers get it on stderr too
+            err.print(
+                f"[yellow]warning:[/] {run.sample_errors} of {run.samples} {unit}s failed; "
+                f"scores are not comparable (run {run.id}, status finished_with_errors)",
+                highlight=False,
+                soft_wrap=True,
+            )
+        raise typer.Exit(1)
+    return result

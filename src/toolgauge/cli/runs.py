@@ -1,0 +1,155 @@
+"""``runs``, ``report`` and ``rescore``: reading stored runs (no model is asked)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from toolgauge.cli.common import JsonOpt, StoreOpt, fail, guarded, out, print_results
+from toolgauge.errors import UsageError
+from toolgauge.redact import redact
+from toolgauge.report.export import results_to_csv, sample_lines, write_lines_atomic
+from toolgauge.store import open_store
+from toolgauge.store.store import RunInfo, Store
+
+RunArg = Annotated[str, typer.Argument(help="Run id, a unique start of one, or 'latest' (see: toolgauge runs).")]
+
+
+def runs_cmd(
+    store: StoreOpt = None,
+    limit: Annotated[int, typer.Option("--limit", min=1)] = 30,
+    as_json: JsonOpt = False,
+) -> None:
+    """List runs, newest first."""
+
+    def body() -> None:
+        st = open_store(store, create=False)
+        try:
+            runs = st.list_runs(limit)
+            holders = st.live_lock_holders()
+        finally:
+            st.close()
+        if as_json:
+            rows = [
+                {"id": r.id, "benchmark": r.benchmark, "model": r.model, "status": r.status, "samples": r.n_samples,
+                 "created_at": r.created_at, "finished_at": r.finished_at,
+                 "held_by": holders[r.id].describe() if r.id in holders else None}
+                for r in runs
+            ]  # fmt: skip
+            sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+            return
+        table = Table(title="runs", title_justify="left")
+        for col in ("id", "benchmark", "model", "status", "samples", "started"):
+            table.add_column(col)
+        for r in runs:
+            started = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created_at))
+            status = r.status
+            if r.id in holders:
+                status = f"{r.status} (pid {holders[r.id].pid} on {holders[r.id].hostname})"
+            elif r.status == "running":
+                status = "stopped (no process; --resume it)"  # killed, or its store write failed
+            table.add_row(*(escape(str(v)) for v in (r.id, r.benchmark, redact(r.model), status, r.n_samples, started)))
+        out.print(table)
+
+    guarded(body)
+
+
+def _stored_run(st: Store, ref: str) -> RunInfo:
+    run = st.get_run(st.resolve_run_id(ref))
+    if run is None:
+        raise UsageError(f"no run {ref!r} in the store (see: toolgauge runs)")
+    return run
+
+
+def report_cmd(
+    run_id: RunArg,
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+    as_csv: Annotated[bool, typer.Option("--csv", help="Print metric,by,group,value,n rows.")] = False,
+) -> None:
+    """Print or export one run's results."""
+
+    def body() -> None:
+        st = open_store(store, create=False)
+        try:
+            run = _stored_run(st, run_id)
+        finally:
+            st.close()
+        if run.results is None:
+            if run.status in ("running", "interrupted"):
+                raise UsageError(
+                    f"run {run.id} has no results yet (status: {run.status}); resume it with --resume {run.id}"
+                )
+            raise UsageError(
+                f"run {run.id} has no results this toolgauge can read (status: {run.status}); "
+                f"score it again with: toolgauge rescore {run.id}"
+            )
+        results = run.results
+        if as_json:
+            print_results(results, as_json=True)
+        elif as_csv:
+            sys.stdout.write(results_to_csv(results))
+        elif results.run is not None and results.run.status == "failed":
+            # Every sample failed: there are no scores to show, only why (a failed run never looks like a result).
+            first = results.run.first_error
+            fail(
+                f"run {run.id} failed: every sample failed, so it has no scores; "
+                f"first error: {first.key + ': ' + first.error if first else None}",
+                code=1,
+            )
+        else:
+            print_results(results, as_json=False)
+
+    guarded(body)
+
+
+def rescore_cmd(
+    run_id: RunArg,
+    variant: Annotated[
+        str | None, typer.Option("--variant", help="Metric variant (default: the one the run was scored with).")
+    ] = None,
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+    samples: Annotated[
+        Path | None, typer.Option("--samples", help="Write one JSON line per scored unit to this file.")
+    ] = None,
+) -> None:
+    """Score a stored run again from its stored outputs, without any model call (e.g. with another --variant).
+
+    The data files the run was made from must still be where they were. The stored run is not changed.
+    """
+
+    def body() -> None:
+        from toolgauge.benchmarks.registry import spec_for_run
+        from toolgauge.engine import stored_outcomes
+
+        st = open_store(store, create=False)
+        try:
+            run = _stored_run(st, run_id)
+            spec = spec_for_run(run.benchmark)
+            if spec is None or spec.rescore is None:
+                raise UsageError(f"run {run.id} ({run.benchmark}) cannot be rescored from the store")
+            if variant is not None and variant not in spec.variants:
+                choices = ", ".join(spec.variants) or "none"
+                raise UsageError(f"--variant {variant}: {spec.name} has the variants {choices}")
+            bench = spec.rescore(run.config, variant)
+            pairs = bench.samples()
+            outcomes = stored_outcomes(st, run.id, [key for key, _ in pairs], bench.result_type)
+            if not len(outcomes):
+                raise UsageError(f"run {run.id} has no stored samples to score")
+            scored = bench.score(pairs, outcomes)
+            scored.results.run = run.results.run if run.results is not None else None
+            if samples is not None:
+                write_lines_atomic(samples, sample_lines(s.model_dump(mode="json") for s in scored.iter_samples()))
+            print_results(scored.results, as_json=as_json)
+        finally:
+            st.close()
+
+    guarded(body)
