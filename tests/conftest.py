@@ -50,7 +50,8 @@ TIERS: dict[str, tuple[str, ...]] = {
 }
 TIER_MARKERS = ("slow", "sandbox", "local_model", "embedding")
 # Tests that share something expensive or exclusive run on one xdist worker (``--dist loadgroup``): one
-# PostgreSQL server, one embedded model at a time on the CPU, the embedding model loaded once.
+# PostgreSQL server, one embedded model at a time on the CPU, the embedding model loaded once, a module's
+# module-scoped fixtures made once.
 GROUP_OF_TIER = {"local_model": "local_model", "embedding": "embedding"}
 PG_FIXTURES = {"pg_server", "pg_url"}
 
@@ -85,10 +86,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if "data_dir" in fixtures:  # directly or through mtu_dir / bfcl_dir
             item.add_marker("realdata")
         groups = [GROUP_OF_TIER[t] for t in sorted(tiers) if t in GROUP_OF_TIER]
-        if fixtures & PG_FIXTURES:
+        if _uses_postgres(item, fixtures):
             groups.insert(0, "postgres")
+        if _uses_module_fixture(item):  # made once per worker that runs the module: keep the module on one
+            groups.append(item.path.name)
         if groups:
             item.add_marker(pytest.mark.xdist_group(groups[0]))
+
+
+def _uses_postgres(item: pytest.Item, fixtures: set[str]) -> bool:
+    """The PostgreSQL fixtures, by name or through a store parameter (``store_url[postgresql]``)."""
+    callspec = getattr(item, "callspec", None)
+    return bool(fixtures & PG_FIXTURES) or (callspec is not None and "postgresql" in callspec.params.values())
+
+
+def _uses_module_fixture(item: pytest.Item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    defs = info.name2fixturedefs.values() if info is not None else ()
+    return any(d.scope == "module" for chain in defs for d in chain)
 
 
 # -- optional extras: a test that needs one skips with the reason where it is missing (CI installs them all) --
@@ -120,6 +135,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 # -- the tier check ------------------------------------------------------------------------------------------
 
 _spawned: dict[str, str] = {}  # tier -> what the running test started that needs it
+SANDBOX_LAUNCHERS = (os.path.join("toolgauge", "sandbox", "launch.py"), "toolgauge.sandbox")
 
 
 def _audit(event: str, args: tuple[Any, ...]) -> None:
@@ -127,8 +143,9 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
         executable, argv = args[0], args[1]
         words = [str(a) for a in argv] if isinstance(argv, list | tuple) else [str(argv)]
         first = os.path.basename(str(executable or (words[0] if words else "")))
-        if first == "bwrap":
-            _spawned.setdefault("sandbox", "bubblewrap")
+        # The sandbox starts as ``python -I -S .../toolgauge/sandbox/launch.py --kind K`` (which runs bwrap).
+        if first == "bwrap" or any(w.endswith(SANDBOX_LAUNCHERS) for w in words):
+            _spawned.setdefault("sandbox", "a sandboxed process")
         elif "llama_cpp.server" in words:
             _spawned.setdefault("local_model", "the llama.cpp server")
     elif event == "import" and args[0] == "sentence_transformers":
