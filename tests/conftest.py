@@ -41,18 +41,15 @@ TIERS: dict[str, tuple[str, ...]] = {
     "test_cli_faults.py": ("slow",),
     "test_cli_interrupt.py": ("slow",),
     "test_resume_after_kill.py": ("slow",),
-    "test_run_lock.py": ("slow",),
+    "test_run_lock.py::test_a_second_resumer_gets_one_clear_line_and_makes_no_model_call": ("slow",),
+    "test_run_lock.py::test_a_resume_right_after_kill_9_takes_the_run_over": ("slow",),
     "test_secrets.py::test_api_key_echoed_by_the_server_reaches_nothing": ("slow",),
     "test_secrets.py::test_api_key_echoed_in_the_probes_answer_reaches_nothing": ("slow",),
     "test_secrets.py::test_password_in_the_model_url_reaches_nothing": ("slow",),
-    "test_store_durability.py::test_a_full_disk_loses_no_acknowledged_sample": ("slow",),
-    "test_store_postgres.py": ("slow",),
+    "test_store_durability.py::test_a_full_disk_stops_the_run_and_loses_no_finished_row": ("slow",),
+    # The PostgreSQL tests (by fixture or store parameter) are slow too: they start a server.
 }
 TIER_MARKERS = ("slow", "sandbox", "local_model", "embedding")
-# Tests that share something expensive or exclusive run on one xdist worker (``--dist loadgroup``): one
-# PostgreSQL server, one embedded model at a time on the CPU, the embedding model loaded once, a module's
-# module-scoped fixtures made once.
-GROUP_OF_TIER = {"local_model": "local_model", "embedding": "embedding"}
 PG_FIXTURES = {"pg_server", "pg_url"}
 
 
@@ -74,36 +71,41 @@ def tiers_of(item: pytest.Item) -> set[str]:
     tiers.update(TIERS.get(f"{name}::{function}", ()))
     if _sandbox_skip(item):
         tiers.add("sandbox")
+    if _uses_postgres(item, set(getattr(item, "fixturenames", ()))):  # a server started for the session
+        tiers.add("slow")
     return tiers
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m and -k deselect: every collected test is seen
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    check_tiers_table(items)
+    heavy: dict[str, int] = {}
     for item in items:
         tiers = tiers_of(item)
         for tier in sorted(tiers):
             item.add_marker(tier)
-        fixtures = set(getattr(item, "fixturenames", ()))
-        if "data_dir" in fixtures:  # directly or through mtu_dir / bfcl_dir
+        if "data_dir" in set(getattr(item, "fixturenames", ())):  # directly or through mtu_dir / bfcl_dir
             item.add_marker("realdata")
-        groups = [GROUP_OF_TIER[t] for t in sorted(tiers) if t in GROUP_OF_TIER]
-        if _uses_postgres(item, fixtures):
-            groups.insert(0, "postgres")
-        if _uses_module_fixture(item):  # made once per worker that runs the module: keep the module on one
-            groups.append(item.path.name)
-        if groups:
-            item.add_marker(pytest.mark.xdist_group(groups[0]))
+        weight = 0 if tiers & {"sandbox", "embedding", "local_model"} else 1 if "slow" in tiers else 2
+        heavy[item.path.name] = min(weight, heavy.get(item.path.name, 2))
+    # The heaviest modules first (sandbox and model runs, then slow ones): pytest-xdist's --dist loadfile hands
+    # out modules in this order, so the longest start first and the short ones fill in around them.
+    items.sort(key=lambda item: heavy[item.path.name])
+
+
+def check_tiers_table(items: list[pytest.Item]) -> None:
+    """Every TIERS entry of a collected module names a test that exists (a renamed test must not drop its tier)."""
+    modules = {item.path.name for item in items}
+    tests = {f"{item.path.name}::{getattr(item, 'originalname', item.name)}" for item in items}
+    stale = [key for key in TIERS if key.split("::")[0] in modules and "::" in key and key not in tests]
+    if stale:
+        raise pytest.UsageError(f"tests/conftest.py TIERS names tests that do not exist: {', '.join(stale)}")
 
 
 def _uses_postgres(item: pytest.Item, fixtures: set[str]) -> bool:
     """The PostgreSQL fixtures, by name or through a store parameter (``store_url[postgresql]``)."""
     callspec = getattr(item, "callspec", None)
     return bool(fixtures & PG_FIXTURES) or (callspec is not None and "postgresql" in callspec.params.values())
-
-
-def _uses_module_fixture(item: pytest.Item) -> bool:
-    info = getattr(item, "_fixtureinfo", None)
-    defs = info.name2fixturedefs.values() if info is not None else ()
-    return any(d.scope == "module" for chain in defs for d in chain)
 
 
 # -- optional extras: a test that needs one skips with the reason where it is missing (CI installs them all) --
