@@ -24,6 +24,9 @@ from fault_server import FaultServer
 from toolgauge.results import EvalResults, RunStats
 
 CLI = [sys.executable, "-m", "toolgauge.cli"]
+# The client timeout ends an injected hang; it must also leave room for a busy machine (pytest -n) to answer an
+# ordinary request, or a slow answer becomes a retry the fault schedule did not plan.
+TIMEOUT = "3"
 
 
 def toolgauge(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -32,7 +35,7 @@ def toolgauge(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[s
 
 def suite(url: str, store: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return toolgauge(
-        "eval", "suite", "--model", f"{url}#m", "--store", f"sqlite:///{store}", "-q", "--timeout", "1",
+        "eval", "suite", "--model", f"{url}#m", "--store", f"sqlite:///{store}", "-q", "--timeout", TIMEOUT,
         "--concurrency", "8", *extra,
     )  # fmt: skip
 
@@ -79,7 +82,7 @@ def test_bfcl_with_faults_matches_a_clean_run(bfcl_dir: Path, tmp_path: Path):
         return toolgauge(
             "eval", "bfcl", "--data", str(bfcl_dir), "--categories", "simple_python,multiple,irrelevance",
             "--limit", "30", "--model", f"{url}#m", "--store", f"sqlite:///{tmp_path / name}.db", "-q",
-            "--timeout", "1", "--concurrency", "8", "--samples", str(tmp_path / f"{name}.jsonl"),
+            "--timeout", TIMEOUT, "--concurrency", "8", "--samples", str(tmp_path / f"{name}.jsonl"),
         )  # fmt: skip
 
     with FaultServer() as clean:

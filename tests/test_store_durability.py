@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import sqlite3
 import subprocess
@@ -46,11 +47,21 @@ def stored(url: str, run_id: str) -> tuple[list[str], list[str], int]:
 
 
 def impatient_store(url: str) -> Store:
-    """A store on ``url`` that gives up on a locked database after 50 ms instead of 5 s."""
+    """A store on ``url`` that gives up on a locked database after 50 ms instead of 5 s (and flushes when told)."""
     open_store(url).close()  # create the schema (and WAL mode) first
     engine = create_engine(url, connect_args={"timeout": 0.05})
     event.listen(engine, "connect", _sqlite_pragmas)
-    return Store(engine, url=url)
+    return Store(engine, url=url, flush_seconds=math.inf)
+
+
+def flushed_when_told(store: Store) -> Store:
+    """The store, writing its buffered rows only at an explicit flush (or a status change, or close).
+
+    A store also flushes when a row is buffered 0.25 s after its last flush: on a busy machine (pytest -n) that
+    timer fired inside ``record_sample``, and the write these tests make fail failed one line early.
+    """
+    store.flush_seconds = math.inf
+    return store
 
 
 def test_a_failed_group_commit_keeps_its_rows_in_order_and_a_later_one_writes_them_once(tmp_path):
@@ -86,7 +97,7 @@ def test_a_failed_group_commit_keeps_its_rows_in_order_and_a_later_one_writes_th
 @pytest.mark.parametrize("with_samples", [True, False], ids=["samples-and-calls", "calls-only"])
 def test_a_commit_that_landed_but_reported_failure_is_not_written_twice(tmp_path, with_samples):
     url = f"sqlite:///{tmp_path / 's.db'}"
-    store = open_store(url)
+    store = flushed_when_told(open_store(url))
     run_id = store.create_run("t", "m", {})
     dialect = store.engine.dialect
     real_commit = dialect.do_commit
@@ -122,7 +133,7 @@ def test_a_read_only_store_refuses_writes_with_one_line_and_keeps_the_rows(tmp_p
     run_id = writable.create_run("t", "m", {})
     writable.close()
     url = f"sqlite:///file:{path}?mode=ro&uri=true"
-    store = open_store(url)
+    store = flushed_when_told(open_store(url))
     with pytest.raises(StoreWriteError, match=r"creating run .*: attempt to write a readonly database$"):
         store.create_run("t", "m", {})
     store.record_sample(run_id, "s0", result={"i": 0}, error=None, latency_s=0.1)
@@ -139,7 +150,7 @@ def test_a_read_only_store_refuses_writes_with_one_line_and_keeps_the_rows(tmp_p
 
 def test_a_stopping_run_is_marked_failed_even_when_its_rows_cannot_be_written(tmp_path):
     url = f"sqlite:///{tmp_path / 's.db'}"
-    store = open_store(url)
+    store = flushed_when_told(open_store(url))
     run_id = store.create_run("t", "m", {})
     store.record_sample("no-such-run", "s0", result=None, error="x", latency_s=0.0)  # violates the foreign key
     with pytest.raises(StoreWriteError, match="FOREIGN KEY constraint failed"):
@@ -151,7 +162,7 @@ def test_a_stopping_run_is_marked_failed_even_when_its_rows_cannot_be_written(tm
 
 
 def test_the_error_never_shows_the_store_password():
-    store = Store(create_engine("sqlite://"), url="postgresql://tg:hunter2secret@db.example/tg")
+    store = Store(create_engine("sqlite://"), url="postgresql://tg:hunter2secret@db.example/tg", flush_seconds=math.inf)
     store.record_sample("r", "s", result=None, error="x", latency_s=0.0)
     with pytest.raises(StoreWriteError) as caught:
         store.flush()  # no tables in this in-memory database
