@@ -84,6 +84,7 @@ class BenchmarkSpec:
         extras: The optional dependency groups (``pip install 'toolgauge[X]'``) it needs.
         variants: The metric variants ``rescore --variant`` accepts.
         unit: What one sample is, plural, for the run line (``"sessions"``, ``"servers"``).
+        score_options: The ``build`` options that scoring recorded outputs adds (BFCL: ``{"mode": "replay"}``).
     """
 
     name: str
@@ -97,3 +98,4 @@ class BenchmarkSpec:
     extras: tuple[str, ...] = ()
     variants: tuple[str, ...] = field(default=())
     unit: str = "samples"
+    score_options: Mapping[str, Any] = field(default_factory=dict)

@@ -8,6 +8,7 @@ this one.
 from __future__ import annotations
 
 import sys
+from functools import cache
 from typing import Annotated, Any
 
 import typer
@@ -73,7 +74,17 @@ def build_app() -> typer.Typer:
     return root
 
 
-app = build_app()
+@cache
+def _app() -> typer.Typer:
+    return build_app()
+
+
+def __getattr__(name: str) -> Any:
+    # Built on first use, not at import: the benchmark packages import toolgauge.cli.common, which
+    # runs this package's __init__ first; reading the registry here would see them half-imported.
+    if name == "app":
+        return _app()
+    raise AttributeError(f"module 'toolgauge.cli' has no attribute {name!r}")
 
 
 def main() -> None:
@@ -94,7 +105,7 @@ def main() -> None:
 
     signal.signal(signal.SIGTERM, terminate_like_ctrl_c)
     try:
-        code = app(standalone_mode=False)
+        code = _app()(standalone_mode=False)
     except click_errors.NoArgsIsHelpError as exc:
         exc.show()
         code = exc.exit_code
