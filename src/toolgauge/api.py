@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from toolgauge.benchmark import Benchmark, BenchmarkSpec
 from toolgauge.driver import RunOptions, RunResult, run_benchmark
@@ -25,6 +26,7 @@ from toolgauge.results import EvalResults, SampleScore
 from toolgauge.store import open_store
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 @dataclass(frozen=True)
@@ -64,56 +66,24 @@ def _spec(name: str) -> BenchmarkSpec:
     return spec
 
 
-def _run_sync(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
-    """Run a coroutine to the end from synchronous code, inside a running event loop or not."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(make())
-    # A loop is running in this thread (a notebook): run ours in a thread of its own.
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, make()).result()
+def _synchronous(fn: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
+    """The synchronous form of an API coroutine; it also works inside a running event loop (a notebook)."""
+
+    @functools.wraps(fn)
+    def run(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(fn(*args, **kwargs))
+        # A loop is running in this thread: run ours in a thread of its own.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(asyncio.run, fn(*args, **kwargs)).result()
+
+    run.__name__ = run.__qualname__ = fn.__name__.removesuffix("_async")
+    return run
 
 
 async def evaluate_async(
-    benchmark: str | Benchmark[Any, Any],
-    model: str | ModelClient,
-    *,
-    store: str | Path | None = None,
-    concurrency: int = 4,
-    timeout: float = 120.0,
-    max_retries: int = 4,
-    use_cache: bool = True,
-    resume: str | None = None,
-    keep_samples: bool = False,
-    roles: Mapping[str, ModelClient] | None = None,
-    **options: Any,
-) -> Evaluation:
-    """Run ``model`` on a benchmark, score it and store the run; the async form of :func:`evaluate`."""
-    bench = _spec(benchmark).build(**options) if isinstance(benchmark, str) else benchmark
-    if isinstance(model, str):
-        shown, client = display_spec(model), resolve_model(model, replay_loader=bench.replay_table, timeout=timeout)
-    else:
-        shown, client = model.name, model
-    run_options = RunOptions(
-        store_url=_store_url(store),
-        resume=resume,
-        engine=EngineConfig(
-            concurrency=concurrency, timeout=timeout, max_retries=max_retries, use_cache=use_cache, show_progress=False
-        ),
-    )
-    kept: list[SampleScore] = []
-
-    def collect(result: RunResult[Any]) -> None:
-        # The per-unit scores read the stored outputs: collect them while the store is open.
-        if keep_samples:
-            kept.extend(result.scored.iter_samples())
-
-    result = await run_benchmark(bench, shown, run_options, client=client, roles=roles, on_scored=collect)
-    return Evaluation(result.run_id, result.scored.results, kept)
-
-
-def evaluate(
     benchmark: str | Benchmark[Any, Any],
     model: str | ModelClient,
     *,
@@ -148,32 +118,30 @@ def evaluate(
     Returns:
         The run id, its results and (with ``keep_samples``) the per-unit scores.
     """
-    settings: dict[str, Any] = {
-        "store": store, "concurrency": concurrency, "timeout": timeout, "max_retries": max_retries,
-        "use_cache": use_cache, "resume": resume, "keep_samples": keep_samples, "roles": roles,
-    }  # fmt: skip
-    return _run_sync(lambda: evaluate_async(benchmark, model, **settings, **options))
+    bench = _spec(benchmark).build(**options) if isinstance(benchmark, str) else benchmark
+    if isinstance(model, str):
+        shown, client = display_spec(model), resolve_model(model, replay_loader=bench.replay_table, timeout=timeout)
+    else:
+        shown, client = model.name, model
+    run_options = RunOptions(
+        store_url=_store_url(store),
+        resume=resume,
+        engine=EngineConfig(
+            concurrency=concurrency, timeout=timeout, max_retries=max_retries, use_cache=use_cache, show_progress=False
+        ),
+    )
+    kept: list[SampleScore] = []
+
+    def collect(result: RunResult[Any]) -> None:
+        # The per-unit scores read the stored outputs: collect them while the store is open.
+        if keep_samples:
+            kept.extend(result.scored.iter_samples())
+
+    result = await run_benchmark(bench, shown, run_options, client=client, roles=roles, on_scored=collect)
+    return Evaluation(result.run_id, result.scored.results, kept)
 
 
 async def score_async(
-    benchmark: str | Benchmark[Any, Any],
-    predictions: str | Path,
-    *,
-    store: str | Path | None = None,
-    keep_samples: bool = False,
-    **options: Any,
-) -> Evaluation:
-    """Score recorded model outputs offline; the async form of :func:`score`."""
-    spec = _spec(benchmark) if isinstance(benchmark, str) else None
-    bench = spec.build(**{**spec.score_options, **options}) if spec is not None else benchmark
-    assert not isinstance(bench, str)
-    return await evaluate_async(
-        bench, f"replay:{Path(predictions)}", store=store, concurrency=64, timeout=60.0, max_retries=0,
-        use_cache=False, keep_samples=keep_samples,
-    )  # fmt: skip
-
-
-def score(
     benchmark: str | Benchmark[Any, Any],
     predictions: str | Path,
     *,
@@ -186,7 +154,17 @@ def score(
     No model is asked: the recorded outputs are replayed through the benchmark's own protocol and
     scored with its metrics. ``options`` are the benchmark's options, as for :func:`evaluate`.
     """
-    return _run_sync(lambda: score_async(benchmark, predictions, store=store, keep_samples=keep_samples, **options))
+    if isinstance(benchmark, str):
+        spec = _spec(benchmark)
+        benchmark = spec.build(**{**spec.score_options, **options})
+    return await evaluate_async(
+        benchmark, f"replay:{Path(predictions)}", store=store, concurrency=64, timeout=60.0, max_retries=0,
+        use_cache=False, keep_samples=keep_samples,
+    )  # fmt: skip
+
+
+evaluate = _synchronous(evaluate_async)
+score = _synchronous(score_async)
 
 
 def read_run(run_id: str, *, store: str | Path | None = None) -> StoredRun:
