@@ -229,3 +229,15 @@ def test_eval_with_a_replay_model_scores_and_warns_as_score_does(mtu_dir, store)
         "duplicate prediction id 'S-M_30' (2 predictions for 1 item(s)); ignored",
     ]
     assert evaluated.warnings[2].startswith("2 item(s) have no prediction")
+
+
+def test_the_table_counts_every_item_of_a_split(mtu_dir, store):
+    res = invoke("eval", "mtu-bench", "--data", mtu_dir, "--splits", "S-M,OOD", "--model", "gold", "-q",
+                 "--store", store)  # fmt: skip
+    assert res.exit_code == 0, res.output
+    rows = {
+        line.split()[0]: line.split()[1:] for line in res.stdout.splitlines() if line.split()[:1] in (["S-M"], ["OOD"])
+    }
+    # OOD's tool accuracy is over its 38 single-call items; the row's n is all 72 items, as MTU-Bench counts them.
+    assert rows["OOD"] == ["72", *["100.00"] * 4]
+    assert rows["S-M"] == ["94", "—", "—", "100.00", "100.00"]

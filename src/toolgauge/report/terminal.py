@@ -98,8 +98,9 @@ def metric_table(
     for group in groups:
         row = {m.name: m for m in metrics if m.group == group}
         n = next((row[name].n for name in present if name in row and row[name].n is not None), None)
-        if count is not None and count in row:
-            n = row[count].value
+        counted = row.get(count) if count is not None else None
+        if counted is not None and counted.value is not None:
+            n = int(counted.value)
         table.add_row(esc(group if group is not None else overall_label), esc(n if n is not None else ""),
                       *[shown(row.get(name)) for name in present])  # fmt: skip
     return table
