@@ -8,6 +8,7 @@ this one.
 from __future__ import annotations
 
 import sys
+from functools import cache
 from typing import Annotated, Any
 
 import typer
@@ -73,7 +74,19 @@ def build_app() -> typer.Typer:
     return root
 
 
-app = build_app()
+@cache
+def get_app() -> typer.Typer:
+    """The CLI, built on first use."""
+    return build_app()
+
+
+def __getattr__(name: str) -> Any:
+    # ``app`` is built on first use, not on import: building it imports every benchmark package, and
+    # a benchmark's commands import ``toolgauge.cli.common`` (this package) while that benchmark is
+    # itself being imported; built then, the registry would miss it.
+    if name == "app":
+        return get_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main() -> None:
@@ -94,7 +107,7 @@ def main() -> None:
 
     signal.signal(signal.SIGTERM, terminate_like_ctrl_c)
     try:
-        code = app(standalone_mode=False)
+        code = get_app()(standalone_mode=False)
     except click_errors.NoArgsIsHelpError as exc:
         exc.show()
         code = exc.exit_code
