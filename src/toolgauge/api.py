@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from toolgauge.benchmark import Benchmark, BenchmarkSpec
+from toolgauge.benchmark import Benchmark, BenchmarkSpec, variants_text
 from toolgauge.driver import RunOptions, RunResult, run_benchmark
 from toolgauge.engine import EngineConfig, stored_outcomes
 from toolgauge.errors import UsageError
@@ -203,7 +203,7 @@ def rescore(
         if spec is None or spec.rescore is None:
             raise UsageError(f"run {run.id} ({run.benchmark}) cannot be rescored from the store")
         if variant is not None and variant not in spec.variants:
-            raise UsageError(f"variant {variant!r}: {spec.name} has the variants {', '.join(spec.variants) or 'none'}")
+            raise UsageError(f"variant {variant!r}: {variants_text(spec)}")
         bench = spec.rescore(run.config, variant)
         pairs = bench.samples()
         scored = bench.score(pairs, stored_outcomes(st, run.id, [k for k, _ in pairs], bench.result_type))

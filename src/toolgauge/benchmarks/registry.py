@@ -14,7 +14,7 @@ from toolgauge.benchmark import BenchmarkSpec
 PACKAGES = (
     "toolgauge.benchmarks.suite",
     "toolgauge.benchmarks.mtu",
-    # "toolgauge.benchmarks.bfcl",
+    "toolgauge.benchmarks.bfcl",
     # "toolgauge.benchmarks.wildtoolbench",
     # "toolgauge.benchmarks.tool_genesis",
 )

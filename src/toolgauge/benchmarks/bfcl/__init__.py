@@ -4,48 +4,21 @@
 ``score bfcl`` rescores BFCL's own result files. The checker agrees with bfcl-eval 2026.3.23's
 on every verdict and error type (docs/metrics/bfcl.md, docs/benchmarks/bfcl-agreement.md).
 
-The CLI module is imported when it is first used, not with the package: importing the loader or
-the checker must not import the command line (whose app, built on import, reads this ``SPEC``).
+The commands, ``build`` and ``rescore`` are imported when first used (``lazy``): importing the loader
+or the checker imports no command line, engine or store.
 """
 
-from __future__ import annotations
-
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
-
-from toolgauge.benchmark import BenchmarkSpec, CommandGroups
+from toolgauge.benchmark import BenchmarkSpec, lazy
 from toolgauge.benchmarks.bfcl.report import render_bfcl
-
-if TYPE_CHECKING:
-    from toolgauge.benchmarks.bfcl.protocol import BfclBenchmark
-
-
-def _add_commands(groups: CommandGroups) -> None:
-    from toolgauge.benchmarks.bfcl.cli import add_commands
-
-    add_commands(groups)
-
-
-def _build(**options: Any) -> BfclBenchmark:
-    from toolgauge.benchmarks.bfcl.cli import build
-
-    return build(**options)
-
-
-def _rescore(config: Mapping[str, Any], variant: str | None) -> BfclBenchmark:
-    from toolgauge.benchmarks.bfcl.cli import rescore
-
-    return rescore(config, variant)
-
 
 SPEC = BenchmarkSpec(
     name="bfcl",
     title="BFCL (Berkeley Function Calling Leaderboard) AST categories, with BFCL's checker rules",
     run_names=("bfcl",),
-    add_commands=_add_commands,
-    build=_build,
+    add_commands=lazy("toolgauge.benchmarks.bfcl.cli", "add_commands"),
+    build=lazy("toolgauge.benchmarks.bfcl.cli", "build"),
     render=render_bfcl,
-    rescore=_rescore,
+    rescore=lazy("toolgauge.benchmarks.bfcl.cli", "rescore"),
     headline=("accuracy",),
     variants=(),
 )

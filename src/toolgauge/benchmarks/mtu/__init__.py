@@ -6,18 +6,17 @@ reference metrics or the ``strict`` variant (``docs/metrics/mtu-bench.md``). ``s
 rescores recorded replies such as the published GPT-4 responses.
 """
 
-from toolgauge.benchmark import BenchmarkSpec
-from toolgauge.benchmarks.mtu import cli
+from toolgauge.benchmark import BenchmarkSpec, lazy
 from toolgauge.benchmarks.mtu.report import render_mtu
 
 SPEC = BenchmarkSpec(
     name="mtu-bench",
     title="MTU-Bench: single- and multi-turn, single- and multi-tool calls (S-S, S-M, M-S, M-M, OOD)",
     run_names=("mtu-bench",),
-    add_commands=cli.add_commands,
-    build=cli.build,
+    add_commands=lazy("toolgauge.benchmarks.mtu.cli", "add_commands"),
+    build=lazy("toolgauge.benchmarks.mtu.cli", "build"),
     render=render_mtu,
-    rescore=cli.rescore,
+    rescore=lazy("toolgauge.benchmarks.mtu.cli", "rescore"),
     headline=(
         "tool_accuracy",
         "parameter_accuracy",
