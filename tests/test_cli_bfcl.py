@@ -214,7 +214,7 @@ def test_rescore_scores_the_stored_outputs_again_without_a_model(bfcl_dir, store
     assert "BFCL AST · prompt" in table.stdout and "simple_python" in table.stdout and "96.67" in table.stdout
     assert "note: 2 entries cannot be passed by any answer (data defects)" in table.stdout
     bad = invoke("rescore", first.run.id, "--store", store, "--variant", "strict")
-    assert bad.exit_code == 2 and "bfcl has the variants none" in bad.stderr
+    assert bad.exit_code == 2 and "bfcl has no metric variants" in bad.stderr
 
 
 def test_rescore_of_a_scored_result_file_needs_the_file_no_more(bfcl_dir, store, tmp_path):
