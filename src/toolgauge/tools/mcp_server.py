@@ -24,12 +24,12 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, TYPE_CHECKING, Any, Literal
 
 import anyio
-from pydantic import BaseModel
 
 from toolgauge.tools import stdout_codec
+from toolgauge.tools.backend import ToolCallOutcome
 from toolgauge.tools.shim import SHIM_FILE_NAME
 from toolgauge.tools.staging import (
     PID_FILE,
@@ -41,6 +41,11 @@ from toolgauge.tools.staging import (
     sweep_stale_staging,
 )
 from toolgauge.tools.staging import stage_server_files as _stage_files
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
+
+    from toolgauge.sandbox import SandboxLimits
 
 LaunchStage = Literal["prepare", "start", "initialize", "list_tools"]
 ServerShape = Literal["script", "class"]
@@ -57,21 +62,6 @@ class ServerLaunchError(Exception):
         self.stage: LaunchStage = stage
         self.reason = reason
         super().__init__(f"{stage}: {reason}")
-
-
-class ToolCallOutcome(BaseModel):
-    """One tool call as the harness saw it.
-
-    ``content`` is the result's content list in wire shape (``{"type": "text", "text": ...,
-    "annotations": null}``, which is what the official evaluator serialises), or None when the call
-    produced no result; ``failure`` then says why (timeout, server died, protocol error).
-    """
-
-    content: list[dict[str, Any]] | None = None
-    text: str = ""
-    is_error: bool = False
-    failure: str | None = None
-    seconds: float = 0.0
 
 
 def detect_server_shape(source: str) -> ServerShape:
@@ -143,7 +133,7 @@ class McpServerSession:
 
     def __init__(
         self,
-        session: Any,
+        session: ClientSession,
         tools: list[dict[str, Any]],
         errlog: IO[str],
         shape: ServerShape,
@@ -294,7 +284,7 @@ def _kill_sandbox(pidfile: Path) -> None:
 async def launch_server(
     code_path: Path,
     *,
-    limits: Any = None,
+    limits: SandboxLimits | None = None,
     startup_timeout: float = 30.0,
     extra_files: Sequence[Path] = (),
 ) -> AsyncIterator[McpServerSession]:
@@ -313,7 +303,8 @@ async def launch_server(
     from mcp import StdioServerParameters, stdio_client
 
     from toolgauge.errors import UsageError
-    from toolgauge.sandbox import SandboxLimits, sandbox_python, sandboxed_command
+    from toolgauge.sandbox import SandboxLimits as Limits
+    from toolgauge.sandbox import sandbox_python, sandboxed_command
 
     # An untrusted server may write anything on stdout; the SDK logs a traceback per unparsable line.
     logging.getLogger("mcp.client.stdio").setLevel(logging.CRITICAL)
@@ -332,9 +323,7 @@ async def launch_server(
             flag = "--class" if shape == "class" else "--script"
             argv = [sandbox_python(), SHIM_FILE_NAME, flag, staged.name]
             try:
-                command = sandboxed_command(
-                    argv, workdir, limits if limits is not None else SandboxLimits(), pidfile=pidfile
-                )
+                command = sandboxed_command(argv, workdir, limits if limits is not None else Limits(), pidfile=pidfile)
             except UsageError as exc:  # no bubblewrap and no opt-out: the server is refused, not run
                 raise ServerLaunchError("start", str(exc)) from None
             params = StdioServerParameters(
@@ -404,7 +393,7 @@ def _with_stderr(reason: str, errlog: IO[str]) -> str:
     return f"{reason}; stderr: {last}"
 
 
-async def _list_all_tools(session: Any) -> list[dict[str, Any]]:
+async def _list_all_tools(session: ClientSession) -> list[dict[str, Any]]:
     tools: list[dict[str, Any]] = []
     cursor: str | None = None
     for _ in range(50):  # a server paging forever is cut off
