@@ -1,11 +1,13 @@
-"""Run a piece of episode code inside the real engine, with scripted clients for its roles."""
+"""Helpers for episode code: run it inside the real engine with scripted clients; a fake MCP client session."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
+import mcp_types
 from pydantic import BaseModel
 
 from toolgauge.engine import EngineConfig, EpisodeContext, run_episodes
@@ -51,3 +53,19 @@ async def in_episode(
     assert outcome.error is None, outcome.error
     assert outcome.result is not None
     return outcome.result
+
+
+class FakeMcpClient:
+    """The client half of an MCP connection to an adding server: ``call_tool`` returns ``{"sum": a + b}``.
+
+    Wrapped in a ``toolgauge.tools.McpServerSession``, it lets the real session and ``McpBackend`` code run
+    without a server process. ``calls`` lists (tool name, arguments) as the server would receive them.
+    """
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
+        self.calls.append((name, arguments))
+        text = json.dumps({"sum": arguments["a"] + arguments["b"]})
+        return mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text=text)], is_error=False)

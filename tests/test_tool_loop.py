@@ -6,10 +6,9 @@ import json
 import tempfile
 from typing import Any
 
-import mcp_types
 import pytest
 
-from episode_helpers import in_episode
+from episode_helpers import FakeMcpClient, in_episode
 from toolgauge.engine import EpisodeContext
 from toolgauge.errors import ModelError
 from toolgauge.models.offline import ScriptedClient
@@ -26,6 +25,7 @@ from toolgauge.tools import (
     call_key,
     launch_mcp_backend,
     run_tool_loop,
+    tool_specs,
 )
 
 # Generated code runs only under bubblewrap; elsewhere a launch is refused (tested in test_sandbox.py).
@@ -219,22 +219,10 @@ async def test_replay_matches_arguments_in_any_key_order_and_reports_what_it_lac
 
 
 # -- the MCP backend ------------------------------------------------------------------------------------
-class FakeClientSession:
-    """The client half of an MCP connection, answering ``call_tool`` from a function."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, dict[str, Any]]] = []
-
-    async def call_tool(self, name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
-        self.calls.append((name, arguments))
-        text = json.dumps({"sum": arguments["a"] + arguments["b"]})
-        return mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text=text)], is_error=False)
-
-
 async def test_mcp_tool_names_chat_apis_refuse_are_offered_cleaned_and_called_by_the_servers_name(tmp_path):
     wire = {"description": "Add.", "inputSchema": ADD.parameters}
     tools = [{"name": "calc.add", **wire}, {"name": "calc add", **wire}, {"name": "ok_name", **wire}, {}]
-    client = FakeClientSession()
+    client = FakeMcpClient()
     with tempfile.TemporaryFile("w+") as errlog:
         backend = McpBackend(McpServerSession(client, tools, errlog, "script"))  # type: ignore[arg-type]
         # "calc.add" and "calc add" both clean to "calc_add"; the second gets a suffix; the nameless tool is skipped.
@@ -244,6 +232,17 @@ async def test_mcp_tool_names_chat_apis_refuse_are_offered_cleaned_and_called_by
     assert client.calls == [("calc add", {"a": 1, "b": 2})]
     assert json.loads(transcript.steps[0].result.text) == {"sum": 3}
     assert transcript.steps[0].result.content == [{"type": "text", "text": '{"sum": 3}', "annotations": None}]
+
+
+def test_tool_specs_map_offered_names_to_the_servers_and_default_a_missing_schema():
+    specs, names = tool_specs(
+        [{"name": "math.add"}, {"name": "math add"}, {"name": "ok_name", "inputSchema": {"type": "object"}}, {}]
+    )
+    # "math.add" and "math add" both clean to "math_add"; the second gets a suffix; the nameless tool is skipped.
+    assert [s.name for s in specs] == ["math_add", "math_add_2", "ok_name"]
+    assert names == {"math_add": "math.add", "math_add_2": "math add", "ok_name": "ok_name"}
+    assert specs[0].parameters == {"type": "object", "properties": {}}
+    assert specs[2].parameters == {"type": "object"}
 
 
 @NEEDS_SANDBOX

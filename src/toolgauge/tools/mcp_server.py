@@ -21,12 +21,13 @@ import shutil
 import signal
 import tempfile
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
 import anyio
+from pydantic import BaseModel
 
 from toolgauge.tools import stdout_codec
 from toolgauge.tools.backend import ToolCallOutcome
@@ -43,6 +44,7 @@ from toolgauge.tools.staging import (
 from toolgauge.tools.staging import stage_server_files as _stage_files
 
 if TYPE_CHECKING:
+    import mcp_types
     from mcp import ClientSession
 
     from toolgauge.sandbox import SandboxLimits
@@ -96,11 +98,11 @@ def _is_main_guard(test: ast.expr) -> bool:
     return bool(names and consts)
 
 
-def wire_content(items: Sequence[Any]) -> list[dict[str, Any]]:
+def wire_content(items: Sequence[BaseModel | Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Content blocks in wire shape, ``_meta`` dropped when empty (the official v1 dump had no value there)."""
     out: list[dict[str, Any]] = []
     for item in items:
-        data = item.model_dump(by_alias=True, mode="json") if hasattr(item, "model_dump") else dict(item)
+        data = item.model_dump(by_alias=True, mode="json") if isinstance(item, BaseModel) else dict(item)
         if data.get("_meta") is None:
             data.pop("_meta", None)
         out.append(data)
@@ -118,7 +120,7 @@ def content_text(content: Sequence[dict[str, Any]]) -> str:
     return "\n".join(parts)
 
 
-def _tool_wire(tool: Any) -> dict[str, Any]:
+def _tool_wire(tool: mcp_types.Tool) -> dict[str, Any]:
     data: dict[str, Any] = tool.model_dump(by_alias=True, mode="json", exclude_none=True)
     return {
         "name": data.get("name"),
@@ -183,12 +185,13 @@ class McpServerSession:
         if stdout_codec.saw_invalid_utf8(self._encoding):
             self._mark_dead(INVALID_UTF8)
             return ToolCallOutcome(failure=f"server failed: {INVALID_UTF8}", seconds=seconds)
-        content = wire_content(getattr(result, "content", None) or [])
+        from mcp_types import CallToolResult
+
+        # Anything but a tool result (an input request) carries no content: an empty, non-error result.
+        called = isinstance(result, CallToolResult)
+        content = wire_content(result.content) if called else []
         return ToolCallOutcome(
-            content=content,
-            text=content_text(content),
-            is_error=bool(getattr(result, "is_error", False)),
-            seconds=seconds,
+            content=content, text=content_text(content), is_error=called and bool(result.is_error), seconds=seconds
         )
 
     def kill(self) -> None:
@@ -401,13 +404,13 @@ async def _list_all_tools(session: ClientSession) -> list[dict[str, Any]]:
 
         result = await session.list_tools(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
         tools.extend(_tool_wire(t) for t in result.tools)
-        cursor = getattr(result, "next_cursor", None)
+        cursor = result.next_cursor
         if not cursor:
             break
     return tools
 
 
-def _unchecked_session_class() -> type[Any]:
+def _unchecked_session_class() -> type[ClientSession]:
     from mcp import ClientSession
 
     class UncheckedClientSession(ClientSession):
@@ -426,9 +429,9 @@ def _unchecked_session_class() -> type[Any]:
 class _LazySessionFactory:
     """Builds the session class on first use so importing this module does not import ``mcp``."""
 
-    _cls: type[Any] | None = None
+    _cls: type[ClientSession] | None = None
 
-    def __call__(self, read: Any, write: Any) -> Any:
+    def __call__(self, read: Any, write: Any) -> ClientSession:
         if self._cls is None:
             self._cls = _unchecked_session_class()
         return self._cls(read, write)

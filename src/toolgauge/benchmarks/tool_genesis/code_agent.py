@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
 from toolgauge.benchmarks.tool_genesis.answer import parse_answer
 from toolgauge.benchmarks.tool_genesis.generation import GenerationResult, GenerationStep
@@ -121,7 +120,7 @@ class CodeAgentBackend:
             return ToolCallOutcome(text="Finished.", stop=True)
         return unknown_tool(call.name, (t.name for t in AGENT_TOOLS))
 
-    def write_file(self, path: Any, content: Any) -> ToolCallOutcome:
+    def write_file(self, path: object, content: object) -> ToolCallOutcome:
         """Write a file in the server folder (see ``CodeWorkspace.write_file``)."""
         if not isinstance(path, str) or not isinstance(content, str):
             return ToolCallOutcome.error("Error: write_file needs string arguments path and content.")
@@ -150,7 +149,7 @@ class CodeAgentBackend:
         self._stack, self.server = stack, server
         return ToolCallOutcome(text="Server started. " + _describe_tools(tools))
 
-    async def call_tool(self, name: Any, arguments: Any) -> ToolCallOutcome:
+    async def call_tool(self, name: object, arguments: object) -> ToolCallOutcome:
         """Call one tool of the running server: ``Result: ...``, ``Tool error: ...`` or ``Call failed: ...``."""
         if self.server is None:
             return ToolCallOutcome.error(_NOT_RUNNING)
