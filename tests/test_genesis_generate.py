@@ -202,22 +202,26 @@ ADD_NUMBERS = ToolSpec(
 )
 
 
-def fake_launcher(launched: list[Path]):
+def fake_launcher(launched: list[Path], stopped: list[Path] | None = None):
     """A launcher that starts nothing: it checks the code written and answers add_numbers from recordings."""
 
     @asynccontextmanager
     async def launch(code_path: Path) -> AsyncIterator[ReplayBackend]:
         launched.append(code_path)
         assert "def add_numbers" in code_path.read_text()
-        yield ReplayBackend(
-            [ADD_NUMBERS],
-            {
-                call_key("add_numbers", {"a": 2, "b": 3}): json.dumps({"sum": 5}),
-                call_key("add_numbers", {"a": -1, "b": 3}): ToolCallOutcome(
-                    text="a must be non-negative", is_error=True
-                ),
-            },
-        )
+        try:
+            yield ReplayBackend(
+                [ADD_NUMBERS],
+                {
+                    call_key("add_numbers", {"a": 2, "b": 3}): json.dumps({"sum": 5}),
+                    call_key("add_numbers", {"a": -1, "b": 3}): ToolCallOutcome(
+                        text="a must be non-negative", is_error=True
+                    ),
+                },
+            )
+        finally:
+            if stopped is not None:
+                stopped.append(code_path)
 
     return launch
 
@@ -240,6 +244,29 @@ async def test_code_agent_writes_launches_calls_and_finishes(tmp_path):
     prompt = "\n".join(m.content or "" for m in client.requests[0].messages)
     assert "SECRET TASK" not in prompt and "HIDDEN" not in prompt
     assert (tmp_path / "out" / "adder" / "server.py").read_text() == CODE
+
+
+async def test_code_agent_says_when_the_running_server_is_stale_and_stops_it_at_the_end(tmp_path):
+    launched: list[Path] = []
+    stopped: list[Path] = []
+    script = [
+        call("write_file", path="server.py", content=CODE),
+        call("launch_server"),
+        call("write_file", path="server.py", content=CODE + "\n"),
+        call("write_file", path="notes.txt", content="x"),
+        call("list_tools"),
+        call("finish"),
+    ]
+    client = ScriptedClient(script, record_requests=True)
+    await run(tmp_path, client, strategy="code-agent", launcher=fake_launcher(launched, stopped))
+    tools = [m.content for m in client.requests[-1].messages if m.role == "tool"]
+    assert tools[2] == (
+        f"Wrote server.py ({len(CODE) + 1} bytes). "
+        "The running server still runs the old code; call launch_server() to restart it."
+    )
+    assert tools[3] == "Wrote notes.txt (1 bytes)."  # only code makes the server stale
+    assert tools[4] == "It lists 1 tool(s):\n- add_numbers(a, b): Add two integers."
+    assert launched == stopped == [tmp_path / "out" / "adder" / "server.py"]
 
 
 async def test_code_agent_stops_after_ten_steps(tmp_path):
@@ -545,3 +572,15 @@ def test_the_generate_table_names_each_failed_server_and_why():
     text = console.export_text()
     assert "servers" in text and "failed servers" in text
     assert "adder" in text and "generation failed: [/x] boom" in text
+
+
+def test_a_stored_generate_config_rebuilds_the_same_run(tmp_path):
+    from toolgauge.benchmarks.tool_genesis.cli_generate import build_generate, rescore_generate
+
+    data = write_data(tmp_path / "data.json")
+    bench = build_generate(
+        data=data, out=tmp_path / "out", strategy="code-agent", max_steps=4, temperature=0.5, max_tokens=100
+    )
+    again = rescore_generate(json.loads(json.dumps(bench.config())))
+    assert again.config() == bench.config() and again.samples() == bench.samples()
+    assert not (tmp_path / "out").exists()  # building a run writes nothing

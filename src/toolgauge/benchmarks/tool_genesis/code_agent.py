@@ -106,7 +106,7 @@ class CodeAgentBackend:
         """Run one tool of the code agent."""
         args = call.arguments
         if call.name == "write_file":
-            return self.write_file(args.get("path"), args.get("content"))
+            return await self.write_file(call)
         if call.name == "launch_server":
             return await self.launch()
         if call.name == "list_tools":
@@ -120,12 +120,11 @@ class CodeAgentBackend:
             return ToolCallOutcome(text="Finished.", stop=True)
         return unknown_tool(call.name, (t.name for t in AGENT_TOOLS))
 
-    def write_file(self, path: object, content: object) -> ToolCallOutcome:
-        """Write a file in the server folder (see ``CodeWorkspace.write_file``)."""
-        if not isinstance(path, str) or not isinstance(content, str):
-            return ToolCallOutcome.error("Error: write_file needs string arguments path and content.")
-        result = self.workspace.write_file(path, content)
-        if not result.is_error and self.server is not None and Path(path).name.endswith(".py"):
+    async def write_file(self, call: ToolCall) -> ToolCallOutcome:
+        """Write a file in the server folder (``CodeWorkspace``); say so when the running server is now stale."""
+        result = await self.workspace.call(call)
+        path = call.arguments.get("path")
+        if not result.is_error and self.server is not None and isinstance(path, str) and path.endswith(".py"):
             note = " The running server still runs the old code; call launch_server() to restart it."
             result = result.model_copy(update={"text": result.text + note})
         return result
