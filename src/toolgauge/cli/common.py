@@ -74,6 +74,27 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print the results as JSON
 ToolChoiceOpt = Annotated[
     ToolChoice, typer.Option("--tool-choice", help="auto | none | expected (force the reference tool by name).")
 ]
+UnsafeNoSandboxOpt = Annotated[
+    bool,
+    typer.Option(
+        "--unsafe-no-sandbox",
+        help="DANGEROUS: run generated code even without bubblewrap (it can then read and write your "
+        "files and secrets). Without it, generated code runs only under bubblewrap. See docs/sandbox.md.",
+    ),
+]
+
+
+def check_isolation(unsafe_no_sandbox: bool) -> None:
+    """Refuse to run generated code without bubblewrap unless the opt-out was given (one line, exit 2).
+
+    With the opt-out a loud warning is printed on stderr, and the rest of the run may run generated code
+    without isolation.
+    """
+    from toolgauge.sandbox import allow_unisolated, require_isolation
+
+    if unsafe_no_sandbox:
+        allow_unisolated(True)
+    require_isolation(allow_unsafe=unsafe_no_sandbox)
 
 
 # -- the shared options ------------------------------------------------------------------------
@@ -130,10 +151,14 @@ class RunFlags:
 
 @dataclass(frozen=True)
 class EngineDefaults:
-    """Per-command defaults of the engine options (a Tool-Genesis server is slower than a BFCL entry)."""
+    """Per-command defaults of the engine options and the reply length.
+
+    A Tool-Genesis server is slower to generate than a BFCL entry, and its code longer than a tool call.
+    """
 
     concurrency: int = 4
     timeout: float = 120.0
+    max_tokens: int = 512
 
 
 ModelOpt = Annotated[
@@ -178,7 +203,8 @@ def _shared_options(model: bool, engine: EngineDefaults | None, sampling: bool, 
     if limit:
         params.append(_option("limit", LimitOpt, None))
     if sampling:
-        params += [_option("temperature", TempOpt, 0.0), _option("max_tokens", MaxTokOpt, 512)]
+        max_tokens = engine.max_tokens if engine is not None else 512
+        params += [_option("temperature", TempOpt, 0.0), _option("max_tokens", MaxTokOpt, max_tokens)]
     return params
 
 

@@ -50,7 +50,7 @@ from toolgauge.embeddings.base import Embedder
 from toolgauge.engine import EpisodeContext, SampleOutcome
 from toolgauge.errors import DataError
 from toolgauge.records import AssistantTurn
-from toolgauge.tools import McpServerSession, ServerLaunchError, ToolCallOutcome, launch_server
+from toolgauge.tools import McpBackend, McpServerSession, ServerLaunchError, ToolCallOutcome, launch_server
 from toolgauge.tools.staging import UnsafeFile, read_untrusted_file
 
 LAUNCH_ATTEMPTS = 3
@@ -397,7 +397,8 @@ class GenesisBenchmark:
         if self.source == "registry":
             return sample.generated
         assert self.out_dir is not None
-        from toolgauge.benchmarks.tool_genesis.generate import generate_server, server_dir
+        from toolgauge.benchmarks.tool_genesis.generate import generate_server
+        from toolgauge.benchmarks.tool_genesis.server_files import server_dir
 
         folder = server_dir(self.out_dir, sample.server.server_slug)
         if self.source == "gold":
@@ -576,7 +577,9 @@ class GenesisBenchmark:
             for index, task in enumerate(server.task_example):
                 record = TaskRecord(index=index, task=task)
                 if gen is not None and gen.session.alive:
-                    trajectory = await solve_task(ctx, task, gen.session, role="agent", max_steps=self.l4.max_steps)
+                    trajectory = await solve_task(
+                        ctx, task, McpBackend(gen.session), role="agent", max_steps=self.l4.max_steps
+                    )
                     verdict = await judge_task(ctx, task, trajectory, role="judge")
                     record.rating, record.judge_raw = verdict.score, _cut(verdict.raw, 500)
                     record.tool_calls, record.answer = len(trajectory.steps), _cut(trajectory.final_answer)
@@ -584,7 +587,9 @@ class GenesisBenchmark:
                 else:
                     record.errors.append("the generated server is not running")
                 if ref is not None:
-                    ref_traj = await solve_task(ctx, task, ref.session, role="agent", max_steps=self.l4.max_steps)
+                    ref_traj = await solve_task(
+                        ctx, task, McpBackend(ref.session), role="agent", max_steps=self.l4.max_steps
+                    )
                     ref_verdict = await judge_task(ctx, task, ref_traj, role="judge")
                     record.reference_rating = ref_verdict.score
                     record.reference_tool_calls = len(ref_traj.steps)
