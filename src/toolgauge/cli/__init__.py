@@ -7,6 +7,7 @@ this one.
 
 from __future__ import annotations
 
+import functools
 import sys
 from typing import Annotated, Any
 
@@ -73,7 +74,22 @@ def build_app() -> typer.Typer:
     return root
 
 
-app = build_app()
+@functools.cache
+def get_app() -> typer.Typer:
+    """The CLI, built on first use (once per process)."""
+    return build_app()
+
+
+def __getattr__(name: str) -> Any:
+    """``toolgauge.cli.app``, built when first asked for.
+
+    Not at import: every benchmark's commands import :mod:`toolgauge.cli.common`, which imports this
+    package first; building the app then would import every benchmark package while one of them is
+    still half-imported, and the registry would miss its ``SPEC``.
+    """
+    if name == "app":
+        return get_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main() -> None:
@@ -94,7 +110,7 @@ def main() -> None:
 
     signal.signal(signal.SIGTERM, terminate_like_ctrl_c)
     try:
-        code = app(standalone_mode=False)
+        code = get_app()(standalone_mode=False)
     except click_errors.NoArgsIsHelpError as exc:
         exc.show()
         code = exc.exit_code
