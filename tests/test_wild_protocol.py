@@ -551,3 +551,38 @@ def test_tool_choice_expected_forces_the_gold_tool_and_none_for_text_steps():
     # Every call step forces the first gold call's tool; every text step (clarify, answer) forces none.
     assert seen and all(choice == (first or "none") for choice, first in seen)
     assert ("none", None) in seen and ("book_taxi", "book_taxi") in seen
+
+
+# --- build and rescore (what the CLI and the Python API call) ---------------------------------------------
+
+
+def test_build_takes_str_paths_and_a_result_file_and_rescore_rebuilds_the_same_sessions(tmp_path):
+    from toolgauge.benchmarks.registry import spec_named
+    from toolgauge.benchmarks.wildtoolbench.cli import BUILTIN, build, rescore
+    from toolgauge.errors import UsageError
+
+    spec = spec_named("wildtoolbench")
+    assert spec is not None and spec.build is build and spec.rescore is rescore and spec.unit == "sessions"
+    official = build(data=str(SESSIONS), recorded=str(OFFICIAL))
+    # Only the sessions of the result file, named in the config so that rescore can find them again.
+    assert [key for key, _ in official.samples()] == ["wild_tool_bench_0", "wild_tool_bench_1"]
+    config = official.config()
+    assert config["recorded"] is True and config["sessions"] == ["wild_tool_bench_0", "wild_tool_bench_1"]
+    again = rescore(config, "strict")
+    assert [key for key, _ in again.samples()] == ["wild_tool_bench_0", "wild_tool_bench_1"]
+    assert again.variant == "strict" and again.recorded is None  # the logs come from the store
+    # Without a result file: the first --limit sessions, and rescore keeps the number.
+    first = build(data=SESSIONS, language="zh", limit=2, tool_choice="expected")
+    assert "sessions" not in first.config() and first.config()["n"] == 2
+    rebuilt = rescore(first.config(), None)
+    assert rebuilt.config() == first.config()
+    assert build().data_label == BUILTIN and rescore(build().config(), None).data_label == BUILTIN
+    with pytest.raises(UsageError, match="has the variants reference, strict"):
+        build(variant="loose")  # type: ignore[arg-type]
+    with pytest.raises(DataError, match=r"steps_scenario\.jsonl:1: id: missing or not a string"):
+        build(data=SESSIONS, recorded=SCENARIO)  # a step file is not an official result file
+    elsewhere = tmp_path / "elsewhere.jsonl"
+    elsewhere.write_text(json.dumps({"id": "other_session", "result": []}) + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match="none of its 1 sessions is in the data") as info:
+        build(data=SESSIONS, recorded=elsewhere)
+    assert info.value.field == "id"

@@ -113,7 +113,7 @@ class LanguageChoice(StrEnum):
     zh = "zh"
 
 
-class PredictionFormat(StrEnum):
+class FormatChoice(StrEnum):
     """Format of a ``--predictions`` file."""
 
     auto = "auto"
@@ -218,8 +218,8 @@ def score_wild(
     ],
     data: DataOpt = None,
     prediction_format: Annotated[
-        PredictionFormat, typer.Option("--format", help="auto | steps | official (auto: by the first line).")
-    ] = PredictionFormat.auto,
+        FormatChoice, typer.Option("--format", help="auto | steps | official (auto: by the first line).")
+    ] = FormatChoice.auto,
     language: LanguageOpt = LanguageChoice.en,
     variant: WildVariantOpt = Variant.reference,
     predictions_out: PredictionsOutOpt = None,
@@ -231,7 +231,7 @@ def score_wild(
     from toolgauge.benchmarks.wildtoolbench.io import detect_format
     from toolgauge.models.offline import NoModel
 
-    chosen = detect_format(predictions) if prediction_format is PredictionFormat.auto else prediction_format.value
+    chosen = detect_format(predictions) if prediction_format is FormatChoice.auto else prediction_format.value
     outputs = log_outputs(predictions_out, steps_out)
     if chosen == "official":
         # The logs are the run: no model is asked.
