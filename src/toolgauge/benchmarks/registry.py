@@ -15,7 +15,7 @@ PACKAGES = (
     "toolgauge.benchmarks.suite",
     "toolgauge.benchmarks.mtu",
     "toolgauge.benchmarks.bfcl",
-    # "toolgauge.benchmarks.wildtoolbench",
+    "toolgauge.benchmarks.wildtoolbench",
     # "toolgauge.benchmarks.tool_genesis",
 )
 
