@@ -70,7 +70,7 @@ class AnswerReading(BaseModel):
 
 
 def answer_lines(stdout: str) -> list[str]:
-    """Return the stdout lines that start with ``ANSWER:`` (a trailing ``\\r`` dropped), in order."""
+    """Return the stdout lines that start with ``ANSWER:`` (a trailing carriage return dropped), in order."""
     return [line.removesuffix("\r") for line in stdout.split("\n") if line.startswith(ANSWER_PREFIX)]
 
 
@@ -107,7 +107,7 @@ def select_option(answer: str, options: Sequence[str]) -> AnswerReading:
     """
     text = answer.strip()
     if text in LETTERS:
-        return AnswerReading(selected=text, answer=text)  # type: ignore[arg-type]  # narrowed by the test
+        return AnswerReading(selected=text, answer=text)
     for letter, option in zip(LETTERS, options, strict=True):
         if option.strip() == text:
             return AnswerReading(selected=letter, answer=text)
@@ -203,7 +203,7 @@ def parse_reply(reply: str) -> tuple[Letter | None, str | None]:
     """The one letter a screen's reply names, or ``(None, what it named instead)``."""
     named = sorted(set(_LONE_LETTER.findall(reply)))
     if len(named) == 1:
-        return named[0], None  # type: ignore[return-value]  # the pattern admits only A-D
+        return named[0], None
     if not named:
         return None, "the reply names no letter A-D"
     return None, f"the reply names several letters: {', '.join(named)}"

@@ -129,7 +129,10 @@ def load_candidates(path: Path, *, domain: str | None = None) -> list[Candidate]
             raise DataError(shown, problem.message, line=line, field=problem.field) from None
         if candidate.id in first_line:
             raise DataError(
-                shown, f"duplicate id {candidate.id!r} (first on line {first_line[candidate.id]})", line=line, field="id"
+                shown,
+                f"duplicate id {candidate.id!r} (first on line {first_line[candidate.id]})",
+                line=line,
+                field="id",
             )
         first_line[candidate.id] = line
         candidates.append(candidate)

@@ -280,7 +280,7 @@ class CandidateOutcome(BaseModel):
     def to_json(self) -> dict[str, Any]:
         """The ``--json`` form: gates that did not run are absent."""
         data = self.model_dump(mode="json")
-        data["gates"] = self.gates.model_dump(mode="json", exclude_none=True)
+        data["gates"] = {gate: record for gate, record in data["gates"].items() if record is not None}
         return data
 
 

@@ -23,7 +23,14 @@ from pathlib import Path
 
 from toolgauge.benchmarks.toolgate.answers import grade_answer
 from toolgauge.benchmarks.toolgate.records import Candidate, Letter, VerifyReason, VerifyResult
-from toolgauge.sandbox import SandboxKind, SandboxLimits, SandboxResult, require_isolation, run_sandboxed, sandbox_python
+from toolgauge.sandbox import (
+    SandboxKind,
+    SandboxLimits,
+    SandboxResult,
+    require_isolation,
+    run_sandboxed,
+    sandbox_python,
+)
 
 DEFAULT_TIME_LIMIT = 300.0
 SOLUTION_FILE = "solution.py"
@@ -71,6 +78,7 @@ def judge(candidate: Candidate, result: SandboxResult, time_limit: float) -> Ver
     Raises:
         SandboxSetupError: the sandbox failed to start, so the solution never ran.
     """
+
     def record(
         reason: VerifyReason | None, detail: str | None, selected: Letter | None = None, answer: str | None = None
     ) -> VerifyResult:
