@@ -238,11 +238,14 @@ def test_funnel_when_only_verification_ran():
         RecordedCandidate(candidate=cand("c", "q c", ["1", "2", "3", "4"], "A", "t"), outcome=decide("c")),
     ]
     funnel = audit(records).funnel
+    # a passed verification, b timed out, c saw no gate: c is "not run" at each step and goes on with a. Neither
+    # was solved (the solve gate did not run), and both come out of the funnel with distinct questions.
     assert [(s.name, s.entered, s.passed, s.rejected, s.not_run) for s in funnel.steps] == [
         ("verified", 3, 1, {"timeout": 1}, 1),
-        ("solved", 1, 0, {}, 1),
-        ("unique", 0, 0, {"exact_duplicate": 0}, 0),
+        ("solved", 2, 0, {}, 2),
+        ("unique", 2, 2, {"exact_duplicate": 0}, 0),
     ]
+    assert funnel.count("solved") == 0
 
 
 def test_audit_metrics_are_typed():

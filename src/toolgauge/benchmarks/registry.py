@@ -16,6 +16,7 @@ PACKAGES = (
     "toolgauge.benchmarks.mtu",
     "toolgauge.benchmarks.bfcl",
     "toolgauge.benchmarks.wildtoolbench",
+    "toolgauge.benchmarks.toolgate",
     # "toolgauge.benchmarks.tool_genesis",
 )
 

@@ -355,12 +355,16 @@ def resolved_model(bench: Benchmark[Any, Any], model: str, timeout: float) -> tu
 
 
 # -- running and printing ----------------------------------------------------------------------
-def print_results(results: EvalResults, *, as_json: bool) -> None:
-    """Print results as JSON on stdout, or as the benchmark's tables (its renderer from the registry)."""
+def print_results(results: EvalResults, *, as_json: bool, document: Callable[[EvalResults], Any] | None = None) -> None:
+    """Print results as JSON on stdout, or as the benchmark's tables (its renderer from the registry).
+
+    ``document`` makes the JSON printed instead of the results' own (a command with a fixed ``--json`` shape).
+    """
     from toolgauge.benchmarks.registry import spec_for_run
 
     if as_json:
-        sys.stdout.write(json.dumps(redact_tree(results.model_dump(mode="json")), indent=2, ensure_ascii=False) + "\n")
+        data = document(results) if document is not None else results.model_dump(mode="json")
+        sys.stdout.write(json.dumps(redact_tree(data), indent=2, ensure_ascii=False) + "\n")
         return
     spec = spec_for_run(results.benchmark)
     render_results(results, out, spec.render if spec else None, spec.unit if spec else "samples")
@@ -375,8 +379,11 @@ def execute(
     roles: Mapping[str, ModelClient] | None = None,
     outputs: Mapping[str, tuple[Path, Callable[[RunResult[Any]], None]]] | None = None,
     unit: str = "sample",
+    document: Callable[[EvalResults], Any] | None = None,
 ) -> RunResult[Any]:
     """Run, write the requested files, print; exit 1 when samples failed.
+
+    ``--json`` prints ``document(results)`` when ``document`` is given (a fixed JSON shape), else the results.
 
     Files are written whole at the end or not at all: the samples file (line by line into a
     temporary file that is then renamed), then each of ``outputs`` (label -> (path, writer of the
@@ -405,14 +412,14 @@ def execute(
     status = run.status if run is not None else None
     if status == "failed" and run is not None:
         if flags.as_json:  # the status and the errors: run_benchmark keeps no scores of empty replies
-            print_results(results, as_json=True)
+            print_results(results, as_json=True, document=document)
         first = run.first_error
         fail(
             f"every {unit} failed (run {run.id} is stored, status failed); "
             f"first: {first.key + ': ' + first.error if first else None}",
             code=1,
         )
-    print_results(results, as_json=flags.as_json)
+    print_results(results, as_json=flags.as_json, document=document)
     if not flags.as_json:
         for label, path in written:
             out.print(Text(f"{label}: {path}"), highlight=False)

@@ -325,7 +325,8 @@ class FunnelStep(BaseModel):
     """One step of the funnel: how many candidates reached it and passed, and why the others were stopped.
 
     ``rejected`` counts, by reason, the candidates that entered the step and did not pass it (``flagged`` ones
-    at the solve step included); candidates on which the step did not run are ``not_run``.
+    at the solve step included). Candidates on which the step's gate did not run (a ``gate screen`` pool has no
+    verification records) are ``not_run``: they go on to the next step, which ``entered`` counts.
     """
 
     name: str
@@ -361,8 +362,10 @@ def funnel(records: Sequence[RecordedCandidate]) -> Funnel:
 
     Steps: ``verified`` (well-formed and local verification passed; ``malformed`` is a reason there), one
     ``screen:<name>`` step per screen in first-seen order (a candidate enters it after passing the earlier
-    screens), ``solved`` and ``unique`` (exact deduplication of the solved questions). A step a candidate never
-    reached because the gate did not run on it counts in ``not_run``.
+    screens), ``solved`` and ``unique`` (exact deduplication of the candidates that come out of the solve step).
+    A candidate on which a step's gate did not run counts in that step's ``not_run`` and goes on to the next
+    step, so a pool that only some gates saw (``gate screen``) still flows through the funnel; ``passed``
+    counts only the candidates the gate ran on and passed.
     """
     alive: list[RecordedCandidate] = []
     verified = FunnelStep(name="verified", entered=len(records), passed=0)
@@ -373,11 +376,12 @@ def funnel(records: Sequence[RecordedCandidate]) -> Funnel:
             rejected["malformed"] += 1
         elif verify is None:
             verified.not_run += 1
+            alive.append(record)
         elif not verify.passed:
             rejected[verify.reason or "unknown"] += 1
         else:
+            verified.passed += 1
             alive.append(record)
-    verified.passed = len(alive)
     verified.rejected = dict(rejected)
     steps = [verified]
     for name in _screen_names(records):
@@ -390,32 +394,34 @@ def funnel(records: Sequence[RecordedCandidate]) -> Funnel:
             )
             if result is None:
                 step.not_run += 1
+                survivors.append(record)
             elif result.passed:
+                step.passed += 1
                 survivors.append(record)
             else:
                 reasons[result.reason or "unknown"] += 1
-        step.passed, step.rejected = len(survivors), dict(reasons)
+        step.rejected = dict(reasons)
         steps.append(step)
         alive = survivors
     solved_step = FunnelStep(name="solved", entered=len(alive), passed=0)
-    solved: list[Candidate] = []
+    out: list[Candidate] = []
     reasons = Counter()
     for record in alive:
         solve = record.outcome.gates.solve
+        assert record.candidate is not None  # malformed ones stopped at the first step
         if solve is None:
             solved_step.not_run += 1
+            out.append(record.candidate)
         elif solve.solved:
-            assert record.candidate is not None
-            solved.append(record.candidate)
+            solved_step.passed += 1
+            out.append(record.candidate)
         else:
             reasons[solve.reason or "unknown"] += 1
-    solved_step.passed, solved_step.rejected = len(solved), dict(reasons)
+    solved_step.rejected = dict(reasons)
     steps.append(solved_step)
-    unique = len({normalise_question(c.question) for c in solved})
+    unique = len({normalise_question(c.question) for c in out})
     steps.append(
-        FunnelStep(
-            name="unique", entered=len(solved), passed=unique, rejected={"exact_duplicate": len(solved) - unique}
-        )
+        FunnelStep(name="unique", entered=len(out), passed=unique, rejected={"exact_duplicate": len(out) - unique})
     )
     return Funnel(attempts=len(records), steps=steps)
 

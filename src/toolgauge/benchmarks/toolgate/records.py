@@ -239,6 +239,8 @@ class SolveResult(BaseModel):
         detail: free text.
         seconds: wall time of the episode.
         time_limit: the limit of the whole solve.
+        transcript: the solver's conversation and tool calls (a ``toolgauge.tools.ToolTranscript`` as JSON),
+            kept for review; stored and exported, left out of ``--json``.
     """
 
     solved: bool
@@ -247,6 +249,7 @@ class SolveResult(BaseModel):
     detail: str | None = None
     seconds: float | None = None
     time_limit: float | None = None
+    transcript: dict[str, Any] | None = None
 
     @model_validator(mode="after")
     def _reason_iff_failed(self) -> SolveResult:
@@ -278,8 +281,8 @@ class CandidateOutcome(BaseModel):
     detail: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The ``--json`` form: gates that did not run are absent."""
-        data = self.model_dump(mode="json")
+        """The ``--json`` form: gates that did not run are absent, and so is the solver's transcript."""
+        data = self.model_dump(mode="json", exclude={"gates": {"solve": {"transcript"}}})
         data["gates"] = {gate: record for gate, record in data["gates"].items() if record is not None}
         return data
 
