@@ -16,7 +16,7 @@ PACKAGES = (
     "toolgauge.benchmarks.mtu",
     "toolgauge.benchmarks.bfcl",
     "toolgauge.benchmarks.wildtoolbench",
-    # "toolgauge.benchmarks.tool_genesis",
+    "toolgauge.benchmarks.tool_genesis",
 )
 
 
