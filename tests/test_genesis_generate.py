@@ -385,16 +385,17 @@ def test_generate_then_evaluate_with_the_local_model(tmp_path, data_dir):
         assert registry[slug].error == reason
     else:
         assert registry[slug].error is None and registry[slug].code_path.is_file()
+    rows = tmp_path / "servers.jsonl"
     ev = invoke(
         "genesis", "evaluate", "--data", data, "--pred", out, "--limit", "1", "--skip-l4",
-        "--store", store, "--json", "-q",
+        "--store", store, "--json", "-q", "--samples", rows,
     )  # fmt: skip
     assert ev.exit_code == 0, ev.output
-    scored = json.loads(ev.stdout)["servers"][slug]
+    [scored] = [row for row in sample_rows(rows) if row["id"] == slug]
     if failed:
-        assert scored["server_execution"] == 0.0 and scored["failures"]["L1"]
+        assert scored["scores"]["server_execution"] == 0.0 and scored["metadata"]["failures"]["L1"]
     else:
-        assert "L1" in scored["reached"]
+        assert "L1" in scored["metadata"]["reached"]
 
 
 # -- the command ---------------------------------------------------------------------------------------

@@ -16,8 +16,8 @@ PACKAGES = (
     "toolgauge.benchmarks.mtu",
     "toolgauge.benchmarks.bfcl",
     "toolgauge.benchmarks.wildtoolbench",
+    "toolgauge.benchmarks.tool_genesis",
     "toolgauge.benchmarks.toolgate",
-    # "toolgauge.benchmarks.tool_genesis",
 )
 
 

@@ -19,7 +19,7 @@ from toolgauge.benchmarks.bfcl.io import (
 )
 from toolgauge.benchmarks.bfcl.loader import BfclEntry, BfclOutput, load_bfcl_results
 from toolgauge.benchmarks.bfcl.metrics import BfclTally, BfclVerdict, check_bfcl_entry
-from toolgauge.engine import EpisodeContext, SampleOutcome
+from toolgauge.engine import EpisodeContext, SampleOutcome, in_step
 from toolgauge.errors import UsageError
 from toolgauge.records import AssistantTurn, ToolCall
 from toolgauge.results import EvalResults, SampleScore, ScoredRun
@@ -218,12 +218,7 @@ class BfclBenchmark:
         Raises:
             ValueError: an outcome is out of order or belongs to no sample.
         """
-        pending = iter(outcomes)
-        outcome = next(pending, None)
-        for key, entry in samples:
-            mine = None
-            if outcome is not None and outcome.key == key:
-                mine, outcome = outcome, next(pending, None)
+        for _, entry, mine in in_step(samples, outcomes):
             result = mine.result if mine is not None else None
             output = result.output if result is not None else None
             # Recorded outputs: function-calling lists are checked with underscore_to_dot, text without.
@@ -232,8 +227,6 @@ class BfclBenchmark:
             )
             error = mine.error if mine is not None else "not run"
             yield JudgedEntry(verdict, output, result is not None and result.missing, error)
-        if outcome is not None:
-            raise ValueError(f"outcome {outcome.key!r} is not in sample order (or not a sample of this run)")
 
     def replay_table(self, path: Path) -> Mapping[str, Sequence[AssistantTurn]]:
         """BFCL result files at ``path`` as turns, for ``--model replay:PATH`` (pure: reads and returns)."""

@@ -13,7 +13,7 @@ from toolgauge.benchmarks.mtu.loader import load_mtu_predictions, pair_predictio
 from toolgauge.benchmarks.mtu.metrics import MtuItemVerdict, MtuVariant, score_mtu
 from toolgauge.benchmarks.mtu.native import mtu_native_request
 from toolgauge.benchmarks.mtu.records import MTU_SPLITS, MtuItem, MtuPrediction
-from toolgauge.engine import EpisodeContext, SampleOutcome
+from toolgauge.engine import EpisodeContext, SampleOutcome, in_step
 from toolgauge.parsing.react import parse_mtu_response, render_react
 from toolgauge.records import AssistantTurn, Message, ToolCall
 from toolgauge.results import EvalResults, SampleScore, ScoredRun
@@ -197,16 +197,11 @@ class MtuBenchmark:
         Raises:
             ValueError: an outcome is out of order or belongs to no sample.
         """
-        pending = iter(outcomes)
-        outcome = next(pending, None)
-        for key, item in samples:
-            if outcome is not None and outcome.key == key:
-                yield key, item, outcome.result, outcome.error
-                outcome = next(pending, None)
-            else:
+        for key, item, outcome in in_step(samples, outcomes):
+            if outcome is None:
                 yield key, item, None, "not run"
-        if outcome is not None:
-            raise ValueError(f"outcome {outcome.key!r} is not in sample order (or not a sample of this run)")
+            else:
+                yield key, item, outcome.result, outcome.error
 
     def replay_table(self, path: Path) -> Mapping[str, Sequence[AssistantTurn]]:
         """Recorded ``{"id", "response"}`` lines, paired k-th with k-th by id (see ``replay_turns``)."""

@@ -64,7 +64,7 @@ from toolgauge.benchmarks.wildtoolbench.metrics import (
     summarise_wild,
 )
 from toolgauge.benchmarks.wildtoolbench.records import WildNode, WildSession
-from toolgauge.engine import EpisodeContext, SampleOutcome
+from toolgauge.engine import EpisodeContext, SampleOutcome, in_step
 from toolgauge.errors import DataError
 from toolgauge.records import AssistantTurn, GenerateOptions, Message, ToolCall
 from toolgauge.results import EvalResults, SampleScore, ScoredRun
@@ -522,7 +522,7 @@ class WildBenchmark:
         facts: list[WildTaskFacts] = []
         scores: list[WildTaskScore] = []
         rows: list[SampleScore] = []
-        for session, outcome in _in_step(samples, outcomes):
+        for _, session, outcome in in_step(samples, outcomes):
             result = outcome.result.session if outcome is not None and outcome.result is not None else None
             logs = result.result if result is not None else []
             error = outcome.error if outcome is not None else "not run"
@@ -541,23 +541,6 @@ class WildBenchmark:
         return WildScoredRun(results, rows, lambda: _session_logs(outcomes))
 
 
-def _in_step(
-    samples: Iterable[tuple[str, WildSession]], outcomes: Iterable[SampleOutcome[WildResult]]
-) -> Iterator[tuple[WildSession, SampleOutcome[WildResult] | None]]:
-    """Pair each sample with its outcome (None when it did not run), reading both once, in input order.
-
-    Raises:
-        ValueError: an outcome is out of order or belongs to no sample.
-    """
-    pending = iter(outcomes)
-    outcome = next(pending, None)
-    for key, session in samples:
-        mine = None
-        if outcome is not None and outcome.key == key:
-            mine, outcome = outcome, next(pending, None)
-        yield session, mine
-    if outcome is not None:
-        raise ValueError(f"outcome {outcome.key!r} is not in sample order (or not a sample of this run)")
 
 
 def _session_logs(outcomes: Iterable[SampleOutcome[WildResult]]) -> Iterator[WildSessionResult]:
