@@ -195,11 +195,20 @@ class PoolBenchmark:
         samples: Sequence[tuple[str, Candidate | None]],
         outcomes: Sequence[SampleOutcome[RecordedCandidate]],
     ) -> ScoredRun:
-        """The funnel, counts, reasons and audits of the pool (pure; see :func:`score_records`)."""
+        """The funnel, counts, reasons and audits of the pool (pure; see :func:`score_records`).
+
+        A sample that never ran (a run stopped early) counts as one without a verdict (``not run``).
+        """
+        from toolgauge.engine import in_step
+
         settings = {"candidates": self.source, **self.settings.config()}
         if self.source_run is not None:
             settings["source_run"] = self.source_run
-        return score_records(self.name, settings, [(o.key, o.result, o.error) for o in outcomes])
+        rows: list[StoredOutcome] = [
+            (key, o.result, o.error) if o is not None else (key, None, "not run")
+            for key, _, o in in_step(samples, outcomes)
+        ]
+        return score_records(self.name, settings, rows)
 
     def replay_table(self, path: Path) -> Mapping[str, Sequence[AssistantTurn]]:
         """A pool run has no recorded outputs to replay (its screens and solver are roles)."""
