@@ -13,15 +13,10 @@ from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 
 import typer
-from rich import box
-from rich.console import Console
-from rich.table import Table
 
 from toolgauge.benchmark import lazy
-from toolgauge.benchmarks.toolgate.audit import Funnel
 from toolgauge.benchmarks.toolgate.construction import (
     DEFAULT_MAX_TOKENS,
-    RUN_NAME,
     SOLVER_ROLE,
     ConstructionBenchmark,
     GateFunctions,
@@ -37,8 +32,6 @@ from toolgauge.benchmarks.toolgate.verify import DEFAULT_TIME_LIMIT
 from toolgauge.cli.common import EngineDefaults, RunFlags, UnsafeNoSandboxOpt, check_isolation, execute, run_command
 from toolgauge.errors import UsageError
 from toolgauge.models.base import ModelClient
-from toolgauge.report.terminal import esc, metric_table, pct
-from toolgauge.results import EvalResults
 
 # Seams for tests (and the merge): how a --screen SPEC is parsed, and the gates a round calls.
 parse_screen_spec: Callable[[str], Any] = lazy("toolgauge.benchmarks.toolgate.screens", "parse_screen_spec")
@@ -198,36 +191,3 @@ def gate_run(
 def add_run_command(gate_app: typer.Typer) -> None:
     """Mount ``gate run`` on the ``gate`` group."""
     gate_app.command("run")(run_command(model=False, engine=ENGINE, limit=False)(gate_run))
-
-
-# --- the terminal view ------------------------------------------------------------------------------------
-
-
-def render_run(results: EvalResults, console: Console) -> None:
-    """The funnel of a ``gate run`` (each step: entered, passed, rejections by reason) and the outcome counts."""
-    if results.benchmark != RUN_NAME or "funnel" not in results.details:
-        console.print(metric_table(results, by=None, title=esc(results.benchmark)))
-        return
-    steps = Funnel.model_validate(results.details["funnel"])
-    counts = results.details.get("counts", {})
-    table = Table(title=f"{RUN_NAME} · funnel", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("step", no_wrap=True)
-    table.add_column("entered", justify="right")
-    table.add_column("passed", justify="right")
-    table.add_column("share", justify="right")
-    table.add_column("stopped because")
-    table.add_row("attempts", "", str(steps.attempts), "", "")
-    for step in steps.steps:
-        reasons = ", ".join(f"{reason} {count}" for reason, count in sorted(step.rejected.items(), key=lambda x: -x[1]))
-        if step.not_run:
-            reasons = (reasons + ", " if reasons else "") + f"not run {step.not_run}"
-        share = pct(step.passed / step.entered) if step.entered else "—"
-        table.add_row(esc(step.name), str(step.entered), str(step.passed), share, esc(reasons))
-    console.print(table)
-    if counts:
-        console.print(
-            f"accepted {counts.get('accepted', 0)} · flagged {counts.get('flagged', 0)} · "
-            f"rejected {counts.get('rejected', 0)} (format {counts.get('rejected_by_format', 0)}, "
-            f"verify {counts.get('rejected_by_verify', 0)}, screen {counts.get('rejected_by_screen', 0)})",
-            highlight=False,
-        )

@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from toolgauge.benchmark import lazy
 from toolgauge.benchmarks.toolgate.answers import CALLS_PER_SCREEN, derive_seed
-from toolgauge.benchmarks.toolgate.audit import funnel
+from toolgauge.benchmarks.toolgate.audit import audit
 from toolgauge.benchmarks.toolgate.gate_store import GateLog
 from toolgauge.benchmarks.toolgate.generator import (
     DEFAULT_MAX_STEPS,
@@ -64,7 +64,7 @@ if TYPE_CHECKING:
     from toolgauge.store import Store
 
 RUN_NAME = "toolgate-run"
-STAGE = "construction"
+KIND = "construction"  # config["kind"]; the pool commands' runs have "pool"
 SOLVER_ROLE = "solver"
 PROPOSAL = "proposal"
 VERIFY = "verify"
@@ -279,7 +279,8 @@ class ConstructionBenchmark:
     def config(self) -> dict[str, Any]:
         """What defines the run (a ``--resume`` must give the same)."""
         return {
-            "stage": STAGE,
+            "kind": KIND,
+            "command": "run",
             "domain": self.domain.name,
             "rounds": self.rounds,
             "generator": self.generator,
@@ -390,11 +391,16 @@ class ConstructionBenchmark:
     # -- scoring (pure) ----------------------------------------------------------------------------------
 
     def score(self, samples: Sequence[tuple[str, int]], outcomes: Sequence[SampleOutcome[RoundResult]]) -> ScoredRun:
-        """The funnel and the outcome counts over the finished rounds (pure)."""
+        """The funnel and the outcome counts over the finished rounds, and the audit of the pool (pure).
+
+        ``details`` holds ``funnel``, ``counts`` and ``audit`` (the whole ``audit.AuditReport``: position bias of
+        each screen, middle value, agreement, duplicates, topics, funnel), which the terminal view reads.
+        """
         rounds = [o.result for o in outcomes if o.result is not None]
         errors = sum(1 for o in outcomes if o.result is None)
         records = [r.recorded() for r in rounds]
-        steps = funnel(records)
+        report = audit(records)
+        steps = report.funnel
         counts = outcome_counts(r.outcome for r in rounds)
         attempts = len(rounds)
         metrics = [
@@ -428,7 +434,11 @@ class ConstructionBenchmark:
             benchmark=RUN_NAME,
             settings={**self.config(), "libraries": dict(self.versions)},
             metrics=metrics,
-            details={"funnel": steps.model_dump(mode="json"), "counts": counts},
+            details={
+                "funnel": steps.model_dump(mode="json"),
+                "counts": counts,
+                "audit": report.model_dump(mode="json"),
+            },
         )
         keys = [k for k, _ in samples]
 
