@@ -189,6 +189,16 @@ class EpisodeContext:
         self.sample_key = sample_key
         self._steps: dict[str, int] = {}
 
+    @property
+    def run_id(self) -> str:
+        """The id of the run this episode belongs to."""
+        return self._state.run_id
+
+    @property
+    def store(self) -> Store:
+        """The run's store, for records a benchmark keeps beside its samples (ToolGate's gate records)."""
+        return self._state.store
+
     async def generate(
         self,
         messages: list[Message],

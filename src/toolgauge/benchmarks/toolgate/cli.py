@@ -18,7 +18,7 @@ import time
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -65,6 +65,9 @@ from toolgauge.models.base import ModelClient
 from toolgauge.redact import redact_tree
 from toolgauge.report.export import write_atomic, write_lines_atomic
 from toolgauge.report.terminal import esc, pct
+
+if TYPE_CHECKING:
+    from toolgauge.benchmarks.toolgate.construction import ConstructionBenchmark
 
 GATE_ENGINE = EngineDefaults(concurrency=4, timeout=120.0)
 
@@ -200,13 +203,18 @@ def _spec_of(record: Mapping[str, Any], name: str) -> ScreenSpec:
     )
 
 
-def rescore(config: Mapping[str, Any], variant: str | None) -> PoolBenchmark:
-    """Rebuild a stored pool run's benchmark from its config, to score its stored results again.
+def rescore(config: Mapping[str, Any], variant: str | None) -> PoolBenchmark | ConstructionBenchmark:
+    """Rebuild a stored ToolGate run's benchmark from its config, to score its stored results again.
 
-    A run over a file needs the file (for its ids); a ``gate rescreen`` run keeps its ids in the config.
+    A ``gate run`` goes to the construction loop's rebuild. A pool run over a file needs the file (for
+    its ids); a ``gate rescreen`` run keeps its ids in the config.
     """
+    if config.get("kind") == "construction":
+        from toolgauge.benchmarks.toolgate.construction import rescore_run
+
+        return rescore_run(config, variant)
     if config.get("kind") != "pool":
-        raise UsageError("this ToolGate run is not a pool run (gate verify|screen|solve|check|rescreen)")
+        raise UsageError("this ToolGate run is neither a pool run nor a gate run")
     settings = PoolSettings(
         command=config["command"],
         gates=tuple(config["gates"]),
