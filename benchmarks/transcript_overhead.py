@@ -43,6 +43,7 @@ from toolgauge.models.base import ModelClient
 from toolgauge.models.offline import GoldClient, ScriptedClient
 from toolgauge.records import AssistantTurn, GenerateOptions, Message, ModelRequest, ToolCall, ToolSpec
 from toolgauge.store import open_store, schema
+from toolgauge.store.transcripts import MessageChain
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("TOOLGAUGE_DATA_DIR", REPO.parent / "shared" / "data"))
@@ -171,6 +172,44 @@ def run_once(w: Workload, folder: Path, transcripts: bool, concurrency: int) -> 
     }
 
 
+def recorded_requests(w: Workload, folder: Path) -> list[tuple[ModelRequest, AssistantTurn]]:
+    """Every request of one run of the workload, in call order, with the answer it got."""
+    inner = w.client()
+    got: list[tuple[ModelRequest, AssistantTurn]] = []
+
+    async def answer(request: ModelRequest) -> AssistantTurn:
+        turn = await inner.generate(request)
+        got.append((request, turn))
+        return turn
+
+    store = open_store(f"sqlite:///{folder / f'{w.name}-requests.db'}")
+    run_id = store.create_run(w.name, "offline", {})
+    config = EngineConfig(concurrency=1, show_progress=False, store_transcripts=False)
+    client = ScriptedClient(policy=answer)
+    asyncio.run(
+        run_episodes(w.samples, w.episode, w.result_type, client=client, store=store, run_id=run_id, config=config)
+    )
+    store.close()
+    return got
+
+
+def store_path_cost(requests: list[tuple[ModelRequest, AssistantTurn]], folder: Path, transcripts: bool) -> float:
+    """Seconds to record these calls into a fresh store (with or without their transcripts), commits included."""
+    store = open_store(f"sqlite:///{folder / f'path-{transcripts}-{time.monotonic_ns()}.db'}")
+    run_id = store.create_run("path", "offline", {})
+    chains: dict[str, MessageChain] = {}
+    started = time.perf_counter()
+    for request, turn in requests:
+        refs = store.put_request(chains.setdefault(request.sample_key, MessageChain()), request) if transcripts else {}
+        row = {"run_id": run_id, "sample_key": request.sample_key, "step": request.step, **refs,
+               "response": turn.model_dump_json(), "latency_s": 0.0}  # fmt: skip
+        store.record_call(row)
+    store.flush()
+    elapsed = time.perf_counter() - started
+    store.close()
+    return elapsed
+
+
 def read_back(w: Workload, url: str, run_id: str) -> dict[str, Any]:
     """Read every sample's transcript, check it is whole, and size it against storing each request whole."""
     store = open_store(url, create=False)
@@ -218,6 +257,9 @@ def measure(w: Workload, repeat: int, concurrency: int) -> dict[str, Any]:
             for transcripts in (False, True):
                 runs[transcripts].append(run_once(w, folder, transcripts, concurrency))
         back = read_back(w, runs[True][-1]["url"], runs[True][-1]["run_id"])
+        # The storing alone, best of --repeat: the figure least moved by other load on the machine.
+        requests = recorded_requests(w, folder)
+        path = {t: min(store_path_cost(requests, folder, t) for _ in range(repeat)) for t in (False, True)}
     off = statistics.median(r["wall_s"] for r in runs[False]) / n * 1000
     on = statistics.median(r["wall_s"] for r in runs[True]) / n * 1000
     cpu_off = statistics.median(r["cpu_s"] for r in runs[False]) / n * 1000
@@ -233,6 +275,9 @@ def measure(w: Workload, repeat: int, concurrency: int) -> dict[str, Any]:
         "cpu_ms_per_sample_off": round(cpu_off, 4),
         "cpu_ms_per_sample_on": round(cpu_on, 4),
         "cpu_ms_per_call_added": round((cpu_on - cpu_off) * n / runs[True][-1]["calls"], 4),
+        "store_path_ms_per_call_off": round(path[False] / len(requests) * 1000, 4),
+        "store_path_ms_per_call_on": round(path[True] / len(requests) * 1000, 4),
+        "store_path_ms_per_sample_added": round((path[True] - path[False]) / n * 1000, 4),
         "walls_off_s": [round(r["wall_s"], 3) for r in runs[False]],
         "walls_on_s": [round(r["wall_s"], 3) for r in runs[True]],
         "store_bytes_off": size_off,
@@ -275,17 +320,18 @@ def main() -> None:
     if args.json:
         print(json.dumps(rows, indent=2))
         return
-    print("| workload | samples | calls | CPU ms/sample off → on | added per call | wall ms/sample off → on "
-          "| store per sample off → on | requests whole → blobs | read ms/sample |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| workload | samples | calls | storing a call, ms: without → with | added per sample | CPU ms/sample off → on "
+          "| wall ms/sample off → on | store per sample off → on | requests whole → blobs | read ms/sample |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         n = r["samples"]
         cells = [
             r["workload"],
             f"{n:,}",
             f"{r['calls']:,}",
+            f"{r['store_path_ms_per_call_off']:.3f} → {r['store_path_ms_per_call_on']:.3f}",
+            f"{r['store_path_ms_per_sample_added']:.3f} ms",
             f"{r['cpu_ms_per_sample_off']:.3f} → {r['cpu_ms_per_sample_on']:.3f}",
-            f"{r['cpu_ms_per_call_added']:.3f} ms",
             f"{r['ms_per_sample_off']:.3f} → {r['ms_per_sample_on']:.3f}",
             f"{r['store_bytes_off'] / n:,.0f} B → {r['store_bytes_on'] / n:,.0f} B",
             f"{r['requests_whole_bytes'] / 1e6:.2f} MB → {r['blob_bytes'] / 1e6:.2f} MB ({r['blobs']:,} blobs)",

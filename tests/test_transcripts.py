@@ -4,11 +4,26 @@ from __future__ import annotations
 
 import contextlib
 import json
+import subprocess
+import sys
 import zlib
 
 import pytest
 from pydantic import BaseModel
-from sqlalchemy import Column, Float, Integer, MetaData, String, Table, Text, create_engine, func, inspect, select
+from sqlalchemy import (
+    Boolean,
+    Column,
+    Float,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    create_engine,
+    func,
+    inspect,
+    select,
+)
 
 from cli_helpers import invoke
 from toolgauge.benchmarks.suite.cli import build
@@ -101,6 +116,41 @@ class Pair(BaseModel):
     text: str | None
 
 
+async def test_history_edited_between_calls_is_stored_as_sent_each_time(store_url):
+    """The stored chain follows each request exactly: a message changed in place, a message replaced in the
+    middle (the ones after it, though equal, now follow another message), a tool call's arguments edited."""
+    sent: list[list[Message]] = []
+
+    async def episode(sample: str, ctx: EpisodeContext) -> Pair:
+        call = ToolCall(name="f", arguments={"x": 1}, id="c1")
+        messages = [
+            Message(role="system", content="S"),
+            Message(role="user", content="first question"),
+            Message(role="assistant", tool_calls=[call]),
+            Message(role="tool", content="result", tool_call_id="c1"),
+        ]
+        for edit in range(4):
+            if edit == 1:
+                messages[1].content = "edited in place"
+            elif edit == 2:
+                messages[1] = Message(role="user", content="replaced")
+            elif edit == 3:
+                call.arguments["x"] = 2
+            await ctx.generate(messages)
+            sent.append([m.model_copy(deep=True) for m in messages])
+        return Pair(text="done")
+
+    store = open_store(store_url)
+    run_id = store.create_run("t", "m", {})
+    client = ScriptedClient(policy=lambda r: AssistantTurn(content="ok"))
+    await run_episodes([("s", "x")], episode, Pair, client=client, store=store, run_id=run_id, config=FAST)
+    calls = store.transcript(run_id, "s")
+    store.close()
+    assert [c.messages for c in calls] == sent
+    assert [c.messages[1].content for c in calls] == ["first question", "edited in place", "replaced", "replaced"]
+    assert [c.messages[2].tool_calls[0].arguments for c in calls] == [{"x": 1}] * 3 + [{"x": 2}]
+
+
 async def test_roles_failures_usage_and_cached_answers_are_recorded(tmp_path):
     class Cacheable(ScriptedClient):
         cacheable = True
@@ -144,6 +194,30 @@ async def test_roles_failures_usage_and_cached_answers_are_recorded(tmp_path):
         assert model.request_hash is not None and verdict.request_hash is None  # the judge is not cacheable
         assert failed.response is None and failed.error == "HTTP 400: bad request" and failed.options.max_tokens == 9
         assert not failed.cached  # a failure is never served from the cache
+
+
+async def test_a_sample_key_holding_a_hash_sign_gets_only_its_own_calls(store_url):
+    judge = ScriptedClient(policy=lambda r: AssistantTurn(content="judged " + (r.messages[0].content or "")))
+
+    async def episode(sample: str, ctx: EpisodeContext) -> Pair:
+        await ctx.generate([Message(role="user", content=sample)])
+        verdict = await ctx.generate([Message(role="user", content=sample)], role="judge")
+        return Pair(text=verdict.content)
+
+    store = open_store(store_url)
+    run_id = store.create_run("t", "m", {})
+    samples = [("a", "a"), ("a#b", "a#b"), ("a#judge", "a#judge"), ("a$", "a$"), ("a%", "a%")]
+    client = ScriptedClient(policy=lambda r: AssistantTurn(content=r.messages[0].content))
+    await run_episodes(samples, episode, Pair, client=client, store=store, run_id=run_id, config=FAST,
+                       roles={"judge": judge})  # fmt: skip
+    for key, _ in samples:
+        calls = store.transcript(run_id, key)
+        assert [(c.role, c.response.content) for c in calls] == [("model", key), ("judge", f"judged {key}")], key
+    # Sample "a#judge" runs again (its row is gone), "a" is done: only the first one's calls go.
+    store.forget_samples(run_id, ["a#judge"])
+    store.forget_calls(run_id, keep={"a", "a#b", "a$", "a%"})
+    assert store.transcript(run_id, "a#judge") == [] and len(store.transcript(run_id, "a")) == 2
+    store.close()
 
 
 # -- what is stored: once, compressed, masked ------------------------------------------------------------------
@@ -412,7 +486,7 @@ def make_v1_store(url: str) -> None:
         Column("output_tokens", Integer, nullable=False),
         Column("latency_s", Float, nullable=False),
         Column("attempts", Integer, nullable=False),
-        Column("cached", Integer, nullable=False),
+        Column("cached", Boolean, nullable=False),
         Column("created_at", Float, nullable=False),
     )
     engine = create_engine(url)
@@ -438,7 +512,7 @@ def make_v1_store(url: str) -> None:
                     output_tokens=4,
                     latency_s=0.5,
                     attempts=1,
-                    cached=0,
+                    cached=False,
                     created_at=1.0,
                 )
             )
@@ -484,15 +558,27 @@ def test_a_migration_stopped_halfway_is_finished_by_the_next_open(tmp_path):
     store.close()
 
 
-def test_an_old_store_on_postgresql_is_migrated(pg_url):
-    make_v1_store(pg_url.replace("postgresql://", "postgresql+psycopg://", 1))
-    first, second = open_store(pg_url), open_store(pg_url)  # the second waits for the first one's migration
-    for store in (first, second):
-        assert [(c.role, c.response.content) for c in store.transcript("r1", "a")] == [
-            ("model", "old answer"),
-            ("judge", "old answer"),
-        ]
-        store.close()
+def test_processes_opening_an_old_store_at_once_migrate_it_once(store_url):
+    make_v1_store(store_url.replace("postgresql://", "postgresql+psycopg://", 1))
+    code = (
+        "import sys; from toolgauge.store import open_store; s = open_store(sys.argv[1]); "
+        "print([(c.role, c.response.content) for c in s.transcript('r1', 'a')]); s.close()"
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, store_url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(4)
+    ]
+    results = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 4, [err for _, err in results]
+    assert {out.strip() for out, _ in results} == {"[('model', 'old answer'), ('judge', 'old answer')]"}
+    store = open_store(store_url)
+    with store.engine.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(schema.model_calls)).scalar_one() == 2
+        columns = [col["name"] for col in inspect(conn).get_columns("model_calls")]
+    assert all(columns.count(name) == 1 for name in ("role", "messages_hash", "tools_hash", "options_hash"))
+    store.close()
 
 
 def test_a_store_newer_than_this_toolgauge_is_refused_in_one_line(tmp_path):

@@ -186,7 +186,11 @@ class Store:
             raise UsageError(f"no toolgauge store at {self.url} (no runs table); run an eval first")
         with self.engine.connect() as conn:
             row = conn.execute(select(schema.meta.c.value).where(schema.meta.c.key == "schema_version")).first()
-        version = int(row[0]) if row is not None else SCHEMA_VERSION
+            if row is not None:
+                version = int(row[0])
+            else:  # tables made, version row not yet written: what the tables say
+                calls = {col["name"] for col in inspect(conn).get_columns(schema.model_calls.name)}
+                version = SCHEMA_VERSION if set(_V2_CALL_COLUMNS) <= calls else 1
         if version > SCHEMA_VERSION:
             raise UsageError(self._too_new(version))
         self.schema_version = version
@@ -551,10 +555,18 @@ class Store:
         try:
             with self.engine.begin() as conn:
                 pairs = conn.execute(select(c.sample_key, c.role).where(c.run_id == run_id).distinct()).all()
-                stale = sorted({key for key, role in pairs if _sample_of(key, role) not in keep})
-                for start in range(0, len(stale), READ_CHUNK):
-                    chunk = stale[start : start + READ_CHUNK]
-                    conn.execute(delete(schema.model_calls).where((c.run_id == run_id) & c.sample_key.in_(chunk)))
+                stale: dict[str, list[str]] = {}
+                for key, role in sorted(pairs):
+                    if _sample_of(key, role) not in keep:
+                        stale.setdefault(role, []).append(key)
+                for role, keys in stale.items():  # by role too: sample "a"'s judge and sample "a#judge" share a key
+                    for start in range(0, len(keys), READ_CHUNK):
+                        chunk = keys[start : start + READ_CHUNK]
+                        conn.execute(
+                            delete(schema.model_calls).where(
+                                (c.run_id == run_id) & (c.role == role) & c.sample_key.in_(chunk)
+                            )
+                        )
         except SQLAlchemyError as exc:
             raise self._write_error(f"forgetting the model calls of unfinished samples of run {run_id}", exc) from exc
 
@@ -568,8 +580,8 @@ class Store:
         if self.schema_version is not None and self.schema_version < 2:
             raise UsageError(
                 f"the store {self.url} has schema version {self.schema_version}, from before transcripts were "
-                "stored: it keeps no model call's messages. A run made after any command that writes to it "
-                "(an eval) upgrades it has them"
+                "stored, so it keeps no model call's messages; the first command that writes to it (an eval) "
+                "upgrades it, and the runs made from then on have transcripts"
             )
         self.flush()
         c = schema.model_calls.c

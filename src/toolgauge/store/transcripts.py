@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -134,8 +135,10 @@ class BlobBuffer:
 
 @dataclass(slots=True)
 class _Link:
-    """One message of a sample's previous request: its JSON and the hash of its chain node."""
+    """One message of a sample's previous request: the object and its field values, its JSON, its chain node."""
 
+    message: Message
+    fields: tuple[Any, ...]
     raw: str
     node: str
 
@@ -143,9 +146,10 @@ class _Link:
 class MessageChain:
     """The chain nodes of the last request one role of one sample sent.
 
-    The next request usually repeats those messages and adds a few: each message is serialized
-    (pydantic's JSON, a few microseconds) and compared with the one at its place last time; the
-    repeated prefix reuses its nodes, and only the new messages are masked, hashed and stored.
+    The next request usually repeats those messages and adds a few. The repeated prefix reuses its
+    nodes: a message is the same as last time when it is the same object with the same field values
+    and no tool calls (all its fields are then strings or None), or else when its JSON is the same.
+    Only the messages after the prefix are masked, hashed and stored.
     """
 
     def __init__(self) -> None:
@@ -159,15 +163,27 @@ class MessageChain:
         before = self._links
         links: list[_Link] = []
         parent: str | None = None
+        shared = True  # still on the prefix the last request sent
         for i, message in enumerate(messages):
-            raw = message.model_dump_json(exclude_defaults=True)
-            if len(links) == i and i < len(before) and before[i].raw == raw:
-                links.append(before[i])
+            fields = tuple(message.__dict__.values())
+            old = before[i] if shared and i < len(before) else None
+            if old is not None and message is old.message and not message.tool_calls and _same(fields, old.fields):
+                link = old  # serializing it again would cost more than all of this
             else:
-                links.append(_Link(raw, put_node(raw, parent)))
-            parent = links[-1].node
+                raw = message.model_dump_json(exclude_defaults=True)
+                if old is not None and raw == old.raw:
+                    link = _Link(message, fields, raw, old.node)
+                else:
+                    shared = False
+                    link = _Link(message, fields, raw, put_node(raw, parent))
+            links.append(link)
+            parent = link.node
         self._links = links
         return parent
+
+
+def _same(fields: tuple[Any, ...], old: tuple[Any, ...]) -> bool:
+    return len(fields) == len(old) and all(map(operator.is_, fields, old))
 
 
 class RequestWriter:
