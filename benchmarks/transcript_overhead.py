@@ -1,9 +1,11 @@
 """What storing transcripts costs: time per sample and store size, with and without them.
 
-Three workloads, each run through the engine (``run_episodes``) into a fresh SQLite store, with
+Four workloads, each run through the engine (``run_episodes``) into a fresh SQLite store, with
 transcript storage on (the default) and off (``EngineConfig(store_transcripts=False)``, an internal
 switch for this measurement), alternating, ``--repeat`` times each:
 
+- ``trivial``: ``benchmarks/overhead.py``'s task, 10,000 samples asking "What is 1 + 1?" once each,
+  answered "2" by a scripted client: the smallest call, where storing its transcript weighs most;
 - ``suite``: the built-in suite (24 dialogues, 55 turns) copied ``--suite-copies`` times under new ids,
   with the gold client: one call per turn on the gold history;
 - ``mtu-native``: MTU-Bench's 1,009 eval items as native tool-calling requests (``--data``), gold
@@ -36,14 +38,14 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from toolgauge.engine import EngineConfig, EpisodeContext, run_episodes
 from toolgauge.models.base import ModelClient
 from toolgauge.models.offline import GoldClient, ScriptedClient
 from toolgauge.records import AssistantTurn, GenerateOptions, Message, ModelRequest, ToolCall, ToolSpec
 from toolgauge.store import open_store, schema
-from toolgauge.store.transcripts import MessageChain
+from toolgauge.store.transcripts import MessageChain, unpack
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("TOOLGAUGE_DATA_DIR", REPO.parent / "shared" / "data"))
@@ -144,6 +146,26 @@ def agent_workload(n: int) -> Workload:
     return Workload("agent-loop", samples, agent_episode, LoopResult, lambda: ScriptedClient(policy=agent_policy))
 
 
+class Answer(BaseModel):
+    text: str | None
+
+
+async def trivial_episode(sample: str, ctx: EpisodeContext) -> Answer:
+    turn = await ctx.generate([Message(role="user", content=sample)])
+    return Answer(text=turn.content)
+
+
+def trivial_workload(n: int) -> Workload:
+    samples = [(f"s{i}", "What is 1 + 1?") for i in range(n)]
+    return Workload(
+        "trivial",
+        samples,
+        trivial_episode,
+        Answer,
+        lambda: ScriptedClient(policy=lambda _r: AssistantTurn(content="2")),
+    )
+
+
 def store_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
 
@@ -194,18 +216,22 @@ def recorded_requests(w: Workload, folder: Path) -> list[tuple[ModelRequest, Ass
 
 
 def store_path_cost(requests: list[tuple[ModelRequest, AssistantTurn]], folder: Path, transcripts: bool) -> float:
-    """Seconds to record these calls into a fresh store (with or without their transcripts), commits included."""
+    """CPU seconds to record these calls into a fresh store (with or without their transcripts), commits included.
+
+    CPU time, not wall time: on a machine shared with other jobs the wall time of a few milliseconds
+    mostly measures the waiting for a core.
+    """
     store = open_store(f"sqlite:///{folder / f'path-{transcripts}-{time.monotonic_ns()}.db'}")
     run_id = store.create_run("path", "offline", {})
     chains: dict[str, MessageChain] = {}
-    started = time.perf_counter()
+    started = time.process_time()
     for request, turn in requests:
         refs = store.put_request(chains.setdefault(request.sample_key, MessageChain()), request) if transcripts else {}
         row = {"run_id": run_id, "sample_key": request.sample_key, "step": request.step, **refs,
                "response": turn.model_dump_json(), "latency_s": 0.0}  # fmt: skip
         store.record_call(row)
     store.flush()
-    elapsed = time.perf_counter() - started
+    elapsed = time.process_time() - started
     store.close()
     return elapsed
 
@@ -233,17 +259,20 @@ def read_back(w: Workload, url: str, run_id: str) -> dict[str, Any]:
                     ensure_ascii=False,
                 ).encode()
             )
+    blobs = blob_bytes = blob_json_bytes = 0
     with store.engine.connect() as conn:
-        blobs, blob_bytes = conn.execute(
-            select(func.count(), func.coalesce(func.sum(func.length(schema.blobs.c.data)), 0))
-        ).one()
+        for (data,) in conn.execute(select(schema.blobs.c.data)):
+            blobs += 1
+            blob_bytes += len(data)
+            blob_json_bytes += len(json.dumps(unpack(data), separators=(",", ":"), ensure_ascii=False).encode())
     store.close()
     return {
         "read_ms_per_sample": read_s / len(w.samples) * 1000,
         "calls_read": calls,
         "requests_whole_bytes": whole,
-        "blobs": int(blobs),
-        "blob_bytes": int(blob_bytes),
+        "blobs": blobs,
+        "blob_bytes": blob_bytes,
+        "blob_json_bytes": blob_json_bytes,
     }
 
 
@@ -257,7 +286,7 @@ def measure(w: Workload, repeat: int, concurrency: int) -> dict[str, Any]:
             for transcripts in (False, True):
                 runs[transcripts].append(run_once(w, folder, transcripts, concurrency))
         back = read_back(w, runs[True][-1]["url"], runs[True][-1]["run_id"])
-        # The storing alone, best of --repeat: the figure least moved by other load on the machine.
+        # The storing alone, in CPU time, best of --repeat: the figure least moved by other load on the machine.
         requests = recorded_requests(w, folder)
         path = {t: min(store_path_cost(requests, folder, t) for _ in range(repeat)) for t in (False, True)}
     off = statistics.median(r["wall_s"] for r in runs[False]) / n * 1000
@@ -286,9 +315,14 @@ def measure(w: Workload, repeat: int, concurrency: int) -> dict[str, Any]:
         "read_ms_per_sample": round(back["read_ms_per_sample"], 3),
         "blobs": back["blobs"],
         "blob_bytes": back["blob_bytes"],
+        "blob_json_bytes": back["blob_json_bytes"],
         "requests_whole_bytes": back["requests_whole_bytes"],
         "calls_read": back["calls_read"],
     }
+
+
+def size(n: int) -> str:
+    return f"{n / 1e6:.2f} MB" if n >= 1e6 else f"{n / 1e3:.1f} kB"
 
 
 def main() -> None:
@@ -301,12 +335,15 @@ def main() -> None:
     )
     parser.add_argument("--suite-copies", type=int, default=100)
     parser.add_argument("--agent-samples", type=int, default=500)
+    parser.add_argument("--trivial-samples", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--concurrency", type=int, default=8)
-    parser.add_argument("--only", choices=["suite", "mtu-native", "agent-loop"], action="append")
+    parser.add_argument("--only", choices=["trivial", "suite", "mtu-native", "agent-loop"], action="append")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     loads: list[Workload | None] = []
+    if not args.only or "trivial" in args.only:
+        loads.append(trivial_workload(args.trivial_samples))
     if not args.only or "suite" in args.only:
         loads.append(suite_workload(args.suite_copies))
     if not args.only or "mtu-native" in args.only:
@@ -320,8 +357,12 @@ def main() -> None:
     if args.json:
         print(json.dumps(rows, indent=2))
         return
-    print("| workload | samples | calls | storing a call, ms: without → with | added per sample | CPU ms/sample off → on "
-          "| wall ms/sample off → on | store per sample off → on | requests whole → blobs | read ms/sample |")  # fmt: skip
+    header = [
+        "workload", "samples", "calls", "storing a call, CPU ms: without → with", "added per sample",
+        "CPU ms/sample off → on", "wall ms/sample off → on", "store per sample off → on", "requests whole → blobs",
+        "read ms/sample",
+    ]  # fmt: skip
+    print("| " + " | ".join(header) + " |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         n = r["samples"]
@@ -334,7 +375,7 @@ def main() -> None:
             f"{r['cpu_ms_per_sample_off']:.3f} → {r['cpu_ms_per_sample_on']:.3f}",
             f"{r['ms_per_sample_off']:.3f} → {r['ms_per_sample_on']:.3f}",
             f"{r['store_bytes_off'] / n:,.0f} B → {r['store_bytes_on'] / n:,.0f} B",
-            f"{r['requests_whole_bytes'] / 1e6:.2f} MB → {r['blob_bytes'] / 1e6:.2f} MB ({r['blobs']:,} blobs)",
+            f"{size(r['requests_whole_bytes'])} → {size(r['blob_bytes'])} ({r['blobs']:,} blobs)",
             f"{r['read_ms_per_sample']:.2f}",
         ]
         print("| " + " | ".join(cells) + " |")
