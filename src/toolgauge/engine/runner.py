@@ -206,6 +206,9 @@ class EpisodeContext:
     ) -> AssistantTurn:
         """Call a model once; raises ``ModelError`` when it fails for good.
 
+        The call is stored with what it was sent (messages, tools, options) and what it returned
+        or why it failed; an answer from the response cache too, flagged cached (``Store.transcript``).
+
         ``role`` picks the client: ``"model"`` (the evaluated model) or a named extra client
         given to ``run_episodes(roles=...)``, such as ``"agent"`` or ``"judge"``. Each role counts
         its own steps, so scripted and replayed outputs of the evaluated model keep their step numbers.
