@@ -23,7 +23,7 @@ SHOWN_KEYS = 5
 
 def transcript_cmd(
     run_id: Annotated[str, typer.Argument(help="Run id, a unique start of one, or 'latest' (see: toolgauge runs).")],
-    sample_key: Annotated[str, typer.Argument(help="The sample's key (as in --samples rows and reports).")],
+    sample_key: Annotated[str, typer.Argument(help="The sample's key: the 'sample' field of its --samples rows.")],
     store: StoreOpt = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print every call in full as a JSON list (ModelCallRecord).")
@@ -31,8 +31,7 @@ def transcript_cmd(
 ) -> None:
     """Print one sample's model calls: the messages, tools and options each was sent, and its answer.
 
-    Calls of extra roles (agent, judge) are shown with their role. The text shows each call's new
-    messages only (the earlier ones are as in the role's previous call); --json has everything.
+    Each call shows the messages new since its role's previous call; --json prints every call in full.
     """
 
     def body() -> None:
