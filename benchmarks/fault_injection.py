@@ -26,6 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from fault_server import FaultServer
+from toolgauge.results import EvalResults
 
 CATEGORIES = "simple_python,multiple,parallel,parallel_multiple,live_simple,live_multiple"
 
@@ -44,8 +45,8 @@ def run_cli(url: str, data: Path, work: Path, name: str, args: argparse.Namespac
     wall = time.perf_counter() - started
     if proc.returncode != 0:
         sys.stderr.write(proc.stderr)
-    summary = json.loads(proc.stdout) if proc.stdout.strip() else {}
-    run_id = summary.get("run", {}).get("id")
+    run = EvalResults.model_validate_json(proc.stdout).run if proc.stdout.strip() else None
+    run_id = run.id if run is not None else None
     with sqlite3.connect(store) as conn:
         per_key = conn.execute(
             "SELECT sample_key, COUNT(*), SUM(status = 'done') FROM samples WHERE run_id = ? GROUP BY sample_key",
@@ -58,12 +59,12 @@ def run_cli(url: str, data: Path, work: Path, name: str, args: argparse.Namespac
     rows = [json.loads(line) for line in rows_path.read_text().splitlines()] if rows_path.exists() else []
     return {
         "exit_code": proc.returncode,
-        "status": summary.get("run", {}).get("status"),
-        "samples": summary.get("run", {}).get("samples", 0),
+        "status": run.status if run is not None else None,
+        "samples": run.samples if run is not None else 0,
         "stored_keys": len(per_key),
         "done_keys": sum(1 for _, _, done in per_key if done),
         "duplicated_keys": sum(1 for _, n, _ in per_key if n > 1),
-        "sample_errors": summary.get("run", {}).get("sample_errors"),
+        "sample_errors": run.sample_errors if run is not None else None,
         "model_call_rows": calls[0],
         "failed_call_rows": calls[1] or 0,
         "attempts": calls[2] or 0,
@@ -97,8 +98,9 @@ def main() -> None:
             attempts_seen = faulty_server.requests
 
     expected = set(clean["rows"])
+    # A row is one entry's typed score: "value" is 1.0 when BFCL's checker accepts the entry, else 0.0.
     differences = [
-        key for key in expected if faulty["rows"].get(key, {}).get("valid") != clean["rows"][key].get("valid")
+        key for key in expected if faulty["rows"].get(key, {}).get("value") != clean["rows"][key].get("value")
     ]
     row_differences = [key for key in expected if faulty["rows"].get(key) != clean["rows"][key]]
     report: dict[str, Any] = {"fault_rate": args.fault_rate, "seed": args.seed, "categories": args.categories}
@@ -125,7 +127,7 @@ def main() -> None:
     report["faults_injected_total"] = sum(faults.values())
     report["verdict_differences"] = len(differences)
     report["row_differences"] = len(row_differences)
-    report["clean_accuracy"] = round(sum(bool(r.get("valid")) for r in clean["rows"].values()) / len(expected), 4)
+    report["clean_accuracy"] = round(sum(r.get("value") == 1.0 for r in clean["rows"].values()) / len(expected), 4)
     text = json.dumps(report, indent=2)
     print(text)
     if args.out:

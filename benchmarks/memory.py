@@ -5,14 +5,14 @@ own id) into a temporary folder, runs one evaluation per (model, N) in a fresh c
 reads that child's peak RSS from ``os.wait4``. Two models:
 
 - ``gold``: the real CLI, ``toolgauge eval suite --model gold``.
-- ``scripted``: the CLI's own ``eval suite`` body (``cli.execute``) with a ``ScriptedClient``
+- ``scripted``: the CLI's own ``eval suite`` body (``execute`` of ``toolgauge.cli.common``) with a ``ScriptedClient``
   policy, because ``--model scripted:PATH`` serves a finite list and 100,000 dialogues need an
   answer per request: gold calls for most dialogues, wrong arguments for some, a text reply for
   others (decided by a CRC of the dialogue id, so the scores do not depend on scheduling).
 
-Both use ``--store sqlite:///<tmp>/store.db -q --concurrency 8 --json``. The summaries (with
-run ids and timings removed) and the peaks are written to ``--out`` so two checkouts can be
-compared::
+Both use ``--store sqlite:///<tmp>/store.db -q --concurrency 8 --json``. The typed results (with
+run ids, timings and the temporary path removed) and the peaks are written to ``--out`` so two
+checkouts can be compared::
 
     PYTHONPATH=$PWD/src .venv/bin/python benchmarks/memory.py --sizes 1000,10000 --out /tmp/mem
     PYTHONPATH=$PWD/src .venv/bin/python benchmarks/memory.py --sizes 100000 --models gold --out /tmp/mem
@@ -36,9 +36,10 @@ from typing import Any
 
 from toolgauge.benchmarks.suite.loader import builtin_suite_path
 from toolgauge.records import AssistantTurn, ModelRequest, ToolCall
+from toolgauge.results import EvalResults
 
-# Fields of the summary that differ between two runs of the same data.
-_VOLATILE_RUN_FIELDS = ("id", "wall_seconds")
+# Fields of the run record that differ between two runs of the same data.
+_VOLATILE_RUN_FIELDS = {"id": "", "wall_seconds": 0.0}
 
 
 def write_suite(path: Path, n: int) -> int:
@@ -66,26 +67,26 @@ def scripted_answer(request: ModelRequest) -> AssistantTurn:
 
 
 def _child_scripted(data: Path, store_url: str, samples: Path | None) -> None:
-    """Run the ``eval suite`` command body with a scripted policy client (mirrors ``cli.eval_suite``)."""
-    from toolgauge import cli
-    from toolgauge.benchmarks.suite.loader import load_suite
-    from toolgauge.benchmarks.suite.protocol import SuiteBenchmark
+    """Run the ``eval suite`` command body with a scripted policy client (mirrors ``eval_suite``)."""
+    from toolgauge.benchmarks.suite.cli import build
+    from toolgauge.cli.common import RunFlags, execute, guarded
     from toolgauge.models.offline import ScriptedClient
-    from toolgauge.settings import CallSettings
+
+    model = "scripted:memory"
+    flags = RunFlags(
+        model=model, store=store_url, concurrency=8, timeout=120.0, max_retries=4, no_cache=False, quiet=True,
+        as_json=True, samples=samples,
+    )  # fmt: skip
 
     def body() -> None:
-        bench = SuiteBenchmark(load_suite(data), data_label=str(data), settings=CallSettings(tool_choice="auto"))
-        options = cli.run_options(
-            store=store_url, concurrency=8, timeout=120.0, max_retries=4, no_cache=False, resume=None, quiet=True
-        )
-        client = ScriptedClient(policy=scripted_answer, name="scripted:memory")
-        cli.execute(bench, "scripted:memory", options, as_json=True, samples=samples, client=client)
+        client = ScriptedClient(policy=scripted_answer, name=model)
+        execute(build(data=data), model, flags, client=client)
 
-    cli.guarded(body)
+    guarded(body)
 
 
 def measure(model: str, data: Path, work: Path, samples: Path | None) -> dict[str, Any]:
-    """Run one evaluation in a child process; return its peak RSS, wall time and summary."""
+    """Run one evaluation in a child process; return its peak RSS, wall time and results."""
     store_url = f"sqlite:///{work / 'store.db'}"
     if model == "gold":
         command = [sys.executable, "-c", "from toolgauge.cli import main; main()", "eval", "suite"]
@@ -107,11 +108,11 @@ def measure(model: str, data: Path, work: Path, samples: Path | None) -> dict[st
     wall = time.perf_counter() - started
     if child.returncode != 0:
         raise SystemExit(f"{model} run failed ({child.returncode}): {errors.decode(errors='replace')[-2000:]}")
-    summary = json.loads(stdout.read_text(encoding="utf-8"))
-    for field in _VOLATILE_RUN_FIELDS:
-        summary.get("run", {}).pop(field, None)
-    summary["data"] = data.name  # the temporary folder differs between runs
-    return {"peak_rss_mb": usage.ru_maxrss / 1024, "wall_s": round(wall, 1), "summary": summary}
+    results = EvalResults.model_validate_json(stdout.read_text(encoding="utf-8"))
+    if results.run is not None:
+        results.run = results.run.model_copy(update=_VOLATILE_RUN_FIELDS)
+    results.settings["data"] = data.name  # the temporary folder differs between runs
+    return {"peak_rss_mb": usage.ru_maxrss / 1024, "wall_s": round(wall, 1), "results": results.model_dump(mode="json")}
 
 
 def main() -> None:
@@ -119,7 +120,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000", help="comma list of dialogue counts")
     parser.add_argument("--models", default="scripted,gold", help="comma list of scripted, gold")
-    parser.add_argument("--out", type=Path, help="folder for results.json, summaries and samples files")
+    parser.add_argument("--out", type=Path, help="folder for results.json, per-run results and samples files")
     parser.add_argument("--samples", action="store_true", help="also write --samples files (into --out)")
     parser.add_argument("--child-scripted", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--child-store", help=argparse.SUPPRESS)
@@ -151,11 +152,11 @@ def main() -> None:
                     f"{model:<9} {n:>8} {row['file_mb']:>8} {row['peak_rss_mb']:>12.0f} {row['wall_s']:>7}", flush=True
                 )
                 if args.out is not None:
-                    (args.out / f"summary-{model}-{n}.json").write_text(
-                        json.dumps(row["summary"], indent=2, sort_keys=True) + "\n", encoding="utf-8"
+                    (args.out / f"results-{model}-{n}.json").write_text(
+                        json.dumps(row["results"], indent=2, sort_keys=True) + "\n", encoding="utf-8"
                     )
     if args.out is not None:
-        table = [{k: v for k, v in r.items() if k != "summary"} for r in results]
+        table = [{k: v for k, v in r.items() if k != "results"} for r in results]
         (args.out / "results.json").write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")
 
 

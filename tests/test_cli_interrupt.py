@@ -15,6 +15,8 @@ import textwrap
 import time
 from pathlib import Path
 
+from toolgauge.results import EvalResults
+
 ANSWERED_CALLS = 6
 
 # The CLI with a scripted model that answers ANSWERED_CALLS calls, then never answers again.
@@ -89,10 +91,11 @@ def test_ctrl_c_then_resume(tmp_path: Path):
         timeout=120,
     )
     assert resumed.returncode == 0, resumed.stderr
-    summary = json.loads(resumed.stdout)["run"]
-    assert summary["resumed_samples"] >= 1
-    assert summary["resumed_samples"] < summary["samples"]
-    assert summary["sample_errors"] == 0
+    run = EvalResults.model_validate_json(resumed.stdout).run
+    assert run is not None and run.id == run_id
+    assert run.resumed_samples >= 1
+    assert run.resumed_samples < run.samples
+    assert run.sample_errors == 0
 
     # Only the unfinished dialogues' turns are asked again: fewer calls than a whole run of the suite needs.
     other_store = f"sqlite:///{tmp_path / 'full.db'}"
@@ -103,4 +106,5 @@ def test_ctrl_c_then_resume(tmp_path: Path):
         timeout=120,
     )
     assert full.returncode == 0, full.stderr
-    assert 0 < summary["model_calls"] < json.loads(full.stdout)["run"]["model_calls"]
+    full_run = EvalResults.model_validate_json(full.stdout).run
+    assert full_run is not None and 0 < run.model_calls < full_run.model_calls

@@ -6,13 +6,9 @@ import json
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from typer.testing import CliRunner
-
 import toolgauge
-from toolgauge.cli import app
+from cli_helpers import invoke, results_of
 from toolgauge.store import open_store
-
-runner = CliRunner()
 
 
 def _jsonl(path: Path, records: list[dict[str, object]]) -> None:
@@ -50,16 +46,17 @@ def stored_config(store: str, run_id: str) -> dict[str, object]:
 def test_bfcl_limit_takes_n_from_each_category(tmp_path: Path) -> None:
     data = bfcl_data(tmp_path / "bfcl", ["simple_python", "multiple"], per_category=3)
     store = f"sqlite:///{tmp_path / 's.db'}"
-    res = runner.invoke(
-        app,
-        ["eval", "bfcl", "--data", str(data), "--categories", "simple_python,multiple", "--limit", "2",
-         "--model", "gold", "--store", store, "--json", "-q"],
+    res = invoke(
+        "eval", "bfcl", "--data", data, "--categories", "simple_python,multiple", "--limit", "2",
+        "--model", "gold", "--store", store, "--json", "-q",
     )  # fmt: skip
     assert res.exit_code == 0, res.output
-    summary = json.loads(res.stdout)
-    assert {name: row["n"] for name, row in summary["categories"].items()} == {"simple_python": 2, "multiple": 2}
-    assert summary["run"]["samples"] == 4
-    config = stored_config(store, summary["run"]["id"])
+    results = results_of(res)
+    assert set(results.groups("category")) == {"simple_python", "multiple"}
+    counts = {m.group: m.n for m in results.metrics if m.by == "category" and m.name == "accuracy"}
+    assert counts == {"simple_python": 2, "multiple": 2}
+    assert results.run is not None and results.run.samples == 4
+    config = stored_config(store, results.run.id)
     assert config["categories"] == ["multiple", "simple_python"] and config["n"] == 4
 
 
@@ -70,46 +67,45 @@ def test_mtu_limit_takes_n_from_each_split(tmp_path: Path) -> None:
         data / "S-M_eval.jsonl", [{"id": f"S-M_{i}", "question": "q", "answer": {"A": {}, "B": {}}} for i in range(3)]
     )
     store = f"sqlite:///{tmp_path / 's.db'}"
-    res = runner.invoke(
-        app,
-        ["eval", "mtu-bench", "--data", str(data), "--splits", "S-S,S-M", "--limit", "1", "--model", "gold",
-         "--store", store, "--json", "-q"],
+    res = invoke(
+        "eval", "mtu-bench", "--data", data, "--splits", "S-S,S-M", "--limit", "1", "--model", "gold",
+        "--store", store, "--json", "-q",
     )  # fmt: skip
     assert res.exit_code == 0, res.output
-    summary = json.loads(res.stdout)
-    assert summary["run"]["samples"] == 2
-    assert stored_config(store, summary["run"]["id"])["splits"] == ["S-M", "S-S"]
+    run = results_of(res).run
+    assert run is not None and run.samples == 2
+    assert stored_config(store, run.id)["splits"] == ["S-M", "S-S"]
 
 
 def test_score_bfcl_warns_about_missing_predictions(tmp_path: Path) -> None:
     data = bfcl_data(tmp_path / "bfcl", ["simple_python"], per_category=3)
     results = tmp_path / "BFCL_v4_simple_python_result.json"
     _jsonl(results, [{"id": "simple_python_1", "result": [{"f": '{"x": 1}'}]}])
-    res = runner.invoke(
-        app,
-        ["score", "bfcl", "--data", str(data), "--predictions", str(results), "--store",
-         f"sqlite:///{tmp_path / 's.db'}", "--json"],
+    res = invoke(
+        "score", "bfcl", "--data", data, "--predictions", results, "--store", f"sqlite:///{tmp_path / 's.db'}",
+        "--json",
     )  # fmt: skip
     assert res.exit_code == 0, res.output
     expected = "predictions missing for 2 of 3 samples (scored as wrong); first missing: simple_python_0"
     assert res.stderr.strip() == f"warning: {expected}"
-    summary = json.loads(res.stdout)
-    assert expected in summary["warnings"]
-    assert summary["categories"]["simple_python"]["correct"] == 1
+    scored = results_of(res)
+    assert expected in scored.warnings
+    assert scored.value("correct", "simple_python", by="category") == 1
 
 
 def test_score_bfcl_with_every_prediction_has_no_warning(tmp_path: Path) -> None:
     data = bfcl_data(tmp_path / "bfcl", ["simple_python"], per_category=2)
     results = tmp_path / "BFCL_v4_simple_python_result.json"
     _jsonl(results, [{"id": f"simple_python_{i}", "result": [{"f": json.dumps({"x": i})}]} for i in range(2)])
-    res = runner.invoke(
-        app,
-        ["score", "bfcl", "--data", str(data), "--predictions", str(results), "--store",
-         f"sqlite:///{tmp_path / 's.db'}", "--json"],
+    res = invoke(
+        "score", "bfcl", "--data", data, "--predictions", results, "--store", f"sqlite:///{tmp_path / 's.db'}",
+        "--json",
     )  # fmt: skip
     assert res.exit_code == 0, res.output
     assert res.stderr == ""
-    assert not any("missing" in w for w in json.loads(res.stdout).get("warnings", []))
+    scored = results_of(res)
+    assert not any("missing" in w for w in scored.warnings)
+    assert scored.value("correct", "simple_python", by="category") == 2
 
 
 def test_version_prints_the_package_version() -> None:
@@ -117,6 +113,6 @@ def test_version_prints_the_package_version() -> None:
         expected = version("toolgauge")
     except PackageNotFoundError:
         expected = toolgauge.__version__
-    res = runner.invoke(app, ["--version"])
+    res = invoke("--version")
     assert res.exit_code == 0, res.output
     assert res.stdout == f"toolgauge {expected}\n"

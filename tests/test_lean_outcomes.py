@@ -11,13 +11,13 @@ import pytest
 from pydantic import BaseModel
 from sqlalchemy import update
 
-from toolgauge.driver import ScoredRun
 from toolgauge.engine import EngineConfig, EpisodeContext, run_episodes
 from toolgauge.errors import UsageError
 from toolgauge.models.offline import ScriptedClient
 from toolgauge.records import AssistantTurn, Message, ModelRequest
 from toolgauge.redact import redact_tree
 from toolgauge.report.export import sample_lines, samples_jsonl, write_lines_atomic
+from toolgauge.results import EvalResults, SampleScore, ScoredRun
 from toolgauge.store import open_store, schema
 
 QUIET = EngineConfig(concurrency=3, show_progress=False)
@@ -124,21 +124,23 @@ async def test_a_resume_keeps_valid_stored_results_and_reruns_the_rest(tmp_path:
     store.close()
 
 
-def test_lazy_rows_are_made_on_each_call_and_only_when_asked():
+def test_lazy_sample_scores_are_made_on_each_call_and_only_when_asked():
     made: list[int] = []
 
-    def rows() -> Iterator[dict[str, int]]:
+    def scores() -> Iterator[SampleScore]:
         for i in range(3):
             made.append(i)
-            yield {"i": i}
+            yield SampleScore(id=str(i), sample=str(i), value=float(i))
 
-    scored = ScoredRun(summary={}, rows=rows)
+    scored = ScoredRun(EvalResults(benchmark="t"), samples=scores)
     assert made == []
-    assert list(scored.iter_rows()) == [{"i": 0}, {"i": 1}, {"i": 2}]
-    assert scored.rows == [{"i": 0}, {"i": 1}, {"i": 2}]
+    expected = [SampleScore(id=str(i), sample=str(i), value=float(i)) for i in range(3)]
+    assert list(scored.iter_samples()) == expected
+    assert scored.samples == expected
     assert made == [0, 1, 2, 0, 1, 2]
-    assert ScoredRun(summary={}, rows=[{"i": 9}]).rows == [{"i": 9}]
-    assert ScoredRun(summary={}).rows == []
+    nine = SampleScore(id="9", sample="9")
+    assert ScoredRun(EvalResults(benchmark="t"), samples=[nine]).samples == [nine]
+    assert ScoredRun(EvalResults(benchmark="t")).samples == []
 
 
 def test_samples_written_line_by_line_match_the_whole_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 
 import pytest
-from typer.testing import CliRunner
 
+from cli_helpers import invoke, results_of, sample_rows
 from proc_tree import descendants
-from toolgauge.cli import app
 from toolgauge.models.local_server import LocalServerClient
 from toolgauge.records import GenerateOptions, Message, ModelRequest, ToolSpec
 
@@ -66,7 +64,6 @@ async def test_forced_tool_call_is_well_formed_over_real_http():
 
 
 def test_cli_eval_suite_with_the_local_model_and_forced_tools(tmp_path):
-    runner = CliRunner()
     store = f"sqlite:///{tmp_path / 'local.db'}"
     args = [
         "eval",
@@ -85,12 +82,13 @@ def test_cli_eval_suite_with_the_local_model_and_forced_tools(tmp_path):
         "-q",
     ]
     samples = tmp_path / "samples.jsonl"
-    res = runner.invoke(app, [*args, "--samples", str(samples)], catch_exceptions=False)
+    res = invoke(*args, "--samples", samples)
     assert res.exit_code == 0, res.output
-    summary = json.loads(res.stdout)
-    assert summary["run"]["sample_errors"] == 0
-    assert summary["run"]["input_tokens"] > 0
-    rows = [json.loads(line) for line in samples.read_text().splitlines()]
+    first = results_of(res)
+    assert first.run is not None
+    assert first.run.sample_errors == 0
+    assert first.run.input_tokens > 0
+    rows = [row["metadata"] for row in sample_rows(samples)]
     # Forcing the first reference tool (or none) fixes which tool is called; the arguments are
     # the model's own. A parallel turn gets only the forced call, so it misses the others.
     for row in rows:
@@ -100,12 +98,12 @@ def test_cli_eval_suite_with_the_local_model_and_forced_tools(tmp_path):
         else:
             assert row["predicted"] == []
     at_most_one = sum(1 for r in rows if len(r["expected"]) <= 1)
-    assert summary["scores"]["tool_accuracy"] == at_most_one / len(rows)
-    again = runner.invoke(app, args, catch_exceptions=False)
-    rerun = json.loads(again.stdout)
-    assert rerun["run"]["model_calls"] == 0  # every answer came from the cache
-    assert rerun["run"]["cached_calls"] == summary["run"]["model_calls"]
-    assert rerun["scores"] == summary["scores"]
+    assert first.value("tool_accuracy") == at_most_one / len(rows)
+    rerun = results_of(invoke(*args))
+    assert rerun.run is not None
+    assert rerun.run.model_calls == 0  # every answer came from the cache
+    assert rerun.run.cached_calls == first.run.model_calls
+    assert rerun.metrics == first.metrics
 
 
 def test_model_server_dies_with_a_killed_harness(tmp_path):

@@ -18,6 +18,7 @@ from sqlalchemy import insert, select, update
 
 from chat_stub import ChatStub, completion
 from toolgauge.errors import RunLocked, StoreWriteError
+from toolgauge.results import EvalResults
 from toolgauge.store import open_store, schema
 from toolgauge.store.lease import STALE_AFTER_SECONDS, pid_start_time, this_host
 
@@ -195,7 +196,8 @@ def test_a_second_resumer_gets_one_clear_line_and_makes_no_model_call(tmp_path):
         # Once the holder has finished, the run can be resumed again (nothing left to ask).
         again = subprocess.run(cli(*common, "--json", "--resume", run_id), capture_output=True, text=True, timeout=120)
         assert again.returncode == 0, again.stderr
-        assert json.loads(again.stdout)["run"]["model_calls"] == 0
+        again_run = EvalResults.model_validate_json(again.stdout).run
+        assert again_run is not None and again_run.id == run_id and again_run.model_calls == 0
         assert server.requests == calls_of_first + 1  # the resume's probe, and no sample call
 
 
@@ -212,8 +214,8 @@ def test_a_resume_right_after_kill_9_takes_the_run_over(tmp_path):
             cli(*common, "--json", "--resume", run_id), capture_output=True, text=True, timeout=120
         )
         assert resumed.returncode == 0, resumed.stderr
-        summary = json.loads(resumed.stdout)["run"]
-        assert summary["id"] == run_id and summary["sample_errors"] == 0
+        run = EvalResults.model_validate_json(resumed.stdout).run
+        assert run is not None and run.id == run_id and run.sample_errors == 0
     reopened = open_store(store)
     assert reopened.run_lock_holder(run_id) is None  # the resumer gave the lease back when it finished
     assert reopened.get_run(run_id).status == "finished"

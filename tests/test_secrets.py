@@ -22,7 +22,8 @@ from chat_stub import ChatStub, completion, is_probe
 from toolgauge.models.openai_compat import _short
 from toolgauge.models.spec import display_spec, resolve_model
 from toolgauge.redact import MASK, redact_tree
-from toolgauge.report.export import samples_jsonl, summary_to_csv
+from toolgauge.report.export import results_to_csv, samples_jsonl
+from toolgauge.results import EvalResults, Metric, SampleScore
 
 API_KEY = "planted-api-key-7f3a9c2e41"
 URL_PASSWORD = "planted-url-pw-5d8b1e6a"
@@ -190,16 +191,18 @@ def test_the_client_name_is_the_masked_spec() -> None:
 
 def test_exports_mask_error_strings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SOME_SERVICE_TOKEN", "tok-planted-123456")
-    rows = [
-        {"id": "a", "sample_error": "model_error: HTTP 401: bad tok-planted-123456", "nested": ["tok-planted-123456"]}
-    ]
+    error = "model_error: HTTP 401: bad tok-planted-123456"
+    score = SampleScore(id="a", sample="a", error=error, metadata={"nested": ["tok-planted-123456"]})
+    rows = [score.model_dump(mode="json")]
     assert "tok-planted-123456" not in samples_jsonl(rows)
-    assert json.loads(samples_jsonl(rows))["sample_error"] == f"model_error: HTTP 401: bad {MASK}"
-    summary = {"run": {"model": "http://u:pw-planted@h/v1#m"}, "note": "Authorization: Bearer abcdefgh12345678",
-               "scores": {"x": 0.5}}  # fmt: skip
-    csv_text = summary_to_csv(summary)
+    assert json.loads(samples_jsonl(rows))["error"] == f"model_error: HTTP 401: bad {MASK}"
+    secret_group, secret_by = "http://u:pw-planted@h/v1#m", "Authorization: Bearer abcdefgh12345678"
+    overall, secret = Metric(name="x", value=0.5), Metric(name="acc", value=1.0, group=secret_group, by=secret_by, n=2)
+    results = EvalResults(benchmark="t", metrics=[overall, secret])
+    csv_text = results_to_csv(results)
     assert "abcdefgh12345678" not in csv_text and "pw-planted" not in csv_text
-    assert f"run,model,http://u:{MASK}@h/v1#m" in csv_text and "scores,x,0.5" in csv_text
+    assert "x,,,0.5," in csv_text.splitlines()
+    assert f"acc,Authorization: Bearer {MASK},http://u:{MASK}@h/v1#m,1.0,2" in csv_text.splitlines(), csv_text
     assert redact_tree({"k": ("tok-planted-123456", 3)}) == {"k": [MASK, 3]}
 
 

@@ -11,17 +11,15 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, event, func, select
-from typer.testing import CliRunner
 
+from cli_helpers import invoke, results_of
 from full_disk_run import assert_nothing_lost
-from toolgauge.cli import app
 from toolgauge.errors import StoreWriteError, UsageError
+from toolgauge.results import EvalResults, Metric
 from toolgauge.store import Store, open_store, schema
 from toolgauge.store.store import _sqlite_pragmas
 
 HERE = Path(__file__).parent
-runner = CliRunner()
-
 
 def call_row(run_id: str, key: str, step: int = 0) -> dict:
     return {
@@ -196,7 +194,7 @@ def test_a_full_disk_stops_the_run_and_loses_no_finished_row(tmp_path, mode):
 def test_runs_and_report_never_create_a_store(tmp_path):
     missing = tmp_path / "nowhere" / "s.db"
     for args in (["runs"], ["report", "latest"]):
-        res = runner.invoke(app, [*args, "--store", f"sqlite:///{missing}"])
+        res = invoke(*args, "--store", f"sqlite:///{missing}")
         assert res.exit_code == 2
         assert res.stderr.strip().splitlines() == [f"error: no store at {missing}; run an eval first"]
     assert not (tmp_path / "nowhere").exists()
@@ -217,7 +215,7 @@ def test_runs_reads_a_store_from_before_run_leases_without_changing_it(tmp_path)
     store.close()
     with sqlite3.connect(path) as conn:
         conn.execute("DROP TABLE run_locks")
-    res = runner.invoke(app, ["runs", "--store", f"sqlite:///{path}", "--json"])
+    res = invoke("runs", "--store", f"sqlite:///{path}", "--json")
     assert res.exit_code == 0, res.output
     assert [(r["id"], r["held_by"]) for r in json.loads(res.stdout)] == [(run_id, None)]
     with sqlite3.connect(path) as conn:
@@ -230,15 +228,15 @@ def test_report_takes_latest_and_a_unique_prefix(tmp_path):
     store = open_store(url)
     for run_id, score in (("20261201-100000-aaaa01", 0.25), ("20261201-100000-aabb02", 0.75)):
         store.create_run("suite", "gold", {}, run_id=run_id)
-        store.save_summary(run_id, {"scores": {"tool_accuracy": score}})
+        store.save_results(run_id, EvalResults(benchmark="suite", metrics=[Metric(name="tool_accuracy", value=score)]))
     store.close()
 
     def report(ref: str):
-        return runner.invoke(app, ["report", ref, "--store", url, "--json"])
+        return invoke("report", ref, "--store", url, "--json")
 
-    assert json.loads(report("latest").stdout)["scores"]["tool_accuracy"] == 0.75
-    assert json.loads(report("20261201-100000-aaa").stdout)["scores"]["tool_accuracy"] == 0.25
-    assert json.loads(report("20261201-100000-aabb02").stdout)["scores"]["tool_accuracy"] == 0.75
+    assert results_of(report("latest")).value("tool_accuracy") == 0.75
+    assert results_of(report("20261201-100000-aaa")).value("tool_accuracy") == 0.25
+    assert results_of(report("20261201-100000-aabb02")).value("tool_accuracy") == 0.75
     ambiguous = report("20261201-100000-aa")
     assert ambiguous.exit_code == 2
     assert ambiguous.stderr.strip().splitlines() == [

@@ -7,6 +7,7 @@ from sqlalchemy import func, select
 
 from full_disk_run import assert_nothing_lost, scenario
 from toolgauge.errors import RunLocked
+from toolgauge.results import EvalResults, Metric
 from toolgauge.store import open_store, schema
 
 
@@ -48,7 +49,8 @@ def test_runs_samples_calls_cache_and_leases_round_trip(store_url):
         "calls": 3.0, "cached_calls": 0.0, "input_tokens": 6.0, "output_tokens": 9.0, "model_latency_s": 1.5
     }  # fmt: skip
     store.forget_samples(run_id, ["s2"])
-    store.save_summary(run_id, {"scores": {"acc": 0.5}})
+    results = EvalResults(benchmark="t", metrics=[Metric(name="acc", value=0.5, n=2)])
+    store.save_results(run_id, results)
     store.set_run_status(run_id, "finished", n_samples=2)
     store.close()
     other.acquire_run_lock(run_id)  # free once the holder closed
@@ -56,7 +58,7 @@ def test_runs_samples_calls_cache_and_leases_round_trip(store_url):
     reader = open_store(store_url, create=False)
     assert reader.resolve_run_id("latest") == run_id == reader.resolve_run_id(run_id[:-2])
     run = reader.get_run(run_id)
-    assert (run.status, run.n_samples, run.summary) == ("finished", 2, {"scores": {"acc": 0.5}})
+    assert (run.status, run.n_samples, run.results) == ("finished", 2, results)
     assert set(reader.finished_samples(run_id)) == {"s0", "s1"}
     reader.close()
 

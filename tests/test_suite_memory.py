@@ -181,12 +181,12 @@ def test_score_pairs_outcomes_in_order_and_marks_missing_ones(tmp_path: Path) ->
     bench = SuiteBenchmark(load_suite(write(tmp_path, text)), data_label="t")
     gold_a = [t.expected_calls for t in bench.dialogues[0].turns]
     scored = bench.score(bench.samples(), [outcome("a", *gold_a), outcome("c", error="model_error: boom")])
-    by_dialogue = {row["dialogue"]: row for row in scored.rows if row["turn"] == 0}
-    assert by_dialogue["a"]["turn_correct"] is True and by_dialogue["a"]["sample_error"] is None
-    assert by_dialogue["b"]["sample_error"] == "not run"
-    assert by_dialogue["c"]["sample_error"] == "model_error: boom"
-    assert scored.summary["scores"]["success_rate"] == pytest.approx(1 / 3)
-    assert len(scored.rows) == 9
+    by_dialogue = {row.sample: row for row in scored.samples if row.metadata["turn"] == 0}
+    assert by_dialogue["a"].scores["turn_correct"] is True and by_dialogue["a"].error is None
+    assert by_dialogue["b"].error == "not run"
+    assert by_dialogue["c"].error == "model_error: boom"
+    assert scored.results.value("success_rate") == pytest.approx(1 / 3)
+    assert len(scored.samples) == 9
 
 
 def test_score_rejects_outcomes_out_of_order(tmp_path: Path) -> None:

@@ -91,7 +91,7 @@ def metric_table(
     present = [n for n in names if any(m.name == n for m in metrics)]
     groups = results.groups(by) if by is not None else [None]
     table = Table(title=title or None, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column(by or "", no_wrap=True, min_width=5)
+    table.add_column(esc(by or ""), no_wrap=True, min_width=5)
     table.add_column("n", justify="right", no_wrap=True)
     for name in present:
         table.add_column(esc(headers[name]), justify="right", no_wrap=True, min_width=6)
