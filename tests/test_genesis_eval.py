@@ -280,29 +280,40 @@ def test_hostile_servers_are_recorded_failures(tmp_path: Path) -> None:
     an error (add without b) can pass: UT_hard is 0 or 1/5.
     """
     names = sorted(p.stem for p in HOSTILE.glob("*.py"))
-    staged = tmp_path / "hostile"
-    for name in names:
-        (staged / name).mkdir(parents=True)
-        shutil.copy2(HOSTILE / f"{name}.py", staged / name / "server.py")
-        shutil.copy2(FIXTURES / "correct" / "tools.json", staged / name / "tools.json")
-    data, registry = build_registry(tmp_path, names, source=staged)
-    bench = bench_for(data, registry, "strict", startup_timeout=10.0, launch_attempts=1, call_timeout=5.0)
-    scored = run(bench, tmp_path, concurrency=4)
-    assert set(scored.servers) == set(names)
-    assert scored.results.run is not None
-    assert scored.results.run.sample_errors == 0  # no episode crashed: every failure is a scored outcome
-    for name in scored.servers:
-        row = metrics(scored, name)
-        assert row["failures"], name  # stopped at some level, with a reason
-        if name in STARTUP_ATTACKS:
-            assert row["server_execution"] == 0.0, name
-            reason = row["failures"]["L1"]
-            # Under load an attack may still be running at the startup deadline; that is contained too.
-            allowed = (*STARTUP_ATTACKS[name], "no answer within")
-            assert "did not start" in reason and any(word in reason for word in allowed), (name, reason)
-        else:
-            assert row["server_execution"] == 1.0, name
-            assert row["ut_hard"] in (0.0, 0.2), name
+    # Two runs: the attacks that never start get a short startup deadline (they would each wait it out);
+    # the servers that must start get a long one, so that a loaded machine cannot fail them.
+    groups = {
+        "attacks": ([n for n in names if n in STARTUP_ATTACKS], 10.0),
+        "starting": ([n for n in names if n not in STARTUP_ATTACKS], 120.0),
+    }
+    assert all(servers for servers, _ in groups.values())
+    for label, (servers, startup_timeout) in groups.items():
+        folder = tmp_path / label
+        staged = folder / "hostile"
+        for name in servers:
+            (staged / name).mkdir(parents=True)
+            shutil.copy2(HOSTILE / f"{name}.py", staged / name / "server.py")
+            shutil.copy2(FIXTURES / "correct" / "tools.json", staged / name / "tools.json")
+        data, registry = build_registry(folder, servers, source=staged)
+        bench = bench_for(
+            data, registry, "strict", startup_timeout=startup_timeout, launch_attempts=1, call_timeout=5.0
+        )
+        scored = run(bench, folder, concurrency=4)
+        assert set(scored.servers) == set(servers)
+        assert scored.results.run is not None
+        assert scored.results.run.sample_errors == 0  # no episode crashed: every failure is a scored outcome
+        for name in scored.servers:
+            row = metrics(scored, name)
+            assert row["failures"], name  # stopped at some level, with a reason
+            if name in STARTUP_ATTACKS:
+                assert row["server_execution"] == 0.0, name
+                reason = row["failures"]["L1"]
+                # Under load an attack may still be running at the startup deadline; that is contained too.
+                allowed = (*STARTUP_ATTACKS[name], "no answer within")
+                assert "did not start" in reason and any(word in reason for word in allowed), (name, reason)
+            else:
+                assert row["server_execution"] == 1.0, name
+                assert row["ut_hard"] in (0.0, 0.2), name
 
 
 @needs_bwrap
