@@ -356,7 +356,9 @@ def test_core_checker_flags_a_benchmark_import_even_under_type_checking(tmp_path
         tmp_path,
         {
             **PLANTED_BASE,
-            "toolgauge/store/store.py": "import typing\nif typing.TYPE_CHECKING:\n    from toolgauge import benchmarks\n",
+            "toolgauge/store/store.py": (
+                "import typing\nif typing.TYPE_CHECKING:\n    from toolgauge import benchmarks\n"
+            ),
             "toolgauge/engine/runner.py": "def f():\n    import toolgauge.benchmarks.registry\n",
             "toolgauge/api.py": "from toolgauge.benchmarks import registry\n",  # the API may
         },
