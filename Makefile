@@ -16,7 +16,7 @@ TORCH := torch==2.13.0
 SETUP_INPUTS := pyproject.toml Makefile scripts/llama_wheel.sh scripts/check_no_amx.py
 
 # The tests run on one process per CPU, at most 8 (CI has 2); --dist loadgroup keeps the tests of one
-# xdist_group (PostgreSQL, the local model, the embedding model) on one process. Tiers: tests/conftest.py.
+# xdist_group (PostgreSQL, the embedding model, a module's fixtures) on one process. Tiers: tests/conftest.py.
 PYTEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 8 ] && n=8; echo $$n)
 PYTEST := $(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadgroup
 FAST_TIER := not slow and not sandbox and not local_model and not embedding
@@ -81,8 +81,10 @@ lint: setup-dev
 typecheck: setup-dev
 	$(BIN)/mypy
 
+# The embedded model's tests run alone after the others: llama.cpp's threads wait for each other and crawl
+# when another test process takes a core (one test took 416 s beside another worker, 10 s alone).
 pytest: setup-dev
-	$(PYTEST)
+	$(PYTEST) -m "not local_model"; a=$$?; $(BIN)/pytest -q -m local_model; b=$$?; [ $$a -ne 0 ] && exit $$a; exit $$b
 
 test: lint typecheck pytest
 

@@ -41,12 +41,13 @@ TIERS: dict[str, tuple[str, ...]] = {
     "test_cli_faults.py": ("slow",),
     "test_cli_interrupt.py": ("slow",),
     "test_resume_after_kill.py": ("slow",),
-    "test_run_lock.py": ("slow",),
+    "test_run_lock.py::test_a_second_resumer_gets_one_clear_line_and_makes_no_model_call": ("slow",),
+    "test_run_lock.py::test_a_resume_right_after_kill_9_takes_the_run_over": ("slow",),
     "test_secrets.py::test_api_key_echoed_by_the_server_reaches_nothing": ("slow",),
     "test_secrets.py::test_api_key_echoed_in_the_probes_answer_reaches_nothing": ("slow",),
     "test_secrets.py::test_password_in_the_model_url_reaches_nothing": ("slow",),
-    "test_store_durability.py::test_a_full_disk_loses_no_acknowledged_sample": ("slow",),
-    "test_store_postgres.py": ("slow",),
+    "test_store_durability.py::test_a_full_disk_stops_the_run_and_loses_no_finished_row": ("slow",),
+    # The PostgreSQL tests (by fixture or store parameter) are slow too: they start a server.
 }
 TIER_MARKERS = ("slow", "sandbox", "local_model", "embedding")
 # Tests that share something expensive or exclusive run on one xdist worker (``--dist loadgroup``): one
@@ -74,10 +75,14 @@ def tiers_of(item: pytest.Item) -> set[str]:
     tiers.update(TIERS.get(f"{name}::{function}", ()))
     if _sandbox_skip(item):
         tiers.add("sandbox")
+    if _uses_postgres(item, set(getattr(item, "fixturenames", ()))):  # a server started for the session
+        tiers.add("slow")
     return tiers
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m and -k deselect: every collected test is seen
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    check_tiers_table(items)
     for item in items:
         tiers = tiers_of(item)
         for tier in sorted(tiers):
@@ -92,6 +97,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             groups.append(item.path.name)
         if groups:
             item.add_marker(pytest.mark.xdist_group(groups[0]))
+
+
+def check_tiers_table(items: list[pytest.Item]) -> None:
+    """Every TIERS entry of a collected module names a test that exists (a renamed test must not drop its tier)."""
+    modules = {item.path.name for item in items}
+    tests = {f"{item.path.name}::{getattr(item, 'originalname', item.name)}" for item in items}
+    stale = [key for key in TIERS if key.split("::")[0] in modules and "::" in key and key not in tests]
+    if stale:
+        raise pytest.UsageError(f"tests/conftest.py TIERS names tests that do not exist: {', '.join(stale)}")
 
 
 def _uses_postgres(item: pytest.Item, fixtures: set[str]) -> bool:
