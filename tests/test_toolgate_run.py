@@ -101,6 +101,14 @@ def store_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'store.db'}"
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def any_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The store on SQLite and on a real PostgreSQL server (the gate records' table on both)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'store.db'}"
+    return str(request.getfixturevalue("pg_url"))
+
+
 # --- the scripted world -----------------------------------------------------------------------------------
 
 
@@ -608,7 +616,8 @@ EXPECTED_GATES = {
 }  # fmt: skip
 
 
-def test_resume_after_ctrl_c_repeats_no_finished_round_and_no_finished_gate(store_url):
+def test_resume_after_ctrl_c_repeats_no_finished_round_and_no_finished_gate(any_store_url):
+    store_url = any_store_url
     gates = FakeGates(RESUME_PLANS, stop_at={(2, "screen:B")})  # Ctrl-C after round 2's verify and screen A
     first = new_session(RESUME_PLANS, gates, rounds=4)
     with pytest.raises(RunInterrupted) as stopped:
@@ -705,7 +714,8 @@ def test_resume_after_kill_9_repeats_no_finished_round_and_no_finished_gate(stor
     assert rounds["round-0002"].reused == ["proposal", "verify", "screen:A"]
 
 
-def test_a_stored_record_is_never_written_twice(store_url):
+def test_a_stored_record_is_never_written_twice(any_store_url):
+    store_url = any_store_url
     from toolgauge.benchmarks.toolgate.gate_store import GateLog
 
     store = open_store(store_url)
@@ -720,7 +730,8 @@ def test_a_stored_record_is_never_written_twice(store_url):
         store.close()
 
 
-def test_score_is_pure_and_rescore_rebuilds_the_funnel_without_gates(store_url):
+def test_score_is_pure_and_rescore_rebuilds_the_funnel_without_gates(any_store_url):
+    store_url = any_store_url
     s = run(new_session(ALL_BRANCHES, FakeGates(ALL_BRANCHES), rounds=11), store_url)
     store = open_store(store_url)
     try:
