@@ -18,7 +18,8 @@ def test_a_pool_run_on_postgresql_is_read_back_by_report_rescore_audit_and_expor
     n = len(document["candidates"])
     assert n >= 8
     for candidate in document["candidates"]:
-        assert (candidate["outcome"], candidate["rejected_by"], candidate["reason"]) == ("rejected", "screen", "too_easy")
+        verdict = (candidate["outcome"], candidate["rejected_by"], candidate["reason"])
+        assert verdict == ("rejected", "screen", "too_easy")
     run_id = json.loads(invoke("runs", "--store", pg_url, "--json").stdout)[0]["id"]
     stored = results_of(invoke("report", run_id, "--store", pg_url, "--json"))
     assert results_of(invoke("rescore", run_id, "--store", pg_url, "--json")).metrics == stored.metrics
