@@ -467,6 +467,22 @@ def _outcomes(url: str, run_id: str) -> list[Any]:
         store.close()
 
 
+def test_concurrent_round_workers_lose_and_duplicate_no_round_on_either_store(any_store_url):
+    """Eight rounds in flight at once: every round is stored once, every gate ran once, and the outcomes are
+    those of the one-at-a-time run (each round's verdict depends only on its own proposal)."""
+    sequential = run(new_session(ALL_BRANCHES, FakeGates(ALL_BRANCHES), rounds=11), any_store_url)
+    gates = FakeGates(ALL_BRANCHES)
+    parallel = run(new_session(ALL_BRANCHES, gates, rounds=11), any_store_url, concurrency=8)
+    stored = [o.result for o in _outcomes(any_store_url, parallel.result.run_id)]
+    assert [r.round for r in stored] == [f"round-{n:04d}" for n in range(1, 12)]  # each once, none lost
+    counts = _ran_once(gates.events)
+    assert counts and set(counts.values()) == {1}  # no gate ran twice
+    before = {round_number(r.round): outcome_of(r) for r in (o.result for o in _outcomes(any_store_url,
+              sequential.result.run_id))}  # fmt: skip
+    assert {round_number(r.round): outcome_of(r) for r in stored} == before
+    assert parallel.result.scored.results.metrics == sequential.result.scored.results.metrics
+
+
 def test_roles_and_the_call_log(store_url):
     plans = {1: Plan(screens={"A": 1, "B": 0}), 2: Plan(verify="crashed")}
     s = run(new_session(plans, FakeGates(plans), rounds=2), store_url)
