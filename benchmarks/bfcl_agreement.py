@@ -4,6 +4,8 @@ Generates thousands of outputs from the real BFCL data (gold answers and systema
 perturbations, prompt-style text and FC-style calls), scores each with toolgauge and with
 bfcl-eval 2026.3.23 (run as a subprocess in a throwaway venv that has bfcl-eval installed), and
 reports how often the verdicts (valid + error_type) agree, listing every disagreement.
+toolgauge's side is read from the per-entry scores the CLI writes (``SampleScore``: ``value``,
+``scores["valid"]``, ``scores["error_type"]``), so what is compared is what a user gets.
 
     .venv/bin/python benchmarks/bfcl_agreement.py --bfcl-python /tmp/bfcl-venv/bin/python \
         --data-dir ../shared/data/bfcl --out /tmp/bfcl_agreement.json
@@ -28,6 +30,8 @@ from typing import Any
 from toolgauge.benchmarks.bfcl.io import bfcl_calls_output, bfcl_gold_turn
 from toolgauge.benchmarks.bfcl.loader import BfclEntry, load_bfcl
 from toolgauge.benchmarks.bfcl.metrics import check_bfcl_entry
+from toolgauge.benchmarks.bfcl.protocol import JudgedEntry
+from toolgauge.results import SampleScore
 
 CATEGORIES = [
     "simple_python",
@@ -317,13 +321,17 @@ def main() -> int:
     cases = build_cases(entries, random.Random(args.seed), args.per_entry)
 
     started = time.perf_counter()
-    ours = {}
+    verdicts = {}
     for case in cases:
-        verdict = check_bfcl_entry(
+        verdicts[case["case"]] = check_bfcl_entry(
             by_id[case["test_id"]], copy.deepcopy(case["output"]), underscore_to_dot=case["model"] == FC_MODEL
         )
-        ours[case["case"]] = verdict
-    ours_seconds = time.perf_counter() - started
+    ours_seconds = time.perf_counter() - started  # the checker alone, as before
+    ours: dict[int, SampleScore] = {}
+    for case in cases:
+        score = JudgedEntry(verdicts[case["case"]], case["output"], missing=False, sample_error=None).sample_score()
+        assert score.value == (1.0 if score.scores["valid"] else 0.0)
+        ours[case["case"]] = score
 
     started = time.perf_counter()
     theirs = run_bfcl(cases, args.bfcl_python, args.data_dir)
@@ -332,17 +340,17 @@ def main() -> int:
     disagreements = []
     for case in cases:
         mine, ref = ours[case["case"]], theirs[case["case"]]
-        if (mine.valid, mine.error_type) != (ref["valid"], ref["error_type"]):
+        if (mine.scores["valid"], mine.scores["error_type"]) != (ref["valid"], ref["error_type"]):
             disagreements.append(
                 {
                     **case,
-                    "ours": [mine.valid, mine.error_type],
+                    "ours": [mine.scores["valid"], mine.scores["error_type"]],
                     "bfcl": [ref["valid"], ref["error_type"]],
                     "bfcl_exception": ref.get("exception"),
                 }
             )
     agree = len(cases) - len(disagreements)
-    valid_agree = sum(ours[c["case"]].valid == theirs[c["case"]]["valid"] for c in cases)
+    valid_agree = sum(ours[c["case"]].scores["valid"] == theirs[c["case"]]["valid"] for c in cases)
     report = {
         "cases": len(cases),
         "agree": agree,

@@ -19,8 +19,14 @@ import time
 from pathlib import Path
 
 from toolgauge.benchmarks.tool_genesis.loader import load_genesis, load_registry
-from toolgauge.benchmarks.tool_genesis.protocol import GenesisBenchmark, GenesisSample, L4Settings, pair_registry
-from toolgauge.driver import RunOptions, run_benchmark
+from toolgauge.benchmarks.tool_genesis.protocol import (
+    GenesisBenchmark,
+    GenesisEvalResult,
+    GenesisSample,
+    L4Settings,
+    pair_registry,
+)
+from toolgauge.driver import RunOptions, RunResult, run_benchmark
 from toolgauge.engine import EngineConfig
 from toolgauge.models.offline import GoldClient
 
@@ -63,12 +69,24 @@ async def main() -> None:
             store_url=f"sqlite:///{Path(tmp) / 'store.db'}",
             engine=EngineConfig(concurrency=args.concurrency, show_progress=False),
         )
+        levels: dict[str, float] = {}
+
+        def add_levels(result: RunResult[GenesisEvalResult]) -> None:
+            # The per-server rows read their results from the store: while it is open, as --samples does.
+            for server in result.scored.iter_samples():
+                for level, seconds in server.metadata["seconds"].items():
+                    levels[level] = levels.get(level, 0.0) + seconds
+
         started = time.perf_counter()
         result = await run_benchmark(
-            bench, "gold" if not args.pred else f"registry:{args.pred}", options, client=GoldClient()
+            bench,
+            "gold" if not args.pred else f"registry:{args.pred}",
+            options,
+            client=GoldClient(),
+            on_scored=add_levels,
         )
         wall = time.perf_counter() - started
-    s = result.scored.summary
+    results = result.scored.results
     per_server = wall / len(servers)
     print(f"{len(servers)} servers, {n_tests} unit tests, variant {args.variant}, concurrency {args.concurrency}")
     print(f"embedder load: {load_s:.1f} s (once per process)")
@@ -79,15 +97,12 @@ async def main() -> None:
         f"extrapolated to {FULL_SERVERS} servers: {per_server * FULL_SERVERS / 60:.1f} min by servers, "
         f"{wall / n_tests * FULL_UNIT_TESTS / 60:.1f} min by unit tests"
     )
-    levels: dict[str, float] = {}
-    for row in result.scored.rows:
-        for level, seconds in (row.get("seconds") or {}).items():
-            levels[level] = levels.get(level, 0.0) + seconds
     print("time inside episodes, summed over servers: " + ", ".join(f"{k} {v:.1f} s" for k, v in levels.items()))
     print(
         "scores: "
         + ", ".join(
-            f"{k}={s[k]:.3f}" for k in ("server_execution", "schema_f1", "schema_f1_live", "ut_soft", "ut_hard")
+            f"{k}={results.value(k) or 0.0:.3f}"
+            for k in ("server_execution", "schema_f1", "schema_f1_live", "ut_soft", "ut_hard")
         )
     )
 

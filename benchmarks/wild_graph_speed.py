@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from toolgauge.benchmarks.wildtoolbench.graph import PSEUDO_ANSWER, PSEUDO_CLARIFY, CallGraph
+from toolgauge.benchmarks.wildtoolbench.graph import PSEUDO_ANSWER, PSEUDO_CLARIFY, PSEUDO_TOOLS, CallGraph
 
 TESTS = Path(__file__).resolve().parent.parent / "tests"
 
@@ -79,8 +79,9 @@ Script = list[list[str] | None]  # per model step: the called names, or None for
 
 
 def script_from(graph: CallGraph, steps: list[list[int]]) -> Script:
-    pseudo = (PSEUDO_ANSWER, PSEUDO_CLARIFY)
-    return [None if any(graph.names[i] in pseudo for i in step) else [graph.names[i] for i in step] for step in steps]
+    return [
+        None if any(graph.names[i] in PSEUDO_TOOLS for i in step) else [graph.names[i] for i in step] for step in steps
+    ]
 
 
 def all_ready_at_once(deps: list[list[int]]) -> list[list[int]]:
@@ -100,7 +101,7 @@ def one_call_per_step(graph: CallGraph) -> list[list[int]]:
     while not walk.finished:
         step = walk.candidate_steps(limit=1)[0]
         steps.append(step)
-        pseudo = graph.names[step[0]] in (PSEUDO_ANSWER, PSEUDO_CLARIFY)
+        pseudo = graph.names[step[0]] in PSEUDO_TOOLS
         assert (walk.match_text() if pseudo else walk.match_calls([graph.names[step[0]]])) is not None
     return steps
 

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolgauge.benchmarks.bfcl.loader import BfclEntry
+from toolgauge.benchmarks.bfcl.io import bfcl_tools
+from toolgauge.benchmarks.bfcl.loader import BfclEntry, bfcl_language
 from toolgauge.benchmarks.bfcl.metrics import (
     check_bfcl_entry,
     score_bfcl,
@@ -273,17 +274,49 @@ def test_score_summary_and_aggregates() -> None:
         )
     outputs = {"simple_python_1": "[get(city='x')]", "multiple_1": "[get(city='x')]"}
     score = score_bfcl(entries, outputs, underscore_to_dot=False)
-    summary = score.summary
-    assert summary["benchmark"] == "bfcl"
-    assert summary["categories"]["simple_python"] == {"accuracy": 1.0, "n": 1, "correct": 1, "unsatisfiable": 0}
-    assert summary["categories"]["parallel"]["correct"] == 0  # missing output = empty reply
-    assert summary["aggregates"]["simple"] == pytest.approx(1 / 3)
-    assert summary["aggregates"]["non_live"] == pytest.approx((1 / 3 + 1 + 0 + 0) / 4)
-    assert summary["aggregates"]["live"] == 0.0
-    assert summary["error_types"]["parallel_function_checker_no_order:wrong_count"] == 2
-    assert summary["error_types"]["simple_function_checker:wrong_count"] == 1  # live_simple: [] decoded
+    results = score.results
+    assert results.benchmark == "bfcl"
+    assert results.settings == {"underscore_to_dot": False}
+    assert [(m.name, m.value, m.n, m.kind) for m in results.metrics if m.group == "simple_python"] == [
+        ("accuracy", 1.0, 1, "rate"),
+        ("correct", 1, 1, "count"),
+        ("unsatisfiable", 0, 1, "count"),
+    ]
+    assert results.value("correct", "parallel", by="category") == 0  # missing output = empty reply
+    assert results.value("accuracy", "simple", by="aggregate") == pytest.approx(1 / 3)
+    assert results.value("accuracy", "non_live", by="aggregate") == pytest.approx((1 / 3 + 1 + 0 + 0) / 4)
+    assert results.value("accuracy", "live", by="aggregate") == 0.0
+    assert results.groups("aggregate") == ["simple", "non_live", "live"]  # no irrelevance or relevance entries
+    assert results.details["aggregate_categories"]["live"] == ["live_simple"]
+    error_types = results.details["error_types"]
+    assert error_types["parallel_function_checker_no_order:wrong_count"] == 2
+    assert error_types["simple_function_checker:wrong_count"] == 1  # live_simple: [] decoded
     # Java/JavaScript decoders find no call in an empty reply: a wrong output format.
-    assert summary["error_types"]["ast_decoder:decoder_wrong_output_format"] == 2
+    assert error_types["ast_decoder:decoder_wrong_output_format"] == 2
+    assert [v.id for v in score.verdicts] == [e.id for e in entries]
+
+
+def test_categories_are_reported_in_bfcls_order_whatever_the_entry_order() -> None:
+    entries = [
+        entry(category, functions=[GET], truth=[{"get": {"city": ["x"]}}]).model_copy(update={"id": f"{category}_1"})
+        for category in ("live_simple", "irrelevance", "multiple", "simple_python")
+    ]
+    results = score_bfcl(entries, {}, underscore_to_dot=False).results
+    assert results.groups("category") == ["simple_python", "multiple", "live_simple", "irrelevance"]
+    assert results.value("irrelevance_correct") == 1  # "" is a correct abstention, and plain text
+    assert results.value("irrelevance_correct_but_unparsable") == 0
+
+
+@pytest.mark.parametrize(
+    ("category", "language"),
+    [("simple_python", "python"), ("simple_java", "java"), ("simple_javascript", "javascript"),
+     ("live_simple", "python"), ("irrelevance", "python")],
+)  # fmt: skip
+def test_one_language_rule_for_what_the_model_sees_and_the_checker(category: str, language: str) -> None:
+    assert bfcl_language(category) == language
+    hint = {"python": "Python 3", "java": "Java 8 SDK", "javascript": "JavaScript"}[language]
+    tools = bfcl_tools(entry(category, functions=[GET], truth=[{"get": {"city": ["x"]}}]), underscore_to_dot=False)
+    assert tools[0].description.endswith(f"Note that the provided function is in {hint} syntax.")
 
 
 @given(st.text())

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from toolgauge.benchmarks.bfcl.loader import load_bfcl, load_bfcl_results
+from toolgauge.benchmarks.bfcl.loader import categories_with_results, load_bfcl, load_bfcl_results
 from toolgauge.errors import DataError
 
 QUESTION = {
@@ -119,3 +119,16 @@ def test_missing_or_empty_result_paths(tmp_path: Path) -> None:
         load_bfcl_results(tmp_path / "absent")
     with pytest.raises(DataError, match=r"no BFCL_v4_<category>_result\.json files"):
         load_bfcl_results(tmp_path)
+
+
+def test_categories_with_results(tmp_path: Path) -> None:
+    write(tmp_path / "result" / "m" / "non_live" / "BFCL_v4_simple_python_result.json", {"id": "x", "result": ""})
+    write(tmp_path / "result" / "m" / "live" / "BFCL_v4_live_simple_result.json", {"id": "y", "result": ""})
+    write(tmp_path / "result" / "m" / "notes_result.json", {"id": "z", "result": ""})  # not a BFCL file name
+    assert categories_with_results(tmp_path / "result") == ["live_simple", "simple_python"]  # in path order
+    single = tmp_path / "result" / "m" / "live" / "BFCL_v4_live_simple_result.json"
+    assert categories_with_results(single) == ["live_simple"]
+    with pytest.raises(DataError, match="no such file or folder"):
+        categories_with_results(tmp_path / "absent")
+    with pytest.raises(DataError, match=r"no BFCL result files"):
+        categories_with_results(tmp_path / "result" / "m" / "notes_result.json")

@@ -71,11 +71,17 @@ def test_gold_ceiling(
         e.id: assistant_turn_to_bfcl_output(bfcl_gold_turn(e, style=style, underscore_to_dot=underscore_to_dot), style)  # type: ignore[arg-type]
         for e in entries
     }
-    summary = score_bfcl(entries, outputs, underscore_to_dot=underscore_to_dot).summary
-    correct = {name: stats["correct"] for name, stats in summary["categories"].items()}
+    results = score_bfcl(entries, outputs, underscore_to_dot=underscore_to_dot).results
+    correct = {name: results.value("correct", name, by="category") for name in results.groups("category")}
     assert correct == {**CEILING, "simple_java": java, "simple_javascript": javascript}
-    assert summary["unsatisfiable"] == 7
-    assert summary["loophole"]["irrelevance_correct_but_unparsable"] == 0  # gold is a plain refusal
+    assert results.groups("category") == CATEGORIES
+    assert results.value("unsatisfiable") == 7
+    assert results.value("irrelevance_correct_but_unparsable") == 0  # gold is a plain refusal
+    simple = (1 + java / 100 + javascript / 50) / 3
+    assert results.value("accuracy", "simple", by="aggregate") == pytest.approx(simple)
+    assert results.value("accuracy", "non_live", by="aggregate") == pytest.approx((simple + 1 + 1 + 198 / 200) / 4)
+    assert results.value("accuracy", "live", by="aggregate") == pytest.approx((256 + 1050) / (258 + 1053))
+    assert results.value("accuracy", "irrelevance", by="aggregate") == 1.0
 
 
 def test_unsatisfiable_flags_exactly_the_known_entries(entries: list[BfclEntry]) -> None:
@@ -93,13 +99,10 @@ def test_irrelevance_loophole_is_counted(entries: list[BfclEntry]) -> None:
             outputs[e.id] = IRRELEVANCE_GOLD_TEXT
         else:  # a real call: wrong
             outputs[e.id] = f"[{name}()]"
-    summary = score_bfcl(irrelevance, outputs, underscore_to_dot=False).summary
-    assert summary["categories"]["irrelevance"]["correct"] == 20
-    assert summary["loophole"] == {
-        "irrelevance_n": 30,
-        "irrelevance_correct": 20,
-        "irrelevance_correct_but_unparsable": 10,
-    }
+    results = score_bfcl(irrelevance, outputs, underscore_to_dot=False).results
+    assert results.value("correct", "irrelevance", by="category") == 20
+    loophole = [(m.name, m.value, m.n) for m in results.metrics if m.name.startswith("irrelevance_")]
+    assert loophole == [("irrelevance_correct", 20, 30), ("irrelevance_correct_but_unparsable", 10, 30)]
 
 
 def test_model_facing_views(entries: list[BfclEntry]) -> None:

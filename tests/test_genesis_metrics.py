@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from toolgauge.benchmarks.tool_genesis.metrics import GenesisServerScore, genesis_server_score, summarise_genesis
+from toolgauge.benchmarks.tool_genesis.metrics import GenesisServerScore, genesis_metrics, genesis_server_score
 from toolgauge.benchmarks.tool_genesis.metrics.compliance import (
     Verdict,
     check_compliance,
@@ -37,6 +37,7 @@ from toolgauge.benchmarks.tool_genesis.metrics.unit_tests import (
     summarise_unit_tests,
 )
 from toolgauge.benchmarks.tool_genesis.metrics.unit_tests import UnitTestSummary as UTSummary
+from toolgauge.results import EvalResults
 
 DIM = 512
 
@@ -541,32 +542,50 @@ def test_server_record_gating_strict():
     assert c.reached == ["L1"]
 
 
+def summarise(scores: Sequence[GenesisServerScore], **kwargs: Any) -> EvalResults:
+    return EvalResults(benchmark="tool-genesis", metrics=genesis_metrics(scores, **kwargs))
+
+
+def cascade_of(report: EvalResults) -> dict[str, int | float | None]:
+    return {step: report.value("servers", step, by="cascade") for step in report.groups("cascade")}
+
+
 def test_summarise_reference():
-    report = summarise_genesis(three_servers("reference"), "reference", total_servers=4)
+    scores = three_servers("reference")
+    report = summarise(scores, total_servers=4)
     # compliance: a and c compliant of 4 -> 0.5; execution: a, b -> 0.5; schema: only a (b zeroed) -> 0.9/4
-    assert report["compliance"] == 0.5 and report["server_execution"] == 0.5
-    assert report["schema_f1"] == pytest.approx(0.225)
-    assert report["over_reached"]["schema_f1"] == pytest.approx(0.9)  # reached L2: a only
-    assert report["reached_counts"]["compliance"] == 3  # every scored server reaches L1
-    cascade = {k: v["servers"] for k, v in report["cascade"].items()}
-    assert cascade == {"Start": 4, "L1": 1, "L2": 1, "L3": 1, "L4": 1}
-    assert report["cascade"]["L1"]["fraction"] == 0.25
-    assert set(report["servers"]) == {"a", "b", "c"}
-    assert report["servers"]["b"]["failures"]["L1"].startswith("schema file not compliant")
-    assert report["servers"]["a"]["unit_tests_counted"] == 4 and report["servers"]["a"]["tasks"] == 2
+    assert report.value("compliance") == 0.5 and report.value("server_execution") == 0.5
+    assert report.value("schema_f1") == pytest.approx(0.225)
+    assert report.value("schema_f1", "L2", by="reached") == pytest.approx(0.9)  # reached L2: a only
+    compliance_reached = report.metric("compliance", "L1", by="reached")
+    assert compliance_reached is not None and compliance_reached.n == 3  # every scored server reaches L1
+    assert (report.value("servers_attempted"), report.value("servers_scored")) == (4, 3)
+    assert cascade_of(report) == {"Start": 4, "L1": 1, "L2": 1, "L3": 1, "L4": 1}
+    assert report.value("fraction", "L1", by="cascade") == 0.25
+    a, b, _ = scores
+    assert b.failures["L1"].startswith("schema file not compliant")
+    assert a.unit_tests_counted == 4 and a.tasks == 2
     # oracle SR: only a has a reference run -> averaged over that one server
-    assert report["sr_oracle_normalized"] == pytest.approx(report["servers"]["a"]["sr_oracle_normalized"])
+    oracle = report.metric("sr_oracle_normalized")
+    assert oracle is not None and oracle.n == 1
+    assert oracle.value == pytest.approx(a.sr_oracle_normalized)
 
 
 def test_summarise_strict():
-    report = summarise_genesis(three_servers("strict"), "strict", total_servers=4)
-    cascade = {k: v["servers"] for k, v in report["cascade"].items()}
-    assert cascade == {"Start": 4, "L1": 2, "L2": 2, "L3": 1, "L4": 1}
-    assert report["schema_f1"] == pytest.approx((0.9 + 0.8) / 4)
-    assert report["over_reached"]["schema_f1"] == pytest.approx((0.9 + 0.8) / 2)
+    report = summarise(three_servers("strict"), total_servers=4)
+    assert cascade_of(report) == {"Start": 4, "L1": 2, "L2": 2, "L3": 1, "L4": 1}
+    assert report.value("schema_f1") == pytest.approx((0.9 + 0.8) / 4)
+    assert report.value("schema_f1", "L2", by="reached") == pytest.approx((0.9 + 0.8) / 2)
     # L3 reached by a and b: UT_hard 0.5 and 0 -> 0.25
-    assert report["over_reached"]["ut_hard"] == pytest.approx(0.25)
-    json.dumps(report)  # JSON-ready
+    assert report.value("ut_hard", "L3", by="reached") == pytest.approx(0.25)
+    json.dumps(report.model_dump(mode="json"))  # JSON-ready
+
+
+def test_server_explanation_names_the_levels_passed_and_where_it_stopped():
+    a, b, c = three_servers("strict")
+    assert a.explanation() == "passed L1, L2, L3, L4"
+    assert b.explanation() == "passed L1, L2; stopped at L3: no unit test run"
+    assert c.explanation().startswith("passed no level; stopped at L1: server did not start in 3 attempt(s)")
 
 
 @pytest.mark.realdata
@@ -595,8 +614,14 @@ def test_load_embedder_without_the_extra_is_a_usage_error(monkeypatch):
 
 def test_summary_without_an_l4_run_reports_unknown_l4_rates():
     score = GenesisServerScore(slug="s")
-    summary = summarise_genesis([score], "reference", l4_run=False)
+    summary = summarise([score], l4_run=False)
     # L4 was never attempted: the rates are unknown (None), not 0; the other levels are unchanged.
-    assert (summary["sr_soft"], summary["sr_hard"], summary["sr_oracle_normalized"]) == (None, None, None)
-    assert summary["over_reached"]["sr_soft"] is None and summary["reached_counts"]["sr_soft"] == 0
-    assert summarise_genesis([score], "reference")["sr_soft"] == 0.0
+    assert (summary.value("sr_soft"), summary.value("sr_hard"), summary.value("sr_oracle_normalized")) == (
+        None,
+        None,
+        None,
+    )
+    reached = summary.metric("sr_soft", "L4", by="reached")
+    assert reached is not None and reached.value is None and reached.n == 0
+    assert summary.value("compliance") == 0.0
+    assert summarise([score]).value("sr_soft") == 0.0

@@ -351,17 +351,16 @@ def test_metrics_checker_covers_wildtoolbench_graph_and_args(tmp_path: Path):
     ]
 
 
-STORE_TYPE_CHECKING = "import typing\nif typing.TYPE_CHECKING:\n    from toolgauge import benchmarks\n"
-
-
 def test_core_checker_flags_a_benchmark_import_even_under_type_checking(tmp_path: Path):
     graph = plant(
         tmp_path,
         {
             **PLANTED_BASE,
-            "toolgauge/store/store.py": STORE_TYPE_CHECKING,
+            "toolgauge/store/store.py": (
+                "import typing\nif typing.TYPE_CHECKING:\n    from toolgauge import benchmarks\n"
+            ),
             "toolgauge/engine/runner.py": "def f():\n    import toolgauge.benchmarks.registry\n",
-            "toolgauge/api.py": "from toolgauge.benchmarks import registry\n",  # the API may import benchmarks
+            "toolgauge/api.py": "from toolgauge.benchmarks import registry\n",  # the API may
         },
     )
     assert core_violations(graph) == [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from pathlib import Path
@@ -9,16 +10,13 @@ from typing import Any
 
 import pytest
 
-from toolgauge.benchmarks.mtu.loader import (
-    MTU_SPLITS,
-    MtuItem,
-    MtuPrediction,
-    load_mtu,
-    load_mtu_predictions,
-    pair_predictions,
-)
+import toolgauge.benchmarks.mtu
+from toolgauge.benchmarks.mtu.loader import load_mtu, load_mtu_predictions, pair_predictions
 from toolgauge.benchmarks.mtu.native import NO_RESULT, mtu_native_request, read_literal
+from toolgauge.benchmarks.mtu.protocol import MtuBenchmark, replay_turns
+from toolgauge.benchmarks.mtu.records import MTU_SPLITS, MtuItem, MtuPrediction
 from toolgauge.errors import DataError
+from toolgauge.records import AssistantTurn
 
 MARK = "The following is a list of APIs and their parameters that you can use:"
 
@@ -148,6 +146,34 @@ def test_pair_predictions_kth_rule_and_warnings() -> None:
 
 def test_pair_predictions_clean() -> None:
     assert pair_predictions([_item("a_0")], [_prediction("a_0", "r", 1)]) == (["r"], [])
+
+
+def test_replay_table_pairs_kth_with_kth_and_keeps_nothing(tmp_path: Path) -> None:
+    items = [_item("M-M_1_0"), _item("M-M_1_0"), _item("M-M_3_0")]
+    path = write_lines(
+        tmp_path / "M-M_mine.jsonl",
+        [
+            {"id": "M-M_1_0", "response": "first"},
+            {"id": "M-M_1_0", "response": "second"},
+            {"id": "M-M_9_0", "response": "x"},
+        ],
+    )
+    bench = MtuBenchmark(items, data_label="d")
+    table = bench.replay_table(path)
+    # Repeated ids get sample keys of their own; the item with no prediction has no entry (an empty reply).
+    assert table == {
+        "M-M_1_0": [AssistantTurn(content="first", finish_reason="stop")],
+        "M-M_1_0~1": [AssistantTurn(content="second", finish_reason="stop")],
+    }
+    # Pure: the pairing's warnings come from replay_turns, the benchmark is left as it was.
+    assert bench.warnings == []
+    assert bench.replay_table(path) == table
+    again, warnings = replay_turns(items, load_mtu_predictions(path))
+    assert again == table
+    assert warnings == [
+        f"{path}:3: prediction id 'M-M_9_0' matches no item",
+        "1 item(s) have no prediction and are scored as empty replies: M-M_3_0",
+    ]
 
 
 # --- native requests ------------------------------------------------------------------------
@@ -288,8 +314,47 @@ def test_read_literal_python_and_json() -> None:
         read_literal("[__import__('os')]")
 
 
-def test_native_request_is_also_reachable_from_the_loader_module() -> None:
-    from toolgauge.benchmarks.mtu import loader as mtu
+def package_imports() -> dict[str, set[str]]:
+    """Each module of the MTU package -> the modules of the package it imports (at any depth of the file)."""
+    package = Path(toolgauge.benchmarks.mtu.__file__).parent
+    graph: dict[str, set[str]] = {}
+    for path in package.glob("*.py"):
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            found |= {name.split(".")[3] for name in names if name.startswith("toolgauge.benchmarks.mtu.")}
+        graph[path.stem] = found
+    return graph
+
+
+def test_the_package_has_no_import_cycle_and_the_records_import_no_other_module() -> None:
+    graph = package_imports()
+    assert {"records", "loader", "native", "metrics", "protocol", "cli", "report", "__init__"} <= set(graph)
+    # The records, loader, native conversion and metrics do not reach each other in a circle.
+    assert graph["records"] == set()
+    assert graph["loader"] == {"records"} and graph["native"] == {"records"}
+    assert graph["metrics"] == {"records"}
+    # No module reaches itself through its imports ("__init__" is the package, which every module sits in).
+    for start in graph:
+        seen: set[str] = set()
+        todo = [name for name in graph[start] if name in graph]
+        while todo:
+            name = todo.pop()
+            assert name != start, f"{start} imports itself through {sorted(seen)}"
+            if name not in seen:
+                seen.add(name)
+                todo += [n for n in graph.get(name, ()) if n in graph]
+
+
+def test_native_request_is_reached_from_the_native_module_only() -> None:
+    from toolgauge.benchmarks.mtu import loader
 
     item = native_item(PY_APIS + "\nUser: Find a bus.", split="S-S")
-    assert mtu.mtu_native_request(item) == mtu_native_request(item)
+    assert not hasattr(loader, "mtu_native_request")
+    tools, messages = mtu_native_request(item)
+    assert [tool.name for tool in tools] and messages[-1].content == "Find a bus."

@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolgauge.benchmarks.mtu.loader import MtuItem, MtuSplit
 from toolgauge.benchmarks.mtu.metrics import (
+    TURN_METRICS,
+    MtuScore,
     TurnOutcome,
     collapse_calls,
     dialogue_metrics,
@@ -26,9 +27,12 @@ from toolgauge.benchmarks.mtu.metrics import (
     soft_turn_scores,
     strict_tool_number_and_order,
     strict_values_match,
+    tally_metrics,
     task_process_rate,
 )
+from toolgauge.benchmarks.mtu.records import MtuItem, MtuSplit
 from toolgauge.records import ToolCall
+from toolgauge.results import EvalResults, Metric
 
 
 def item(item_id: str, split: MtuSplit, answer: dict[str, dict[str, Any]]) -> MtuItem:
@@ -37,6 +41,11 @@ def item(item_id: str, split: MtuSplit, answer: dict[str, dict[str, Any]]) -> Mt
 
 def call(name: str, **arguments: Any) -> ToolCall:
     return ToolCall(name=name, arguments=arguments)
+
+
+def typed(score: MtuScore) -> EvalResults:
+    """The score as the typed results a run reports."""
+    return EvalResults(benchmark="mtu-bench", metrics=score.metrics())
 
 
 # --- value normalisation and matching -------------------------------------------------------
@@ -215,10 +224,19 @@ def test_ood_picks_rules_by_gold_size() -> None:
         [single, no_call_single, multi, empty],
         [[call("get", q="snake")], [], [call("a"), call("b")], [call("a")]],
     )
-    ood = score.splits["OOD"]
-    assert ood["n"] == 4 and ood["n_single_tool"] == 2 and ood["n_multi_tool"] == 2
-    assert ood["tool_accuracy"] == 1.0 and ood["parameter_accuracy"] == 1.0
-    assert ood["tool_number_accuracy"] == pytest.approx(0.5) and ood["tool_order_accuracy"] == pytest.approx(0.5)
+    results = typed(score)
+    ood = {m.name: m for m in results.metrics if m.group == "OOD"}
+    assert all(m.by == "split" for m in ood.values())
+    assert ood["n"].value == 4 and ood["n_single_tool"].value == 2 and ood["n_multi_tool"].value == 2
+    assert {ood[k].kind for k in ("n", "n_single_tool", "n_multi_tool")} == {"count"}
+    assert ood["tool_accuracy"].value == 1.0 and ood["parameter_accuracy"].value == 1.0
+    assert ood["tool_number_accuracy"].value == pytest.approx(0.5)
+    assert ood["tool_order_accuracy"].value == pytest.approx(0.5)
+    # Each rate is over the items its rules apply to.
+    assert {name: ood[name].n for name in TURN_METRICS} == {
+        "tool_accuracy": 2, "parameter_accuracy": 2, "tool_number_accuracy": 2, "tool_order_accuracy": 2
+    }  # fmt: skip
+    assert score.splits["OOD"]["n"] == 4
 
 
 # --- dialogue metrics -----------------------------------------------------------------------
@@ -249,8 +267,9 @@ def test_ms_correct_flag_is_reset_per_turn() -> None:
     items = [item("M-S_0_0", "M-S", {"A": {"x": "1"}}), item("M-S_0_1", "M-S", {"B": {}})]
     score = score_mtu(items, [[call("A", x="1")], [call("C")]])
     assert [v.turn_correct for v in score.verdicts] == [True, False]
-    assert score.splits["M-S"]["success_rate"] == 0.0
-    assert score.splits["M-S"]["task_process_rate"] == 0.5
+    results = typed(score)
+    assert results.value("success_rate", "M-S", "split") == 0.0
+    assert results.value("task_process_rate", "M-S", "split") == 0.5
 
 
 def test_mm_duplicate_ids_overwrite_turn_but_count_in_means() -> None:
@@ -260,13 +279,19 @@ def test_mm_duplicate_ids_overwrite_turn_but_count_in_means() -> None:
         item("M-M_19_0", "M-M", {"C": {}}),
     ]
     score = score_mtu(items, [[call("A")], [call("B")], [call("X")]])
-    mm = score.splits["M-M"]
-    assert mm["n"] == 3 and mm["n_dialogues"] == 1
-    assert mm["tool_number_accuracy"] == pytest.approx(2 / 3)
+    results = typed(score)
+
+    def mm(name: str) -> float | int | None:
+        return results.value(name, "M-M", "split")
+
+    assert mm("n") == 3 and mm("n_dialogues") == 1
+    assert mm("tool_number_accuracy") == pytest.approx(2 / 3)
     # The dialogue is [wrong (later item at turn 0), right].
-    assert mm["success_rate"] == 0.0 and mm["turn_success_rate"] == 0.5
-    assert mm["soft_turn_success_rate"] == pytest.approx((0 + 1 - math.exp(-1)) / 2)
-    assert mm["task_process_rate"] == 0.0
+    assert mm("success_rate") == 0.0 and mm("turn_success_rate") == 0.5
+    assert mm("soft_turn_success_rate") == pytest.approx((0 + 1 - math.exp(-1)) / 2)
+    assert mm("task_process_rate") == 0.0
+    number, success = results.metric("tool_number_accuracy", "M-M"), results.metric("success_rate", "M-M")
+    assert number is not None and number.n == 3 and success is not None and success.n == 1
 
 
 def test_score_mtu_keys_per_split_and_length_check() -> None:
@@ -286,6 +311,67 @@ def test_score_mtu_keys_per_split_and_length_check() -> None:
     assert [v.id for v in score.verdicts] == [i.id for i in items]
     with pytest.raises(ValueError):
         score_mtu(items, [[]])
+    # The typed form: every number of every split, rates over their items (dialogue rates over dialogues).
+    results = typed(score)
+    assert results.groups("split") == ["S-S", "S-M", "M-S", "M-M"]
+    for split, row in score.splits.items():
+        typed_row = {m.name: m for m in results.metrics if m.by == "split" and m.group == split}
+        assert {name: m.value for name, m in typed_row.items()} == row
+        assert all(m.kind == ("count" if name[0] == "n" else "rate") for name, m in typed_row.items())
+        assert all(
+            m.n == (row["n_dialogues"] if "rate" in name else row["n"])
+            for name, m in typed_row.items()
+            if m.kind == "rate"
+        )
+    assert all(m.kind == "count" or m.value == 1 for m in results.metrics)
+
+
+def test_overall_pools_items_and_dialogues_in_any_split_order() -> None:
+    items = [
+        item("S-S_0", "S-S", {"A": {"x": "1"}}),
+        item("S-S_1", "S-S", {"A": {"x": "1"}}),
+        item("S-M_0", "S-M", {"A": {}, "B": {}}),
+        item("M-S_0_0", "M-S", {"A": {}}),
+        item("M-S_0_1", "M-S", {"B": {}}),
+        item("M-M_0_0", "M-M", {"A": {}, "B": {}}),
+        item("OOD_0_0", "OOD", {"A": {}}),
+    ]
+    predicted = [[call("A", x="1")], [call("B")], [call("B"), call("A")], [call("A")], [call("C")], [], [call("A")]]
+    score = score_mtu(items, predicted)
+    overall = score.overall
+    # Single-call rules: S-S (2), M-S (2) and OOD's one-tool item (1); multi-call: S-M, M-M.
+    assert overall["n"] == 7 and overall["n_single_tool"] == 5 and overall["n_multi_tool"] == 2
+    assert overall["tool_accuracy"] == pytest.approx(3 / 5) and overall["parameter_accuracy"] == pytest.approx(3 / 5)
+    tn = [v.tool_number_accuracy for v in score.verdicts if v.tool_number_accuracy is not None]
+    assert overall["tool_number_accuracy"] == pytest.approx(sum(tn) / 2)
+    # Dialogues M-S_0 ([right, wrong]) and M-M_0 ([wrong]) are not merged although both are dialogue 0.
+    assert overall["n_dialogues"] == 2 and overall["success_rate"] == 0.0
+    assert overall["turn_success_rate"] == pytest.approx((0.5 + 0) / 2)
+    assert overall["task_process_rate"] == pytest.approx((0.5 + 0) / 2)
+    results = typed(score)
+    assert {m.name: m.value for m in results.overall()} == overall
+    assert [m.group for m in results.metrics if m.group is None] == [None] * len(overall)
+    tool = results.metric("tool_accuracy")
+    assert tool is not None and tool.n == 5
+    # The overall sums run split by split in MTU-Bench order: asking the splits in another order changes nothing.
+    order = [6, 3, 4, 0, 1, 5, 2]
+    shuffled = score_mtu([items[i] for i in order], [predicted[i] for i in order])
+    assert shuffled.overall == overall and shuffled.splits == score.splits
+    # One split: the overall metrics are that split's.
+    only = score_mtu(items[:2], predicted[:2])
+    assert {k: v for k, v in only.overall.items() if k in only.splits["S-S"]} == only.splits["S-S"]
+
+
+def test_tally_metrics_counts_and_units() -> None:
+    summary: dict[str, float | int] = {"tool_accuracy": 0.5, "success_rate": 1.0, "n_turns": 4, "n_dialogues": 2}
+    assert tally_metrics(summary) == [
+        Metric(name="tool_accuracy", value=0.5, n=4),
+        Metric(name="success_rate", value=1.0, n=2),
+    ]
+    assert tally_metrics(summary, group="g", by="split", counts=True)[2:] == [
+        Metric(name="n_turns", value=4, group="g", by="split", kind="count"),
+        Metric(name="n_dialogues", value=2, group="g", by="split", kind="count"),
+    ]
 
 
 # --- toolgauge's own dialogues --------------------------------------------------------------

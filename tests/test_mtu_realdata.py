@@ -15,11 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from toolgauge.benchmarks.mtu.loader import MTU_SPLITS, MtuItem, load_mtu, load_mtu_predictions, pair_predictions
-from toolgauge.benchmarks.mtu.metrics import MtuVariant, score_mtu
+from toolgauge.benchmarks.mtu.loader import load_mtu, load_mtu_predictions, pair_predictions
+from toolgauge.benchmarks.mtu.metrics import MtuScore, MtuVariant, score_mtu
 from toolgauge.benchmarks.mtu.native import API_LIST_MARKER, mtu_native_request
+from toolgauge.benchmarks.mtu.protocol import MtuBenchmark, MtuResult, item_keys
+from toolgauge.benchmarks.mtu.records import MTU_SPLITS, MtuItem
+from toolgauge.engine import SampleOutcome
 from toolgauge.parsing.react import parse_mtu_response, render_react
 from toolgauge.records import ToolCall
+from toolgauge.results import EvalResults
 
 pytestmark = pytest.mark.realdata
 
@@ -29,10 +33,16 @@ def items(mtu_dir: Path) -> list[MtuItem]:
     return load_mtu(mtu_dir)
 
 
-def percentages(splits: dict[str, dict[str, float | int]]) -> dict[str, dict[str, float | int]]:
+def percentages(score: MtuScore | EvalResults) -> dict[str, dict[str, float | int | None]]:
+    """Per split, each rate in percent (as the reference prints it) and each count, from the typed metrics."""
+    results = score if isinstance(score, EvalResults) else EvalResults(benchmark="mtu-bench", metrics=score.metrics())
     return {
-        split: {key: (round(value * 100, 2) if isinstance(value, float) else value) for key, value in metrics.items()}
-        for split, metrics in splits.items()
+        split: {
+            m.name: (round(m.value * 100, 2) if m.kind == "rate" and m.value is not None else m.value)
+            for m in results.metrics
+            if m.by == "split" and m.group == split
+        }
+        for split in results.groups("split")
     }
 
 
@@ -68,7 +78,7 @@ def test_gold_replies_score_full_marks_except_the_nested_object_item(items: list
     assert [v.id for v in failing] == ["M-S_17_3"]
     nested = next(i for i in items if i.id == "M-S_17_3")
     assert any(isinstance(value, dict) for args in nested.answer.values() for value in args.values())
-    metrics = percentages(score.splits)
+    metrics = percentages(score)
     for split in ("S-S", "S-M", "M-M", "OOD"):
         assert all(v == 100.0 for k, v in metrics[split].items() if not k.startswith("n")), split
     assert metrics["M-S"]["tool_accuracy"] == 99.79 and metrics["M-S"]["success_rate"] == 98.82
@@ -152,8 +162,20 @@ def test_gpt4_figures(
 ) -> None:
     scored, responses, _ = gpt4
     score = score_mtu(scored, parse_all(scored, responses), variant)
-    assert percentages(score.splits) == expected
+    assert percentages(score) == expected
     assert all(0 <= v <= 1 for split in score.splits.values() for k, v in split.items() if not k.startswith("n"))
+    # The benchmark's own score() (replies as a run stores them) reports the same figures.
+    bench = MtuBenchmark(scored, data_label="d", variant=variant)
+    outcomes = [
+        SampleOutcome(key, MtuResult(content=r) if r is not None else None, None, 0.0)
+        for key, r in zip(item_keys(scored), responses, strict=True)
+    ]
+    run = bench.score(bench.samples(), outcomes)
+    assert percentages(run.results) == expected
+    assert run.results.settings == {"variant": variant, "mode": "prompt", "data": "d"}
+    rows = run.samples
+    assert [r.id for r in rows] == item_keys(scored)
+    assert sum(r.value or 0 for r in rows) == sum(v.turn_correct for v in score.verdicts)
 
 
 def test_gpt4_error_types_cover_every_wrong_turn(gpt4: tuple[list[MtuItem], list[str | None], list[str]]) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import shutil
 import sqlite3
 import subprocess
@@ -46,22 +45,16 @@ def stored(url: str, run_id: str) -> tuple[list[str], list[str], int]:
     return keys, calls, int(cache)
 
 
+# These tests flush by hand: a store that also flushed when 0.25 s had passed would flush early on a slow machine.
+NEVER_BY_TIME = float("inf")
+
+
 def impatient_store(url: str) -> Store:
-    """A store on ``url`` that gives up on a locked database after 50 ms instead of 5 s (and flushes when told)."""
+    """A store on ``url`` that gives up on a locked database after 50 ms instead of 5 s."""
     open_store(url).close()  # create the schema (and WAL mode) first
     engine = create_engine(url, connect_args={"timeout": 0.05})
     event.listen(engine, "connect", _sqlite_pragmas)
-    return Store(engine, url=url, flush_seconds=math.inf)
-
-
-def flushed_when_told(store: Store) -> Store:
-    """The store, writing its buffered rows only at an explicit flush (or a status change, or close).
-
-    A store also flushes when a row is buffered 0.25 s after its last flush: on a busy machine (pytest -n) that
-    timer fired inside ``record_sample``, and the write these tests make fail failed one line early.
-    """
-    store.flush_seconds = math.inf
-    return store
+    return Store(engine, url=url, flush_seconds=NEVER_BY_TIME)
 
 
 def test_a_failed_group_commit_keeps_its_rows_in_order_and_a_later_one_writes_them_once(tmp_path):
@@ -97,7 +90,8 @@ def test_a_failed_group_commit_keeps_its_rows_in_order_and_a_later_one_writes_th
 @pytest.mark.parametrize("with_samples", [True, False], ids=["samples-and-calls", "calls-only"])
 def test_a_commit_that_landed_but_reported_failure_is_not_written_twice(tmp_path, with_samples):
     url = f"sqlite:///{tmp_path / 's.db'}"
-    store = flushed_when_told(open_store(url))
+    store = open_store(url)
+    store.flush_seconds = NEVER_BY_TIME
     run_id = store.create_run("t", "m", {})
     dialect = store.engine.dialect
     real_commit = dialect.do_commit
@@ -133,7 +127,8 @@ def test_a_read_only_store_refuses_writes_with_one_line_and_keeps_the_rows(tmp_p
     run_id = writable.create_run("t", "m", {})
     writable.close()
     url = f"sqlite:///file:{path}?mode=ro&uri=true"
-    store = flushed_when_told(open_store(url))
+    store = open_store(url)
+    store.flush_seconds = NEVER_BY_TIME
     with pytest.raises(StoreWriteError, match=r"creating run .*: attempt to write a readonly database$"):
         store.create_run("t", "m", {})
     store.record_sample(run_id, "s0", result={"i": 0}, error=None, latency_s=0.1)
@@ -150,7 +145,8 @@ def test_a_read_only_store_refuses_writes_with_one_line_and_keeps_the_rows(tmp_p
 
 def test_a_stopping_run_is_marked_failed_even_when_its_rows_cannot_be_written(tmp_path):
     url = f"sqlite:///{tmp_path / 's.db'}"
-    store = flushed_when_told(open_store(url))
+    store = open_store(url)
+    store.flush_seconds = NEVER_BY_TIME  # the row stays buffered until set_run_status flushes it
     run_id = store.create_run("t", "m", {})
     store.record_sample("no-such-run", "s0", result=None, error="x", latency_s=0.0)  # violates the foreign key
     with pytest.raises(StoreWriteError, match="FOREIGN KEY constraint failed"):
@@ -162,7 +158,9 @@ def test_a_stopping_run_is_marked_failed_even_when_its_rows_cannot_be_written(tm
 
 
 def test_the_error_never_shows_the_store_password():
-    store = Store(create_engine("sqlite://"), url="postgresql://tg:hunter2secret@db.example/tg", flush_seconds=math.inf)
+    store = Store(
+        create_engine("sqlite://"), url="postgresql://tg:hunter2secret@db.example/tg", flush_seconds=NEVER_BY_TIME
+    )
     store.record_sample("r", "s", result=None, error="x", latency_s=0.0)
     with pytest.raises(StoreWriteError) as caught:
         store.flush()  # no tables in this in-memory database

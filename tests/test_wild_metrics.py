@@ -13,8 +13,14 @@ from typing import Any
 
 import pytest
 
-from toolgauge.benchmarks.wildtoolbench.log import WildSessionResult, WildTaskLog, read_official_results
+from toolgauge.benchmarks.wildtoolbench.io import read_official
+from toolgauge.benchmarks.wildtoolbench.log import WildSessionResult, WildTaskLog
 from toolgauge.benchmarks.wildtoolbench.metrics import (
+    BY_ERROR_CLASS,
+    BY_TASK_ORDER,
+    BY_TASK_TYPE,
+    BY_TRANSITIONS,
+    BY_TURN_SUBTYPE,
     FAILURE_CLASSES,
     WildTaskFacts,
     WildTaskScore,
@@ -24,6 +30,7 @@ from toolgauge.benchmarks.wildtoolbench.metrics import (
     transitions_so_far,
 )
 from toolgauge.errors import DataError
+from toolgauge.results import EvalResults
 
 
 def tool(name: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -141,7 +148,8 @@ def test_official_line_round_trips(tmp_path: Path) -> None:
     line = {"id": "wild_tool_bench_7", "result": [SEQ_ARG_ERROR, MIXED_PERFECT]}
     path = tmp_path / "Wild-Tool-Bench_result.jsonl"
     path.write_text(json.dumps(line) + "\n", encoding="utf-8")
-    (session,) = read_official_results(path)
+    (session,) = read_official(path).values()
+    assert isinstance(session, WildSessionResult)
     assert session.model_dump(mode="json") == line
     assert [len(task.steps) for task in session.result] == [3, 3]
     assert session.result[0].steps[1].candidates()[0].action[0].name == "get_time"
@@ -172,12 +180,12 @@ def test_reader_reports_line_and_field(tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
     path.write_text(good + "\n\n" + json.dumps({"id": "wild_tool_bench_1", "result": [bad]}) + "\n", encoding="utf-8")
     with pytest.raises(DataError) as caught:
-        read_official_results(path)
+        read_official(path)
     assert caught.value.line == 3
     assert caught.value.field == "result[0].inference_log.task_idx"
     path.write_text("{not json\n", encoding="utf-8")
     with pytest.raises(DataError, match="invalid JSON"):
-        read_official_results(path)
+        read_official(path)
 
 
 def test_session_result_model_accepts_scored_fields() -> None:
@@ -265,7 +273,18 @@ def test_online_name_error_stops_the_walk() -> None:
 # ---- summary: OP, AP, accuracies --------------------------------------------------------------------
 
 
-def small_run(variant: WildVariant) -> dict[str, Any]:
+def summary(scores: list[WildTaskScore], all_facts: list[WildTaskFacts], variant: WildVariant) -> EvalResults:
+    return EvalResults(benchmark="wildtoolbench", metrics=summarise_wild(scores, all_facts, variant))
+
+
+def accuracy_row(results: EvalResults, by: str, group: str) -> dict[str, Any]:
+    """A breakdown group as {accuracy, correct, total} (total is the accuracy's n)."""
+    accuracy = results.metric("task_accuracy", group, by)
+    assert accuracy is not None
+    return {"accuracy": accuracy.value, "correct": results.value("correct_tasks", group, by), "total": accuracy.n}
+
+
+def small_run(variant: WildVariant) -> EvalResults:
     # session a: Sequential (3 gold nodes) with an argument error, Mixed (4 gold nodes) perfect and optimal
     # session b: Parallel task done correctly but not optimally (two steps instead of one)
     parallel_slow = task_log(
@@ -284,40 +303,51 @@ def small_run(variant: WildVariant) -> dict[str, Any]:
     ]
     logs = [SEQ_ARG_ERROR, MIXED_PERFECT, parallel_slow]
     scores = [score(log, fact, variant) for log, fact in zip(logs, all_facts, strict=True)]
-    return summarise_wild(scores, all_facts, variant)
+    return summary(scores, all_facts, variant)
 
 
 def test_reference_pooled_progress_and_optimal_path() -> None:
-    summary = small_run("reference")
+    results = small_run("reference")
     # AP pooled: Sequential 3 entries - 1 deleted = 2 of 3; Mixed 3 entries of 4 nodes -> (2 + 3) / (3 + 4)
-    assert summary["accomplish_progress_rate"] == pytest.approx(5 / 7)
-    assert summary["accomplish_progress"]["Mixed Multi-Tool"] == {"rate": 0.75, "complete_step": 3, "total_step": 4}
+    assert results.value("accomplish_progress_rate") == pytest.approx(5 / 7)
+    assert (results.value("complete_steps"), results.value("total_steps")) == (5, 7)
+    mixed = ("Mixed Multi-Tool", BY_TASK_TYPE)
+    assert results.value("accomplish_progress_rate", *mixed) == 0.75
+    assert (results.value("complete_steps", *mixed), results.value("total_steps", *mixed)) == (3, 4)
     # OP over Parallel + Mixed: Mixed optimal, Parallel not -> 1 / 2
-    assert summary["optimal_path_rate"] == 0.5
-    assert summary["task_accuracy"] == pytest.approx(2 / 3)
-    assert summary["session_accuracy"] == 0.5  # b all correct, a not
-    assert summary["counts"]["tasks"] == 3 and summary["counts"]["correct_sessions"] == 1
+    assert results.value("optimal_path_rate") == 0.5
+    optimal = results.metric("optimal_path_rate")
+    assert optimal is not None and optimal.n == 2 and results.value("optimal_tasks") == 1
+    assert results.value("task_accuracy") == pytest.approx(2 / 3)
+    assert results.value("session_accuracy") == 0.5  # b all correct, a not
+    assert results.value("tasks") == 3 and results.value("correct_sessions") == 1
 
 
 def test_strict_progress_is_the_mean_of_per_task_node_ratios() -> None:
-    summary = small_run("strict")
+    results = small_run("strict")
     # Sequential: 1 node done before the failing step -> 1/3; Mixed: 2 + 1 + 1 nodes -> 4/4; mean 2/3
-    assert summary["accomplish_progress_rate"] == pytest.approx(2 / 3)
-    assert summary["optimal_path_rate"] == 0.5
+    assert results.value("accomplish_progress_rate") == pytest.approx(2 / 3)
+    assert results.value("optimal_path_rate") == 0.5
 
 
 def test_breakdowns() -> None:
-    summary = small_run("reference")
-    by_type = summary["by_task_type"]
-    assert by_type["Multi-Tool"] == {"accuracy": pytest.approx(2 / 3), "correct": 2, "total": 3}
-    assert by_type["Sequential Multi-Tool"]["correct"] == 0 and by_type["Chat"]["total"] == 0
-    assert by_type["Chat"]["accuracy"] == 0.0  # empty group: 0.0 as the official code prints
-    assert summary["by_task_order"]["1"] == {"accuracy": 0.5, "correct": 1, "total": 2}
-    assert summary["by_task_order"]["2"] == {"accuracy": 1.0, "correct": 1, "total": 1}
-    turns = summary["by_turn_subtype"]
-    assert turns["First Turn"]["total"] == 2 and turns["Subsequent Turn"]["total"] == 1
-    assert turns["Partial Information"] == {"accuracy": 1.0, "correct": 1, "total": 1}
-    assert small_run("strict")["by_task_type"]["Chat"]["accuracy"] is None
+    results = small_run("reference")
+    assert accuracy_row(results, BY_TASK_TYPE, "Multi-Tool") == {"accuracy": pytest.approx(2 / 3), "correct": 2,
+                                                                 "total": 3}  # fmt: skip
+    assert accuracy_row(results, BY_TASK_TYPE, "Sequential Multi-Tool")["correct"] == 0
+    assert accuracy_row(results, BY_TASK_TYPE, "Chat")["total"] == 0
+    assert results.value("task_accuracy", "Chat", BY_TASK_TYPE) == 0.0  # empty group: 0.0 as the official code prints
+    assert accuracy_row(results, BY_TASK_ORDER, "1") == {"accuracy": 0.5, "correct": 1, "total": 2}
+    assert accuracy_row(results, BY_TASK_ORDER, "2") == {"accuracy": 1.0, "correct": 1, "total": 1}
+    assert accuracy_row(results, BY_TURN_SUBTYPE, "First Turn")["total"] == 2
+    assert accuracy_row(results, BY_TURN_SUBTYPE, "Subsequent Turn")["total"] == 1
+    assert accuracy_row(results, BY_TURN_SUBTYPE, "Partial Information") == {"accuracy": 1.0, "correct": 1, "total": 1}
+    assert small_run("strict").value("task_accuracy", "Chat", BY_TASK_TYPE) is None
+    # Every declared group is there, empty ones included, in the official table order.
+    assert results.groups(BY_TASK_TYPE) == ["Single-Tool", "Multi-Tool", "Parallel Multi-Tool",
+                                            "Sequential Multi-Tool", "Mixed Multi-Tool", "Clarify", "Chat"]  # fmt: skip
+    assert results.groups(BY_TASK_ORDER) == ["1", "2", "3", "4"]
+    assert results.groups(BY_TRANSITIONS) == ["0", "1", "2", "3"]
 
 
 def test_transitions_count_policy_changes_so_far() -> None:
@@ -338,15 +368,15 @@ def test_summary_by_transitions_and_missing_tasks() -> None:
     ]
     # task 1 has no log at all (its sample failed): an error of class call_error
     scores = [score(chat_ok, session[0]), score(chat_ok, session[2])]
-    summary = summarise_wild(scores, session, "reference")
+    results = summary(scores, session, "reference")
     # transitions so far: 0, 1, 2
-    assert summary["by_transitions"]["0"] == {"accuracy": 1.0, "correct": 1, "total": 1}
-    assert summary["by_transitions"]["1"] == {"accuracy": 0.0, "correct": 0, "total": 1}
-    assert summary["by_transitions"]["2"] == {"accuracy": 1.0, "correct": 1, "total": 1}
-    assert summary["counts"]["tasks_without_log"] == 1
-    assert summary["errors"]["counts"]["call_error"] == 1 and summary["errors"]["failed_tasks"] == 1
-    assert summary["errors"]["shares"]["call_error"] == 1.0
-    assert summary["session_accuracy"] == 0.0
+    assert accuracy_row(results, BY_TRANSITIONS, "0") == {"accuracy": 1.0, "correct": 1, "total": 1}
+    assert accuracy_row(results, BY_TRANSITIONS, "1") == {"accuracy": 0.0, "correct": 0, "total": 1}
+    assert accuracy_row(results, BY_TRANSITIONS, "2") == {"accuracy": 1.0, "correct": 1, "total": 1}
+    assert results.value("tasks_without_log") == 1
+    assert results.value("failed_tasks", "call_error", BY_ERROR_CLASS) == 1 and results.value("failed_tasks") == 1
+    assert results.value("failure_share", "call_error", BY_ERROR_CLASS) == 1.0
+    assert results.value("session_accuracy") == 0.0
 
 
 # ---- taxonomy ------------------------------------------------------------------------------------------
@@ -423,10 +453,13 @@ def test_taxonomy_parameter_classes() -> None:
 
 
 def test_summary_error_table_has_every_class_in_table_order() -> None:
-    summary = small_run("reference")
-    assert list(summary["errors"]["counts"]) == list(FAILURE_CLASSES)
+    results = small_run("reference")
+    assert results.groups(BY_ERROR_CLASS) == list(FAILURE_CLASSES)
+    counts = [m for m in results.metrics if m.by == BY_ERROR_CLASS and m.name == "failed_tasks"]
+    assert all(m.kind == "count" and m.n == 1 for m in counts)
     # the only failure is the Sequential task's "Tokyo" argument, absent from the context
-    assert summary["errors"]["counts"]["param_hallucination"] == 1 and summary["errors"]["failed_tasks"] == 1
+    assert results.value("failed_tasks", "param_hallucination", BY_ERROR_CLASS) == 1
+    assert results.value("failed_tasks") == 1
 
 
 def test_argument_error_on_the_last_logged_step_deletes_nothing() -> None:
@@ -441,8 +474,8 @@ def test_argument_error_on_the_last_logged_step_deletes_nothing() -> None:
 def test_strict_rates_of_empty_groups_are_none() -> None:
     chat = task_log([step(content="Hi!", answer=[PREPARE])], label="correct")
     fact = facts("Chat", 1)
-    summary = summarise_wild([score(chat, fact, "strict")], [fact], "strict")
-    assert summary["optimal_path_rate"] is None and summary["accomplish_progress_rate"] is None
-    assert summary["errors"]["shares"]["refusal"] is None  # no failed task
-    reference = summarise_wild([score(chat, fact)], [fact], "reference")
-    assert reference["optimal_path_rate"] == 0.0 and reference["accomplish_progress_rate"] == 0.0
+    strict = summary([score(chat, fact, "strict")], [fact], "strict")
+    assert strict.value("optimal_path_rate") is None and strict.value("accomplish_progress_rate") is None
+    assert strict.value("failure_share", "refusal", BY_ERROR_CLASS) is None  # no failed task
+    reference = summary([score(chat, fact)], [fact], "reference")
+    assert reference.value("optimal_path_rate") == 0.0 and reference.value("accomplish_progress_rate") == 0.0

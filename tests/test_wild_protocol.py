@@ -16,13 +16,16 @@ import pytest
 from toolgauge.benchmarks.wildtoolbench.args import MATCH_ERROR_STR_SIMILARITY, SCHEMA_ERROR_NESTED_TYPE
 from toolgauge.benchmarks.wildtoolbench.io import read_official, read_steps, steps_from_results, write_official_results
 from toolgauge.benchmarks.wildtoolbench.loader import builtin_wild_path, load_wild
-from toolgauge.benchmarks.wildtoolbench.protocol import WildBenchmark, history_messages, task_graphs
+from toolgauge.benchmarks.wildtoolbench.log import WildSessionResult
+from toolgauge.benchmarks.wildtoolbench.metrics import BY_ERROR_CLASS, BY_TASK_TYPE
+from toolgauge.benchmarks.wildtoolbench.protocol import WildBenchmark, WildScoredRun, history_messages, task_graphs
 from toolgauge.benchmarks.wildtoolbench.records import WildSession
-from toolgauge.driver import RunOptions, ScoredRun, run_benchmark
+from toolgauge.driver import RunOptions, RunResult, run_benchmark
 from toolgauge.engine import EngineConfig
 from toolgauge.errors import DataError, ModelError
-from toolgauge.models.offline import ReplayClient, ScriptedClient
+from toolgauge.models.offline import NoModel, ScriptedClient
 from toolgauge.records import AssistantTurn, ModelRequest
+from toolgauge.results import EvalResults, RunStats, SampleScore
 from toolgauge.settings import CallSettings
 
 FIXTURES = Path(__file__).parent / "fixtures" / "wildtoolbench"
@@ -31,13 +34,35 @@ SCENARIO = FIXTURES / "steps_scenario.jsonl"
 OFFICIAL = FIXTURES / "official_result.jsonl"
 
 
-def run(bench: WildBenchmark, spec: str = "gold", client: Any = None) -> ScoredRun:
+class Ran:
+    """A finished run: its results, one score per task, and the session logs (read while the store was open)."""
+
+    def __init__(self, scored: WildScoredRun, logs: list[WildSessionResult]):
+        self.results: EvalResults = scored.results
+        self.samples: list[SampleScore] = scored.samples
+        self.logs = logs
+
+    @property
+    def run(self) -> RunStats:
+        assert self.results.run is not None
+        return self.results.run
+
+
+def run(bench: WildBenchmark, spec: str = "gold", client: Any = None) -> Ran:
     options = RunOptions(store_url="sqlite://", engine=EngineConfig(show_progress=False, concurrency=1))
-    return asyncio.run(run_benchmark(bench, spec, options, client=client)).scored
+    logs: list[WildSessionResult] = []
+
+    def keep_logs(result: RunResult[Any]) -> None:  # as the output writers do: while the store is open
+        assert isinstance(result.scored, WildScoredRun)
+        logs.extend(result.scored.session_logs())
+
+    result = asyncio.run(run_benchmark(bench, spec, options, client=client, on_scored=keep_logs))
+    assert isinstance(result.scored, WildScoredRun)
+    return Ran(result.scored, logs)
 
 
-def rows_by_id(scored: ScoredRun) -> dict[str, dict[str, Any]]:
-    return {row["id"]: row for row in scored.rows}
+def rows_by_id(ran: Ran) -> dict[str, SampleScore]:
+    return {row.id: row for row in ran.samples}
 
 
 def session(k: int, language: str = "en") -> WildSession:
@@ -71,13 +96,17 @@ def step(sid: str, task: int, k: int, content: str | None = None, *calls: dict[s
 def test_gold_scores_every_task_and_session(path, language, variant):
     sessions = load_wild(path, language)
     scored = run(WildBenchmark(sessions, data_label="gold", language=language, variant=variant))
-    scores = scored.summary["scores"]
-    assert scores["task_accuracy"] == 1.0
-    assert scores["session_accuracy"] == 1.0
+    results = scored.results
+    assert results.value("task_accuracy") == 1.0
+    assert results.value("session_accuracy") == 1.0
     # Gold follows the first optimal path, so every Parallel/Mixed task takes the fewest steps.
-    assert scores["optimal_path_rate"] == 1.0
-    assert scores["counts"]["tasks"] == sum(len(s.tasks) for s in sessions)
-    assert all(row["label"] == "correct" for row in scored.rows)
+    assert results.value("optimal_path_rate") == 1.0
+    n_tasks = sum(len(s.tasks) for s in sessions)
+    assert results.value("tasks") == n_tasks
+    assert results.settings == {"variant": variant, "language": language, "data": "gold"}
+    assert len(scored.samples) == n_tasks
+    assert all(row.value == 1.0 and row.scores["label"] == "correct" and row.explanation is None
+               for row in scored.samples)  # fmt: skip
 
 
 def test_gold_accomplish_progress_follows_the_official_pooled_step_count():
@@ -85,8 +114,8 @@ def test_gold_accomplish_progress_follows_the_official_pooled_step_count():
     # fixture: session 0 task 3 (Sequential) takes 3 steps for 3 nodes; session 1 task 1 (Mixed: two
     # same-name lookups together, the reservation, the answer) takes 3 steps for 4 nodes -> 6/7.
     scored = run(WildBenchmark(load_wild(SESSIONS), data_label="gold"))
-    progress = scored.summary["scores"]["accomplish_progress"]["Total"]
-    assert (progress["complete_step"], progress["total_step"]) == (6, 7)
+    assert (scored.results.value("complete_steps"), scored.results.value("total_steps")) == (6, 7)
+    assert scored.results.value("accomplish_progress_rate") == pytest.approx(6 / 7)
 
 
 # --- what the model sees ------------------------------------------------------------------------------
@@ -121,7 +150,7 @@ def test_the_model_gets_live_observations_and_never_sees_the_pseudo_tools():
 
     s = session(0)
     scored = run(WildBenchmark([s], data_label="t"), "scripted", ScriptedClient(policy=gold_policy))
-    assert scored.summary["scores"]["task_accuracy"] == 1.0
+    assert scored.results.value("task_accuracy") == 1.0
     for request in requests:
         assert {t.name for t in request.tools} == {"get_weather", "get_air_quality", "book_taxi"}
     # Task 1 step 1: after the clarifying question the gold user_input is the next user message.
@@ -153,13 +182,13 @@ def test_parallel_in_one_step_is_optimal_and_split_is_not(tmp_path):
     split, _ = replay(
         tmp_path, [s], [step(s.id, 0, 0, None, AIR), step(s.id, 0, 1, None, OSLO), step(s.id, 0, 2, "Snow.")]
     )
-    one = rows_by_id(together)[f"{s.id}#0"]
-    two = rows_by_id(split)[f"{s.id}#0"]
+    one = rows_by_id(together)[f"{s.id}#0"].scores
+    two = rows_by_id(split)[f"{s.id}#0"].scores
     assert (one["label"], one["is_optimal"], one["steps"]) == ("correct", True, 2)
     assert (two["label"], two["is_optimal"], two["steps"]) == ("correct", False, 3)
     # OP counts the session's Parallel/Mixed tasks: only task 0 here, so 1/1 against 0/1.
-    assert together.summary["scores"]["optimal_path"]["Total"] == {"accuracy": 1.0, "correct": 1, "total": 1}
-    assert split.summary["scores"]["optimal_path"]["Total"] == {"accuracy": 0.0, "correct": 0, "total": 1}
+    assert optimal_path(together) == {"accuracy": 1.0, "correct": 1, "total": 1}
+    assert optimal_path(split) == {"accuracy": 0.0, "correct": 0, "total": 1}
 
 
 def test_same_name_parallel_calls_may_be_taken_together_or_one_by_one_but_not_in_part(tmp_path):
@@ -175,15 +204,16 @@ def test_same_name_parallel_calls_may_be_taken_together_or_one_by_one_but_not_in
     )
     calls = [msft, nvda, msft, msft, msft, msft]
     looping, _ = replay(tmp_path, [s], [*base, *(step(s.id, 2, k, None, c) for k, c in enumerate(calls))])
-    got = {name: rows_by_id(r)[f"{s.id}#2"] for name, r in (("together", together), ("apart", apart))}
+    got = {name: rows_by_id(r)[f"{s.id}#2"].scores for name, r in (("together", together), ("apart", apart))}
     assert (got["together"]["label"], got["together"]["is_optimal"]) == ("correct", True)
     # One at a time: the arguments are checked pairwise after sorting, so MSFT then NVDA still match.
     assert (got["apart"]["label"], got["apart"]["is_optimal"]) == ("correct", False)
     # A model that keeps calling the tool: steps 0 and 1 match the two nodes, step 2 matches no
     # candidate (only the answer is left), and the task ends there although six steps were recorded.
     loop = rows_by_id(looping)[f"{s.id}#2"]
-    assert (loop["label"], loop["steps"], loop["failing_step"]) == ("error", 3, 2)
-    assert loop["error_reason"] == "action name not in candidate_answer_function_list"
+    assert (loop.scores["label"], loop.scores["steps"], loop.scores["failing_step"]) == ("error", 3, 2)
+    assert loop.metadata["error_reason"] == "action name not in candidate_answer_function_list"
+    assert loop.explanation == "redundant_call: action name not in candidate_answer_function_list"
 
 
 def test_same_name_calls_pair_by_the_models_own_argument_text(tmp_path):
@@ -203,7 +233,7 @@ def test_same_name_calls_pair_by_the_models_own_argument_text(tmp_path):
     rows = {}
     for name, calls in (("spaced", spaced), ("unspaced", unspaced_msft)):
         scored, _ = replay(tmp_path, [s], [*base, step(s.id, 2, 0, None, *calls), step(s.id, 2, 1, "Done.")])
-        rows[name] = rows_by_id(scored)[f"{s.id}#2"]
+        rows[name] = rows_by_id(scored)[f"{s.id}#2"].scores
     assert rows["spaced"]["label"] == "correct"
     assert rows["unspaced"]["label"] == "error"
     assert rows["unspaced"]["failing_step"] == 0
@@ -221,7 +251,7 @@ def test_clarify_answered_with_a_question_or_skipped(tmp_path):
                         step(s.id, 1, 2, "Booked.")],
     )  # fmt: skip
     skipped, _ = replay(tmp_path, [s], [step(s.id, 1, 0, None, taxi), step(s.id, 1, 1, "Booked.")])
-    good, bad = rows_by_id(asked)[f"{s.id}#1"], rows_by_id(skipped)[f"{s.id}#1"]
+    good, bad = rows_by_id(asked)[f"{s.id}#1"].scores, rows_by_id(skipped)[f"{s.id}#1"].scores
     assert (good["label"], good["steps"]) == ("correct", 3)
     assert (bad["label"], bad["steps"], bad["failing_step"], bad["failure_class"]) == ("error", 1, 0, "missing_info")
 
@@ -236,13 +266,16 @@ def test_chat_wrong_name_and_empty_replies(tmp_path):
         [step(s.id, 0, 0, None, call("get_restaurant_details", restaurant_id="r-1")), step(s.id, 3, 0, "Mar Azul.")],
     )
     rows = rows_by_id(scored)
-    assert rows[f"{s.id}#3"]["label"] == "correct"
+    assert rows[f"{s.id}#3"].scores["label"] == "correct"
     wrong = rows[f"{s.id}#0"]
-    assert (wrong["label"], wrong["failure_class"]) == ("error", "wrong_name")
-    assert wrong["error_reason"] == "action name not in candidate_answer_function_list"
+    assert (wrong.scores["label"], wrong.scores["failure_class"], wrong.value) == ("error", "wrong_name", 0.0)
+    assert wrong.metadata["error_reason"] == "action name not in candidate_answer_function_list"
     empty = rows[f"{s.id}#2"]
-    assert (empty["label"], empty["steps"], empty["error_reason"]) == ("error", 1, "tool_calls and content are None")
-    assert empty["failure_class"] == "call_error"
+    assert (empty.scores["label"], empty.scores["steps"]) == ("error", 1)
+    assert empty.metadata["error_reason"] == "tool_calls and content are None"
+    assert empty.scores["failure_class"] == "call_error"
+    assert empty.explanation == "call_error: tool_calls and content are None"
+    assert empty.metadata["official_crash"] == "KeyError: 'inference_answer'"
 
 
 @pytest.mark.parametrize(
@@ -260,9 +293,9 @@ def test_empty_string_content_is_an_empty_reply(tmp_path, content, variant, labe
     s = session(1)
     scored, _ = replay(tmp_path, [s], [step(s.id, 3, 0, content)], variant=variant)
     row = rows_by_id(scored)[f"{s.id}#3"]
-    assert row["label"] == label
+    assert row.scores["label"] == label
     if label == "error":
-        assert row["error_reason"] == "tool_calls and content are None"
+        assert row.metadata["error_reason"] == "tool_calls and content are None"
 
 
 def test_fuzzy_arguments_pass_and_far_ones_fail_offline(tmp_path):
@@ -280,32 +313,46 @@ def test_fuzzy_arguments_pass_and_far_ones_fail_offline(tmp_path):
         tmp_path, [s], [step(s.id, 3, 0, None, call("get_weather", city="Oslo", date="2026-03-04")),
                         step(s.id, 3, 1, None, taxi), step(s.id, 3, 2, "Rain.")],
     )  # fmt: skip
-    assert rows_by_id(close)[f"{s.id}#3"]["label"] == "correct"
+    assert rows_by_id(close)[f"{s.id}#3"].scores["label"] == "correct"
     row = rows_by_id(far)[f"{s.id}#3"]
-    assert (row["label"], row["action_name_label"], row["action_arguments_label"]) == ("error", "correct", "error")
-    assert row["first_argument_error"].startswith(MATCH_ERROR_STR_SIMILARITY)
+    labels = (row.scores["label"], row.scores["action_name_label"], row.scores["action_arguments_label"])
+    assert labels == ("error", "correct", "error")
+    assert row.metadata["first_argument_error"].startswith(MATCH_ERROR_STR_SIMILARITY)
+    assert row.explanation == f"param_value_error: {row.metadata['first_argument_error']}"
     # AP: 3 steps logged, the entry after the failing one deleted -> 2 of 3 gold nodes.
-    assert far.summary["scores"]["accomplish_progress"]["Sequential Multi-Tool"]["complete_step"] == 2
+    assert far.results.value("complete_steps", "Sequential Multi-Tool", BY_TASK_TYPE) == 2
+    assert row.scores["complete_step"] == 2
 
 
 def test_unparsable_arguments_pass_online_and_fail_as_invalid_json(tmp_path):
     s = session(1)
     broken = {"name": "search_restaurants", "arguments": '{"city": "Lisbon", "cuisine": '}
-    scored, bench = replay(tmp_path, [s], [step(s.id, 0, 0, None, broken), step(s.id, 0, 1, "Two places.")])
+    scored, _ = replay(tmp_path, [s], [step(s.id, 0, 0, None, broken), step(s.id, 0, 1, "Two places.")])
     row = rows_by_id(scored)[f"{s.id}#0"]
-    assert (row["label"], row["first_argument_error"], row["failure_class"]) == (
+    assert (row.scores["label"], row.metadata["first_argument_error"], row.scores["failure_class"]) == (
         "error", "error: args invalid json format", "call_error"
     )  # fmt: skip
     # The model's own text is what the log keeps, as the official log does.
-    logged = bench.results[0].result[0].steps[0].inference_output.tool_calls
+    logged = scored.logs[0].result[0].steps[0].inference_output.tool_calls
     assert logged is not None and logged[0].function.arguments == '{"city": "Lisbon", "cuisine": '
 
 
 # --- a whole scenario, reference and strict --------------------------------------------------------------
 
 
-def scenario_rows(scored: ScoredRun) -> dict[str, tuple[Any, ...]]:
-    return {r["id"]: (r["label"], r["steps"], r["failure_class"]) for r in scored.rows}
+def scenario_rows(scored: Ran) -> dict[str, tuple[Any, ...]]:
+    return {r.id: (r.scores["label"], r.scores["steps"], r.scores["failure_class"]) for r in scored.samples}
+
+
+def optimal_path(scored: Ran) -> dict[str, Any]:
+    """The overall OP as {accuracy, correct, total}."""
+    metric = scored.results.metric("optimal_path_rate")
+    assert metric is not None
+    return {"accuracy": metric.value, "correct": scored.results.value("optimal_tasks"), "total": metric.n}
+
+
+def error_counts(scored: Ran) -> dict[str, Any]:
+    return {m.group: m.value for m in scored.results.metrics if m.by == BY_ERROR_CLASS and m.name == "failed_tasks"}
 
 
 # Derived by hand from steps_scenario.jsonl and the official rules:
@@ -330,7 +377,7 @@ EXPECTED_SCENARIO = {
 }
 
 
-def scenario(variant: str) -> tuple[ScoredRun, WildBenchmark]:
+def scenario(variant: str) -> tuple[Ran, WildBenchmark]:
     bench = WildBenchmark(load_wild(SESSIONS), data_label="scenario", variant=variant)  # type: ignore[arg-type]
     return run(bench, f"replay:{SCENARIO}"), bench
 
@@ -338,20 +385,25 @@ def scenario(variant: str) -> tuple[ScoredRun, WildBenchmark]:
 def test_scenario_reference():
     scored, _ = scenario("reference")
     assert scenario_rows(scored) == EXPECTED_SCENARIO
-    scores = scored.summary["scores"]
-    assert scores["task_accuracy"] == pytest.approx(3 / 12)
-    assert scores["session_accuracy"] == 0.0
+    results = scored.results
+    assert results.value("task_accuracy") == pytest.approx(3 / 12)
+    assert results.value("session_accuracy") == 0.0
     # OP over s0t0 (split), s1t1 (argument error) and s2t2 (empty): 0 of 3.
-    assert scores["optimal_path"]["Total"] == {"accuracy": 0.0, "correct": 0, "total": 3}
+    assert optimal_path(scored) == {"accuracy": 0.0, "correct": 0, "total": 3}
     # AP pooled: (2 + 2) / (3 + 4).
-    assert scores["accomplish_progress_rate"] == pytest.approx(4 / 7)
-    assert scores["errors"]["counts"] == {
+    assert results.value("accomplish_progress_rate") == pytest.approx(4 / 7)
+    assert error_counts(scored) == {
         "refusal": 0, "wrong_name": 0, "missing_info": 1, "wrong_refusal": 0, "redundant_call": 1,
         "call_error": 5, "early_termination": 0, "param_type_error": 1, "param_hallucination": 0,
         "param_value_error": 1,
     }  # fmt: skip
+    assert results.value("failed_tasks") == 9
+    assert results.value("failure_share", "call_error", BY_ERROR_CLASS) == pytest.approx(5 / 9)
     param = rows_by_id(scored)["wild_tool_bench_1#1"]
-    assert param["first_argument_error"] == SCHEMA_ERROR_NESTED_TYPE
+    assert param.metadata["first_argument_error"] == SCHEMA_ERROR_NESTED_TYPE
+    # Session 2 has no recorded step: each task fails on an empty reply, scored without a session error.
+    missing = rows_by_id(scored)["wild_tool_bench_2#0"]
+    assert missing.error is None and missing.metadata["session"] == "wild_tool_bench_2"
 
 
 def test_scenario_strict_counts_completed_gold_nodes():
@@ -359,7 +411,8 @@ def test_scenario_strict_counts_completed_gold_nodes():
     # not counted: s0t3 fails at step 0 -> 0/3; s1t1 completes the two lookups, fails at step 1 -> 2/4.
     scored, _ = scenario("strict")
     assert scenario_rows(scored) == EXPECTED_SCENARIO
-    assert scored.summary["scores"]["accomplish_progress_rate"] == pytest.approx((0 / 3 + 2 / 4) / 2)
+    assert scored.results.value("accomplish_progress_rate") == pytest.approx((0 / 3 + 2 / 4) / 2)
+    assert scored.results.settings["variant"] == "strict"
 
 
 def test_replay_lays_each_task_out_where_the_previous_one_stopped():
@@ -403,30 +456,32 @@ def test_official_result_file_scores_like_the_replay_it_came_from():
     # (no replay) it gives the same task verdicts as replaying the steps.
     recorded = read_official(OFFICIAL)
     sessions = [s for s in load_wild(SESSIONS) if s.id in recorded]
-    scored = run(WildBenchmark(sessions, data_label="t", recorded=recorded), "official", ReplayClient({}))
+    scored = run(WildBenchmark(sessions, data_label="t", recorded=recorded), "official", NoModel("official"))
     assert scenario_rows(scored) == {
         k: v for k, v in EXPECTED_SCENARIO.items() if not k.startswith("wild_tool_bench_2")
     }
-    scores = scored.summary["scores"]
-    assert scores["task_accuracy"] == pytest.approx(3 / 8)
-    assert scores["accomplish_progress_rate"] == pytest.approx(4 / 7)
-    assert scored.summary["run"]["model_calls"] == 0
+    assert scored.results.value("task_accuracy") == pytest.approx(3 / 8)
+    assert scored.results.value("accomplish_progress_rate") == pytest.approx(4 / 7)
+    assert scored.run.model_calls == 0
 
 
 def test_written_results_round_trip_and_replay_to_the_same_verdicts(tmp_path):
-    scored, bench = scenario("reference")
+    scored, _ = scenario("reference")
     out = tmp_path / "result" / "Wild-Tool-Bench_result.jsonl"
-    write_official_results(out, bench.results, model_name="m")
+    write_official_results(out, scored.logs, model_name="m")
     first = json.loads(out.read_text(encoding="utf-8").splitlines()[0])
     assert list(first)[:3] == ["id", "model_name", "result"]
     assert set(first["result"][0]) >= {"action_name_label", "is_optimal", "inference_log"}
     assert "step_0" in first["result"][0]["inference_log"]
     again = read_official(out)
-    assert [r.model_dump(mode="json", exclude={"model_name"}) for r in again.values()] == [
-        r.model_dump(mode="json") for r in bench.results
+    read_back = [r for r in again.values() if isinstance(r, WildSessionResult)]
+    assert len(read_back) == len(again)
+    assert [r.model_dump(mode="json", exclude={"model_name"}) for r in read_back] == [
+        r.model_dump(mode="json") for r in scored.logs
     ]
+    assert [r.id for r in scored.logs] == ["wild_tool_bench_0", "wild_tool_bench_1", "wild_tool_bench_2"]
     steps = tmp_path / "steps.jsonl"
-    steps.write_text("".join(json.dumps(line) + "\n" for line in steps_from_results(bench.results)))
+    steps.write_text("".join(json.dumps(line) + "\n" for line in steps_from_results(scored.logs)))
     replayed = run(WildBenchmark(load_wild(SESSIONS), data_label="t"), f"replay:{steps}")
     assert scenario_rows(replayed) == scenario_rows(scored)
 
@@ -439,11 +494,16 @@ def test_a_session_whose_model_fails_is_recorded_and_scored_as_empty_replies():
         return request.gold
 
     scored = run(WildBenchmark(load_wild(SESSIONS), data_label="t"), "scripted", ScriptedClient(policy=policy))
-    assert scored.summary["run"]["sample_errors"] == 1
+    assert scored.run.sample_errors == 1
     rows = rows_by_id(scored)
-    assert all(rows[f"wild_tool_bench_1#{t}"]["failure_class"] == "call_error" for t in range(4))
-    assert "context too long" in rows["wild_tool_bench_1#0"]["sample_error"]
-    assert scored.summary["scores"]["counts"]["correct_tasks"] == 8
+    assert all(rows[f"wild_tool_bench_1#{t}"].scores["failure_class"] == "call_error" for t in range(4))
+    failed = rows["wild_tool_bench_1#0"]
+    assert failed.error is not None and "context too long" in failed.error
+    assert failed.explanation == "call_error: no log" and failed.scores["steps"] == 0
+    assert scored.results.value("correct_tasks") == 8
+    assert scored.results.value("tasks_without_log") == 4
+    # The failed session has no log: the output files leave it out.
+    assert [r.id for r in scored.logs] == ["wild_tool_bench_0", "wild_tool_bench_2"]
 
 
 def test_official_error_lines_fail_their_session_and_malformed_lines_are_rejected(tmp_path):
@@ -456,10 +516,10 @@ def test_official_error_lines_fail_their_session_and_malformed_lines_are_rejecte
     recorded = read_official(path)
     assert recorded["wild_tool_bench_1"] == "Error during inference: context length exceeded"
     sessions = [s for s in load_wild(SESSIONS) if s.id in recorded]
-    scored = run(WildBenchmark(sessions, data_label="t", recorded=recorded), "official", ReplayClient({}))
-    assert scored.summary["run"]["sample_errors"] == 1
+    scored = run(WildBenchmark(sessions, data_label="t", recorded=recorded), "official", NoModel("official"))
+    assert scored.run.sample_errors == 1
     rows = rows_by_id(scored)
-    assert [rows[f"wild_tool_bench_1#{t}"]["failure_class"] for t in range(4)] == ["call_error"] * 4
+    assert [rows[f"wild_tool_bench_1#{t}"].scores["failure_class"] for t in range(4)] == ["call_error"] * 4
     assert scenario_rows(scored)["wild_tool_bench_0#3"] == EXPECTED_SCENARIO["wild_tool_bench_0#3"]
 
     broken = json.loads(lines[0])
@@ -487,7 +547,43 @@ def test_tool_choice_expected_forces_the_gold_tool_and_none_for_text_steps():
 
     bench = WildBenchmark([session(0)], data_label="t", settings=CallSettings(tool_choice="expected"))
     scored = run(bench, "scripted", ScriptedClient(policy=gold_policy))
-    assert scored.summary["scores"]["task_accuracy"] == 1.0
+    assert scored.results.value("task_accuracy") == 1.0
     # Every call step forces the first gold call's tool; every text step (clarify, answer) forces none.
     assert seen and all(choice == (first or "none") for choice, first in seen)
     assert ("none", None) in seen and ("book_taxi", "book_taxi") in seen
+
+
+# --- build and rescore (what the CLI and the Python API call) ---------------------------------------------
+
+
+def test_build_takes_str_paths_and_a_result_file_and_rescore_rebuilds_the_same_sessions(tmp_path):
+    from toolgauge.benchmarks.registry import spec_named
+    from toolgauge.benchmarks.wildtoolbench.cli import BUILTIN, build, rescore
+    from toolgauge.errors import UsageError
+
+    spec = spec_named("wildtoolbench")
+    assert spec is not None and spec.rescore is not None and spec.unit == "sessions"
+    # Through the registry, as the Python API calls them.
+    official = spec.build(data=str(SESSIONS), recorded=str(OFFICIAL))
+    # Only the sessions of the result file, named in the config so that rescore can find them again.
+    assert [key for key, _ in official.samples()] == ["wild_tool_bench_0", "wild_tool_bench_1"]
+    config = official.config()
+    assert config["recorded"] is True and config["sessions"] == ["wild_tool_bench_0", "wild_tool_bench_1"]
+    again = spec.rescore(config, "strict")
+    assert [key for key, _ in again.samples()] == ["wild_tool_bench_0", "wild_tool_bench_1"]
+    assert again.variant == "strict" and again.recorded is None  # the logs come from the store
+    # Without a result file: the first --limit sessions, and rescore keeps the number.
+    first = build(data=SESSIONS, language="zh", limit=2, tool_choice="expected")
+    assert "sessions" not in first.config() and first.config()["n"] == 2
+    rebuilt = rescore(first.config(), None)
+    assert rebuilt.config() == first.config()
+    assert build().data_label == BUILTIN and rescore(build().config(), None).data_label == BUILTIN
+    with pytest.raises(UsageError, match="has the variants reference, strict"):
+        build(variant="loose")  # type: ignore[arg-type]
+    with pytest.raises(DataError, match=r"steps_scenario\.jsonl:1: id: missing or not a string"):
+        build(data=SESSIONS, recorded=SCENARIO)  # a step file is not an official result file
+    elsewhere = tmp_path / "elsewhere.jsonl"
+    elsewhere.write_text(json.dumps({"id": "other_session", "result": []}) + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match="none of its 1 sessions is in the data") as info:
+        build(data=SESSIONS, recorded=elsewhere)
+    assert info.value.field == "id"

@@ -7,6 +7,7 @@ never imports a benchmark: the CLI shell and the Python API reach them through t
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,13 +15,15 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from toolgauge.engine import EpisodeContext, SampleOutcome
-from toolgauge.records import AssistantTurn
 from toolgauge.results import EvalResults, ScoredRun
 
 if TYPE_CHECKING:
+    # Types only: a benchmark's metrics import this module, and must not pull in the engine and the store.
     import typer
     from rich.console import Console
+
+    from toolgauge.engine import EpisodeContext, SampleOutcome
+    from toolgauge.records import AssistantTurn
 
 S = TypeVar("S")
 R = TypeVar("R", bound=BaseModel)
@@ -84,6 +87,7 @@ class BenchmarkSpec:
         extras: The optional dependency groups (``pip install 'toolgauge[X]'``) it needs.
         variants: The metric variants ``rescore --variant`` accepts.
         unit: What one sample is, plural, for the run line (``"sessions"``, ``"servers"``).
+        score_options: The ``build`` options that scoring recorded outputs adds (BFCL: ``{"mode": "replay"}``).
     """
 
     name: str
@@ -97,3 +101,26 @@ class BenchmarkSpec:
     extras: tuple[str, ...] = ()
     variants: tuple[str, ...] = field(default=())
     unit: str = "samples"
+    score_options: Mapping[str, Any] = field(default_factory=dict)
+
+
+def variants_text(spec: BenchmarkSpec) -> str:
+    """``NAME has the variants a, b`` or ``NAME has no metric variants``, for error messages."""
+    if not spec.variants:
+        return f"{spec.name} has no metric variants"
+    return f"{spec.name} has the variants {', '.join(spec.variants)}"
+
+
+def lazy(module: str, name: str) -> Callable[..., Any]:
+    """A function that imports ``module`` and calls its ``name`` when first called.
+
+    A ``SPEC`` names its commands, ``build`` and ``rescore`` this way, so that importing a
+    benchmark's loader or metrics does not import the command line, the engine and the store.
+    """
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = f"``{module}.{name}``, imported when first called."
+    return call

@@ -83,7 +83,8 @@ class AssistantTurn(BaseModel):
 class GenerateOptions(BaseModel):
     """Sampling and tool-choice options for one request.
 
-    ``tool_choice`` is ``"auto"``, ``"none"``, or the name of one tool to force.
+    ``tool_choice`` is ``"auto"``, ``"none"``, or the name of one tool to force. ``reasoning_effort``
+    (``"low"``, ``"medium"``, ...) is sent only when set; None leaves the server's default.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -92,6 +93,7 @@ class GenerateOptions(BaseModel):
     max_tokens: int | None = 512
     tool_choice: str | None = None
     seed: int | None = None
+    reasoning_effort: str | None = None
 
 
 class ModelRequest(BaseModel):
@@ -114,5 +116,6 @@ class ModelRequest(BaseModel):
         return {
             "messages": [m.model_dump(exclude_none=True) for m in self.messages],
             "tools": [t.model_dump() for t in self.tools],
-            "options": self.options.model_dump(),
+            # An unset reasoning_effort is left out: requests without it keep the cache keys they had before.
+            "options": self.options.model_dump(exclude=None if self.options.reasoning_effort else {"reasoning_effort"}),
         }

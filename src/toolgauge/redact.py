@@ -33,6 +33,10 @@ _BEARER = re.compile(r"(?P<head>\bbearer\s+)(?P<value>[A-Za-z0-9._~+/=\-]{8,})",
 _BASIC = re.compile(r"(?P<head>\bbasic\s+)(?P<value>[A-Za-z0-9+/]{4,}={0,2})", re.IGNORECASE)
 # Well-known key shapes (OpenAI, Anthropic, generic sk-...), masked even when they are not in our environment.
 _KEY_SHAPE = re.compile(r"\b(?:sk|rk|pk)-(?:[A-Za-z0-9_\-]{16,})")
+# Text that each pattern above needs, case-folded (the patterns match case-insensitively, ``sk-`` too here):
+# a string holding none of these and no secret value is returned unchanged without running the patterns,
+# which cost about 0.3 ms per kilobyte of ordinary text. Add the literal of every new pattern here.
+_TRIGGERS = ("://", "authorization", "api-key", "bearer", "basic", "sk-", "rk-", "pk-")
 
 
 def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
@@ -62,7 +66,10 @@ def redact(
     """
     if not text:
         return text
-    for value in [*(extra or []), *(secret_values(environ) if secrets is None else secrets)]:
+    known = [*(extra or []), *(secret_values(environ) if secrets is None else secrets)]
+    if not needs_redaction(text, known):
+        return text
+    for value in known:
         if value and value in text:
             text = text.replace(value, MASK)
     text = _URL_PASSWORD.sub(lambda m: f"{m['head']}:{MASK}@", text)
@@ -70,6 +77,15 @@ def redact(
     text = _BEARER.sub(lambda m: f"{m['head']}{MASK}", text)
     text = _BASIC.sub(_mask_basic, text)
     return _KEY_SHAPE.sub(MASK, text)
+
+
+def needs_redaction(text: str, secrets: list[str]) -> bool:
+    """Whether :func:`redact` could change ``text``: it holds one of ``secrets`` or a pattern's literal text.
+
+    A cheap test (a case fold and substring searches): False means ``redact(text, secrets=secrets)`` is ``text``.
+    """
+    folded = text.casefold()
+    return any(map(folded.__contains__, _TRIGGERS)) or any(map(text.__contains__, filter(None, secrets)))
 
 
 def _mask_basic(match: re.Match[str]) -> str:

@@ -17,6 +17,7 @@ PACKAGES = (
     "toolgauge.benchmarks.bfcl",
     "toolgauge.benchmarks.wildtoolbench",
     "toolgauge.benchmarks.tool_genesis",
+    "toolgauge.benchmarks.toolgate",
 )
 
 
@@ -26,8 +27,9 @@ def specs() -> tuple[BenchmarkSpec, ...]:
     found: list[BenchmarkSpec] = []
     for package in PACKAGES:
         spec = getattr(importlib.import_module(package), "SPEC", None)
-        if isinstance(spec, BenchmarkSpec):
-            found.append(spec)
+        if not isinstance(spec, BenchmarkSpec):
+            raise TypeError(f"{package} is registered but has no SPEC (a toolgauge.benchmark.BenchmarkSpec)")
+        found.append(spec)
     return tuple(found)
 
 

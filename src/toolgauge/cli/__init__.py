@@ -8,6 +8,7 @@ this one.
 from __future__ import annotations
 
 import sys
+from functools import cache
 from typing import Annotated, Any
 
 import typer
@@ -15,6 +16,7 @@ import typer
 from toolgauge.benchmark import CommandGroups
 from toolgauge.cli.common import err
 from toolgauge.cli.runs import report_cmd, rescore_cmd, runs_cmd
+from toolgauge.cli.transcript import transcript_cmd
 
 
 def _package_version() -> str:
@@ -66,6 +68,7 @@ def build_app() -> typer.Typer:
     root.command("runs")(runs_cmd)
     root.command("report")(report_cmd)
     root.command("rescore")(rescore_cmd)
+    root.command("transcript")(transcript_cmd)
     root.add_typer(groups.eval, name="eval")
     root.add_typer(groups.score, name="score")
     for spec in specs():
@@ -73,7 +76,17 @@ def build_app() -> typer.Typer:
     return root
 
 
-app = build_app()
+@cache
+def _app() -> typer.Typer:
+    return build_app()
+
+
+def __getattr__(name: str) -> Any:
+    # Built on first use, not at import: the benchmark packages import toolgauge.cli.common, which
+    # runs this package's __init__ first; reading the registry here would see them half-imported.
+    if name == "app":
+        return _app()
+    raise AttributeError(f"module 'toolgauge.cli' has no attribute {name!r}")
 
 
 def main() -> None:
@@ -94,7 +107,7 @@ def main() -> None:
 
     signal.signal(signal.SIGTERM, terminate_like_ctrl_c)
     try:
-        code = app(standalone_mode=False)
+        code = _app()(standalone_mode=False)
     except click_errors.NoArgsIsHelpError as exc:
         exc.show()
         code = exc.exit_code

@@ -74,6 +74,27 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print the results as JSON
 ToolChoiceOpt = Annotated[
     ToolChoice, typer.Option("--tool-choice", help="auto | none | expected (force the reference tool by name).")
 ]
+UnsafeNoSandboxOpt = Annotated[
+    bool,
+    typer.Option(
+        "--unsafe-no-sandbox",
+        help="DANGEROUS: run generated code even without bubblewrap (it can then read and write your "
+        "files and secrets). Without it, generated code runs only under bubblewrap. See docs/sandbox.md.",
+    ),
+]
+
+
+def check_isolation(unsafe_no_sandbox: bool) -> None:
+    """Refuse to run generated code without bubblewrap unless the opt-out was given (one line, exit 2).
+
+    With the opt-out a loud warning is printed on stderr, and the rest of the run may run generated code
+    without isolation.
+    """
+    from toolgauge.sandbox import allow_unisolated, require_isolation
+
+    if unsafe_no_sandbox:
+        allow_unisolated(True)
+    require_isolation(allow_unsafe=unsafe_no_sandbox)
 
 
 # -- the shared options ------------------------------------------------------------------------
@@ -130,10 +151,14 @@ class RunFlags:
 
 @dataclass(frozen=True)
 class EngineDefaults:
-    """Per-command defaults of the engine options (a Tool-Genesis server is slower than a BFCL entry)."""
+    """Per-command defaults of the engine options and the reply length.
+
+    A Tool-Genesis server is slower to generate than a BFCL entry, and its code longer than a tool call.
+    """
 
     concurrency: int = 4
     timeout: float = 120.0
+    max_tokens: int = 512
 
 
 ModelOpt = Annotated[
@@ -178,7 +203,8 @@ def _shared_options(model: bool, engine: EngineDefaults | None, sampling: bool, 
     if limit:
         params.append(_option("limit", LimitOpt, None))
     if sampling:
-        params += [_option("temperature", TempOpt, 0.0), _option("max_tokens", MaxTokOpt, 512)]
+        max_tokens = engine.max_tokens if engine is not None else 512
+        params += [_option("temperature", TempOpt, 0.0), _option("max_tokens", MaxTokOpt, max_tokens)]
     return params
 
 
@@ -329,12 +355,16 @@ def resolved_model(bench: Benchmark[Any, Any], model: str, timeout: float) -> tu
 
 
 # -- running and printing ----------------------------------------------------------------------
-def print_results(results: EvalResults, *, as_json: bool) -> None:
-    """Print results as JSON on stdout, or as the benchmark's tables (its renderer from the registry)."""
+def print_results(results: EvalResults, *, as_json: bool, document: Callable[[EvalResults], Any] | None = None) -> None:
+    """Print results as JSON on stdout, or as the benchmark's tables (its renderer from the registry).
+
+    ``document`` makes the JSON printed instead of the results' own (a command with a fixed ``--json`` shape).
+    """
     from toolgauge.benchmarks.registry import spec_for_run
 
     if as_json:
-        sys.stdout.write(json.dumps(redact_tree(results.model_dump(mode="json")), indent=2, ensure_ascii=False) + "\n")
+        data = document(results) if document is not None else results.model_dump(mode="json")
+        sys.stdout.write(json.dumps(redact_tree(data), indent=2, ensure_ascii=False) + "\n")
         return
     spec = spec_for_run(results.benchmark)
     render_results(results, out, spec.render if spec else None, spec.unit if spec else "samples")
@@ -349,8 +379,11 @@ def execute(
     roles: Mapping[str, ModelClient] | None = None,
     outputs: Mapping[str, tuple[Path, Callable[[RunResult[Any]], None]]] | None = None,
     unit: str = "sample",
+    document: Callable[[EvalResults], Any] | None = None,
 ) -> RunResult[Any]:
     """Run, write the requested files, print; exit 1 when samples failed.
+
+    ``--json`` prints ``document(results)`` when ``document`` is given (a fixed JSON shape), else the results.
 
     Files are written whole at the end or not at all: the samples file (line by line into a
     temporary file that is then renamed), then each of ``outputs`` (label -> (path, writer of the
@@ -379,14 +412,14 @@ def execute(
     status = run.status if run is not None else None
     if status == "failed" and run is not None:
         if flags.as_json:  # the status and the errors: run_benchmark keeps no scores of empty replies
-            print_results(results, as_json=True)
+            print_results(results, as_json=True, document=document)
         first = run.first_error
         fail(
             f"every {unit} failed (run {run.id} is stored, status failed); "
             f"first: {first.key + ': ' + first.error if first else None}",
             code=1,
         )
-    print_results(results, as_json=flags.as_json)
+    print_results(results, as_json=flags.as_json, document=document)
     if not flags.as_json:
         for label, path in written:
             out.print(Text(f"{label}: {path}"), highlight=False)

@@ -127,29 +127,11 @@ def rescore_cmd(
     """
 
     def body() -> None:
-        from toolgauge.benchmarks.registry import spec_for_run
-        from toolgauge.engine import stored_outcomes
+        from toolgauge.api import rescore
 
-        st = open_store(store, create=False)
-        try:
-            run = _stored_run(st, run_id)
-            spec = spec_for_run(run.benchmark)
-            if spec is None or spec.rescore is None:
-                raise UsageError(f"run {run.id} ({run.benchmark}) cannot be rescored from the store")
-            if variant is not None and variant not in spec.variants:
-                choices = ", ".join(spec.variants) or "none"
-                raise UsageError(f"--variant {variant}: {spec.name} has the variants {choices}")
-            bench = spec.rescore(run.config, variant)
-            pairs = bench.samples()
-            outcomes = stored_outcomes(st, run.id, [key for key, _ in pairs], bench.result_type)
-            if not len(outcomes):
-                raise UsageError(f"run {run.id} has no stored samples to score")
-            scored = bench.score(pairs, outcomes)
-            scored.results.run = run.results.run if run.results is not None else None
-            if samples is not None:
-                write_lines_atomic(samples, sample_lines(s.model_dump(mode="json") for s in scored.iter_samples()))
-            print_results(scored.results, as_json=as_json)
-        finally:
-            st.close()
+        evaluation = rescore(run_id, variant=variant, store=store, keep_samples=samples is not None)
+        if samples is not None:
+            write_lines_atomic(samples, sample_lines(s.model_dump(mode="json") for s in evaluation.samples))
+        print_results(evaluation.results, as_json=as_json)
 
     guarded(body)

@@ -45,6 +45,7 @@ from toolgauge.models.base import ModelClient
 from toolgauge.records import AssistantTurn, GenerateOptions, Message, ModelRequest, ToolSpec
 from toolgauge.redact import redact
 from toolgauge.store import Store
+from toolgauge.store.transcripts import MessageChain
 
 S = TypeVar("S")
 R = TypeVar("R", bound=BaseModel)
@@ -65,6 +66,9 @@ class EngineConfig:
     # Connection failures in a row (refused, reset; no answer of any kind in between) after
     # which the endpoint counts as down and the run stops, resumable.
     outage_streak: int = 8
+    # Store what each model call was sent (messages, tools, options) beside its response. Always on
+    # for users; off only to measure what it costs (benchmarks/transcript_overhead.py).
+    store_transcripts: bool = True
 
 
 @dataclass(slots=True)
@@ -188,6 +192,18 @@ class EpisodeContext:
         self._state = state
         self.sample_key = sample_key
         self._steps: dict[str, int] = {}
+        # Per role: the messages of its last request, so the next one stores only what it adds.
+        self._chains: dict[str, MessageChain] = {}
+
+    @property
+    def run_id(self) -> str:
+        """The id of the run this episode belongs to."""
+        return self._state.run_id
+
+    @property
+    def store(self) -> Store:
+        """The run's store, for records a benchmark keeps beside its samples (ToolGate's gate records)."""
+        return self._state.store
 
     async def generate(
         self,
@@ -199,6 +215,9 @@ class EpisodeContext:
         role: str = "model",
     ) -> AssistantTurn:
         """Call a model once; raises ``ModelError`` when it fails for good.
+
+        The call is stored with what it was sent (messages, tools, options) and what it returned
+        or why it failed; an answer from the response cache too, flagged cached (``Store.transcript``).
 
         ``role`` picks the client: ``"model"`` (the evaluated model) or a named extra client
         given to ``run_episodes(roles=...)``, such as ``"agent"`` or ``"judge"``. Each role counts
@@ -296,12 +315,18 @@ class EpisodeContext:
         cached: bool = False,
         role: str = "model",
     ) -> None:
-        """Log one model call; a failed store write stops the run (no further calls)."""
+        """Log one model call with what it was sent (its transcript); a failed store write stops the run."""
+        store = self._state.store
+        refs: dict[str, str] = {}
+        if self._state.config.store_transcripts:
+            refs = store.put_request(self._chains.setdefault(role, MessageChain()), request)
         row = {
             "run_id": self._state.run_id,
             # Calls of extra roles are logged under "<sample>#<role>" so the evaluated model's log stays clean.
             "sample_key": self.sample_key if role == "model" else f"{self.sample_key}#{role}",
             "step": request.step,
+            "role": role,
+            **refs,
             "request_hash": key,
             "response": turn.model_dump_json() if turn is not None else None,
             "error": error,
@@ -312,7 +337,7 @@ class EpisodeContext:
             "cached": cached,
         }
         try:
-            self._state.store.record_call(row)
+            store.record_call(row)
         except StoreWriteError as exc:
             raise self._state.stop(exc) from None
 
@@ -353,6 +378,8 @@ async def run_episodes(
     outcomes: dict[str, SampleOutcome[R]] = {}
     retry_keys = _resume(store, run_id, result_type, outcomes)
     store.forget_samples(run_id, retry_keys)
+    # The calls of samples that run again (failed, or in flight when the run stopped) go with their attempt.
+    store.forget_calls(run_id, keep=outcomes.keys())
     todo = [(k, s) for k, s in samples if k not in outcomes]
     resumed = len(samples) - len(todo)
 

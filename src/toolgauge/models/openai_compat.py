@@ -229,6 +229,8 @@ class OpenAICompatClient:
             kwargs["max_tokens"] = opts.max_tokens
         if opts.seed is not None:
             kwargs["seed"] = opts.seed
+        if opts.reasoning_effort:
+            kwargs["reasoning_effort"] = opts.reasoning_effort
         resp = await _complete(self._client, kwargs)
         choice0 = resp.choices[0]
         msg = choice0.message

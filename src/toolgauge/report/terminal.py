@@ -78,11 +78,12 @@ def metric_table(
     columns: Sequence[tuple[str, str]] | None = None,
     title: str = "",
     overall_label: str = "all",
+    count: str | None = None,
 ) -> Table:
     """One row per group of breakdown ``by`` (plus the overall row when ``by`` is None), one column per metric.
 
     ``columns`` are (metric name, header) pairs; by default every metric name present, in order. The
-    ``n`` column is the first metric's count.
+    ``n`` column is the row's ``count`` metric when given and present, else the first metric's count.
     """
     metrics = [m for m in results.metrics if (m.by == by if by is not None else m.group is None)]
     names = [name for name, _ in columns] if columns is not None else list(dict.fromkeys(m.name for m in metrics))
@@ -97,6 +98,9 @@ def metric_table(
     for group in groups:
         row = {m.name: m for m in metrics if m.group == group}
         n = next((row[name].n for name in present if name in row and row[name].n is not None), None)
+        counted = row.get(count) if count is not None else None
+        if counted is not None and counted.value is not None:
+            n = int(counted.value)
         table.add_row(esc(group if group is not None else overall_label), esc(n if n is not None else ""),
                       *[shown(row.get(name)) for name in present])  # fmt: skip
     return table

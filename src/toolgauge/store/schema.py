@@ -7,14 +7,17 @@ from sqlalchemy import (
     Column,
     Float,
     ForeignKey,
+    Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Table,
     Text,
 )
 
-SCHEMA_VERSION = 1
+# 1: the first store. 2: transcripts (model_calls.role and the request's blob hashes, the blobs table).
+SCHEMA_VERSION = 2
 
 metadata = MetaData()
 
@@ -51,14 +54,22 @@ samples = Table(
     Column("finished_at", Float, nullable=False),
 )
 
+# One row per model call. A call of an extra role (agent, judge) is stored under "<sample>#<role>".
+# The request is stored by reference: messages_hash is the blob of its last message (a chain, see
+# blobs), tools_hash and options_hash the blobs of its tool list and options; NULL where no transcript
+# was stored (a store of schema 1). response is the AssistantTurn's JSON (secrets masked).
 model_calls = Table(
     "model_calls",
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("run_id", String(64), ForeignKey("runs.id"), nullable=False, index=True),
+    Column("run_id", String(64), ForeignKey("runs.id"), nullable=False),
     Column("sample_key", String(255), nullable=False),
     Column("step", Integer, nullable=False),
+    Column("role", String(64), nullable=False, default="model", server_default="model"),
     Column("request_hash", String(64)),
+    Column("messages_hash", String(32)),
+    Column("tools_hash", String(32)),
+    Column("options_hash", String(32)),
     Column("response", Text),
     Column("error", Text),
     Column("input_tokens", Integer, nullable=False, default=0),
@@ -67,6 +78,21 @@ model_calls = Table(
     Column("attempts", Integer, nullable=False, default=1),
     Column("cached", Boolean, nullable=False, default=False),
     Column("created_at", Float, nullable=False),
+    # A sample's calls are read together (transcripts, resume); run_id alone is its leftmost prefix.
+    Index("ix_model_calls_run_sample", "run_id", "sample_key"),
+)
+
+# Content-addressed JSON, zlib-compressed unless that is not smaller; the key is a 128-bit digest
+# of the JSON, in hex (store/transcripts.py). Written once, shared by every call, sample and run
+# that sends the same content; never deleted. Three kinds, told apart by the column that points at
+# them: a tool list, generation options, and a message-chain node {"m": message, "p": the hash of
+# the node before it, or null}. A request's messages are the chain that ends at
+# model_calls.messages_hash, so a dialogue's shared prefix is stored once.
+blobs = Table(
+    "blobs",
+    metadata,
+    Column("hash", String(32), primary_key=True),
+    Column("data", LargeBinary, nullable=False),
 )
 
 scores = Table(

@@ -9,6 +9,9 @@ A write that fails (disk full, read-only store, lost PostgreSQL connection) rais
 ``StoreWriteError`` and keeps every buffered row, in order, for the next flush; nothing is
 dropped and nothing is written twice. A run is run by one process at a time: the process
 holds a lease row in ``run_locks`` (see ``acquire_run_lock``).
+
+Each model call's request and response are kept (``put_request``, ``transcript``): the request
+as content-addressed blobs committed with the call's row (see :mod:`toolgauge.store.transcripts`).
 """
 
 from __future__ import annotations
@@ -18,20 +21,46 @@ import json
 import os
 import secrets
 import time
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Collection, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, delete, event, func, insert, inspect, make_url, select, update
+from sqlalchemy import (
+    Connection,
+    Engine,
+    create_engine,
+    delete,
+    event,
+    func,
+    insert,
+    inspect,
+    make_url,
+    select,
+    text,
+    union_all,
+    update,
+)
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError, ProgrammingError, SQLAlchemyError
+from sqlalchemy.sql.elements import ColumnElement
 
 from toolgauge.errors import RunLocked, StoreWriteError, UsageError
-from toolgauge.redact import redact, redact_tree, redact_url
+from toolgauge.records import AssistantTurn, GenerateOptions, Message, ModelRequest, ToolSpec, Usage
+from toolgauge.redact import redact, redact_tree, redact_url, secret_values
 from toolgauge.results import EvalResults
 from toolgauge.store import schema
 from toolgauge.store.lease import HEARTBEAT_SECONDS, LockHolder, is_stale, pid_start_time, this_host
 from toolgauge.store.schema import SCHEMA_VERSION
+from toolgauge.store.transcripts import (
+    BlobBuffer,
+    Masker,
+    MessageChain,
+    ModelCallRecord,
+    RequestWriter,
+    TranscriptReader,
+    unpack,
+)
 
 STORE_ENV = "TOOLGAUGE_STORE"
 
@@ -82,6 +111,14 @@ class SampleState:
 
 # Sample keys per ``IN (...)`` query: well under SQLite's bound-parameter limit.
 READ_CHUNK = 500
+# Columns a store of schema 1 lacks in model_calls, added by the migration to 2.
+_V2_CALL_COLUMNS = ("role", "messages_hash", "tools_hash", "options_hash")
+# What record_call stores for a field its row leaves out (every row of a group commit has the same keys).
+_CALL_DEFAULTS: dict[str, Any] = {
+    "role": "model", "request_hash": None, "messages_hash": None, "tools_hash": None, "options_hash": None,
+    "response": None, "error": None, "input_tokens": 0, "output_tokens": 0, "latency_s": 0.0, "attempts": 1,
+    "cached": False,
+}  # fmt: skip
 
 
 def new_run_id() -> str:
@@ -109,6 +146,11 @@ class Store:
         self._pending_samples: list[dict[str, Any]] = []
         self._pending_calls: list[dict[str, Any]] = []
         self._pending_cache: dict[str, dict[str, Any]] = {}
+        self._blobs = BlobBuffer()
+        self._masker: Masker | None = None
+        self._requests: RequestWriter | None = None
+        # The schema version of the database, once opened (init_schema or check_schema).
+        self.schema_version: int | None = None
         self._last_flush = time.monotonic()
         # After a commit that failed in COMMIT itself: the batch whose fate is unknown.
         self._uncertain: _UncertainBatch | None = None
@@ -135,24 +177,46 @@ class Store:
                 time.sleep(0.05 * (attempt + 1))
 
     def check_schema(self) -> None:
-        """Check an existing store without changing it (for read-only commands)."""
+        """Check an existing store without changing it (for read-only commands).
+
+        A store of an older schema is read as it is (``schema_version`` says which); the first command
+        that writes to it migrates it.
+        """
         if "runs" not in inspect(self.engine).get_table_names():
             raise UsageError(f"no toolgauge store at {self.url} (no runs table); run an eval first")
         with self.engine.connect() as conn:
             row = conn.execute(select(schema.meta.c.value).where(schema.meta.c.key == "schema_version")).first()
-        if row is not None and int(row[0]) > SCHEMA_VERSION:
-            raise UsageError(f"store schema version {row[0]} is newer than this toolgauge ({SCHEMA_VERSION}); upgrade")
+            if row is not None:
+                version = int(row[0])
+            else:  # tables made, version row not yet written: what the tables say
+                calls = {col["name"] for col in inspect(conn).get_columns(schema.model_calls.name)}
+                version = SCHEMA_VERSION if set(_V2_CALL_COLUMNS) <= calls else 1
+        if version > SCHEMA_VERSION:
+            raise UsageError(self._too_new(version))
+        self.schema_version = version
+
+    def _too_new(self, version: int) -> str:
+        return f"store schema version {version} is newer than this toolgauge ({SCHEMA_VERSION}); upgrade"
 
     def _create_schema(self) -> None:
         schema.metadata.create_all(self.engine)
         with self.engine.begin() as conn:
-            row = conn.execute(select(schema.meta.c.value).where(schema.meta.c.key == "schema_version")).first()
+            # FOR UPDATE (PostgreSQL): a second process opening an old store waits for the first one's migration.
+            row = conn.execute(
+                select(schema.meta.c.value).where(schema.meta.c.key == "schema_version").with_for_update()
+            ).first()
+            found = int(row[0]) if row is not None else None
+            if found is not None and found > SCHEMA_VERSION:
+                raise UsageError(self._too_new(found))
+            if found is None or found < SCHEMA_VERSION:
+                _migrate(conn, found)
             if row is None:
                 conn.execute(insert(schema.meta).values(key="schema_version", value=str(SCHEMA_VERSION)))
-            elif int(row[0]) > SCHEMA_VERSION:
-                raise UsageError(
-                    f"store schema version {row[0]} is newer than this toolgauge ({SCHEMA_VERSION}); upgrade"
+            elif found != SCHEMA_VERSION:
+                conn.execute(
+                    update(schema.meta).where(schema.meta.c.key == "schema_version").values(value=str(SCHEMA_VERSION))
                 )
+        self.schema_version = SCHEMA_VERSION
 
     def close(self) -> None:
         """Flush pending writes, release the run leases this store holds and the connections.
@@ -449,13 +513,111 @@ class Store:
             raise self._write_error(f"forgetting {len(keys)} failed samples of run {run_id}", exc) from exc
 
     # -- model calls and cache -------------------------------------------------------------
+    def put_request(self, chain: MessageChain, request: ModelRequest) -> dict[str, str]:
+        """Buffer the new blobs of a call's request; return the ``messages_hash``, ``tools_hash``, ``options_hash``.
+
+        ``chain`` is the request history of one role of one sample (the messages it repeats are not
+        stored again). The blobs are committed with the next group commit, so with the call's row
+        when it is recorded right after (``record_call``). Secrets are masked first.
+        """
+        if self._requests is None:
+            self._requests = RequestWriter(self._blobs, self._secret_masker())
+        return self._requests.refs(chain, request.messages, request.tools, request.options)
+
+    def _secret_masker(self) -> Masker:
+        # The environment's secret values, looked up once per store (a look-up costs about 0.2 ms).
+        if self._masker is None:
+            self._masker = Masker(secret_values())
+        return self._masker
+
     def record_call(self, row: Mapping[str, Any]) -> None:
-        """Buffer one model call (see ``schema.model_calls`` for the fields)."""
-        pending = {"created_at": time.time(), **row}
-        if pending.get("error"):  # error texts may echo a key or a header; responses are kept as the model gave them
-            pending["error"] = redact(pending["error"])
+        """Buffer one model call (see ``schema.model_calls`` for the fields; ``response`` is the turn's JSON).
+
+        Secrets are masked in the error and in the response (a model may repeat what it was sent).
+        """
+        pending = {**_CALL_DEFAULTS, "created_at": time.time(), **row}
+        masker = self._secret_masker()
+        if pending["error"]:  # error texts may echo a key or a header
+            pending["error"] = redact(pending["error"], secrets=masker.secrets)
+        if pending["response"]:
+            pending["response"] = masker.json_text(pending["response"])
         self._pending_calls.append(pending)
         self._maybe_flush()
+
+    def forget_calls(self, run_id: str, keep: Collection[str]) -> None:
+        """Delete the model calls of every sample of a run not in ``keep`` (the samples stored as done).
+
+        Called before a resume runs the other samples again: the calls of their abandoned attempt (an
+        interruption, a failure, a store that stopped taking writes) are not kept beside the new ones.
+        """
+        self.flush()
+        c = schema.model_calls.c
+        try:
+            with self.engine.begin() as conn:
+                pairs = conn.execute(select(c.sample_key, c.role).where(c.run_id == run_id).distinct()).all()
+                stale: dict[str, list[str]] = {}
+                for key, role in sorted(pairs):
+                    if _sample_of(key, role) not in keep:
+                        stale.setdefault(role, []).append(key)
+                for role, keys in stale.items():  # by role too: sample "a"'s judge and sample "a#judge" share a key
+                    for start in range(0, len(keys), READ_CHUNK):
+                        chunk = keys[start : start + READ_CHUNK]
+                        conn.execute(
+                            delete(schema.model_calls).where(
+                                (c.run_id == run_id) & (c.role == role) & c.sample_key.in_(chunk)
+                            )
+                        )
+        except SQLAlchemyError as exc:
+            raise self._write_error(f"forgetting the model calls of unfinished samples of run {run_id}", exc) from exc
+
+    def transcript(self, run_id: str, sample_key: str) -> list[ModelCallRecord]:
+        """Every stored model call of one sample of a run, of every role, in the order they were recorded.
+
+        Rebuilt from the store alone: each call's messages, tools and options as sent (secrets
+        masked), its response, usage, latency and error. Empty when the sample made no call (or the
+        run has no such sample). Raises ``UsageError`` for a store of schema 1, which kept no requests.
+        """
+        if self.schema_version is not None and self.schema_version < 2:
+            raise UsageError(
+                f"the store {self.url} has schema version {self.schema_version}, from before transcripts were "
+                "stored, so it keeps no model call's messages; the first command that writes to it (an eval) "
+                "upgrades it, and the runs made from then on have transcripts"
+            )
+        self.flush()
+        c = schema.model_calls.c
+        columns = (c.id, c.sample_key, c.role, c.step, c.request_hash, c.messages_hash, c.tools_hash, c.options_hash,
+                   c.response, c.error, c.input_tokens, c.output_tokens, c.latency_s, c.attempts, c.cached)  # fmt: skip
+        # The sample's own calls, and its extra roles' ("<key>#<role>"): both found on the (run_id, sample_key)
+        # index. A byte-wise range on SQLite; LIKE elsewhere (a PostgreSQL collation may not sort "#" byte-wise).
+        roles: ColumnElement[bool]
+        if self.engine.dialect.name == "sqlite":
+            roles = (c.sample_key > sample_key + "#") & (c.sample_key < sample_key + "$")
+        else:
+            roles = c.sample_key.startswith(sample_key + "#", autoescape=True)
+        query = union_all(
+            select(*columns).where((c.run_id == run_id) & (c.sample_key == sample_key)),
+            select(*columns).where((c.run_id == run_id) & roles),
+        ).order_by("id")
+        with self.engine.connect() as conn:
+            rows = [r for r in conn.execute(query).mappings() if _sample_of(r["sample_key"], r["role"]) == sample_key]
+            reader = TranscriptReader(lambda keys: self._fetch_blobs(conn, keys))
+            heads = {r["messages_hash"] for r in rows if r["messages_hash"]}
+            others = {r[k] for r in rows for k in ("tools_hash", "options_hash") if r[k]}
+            try:
+                reader.load(heads | others)
+            except LookupError as exc:
+                raise UsageError(f"run {run_id}, sample {sample_key}: {exc}") from exc
+        return [_call_record(r, reader) for r in rows]
+
+    def _fetch_blobs(self, conn: Connection, keys: set[str]) -> dict[str, Any]:
+        b = schema.blobs.c
+        found: dict[str, Any] = {}
+        ordered = sorted(keys)
+        for start in range(0, len(ordered), READ_CHUNK):
+            chunk = ordered[start : start + READ_CHUNK]
+            for key, data in conn.execute(select(b.hash, b.data).where(b.hash.in_(chunk))):
+                found[key] = unpack(data)
+        return found
 
     def call_stats(self, run_id: str) -> dict[str, float]:
         """Return call count, cached count, tokens and latency totals for a run."""
@@ -521,7 +683,8 @@ class Store:
         if self._taken_over:
             raise self._taken_over_error(min(self._taken_over))
         heartbeat_due = bool(self._locks) and time.monotonic() - self._last_heartbeat >= HEARTBEAT_SECONDS
-        if not (self._pending_samples or self._pending_calls or self._pending_cache or heartbeat_due):
+        blobs = self._blobs.pending
+        if not (self._pending_samples or self._pending_calls or self._pending_cache or blobs or heartbeat_due):
             return
         if self._uncertain is not None:
             self._settle_uncertain_batch()
@@ -529,6 +692,9 @@ class Store:
         committing = False
         try:
             with self.engine.begin() as conn:
+                if blobs:
+                    # Blobs need no uncertain-batch check: one already stored is skipped, never written twice.
+                    _insert_blobs(conn, blobs)
                 if samples:
                     # Failed samples are deleted (forget_samples) before they are re-run, so inserts never collide.
                     conn.execute(insert(schema.samples), samples)
@@ -559,6 +725,9 @@ class Store:
             )
             raise self._write_error(what, exc) from exc
         self._pending_samples, self._pending_calls, self._pending_cache = [], [], {}
+        if blobs:
+            self._blobs.committed(list(blobs))
+            self._blobs.pending = {}
 
     def _settle_uncertain_batch(self) -> None:
         """After a failed COMMIT, find out whether it landed after all, and if so drop its rows from the buffer.
@@ -640,6 +809,91 @@ def _results(text: str | None) -> EvalResults | None:
         return EvalResults.model_validate_json(text)
     except ValueError:
         return None
+
+
+def _sample_of(call_key: str, role: str) -> str:
+    """The sample a model-call row belongs to (calls of an extra role are stored under ``<sample>#<role>``)."""
+    suffix = "#" + role
+    if role != "model" and call_key.endswith(suffix):
+        return call_key[: -len(suffix)]
+    return call_key
+
+
+def _call_record(row: Any, reader: TranscriptReader) -> ModelCallRecord:
+    try:
+        response = AssistantTurn.model_validate_json(row["response"]) if row["response"] else None
+    except ValueError as exc:
+        raise UsageError(f"model call {row['id']}: its stored response is not a model turn: {exc}") from exc
+    messages: list[Message] | None = reader.messages(row["messages_hash"]) if row["messages_hash"] else None
+    tools: list[ToolSpec] | None = reader.tools(row["tools_hash"]) if row["tools_hash"] else None
+    options: GenerateOptions | None = reader.options(row["options_hash"]) if row["options_hash"] else None
+    return ModelCallRecord(
+        step=row["step"],
+        role=row["role"],
+        messages=messages,
+        tools=tools,
+        options=options,
+        response=response,
+        usage=Usage(input_tokens=row["input_tokens"], output_tokens=row["output_tokens"]),
+        latency_s=row["latency_s"],
+        cached=bool(row["cached"]),
+        attempts=row["attempts"],
+        error=row["error"],
+        request_hash=row["request_hash"],
+    )
+
+
+def _insert_blobs(conn: Connection, blobs: Mapping[str, bytes]) -> None:
+    """Insert the blobs the database does not have yet, in hash order (so concurrent writers never deadlock)."""
+    rows = [{"hash": key, "data": blobs[key]} for key in sorted(blobs)]
+    if conn.dialect.name == "postgresql":
+        conn.execute(postgresql.insert(schema.blobs).on_conflict_do_nothing(index_elements=["hash"]), rows)
+    elif conn.dialect.name == "sqlite":
+        conn.execute(sqlite.insert(schema.blobs).on_conflict_do_nothing(index_elements=["hash"]), rows)
+    else:
+        b = schema.blobs.c
+        have: set[str] = set()
+        for start in range(0, len(rows), READ_CHUNK):
+            chunk = [r["hash"] for r in rows[start : start + READ_CHUNK]]
+            have.update(conn.execute(select(b.hash).where(b.hash.in_(chunk))).scalars())
+        fresh = [r for r in rows if r["hash"] not in have]
+        if fresh:
+            conn.execute(insert(schema.blobs), fresh)
+
+
+def _migrate(conn: Connection, found: int | None) -> None:
+    """Bring a store of an older schema (``found``; None: no version row yet) to ``SCHEMA_VERSION``.
+
+    Each step checks what is there first, so a migration stopped halfway (SQLite commits each
+    ALTER TABLE on its own) or raced by a second process is finished by the next open.
+
+    1 -> 2: model_calls gets ``role`` (recovered from the ``<sample>#<role>`` keys of old rows) and
+    the request's blob hashes (NULL for old rows: their requests were never stored), and one index
+    on (run_id, sample_key) instead of the one on run_id; the blobs table is created by ``create_all``.
+    """
+    table = schema.model_calls
+    inspector = inspect(conn)
+    columns = {col["name"] for col in inspector.get_columns(table.name)}
+    for name in _V2_CALL_COLUMNS:
+        if name not in columns:
+            kind = table.c[name].type.compile(dialect=conn.dialect)
+            extra = " NOT NULL DEFAULT 'model'" if name == "role" else ""
+            conn.execute(text(f"ALTER TABLE {table.name} ADD COLUMN {name} {kind}{extra}"))
+    if found is not None and found < 2:
+        c = table.c
+        keyed = conn.execute(select(c.id, c.sample_key).where(c.sample_key.contains("#", autoescape=True))).all()
+        by_role: dict[str, list[int]] = {}
+        for call_id, key in keyed:
+            by_role.setdefault(key.rsplit("#", 1)[1], []).append(call_id)
+        for role, ids in by_role.items():
+            for start in range(0, len(ids), READ_CHUNK):
+                conn.execute(update(table).where(c.id.in_(ids[start : start + READ_CHUNK])).values(role=role))
+    indexes = {ix["name"] for ix in inspector.get_indexes(table.name)}
+    for index in table.indexes:
+        if index.name not in indexes:
+            index.create(conn)
+    if "ix_model_calls_run_id" in indexes:
+        conn.execute(text("DROP INDEX ix_model_calls_run_id"))
 
 
 def open_store(url: str | None = None, *, create: bool = True) -> Store:

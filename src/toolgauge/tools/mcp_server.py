@@ -21,15 +21,16 @@ import shutil
 import signal
 import tempfile
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, TYPE_CHECKING, Any, Literal
 
 import anyio
 from pydantic import BaseModel
 
 from toolgauge.tools import stdout_codec
+from toolgauge.tools.backend import ToolCallOutcome
 from toolgauge.tools.shim import SHIM_FILE_NAME
 from toolgauge.tools.staging import (
     PID_FILE,
@@ -41,6 +42,12 @@ from toolgauge.tools.staging import (
     sweep_stale_staging,
 )
 from toolgauge.tools.staging import stage_server_files as _stage_files
+
+if TYPE_CHECKING:
+    import mcp_types
+    from mcp import ClientSession
+
+    from toolgauge.sandbox import SandboxLimits
 
 LaunchStage = Literal["prepare", "start", "initialize", "list_tools"]
 ServerShape = Literal["script", "class"]
@@ -57,21 +64,6 @@ class ServerLaunchError(Exception):
         self.stage: LaunchStage = stage
         self.reason = reason
         super().__init__(f"{stage}: {reason}")
-
-
-class ToolCallOutcome(BaseModel):
-    """One tool call as the harness saw it.
-
-    ``content`` is the result's content list in wire shape (``{"type": "text", "text": ...,
-    "annotations": null}``, which is what the official evaluator serialises), or None when the call
-    produced no result; ``failure`` then says why (timeout, server died, protocol error).
-    """
-
-    content: list[dict[str, Any]] | None = None
-    text: str = ""
-    is_error: bool = False
-    failure: str | None = None
-    seconds: float = 0.0
 
 
 def detect_server_shape(source: str) -> ServerShape:
@@ -106,11 +98,11 @@ def _is_main_guard(test: ast.expr) -> bool:
     return bool(names and consts)
 
 
-def wire_content(items: Sequence[Any]) -> list[dict[str, Any]]:
+def wire_content(items: Sequence[BaseModel | Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Content blocks in wire shape, ``_meta`` dropped when empty (the official v1 dump had no value there)."""
     out: list[dict[str, Any]] = []
     for item in items:
-        data = item.model_dump(by_alias=True, mode="json") if hasattr(item, "model_dump") else dict(item)
+        data = item.model_dump(by_alias=True, mode="json") if isinstance(item, BaseModel) else dict(item)
         if data.get("_meta") is None:
             data.pop("_meta", None)
         out.append(data)
@@ -128,7 +120,7 @@ def content_text(content: Sequence[dict[str, Any]]) -> str:
     return "\n".join(parts)
 
 
-def _tool_wire(tool: Any) -> dict[str, Any]:
+def _tool_wire(tool: mcp_types.Tool) -> dict[str, Any]:
     data: dict[str, Any] = tool.model_dump(by_alias=True, mode="json", exclude_none=True)
     return {
         "name": data.get("name"),
@@ -143,7 +135,7 @@ class McpServerSession:
 
     def __init__(
         self,
-        session: Any,
+        session: ClientSession,
         tools: list[dict[str, Any]],
         errlog: IO[str],
         shape: ServerShape,
@@ -193,12 +185,13 @@ class McpServerSession:
         if stdout_codec.saw_invalid_utf8(self._encoding):
             self._mark_dead(INVALID_UTF8)
             return ToolCallOutcome(failure=f"server failed: {INVALID_UTF8}", seconds=seconds)
-        content = wire_content(getattr(result, "content", None) or [])
+        from mcp_types import CallToolResult
+
+        # Anything but a tool result (an input request) carries no content: an empty, non-error result.
+        called = isinstance(result, CallToolResult)
+        content = wire_content(result.content) if called else []
         return ToolCallOutcome(
-            content=content,
-            text=content_text(content),
-            is_error=bool(getattr(result, "is_error", False)),
-            seconds=seconds,
+            content=content, text=content_text(content), is_error=called and bool(result.is_error), seconds=seconds
         )
 
     def kill(self) -> None:
@@ -294,7 +287,7 @@ def _kill_sandbox(pidfile: Path) -> None:
 async def launch_server(
     code_path: Path,
     *,
-    limits: Any = None,
+    limits: SandboxLimits | None = None,
     startup_timeout: float = 30.0,
     extra_files: Sequence[Path] = (),
 ) -> AsyncIterator[McpServerSession]:
@@ -313,7 +306,8 @@ async def launch_server(
     from mcp import StdioServerParameters, stdio_client
 
     from toolgauge.errors import UsageError
-    from toolgauge.sandbox import SandboxLimits, sandbox_python, sandboxed_command
+    from toolgauge.sandbox import SandboxLimits as Limits
+    from toolgauge.sandbox import sandbox_python, sandboxed_command
 
     # An untrusted server may write anything on stdout; the SDK logs a traceback per unparsable line.
     logging.getLogger("mcp.client.stdio").setLevel(logging.CRITICAL)
@@ -332,9 +326,7 @@ async def launch_server(
             flag = "--class" if shape == "class" else "--script"
             argv = [sandbox_python(), SHIM_FILE_NAME, flag, staged.name]
             try:
-                command = sandboxed_command(
-                    argv, workdir, limits if limits is not None else SandboxLimits(), pidfile=pidfile
-                )
+                command = sandboxed_command(argv, workdir, limits if limits is not None else Limits(), pidfile=pidfile)
             except UsageError as exc:  # no bubblewrap and no opt-out: the server is refused, not run
                 raise ServerLaunchError("start", str(exc)) from None
             params = StdioServerParameters(
@@ -404,7 +396,7 @@ def _with_stderr(reason: str, errlog: IO[str]) -> str:
     return f"{reason}; stderr: {last}"
 
 
-async def _list_all_tools(session: Any) -> list[dict[str, Any]]:
+async def _list_all_tools(session: ClientSession) -> list[dict[str, Any]]:
     tools: list[dict[str, Any]] = []
     cursor: str | None = None
     for _ in range(50):  # a server paging forever is cut off
@@ -412,13 +404,13 @@ async def _list_all_tools(session: Any) -> list[dict[str, Any]]:
 
         result = await session.list_tools(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
         tools.extend(_tool_wire(t) for t in result.tools)
-        cursor = getattr(result, "next_cursor", None)
+        cursor = result.next_cursor
         if not cursor:
             break
     return tools
 
 
-def _unchecked_session_class() -> type[Any]:
+def _unchecked_session_class() -> type[ClientSession]:
     from mcp import ClientSession
 
     class UncheckedClientSession(ClientSession):
@@ -437,9 +429,9 @@ def _unchecked_session_class() -> type[Any]:
 class _LazySessionFactory:
     """Builds the session class on first use so importing this module does not import ``mcp``."""
 
-    _cls: type[Any] | None = None
+    _cls: type[ClientSession] | None = None
 
-    def __call__(self, read: Any, write: Any) -> Any:
+    def __call__(self, read: Any, write: Any) -> ClientSession:
         if self._cls is None:
             self._cls = _unchecked_session_class()
         return self._cls(read, write)

@@ -12,7 +12,13 @@ import copy
 import json
 from typing import Any, Literal
 
-from toolgauge.benchmarks.bfcl.loader import BFCL_RELEVANCE_CATEGORIES, BfclEntry
+from toolgauge.benchmarks.bfcl.loader import (
+    BFCL_RELEVANCE_CATEGORIES,
+    BfclEntry,
+    BfclOutput,
+    bfcl_language,
+    is_irrelevance,
+)
 from toolgauge.parsing.python_calls import render_python_calls
 from toolgauge.records import AssistantTurn, Message, ToolCall, ToolSpec
 
@@ -119,7 +125,7 @@ def bfcl_gold_turn(entry: BfclEntry, *, style: Style, underscore_to_dot: bool) -
         The gold assistant turn.
     """
     if entry.category in BFCL_RELEVANCE_CATEGORIES:
-        if "irrelevance" in entry.category:
+        if is_irrelevance(entry.category):
             return AssistantTurn(content=IRRELEVANCE_GOLD_TEXT)
         calls: list[tuple[str, dict[str, Any]]] = [(entry.functions[0]["name"], {})]
     else:
@@ -136,7 +142,7 @@ def bfcl_gold_turn(entry: BfclEntry, *, style: Style, underscore_to_dot: bool) -
 
 def bfcl_calls_output(
     entry: BfclEntry, calls: list[tuple[str, dict[str, Any]]], *, style: Style, underscore_to_dot: bool
-) -> str | list[dict[str, Any]]:
+) -> BfclOutput:
     """Render calls as the BFCL output a model in the given style would produce.
 
     Python categories: ``[f(a=1)]`` text or ``[{name: json_arguments}]``. Java/JavaScript
@@ -152,11 +158,7 @@ def bfcl_calls_output(
     Returns:
         Prompting text or a function-calling output list.
     """
-    language = (
-        "java"
-        if "java" in entry.category and "javascript" not in entry.category
-        else ("javascript" if "javascript" in entry.category else "python")
-    )
+    language = bfcl_language(entry.category)
     if style == "prompt":
         if language == "python":
             return render_python_calls(calls)
@@ -170,7 +172,7 @@ def bfcl_calls_output(
     return output
 
 
-def assistant_turn_to_bfcl_output(turn: AssistantTurn, style: Style) -> str | list[dict[str, Any]]:
+def assistant_turn_to_bfcl_output(turn: AssistantTurn, style: Style) -> BfclOutput:
     """The BFCL output for a model turn.
 
     Prompt style: the content text. Native style: ``[{name: arguments_json}]`` from the tool
@@ -190,11 +192,11 @@ def _message(raw: dict[str, Any]) -> Message:
 def _documented_functions(entry: BfclEntry) -> list[dict[str, Any]]:
     """The function docs with BFCL's generation-time language hints."""
     functions = copy.deepcopy(entry.functions)
-    java = "java" in entry.category and "javascript" not in entry.category
-    javascript = "javascript" in entry.category
-    language = "Java 8 SDK" if java else "JavaScript" if javascript else "Python 3"
+    language = bfcl_language(entry.category)
+    java, javascript = language == "java", language == "javascript"
+    syntax = "Java 8 SDK" if java else "JavaScript" if javascript else "Python 3"
     for doc in functions:
-        doc["description"] = doc.get("description", "") + f" Note that the provided function is in {language} syntax."
+        doc["description"] = doc.get("description", "") + f" Note that the provided function is in {syntax} syntax."
         if not (java or javascript):
             continue
         word = "Java" if java else "JavaScript"

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from toolgauge.errors import DataError
 from toolgauge.jsonl import read_jsonl_objects
+from toolgauge.parsing.call_types import Language
 
 BFCL_AST_CATEGORIES: tuple[str, ...] = (
     "simple_python",
@@ -40,7 +41,30 @@ BFCL_AST_CATEGORIES: tuple[str, ...] = (
 BFCL_RELEVANCE_CATEGORIES: frozenset[str] = frozenset({"irrelevance", "live_irrelevance", "live_relevance"})
 """Categories without possible answers: scored only on whether the reply contains a call."""
 
+BfclOutput = str | list[dict[str, Any]]
+"""A model's output for one entry in BFCL's result form: prompting text, or ``[{name: arguments}]``."""
+
 _RESULT_FILE = re.compile(r"^BFCL_v4_(?P<category>.+)_result\.json$")
+_ANY_VERSION_RESULT_FILE = re.compile(r"BFCL_v\d+_(?P<category>.+)_result\.json$")
+
+
+def is_irrelevance(category: str) -> bool:
+    """Whether the category is an irrelevance one (``irrelevance``, ``live_irrelevance``): right is no call."""
+    return "irrelevance" in category
+
+
+def bfcl_language(category: str) -> Language:
+    """The language a category's functions are written in, by BFCL's rule on the category name.
+
+    ``javascript`` when the name contains it, else ``java`` when the name contains that, else
+    ``python``. Both sides use it: the hints and source rendering of what the model sees, and
+    the decoder and type converters of the checker.
+    """
+    if "javascript" in category:
+        return "javascript"
+    if "java" in category:
+        return "java"
+    return "python"
 
 
 class BfclEntry(BaseModel):
@@ -55,12 +79,12 @@ class BfclEntry(BaseModel):
     line: int
 
 
-class BfclResult(BaseModel):
-    """One line of a BFCL result file: the model's raw output for one entry."""
+class BfclResultLine(BaseModel):
+    """One line of a BFCL result file: the model's raw output for one entry, and where it was read."""
 
     id: str
     category: str
-    result: str | list[dict[str, Any]]
+    result: BfclOutput
     path: str
     line: int
 
@@ -94,7 +118,7 @@ def load_bfcl(data_dir: Path, categories: Sequence[str]) -> list[BfclEntry]:
     return entries
 
 
-def load_bfcl_results(path: Path) -> dict[str, BfclResult]:
+def load_bfcl_results(path: Path) -> dict[str, BfclResultLine]:
     """Read BFCL result lines from one file or every ``BFCL_v4_*_result.json`` under a directory.
 
     Args:
@@ -114,7 +138,7 @@ def load_bfcl_results(path: Path) -> dict[str, BfclResult]:
         files = [path]
     else:
         raise DataError(str(path), "result path does not exist")
-    results: dict[str, BfclResult] = {}
+    results: dict[str, BfclResultLine] = {}
     for file in files:
         match = _RESULT_FILE.match(file.name)
         for line_number, record in read_jsonl_objects(file, what="results"):
@@ -129,6 +153,25 @@ def load_bfcl_results(path: Path) -> dict[str, BfclResult]:
                 )
             results[result.id] = result
     return results
+
+
+def categories_with_results(path: Path) -> list[str]:
+    """Categories that have a ``BFCL_v<N>_<category>_result.json`` at or under ``path``, in path order.
+
+    Raises:
+        DataError: ``path`` does not exist, or holds no result file.
+    """
+    if not path.exists():
+        raise DataError(str(path), "no such file or folder")
+    files = [path] if path.is_file() else sorted(path.rglob("*_result.json"))
+    found: list[str] = []
+    for f in files:
+        m = _ANY_VERSION_RESULT_FILE.search(f.name)
+        if m and m.group("category") not in found:
+            found.append(m.group("category"))
+    if not found:
+        raise DataError(str(path), "no BFCL result files (BFCL_v4_<category>_result.json) found")
+    return found
 
 
 def _require_id(record: dict[str, Any], path: Path, line: int) -> str:
@@ -201,7 +244,7 @@ def _entry(
     )
 
 
-def _result(record: dict[str, Any], path: Path, line: int, category: str | None) -> BfclResult:
+def _result(record: dict[str, Any], path: Path, line: int, category: str | None) -> BfclResultLine:
     entry_id = _require_id(record, path, line)
     if "result" not in record:
         raise DataError(str(path), "missing result", line=line, field="result")
@@ -217,6 +260,6 @@ def _result(record: dict[str, Any], path: Path, line: int, category: str | None)
                 )
     elif not isinstance(value, str):
         raise DataError(str(path), "expected a string or a list of calls", line=line, field="result")
-    return BfclResult(
+    return BfclResultLine(
         id=entry_id, category=category or entry_id.rsplit("_", 1)[0], result=value, path=str(path), line=line
     )

@@ -10,16 +10,23 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from pydantic import BaseModel
 
-from toolgauge.benchmarks.bfcl.loader import BFCL_RELEVANCE_CATEGORIES, BfclEntry
+from toolgauge.benchmarks.bfcl.loader import (
+    BFCL_AST_CATEGORIES,
+    BFCL_RELEVANCE_CATEGORIES,
+    BfclEntry,
+    BfclOutput,
+    bfcl_language,
+    is_irrelevance,
+)
+from toolgauge.parsing.call_types import Language
 from toolgauge.parsing.python_calls import BfclDecodeError, BfclWrongFormatError, decode_python_calls
-
-BfclOutput = str | list[dict[str, Any]]
-CheckLanguage = Literal["python", "java", "javascript"]
+from toolgauge.results import EvalResults, Metric
 
 
 class BfclVerdict(BaseModel):
@@ -40,10 +47,11 @@ class BfclVerdict(BaseModel):
     unparsable: bool
 
 
-class BfclScore(BaseModel):
-    """Per-entry verdicts and the JSON summary."""
+@dataclass(frozen=True)
+class BfclScore:
+    """Per-entry verdicts and the results they add up to."""
 
-    summary: dict[str, Any]
+    results: EvalResults
     verdicts: list[BfclVerdict]
 
 
@@ -75,7 +83,7 @@ def check_bfcl_entry(entry: BfclEntry, output: BfclOutput, *, underscore_to_dot:
         The verdict, with BFCL's ``error_type`` on failure.
     """
     unsatisfiable = unsatisfiable_reason(entry) is not None
-    language = _language(entry.category)
+    language = bfcl_language(entry.category)
     decoded: list[dict[str, Any]] | None = None
     try:
         decoded = _decode(output, "python" if entry.category in BFCL_RELEVANCE_CATEGORIES else language)
@@ -104,7 +112,7 @@ def check_bfcl_entry(entry: BfclEntry, output: BfclOutput, *, underscore_to_dot:
 
     if entry.category in BFCL_RELEVANCE_CATEGORIES:
         contains_call = decode_error is None and decoded is not None and not _is_empty(decoded)
-        if "irrelevance" in entry.category:
+        if is_irrelevance(entry.category):
             if contains_call:
                 return verdict(
                     False,
@@ -134,7 +142,7 @@ def check_bfcl_entry(entry: BfclEntry, output: BfclOutput, *, underscore_to_dot:
 def score_bfcl(
     entries: Sequence[BfclEntry], outputs: Mapping[str, BfclOutput], *, underscore_to_dot: bool
 ) -> BfclScore:
-    """Check every entry and summarise per category, with BFCL's aggregates.
+    """Check every entry and add the verdicts up per category, with BFCL's aggregates.
 
     Args:
         entries: The entries to score.
@@ -142,37 +150,105 @@ def score_bfcl(
         underscore_to_dot: See :func:`check_bfcl_entry`.
 
     Returns:
-        The verdicts and the summary ``{"benchmark": "bfcl", "categories": {...}, ...}``.
+        The verdicts and the results (see :class:`BfclTally` for the metrics).
     """
     verdicts = [check_bfcl_entry(e, outputs.get(e.id, ""), underscore_to_dot=underscore_to_dot) for e in entries]
-    return BfclScore(summary=summarise_bfcl(verdicts, underscore_to_dot=underscore_to_dot), verdicts=verdicts)
+    tally = BfclTally.of(verdicts)
+    results = EvalResults(
+        benchmark="bfcl",
+        settings={"underscore_to_dot": underscore_to_dot},
+        metrics=tally.metrics(),
+        details=tally.details(),
+    )
+    return BfclScore(results=results, verdicts=verdicts)
 
 
-def summarise_bfcl(verdicts: Sequence[BfclVerdict], *, underscore_to_dot: bool) -> dict[str, Any]:
-    """Build the JSON summary from verdicts (see :func:`score_bfcl`)."""
-    categories: dict[str, dict[str, Any]] = {}
-    for v in verdicts:
-        stats = categories.setdefault(v.category, {"accuracy": 0.0, "n": 0, "correct": 0, "unsatisfiable": 0})
-        stats["n"] += 1
-        stats["correct"] += int(v.valid)
-        stats["unsatisfiable"] += int(v.unsatisfiable)
-    for stats in categories.values():
-        stats["accuracy"] = stats["correct"] / stats["n"]
-    irrelevance = [v for v in verdicts if "irrelevance" in v.category]
-    correct_abstentions = [v for v in irrelevance if v.valid]
-    return {
-        "benchmark": "bfcl",
-        "underscore_to_dot": underscore_to_dot,
-        "categories": categories,
-        "aggregates": _aggregates(categories),
-        "unsatisfiable": sum(v.unsatisfiable for v in verdicts),
-        "loophole": {
-            "irrelevance_n": len(irrelevance),
-            "irrelevance_correct": len(correct_abstentions),
-            "irrelevance_correct_but_unparsable": sum(v.unparsable for v in correct_abstentions),
-        },
-        "error_types": dict(Counter(v.error_type for v in verdicts if v.error_type).most_common()),
-    }
+@dataclass
+class _CategoryCount:
+    n: int = 0
+    correct: int = 0
+    unsatisfiable: int = 0
+
+
+@dataclass
+class BfclTally:
+    """Verdicts added up as they come (nothing per entry is kept).
+
+    :meth:`metrics` gives, per category (``by="category"``, in BFCL's category order): ``accuracy``,
+    ``correct`` and ``unsatisfiable`` (counts); per BFCL aggregate (``by="aggregate"``: ``simple``, ``non_live``,
+    ``live``, ``irrelevance``, ``relevance``, each only when its categories are present):
+    ``accuracy``; overall: ``unsatisfiable`` (entries no answer can pass) and the irrelevance
+    loophole, ``irrelevance_correct`` and ``irrelevance_correct_but_unparsable`` (counts over the
+    ``n`` irrelevance entries). :meth:`details` gives the error types and which categories each
+    aggregate used.
+    """
+
+    categories: dict[str, _CategoryCount] = field(default_factory=dict)
+    irrelevance_n: int = 0
+    irrelevance_correct: int = 0
+    irrelevance_correct_but_unparsable: int = 0
+    error_types: Counter[str] = field(default_factory=Counter)
+
+    @classmethod
+    def of(cls, verdicts: Iterable[BfclVerdict]) -> BfclTally:
+        """The tally of ``verdicts``."""
+        tally = cls()
+        for verdict in verdicts:
+            tally.add(verdict)
+        return tally
+
+    def add(self, v: BfclVerdict) -> None:
+        """Count one verdict."""
+        count = self.categories.setdefault(v.category, _CategoryCount())
+        count.n += 1
+        count.correct += int(v.valid)
+        count.unsatisfiable += int(v.unsatisfiable)
+        if is_irrelevance(v.category):
+            self.irrelevance_n += 1
+            if v.valid:
+                self.irrelevance_correct += 1
+                self.irrelevance_correct_but_unparsable += int(v.unparsable)
+        if v.error_type:
+            self.error_types[v.error_type] += 1
+
+    def metrics(self) -> list[Metric]:
+        """Per-category, aggregate and overall metrics (see the class docstring)."""
+        out: list[Metric] = []
+        # BFCL's category order, whatever order the entries came in (a rescore loads them sorted).
+        known = {name: index for index, name in enumerate(BFCL_AST_CATEGORIES)}
+        for name in sorted(self.categories, key=lambda c: known.get(c, len(known))):
+            count = self.categories[name]
+            out += [
+                Metric(name="accuracy", value=count.correct / count.n, group=name, by="category", n=count.n),
+                Metric(name="correct", value=count.correct, group=name, by="category", n=count.n, kind="count"),
+                Metric(
+                    name="unsatisfiable", value=count.unsatisfiable, group=name, by="category", n=count.n, kind="count"
+                ),
+            ]
+        out += [
+            Metric(name="accuracy", value=value, group=name, by="aggregate", n=n)
+            for name, (value, n, _) in _aggregates(self.categories).items()
+        ]
+        total = sum(count.n for count in self.categories.values())
+        unsatisfiable = sum(count.unsatisfiable for count in self.categories.values())
+        return [
+            *out,
+            Metric(name="unsatisfiable", value=unsatisfiable, n=total, kind="count"),
+            Metric(name="irrelevance_correct", value=self.irrelevance_correct, n=self.irrelevance_n, kind="count"),
+            Metric(
+                name="irrelevance_correct_but_unparsable",
+                value=self.irrelevance_correct_but_unparsable,
+                n=self.irrelevance_n,
+                kind="count",
+            ),
+        ]
+
+    def details(self) -> dict[str, Any]:
+        """``error_types`` (BFCL error type -> entries, most frequent first) and ``aggregate_categories``."""
+        return {
+            "error_types": dict(self.error_types.most_common()),
+            "aggregate_categories": {name: used for name, (_, _, used) in _aggregates(self.categories).items()},
+        }
 
 
 def unsatisfiable_reason(entry: BfclEntry) -> str | None:
@@ -205,15 +281,7 @@ def unsatisfiable_reason(entry: BfclEntry) -> str | None:
 # Decoding
 
 
-def _language(category: str) -> CheckLanguage:
-    if "javascript" in category:
-        return "javascript"
-    if "java" in category:
-        return "java"
-    return "python"
-
-
-def _decode(output: BfclOutput, language: CheckLanguage) -> list[dict[str, Any]]:
+def _decode(output: BfclOutput, language: Language) -> list[dict[str, Any]]:
     if isinstance(output, str):
         return list(decode_python_calls(output, language))
     decoded: list[dict[str, Any]] = []
@@ -276,7 +344,7 @@ def _find_doc(functions: list[dict[str, Any]], name: str) -> dict[str, Any] | No
     return None
 
 
-def _check_calls(entry: BfclEntry, calls: list[dict[str, Any]], language: CheckLanguage, to_dot: bool) -> None:
+def _check_calls(entry: BfclEntry, calls: list[dict[str, Any]], language: Language, to_dot: bool) -> None:
     answers = entry.ground_truth or []
     if "parallel" in entry.category:
         _check_parallel(entry.functions, calls, answers, language, to_dot)
@@ -295,7 +363,7 @@ def _check_parallel(
     functions: list[dict[str, Any]],
     calls: list[dict[str, Any]],
     answers: list[dict[str, Any]],
-    language: CheckLanguage,
+    language: Language,
     to_dot: bool,
 ) -> None:
     if len(calls) != len(answers):
@@ -369,7 +437,7 @@ def _check_call(
     doc: dict[str, Any] | None,
     call: dict[str, Any],
     answer: dict[str, Any],
-    language: CheckLanguage,
+    language: Language,
     to_dot: bool,
 ) -> None:
     """BFCL's ``simple_function_checker``: first failure wins, in BFCL's order."""
@@ -427,7 +495,7 @@ def _check_call(
 
 
 def _typed_value(
-    param: str, value: Any, schema: dict[str, Any], declared: str, language: CheckLanguage
+    param: str, value: Any, schema: dict[str, Any], declared: str, language: Language
 ) -> tuple[Any, type, type | None]:
     """Return the value to check, the Python type it must have and the item type (arrays)."""
     if language == "python":
@@ -742,29 +810,32 @@ def _js_literal(text: str) -> Any:
     return _int_or_float_or_text(text)
 
 
-def _aggregates(categories: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """BFCL's summary scores that the present categories allow."""
+def _aggregates(categories: Mapping[str, _CategoryCount]) -> dict[str, tuple[float, int, list[str]]]:
+    """BFCL's summary scores that the present categories allow: name -> (accuracy, entries, categories used)."""
 
     def accuracy(name: str) -> float:
-        return float(categories[name]["accuracy"])
+        return categories[name].correct / categories[name].n
 
-    result: dict[str, Any] = {}
-    simple = ("simple_python", "simple_java", "simple_javascript")
+    def entries(names: Sequence[str]) -> int:
+        return sum(categories[name].n for name in names)
+
+    result: dict[str, tuple[float, int, list[str]]] = {}
+    simple = ["simple_python", "simple_java", "simple_javascript"]
     if all(name in categories for name in simple):
-        result["simple"] = sum(accuracy(name) for name in simple) / 3
-        non_live = ("multiple", "parallel", "parallel_multiple")
+        simple_accuracy = sum(accuracy(name) for name in simple) / 3
+        result["simple"] = (simple_accuracy, entries(simple), simple)
+        non_live = ["multiple", "parallel", "parallel_multiple"]
         if all(name in categories for name in non_live):
-            result["non_live"] = (result["simple"] + sum(accuracy(name) for name in non_live)) / 4
+            value = (simple_accuracy + sum(accuracy(name) for name in non_live)) / 4
+            result["non_live"] = (value, entries(simple + non_live), simple + non_live)
     live = [n for n in ("live_simple", "live_multiple", "live_parallel", "live_parallel_multiple") if n in categories]
     if live:
-        correct = sum(int(categories[name]["correct"]) for name in live)
-        total = sum(int(categories[name]["n"]) for name in live)
-        result["live"] = correct / total
-        result["live_categories"] = live
+        correct = sum(categories[name].correct for name in live)
+        result["live"] = (correct / entries(live), entries(live), live)
     irrelevance = [n for n in ("irrelevance", "live_irrelevance") if n in categories]
     if irrelevance:
-        result["irrelevance"] = sum(accuracy(name) for name in irrelevance) / len(irrelevance)
-        result["irrelevance_categories"] = irrelevance
+        value = sum(accuracy(name) for name in irrelevance) / len(irrelevance)
+        result["irrelevance"] = (value, entries(irrelevance), irrelevance)
     if "live_relevance" in categories:
-        result["relevance"] = accuracy("live_relevance")
+        result["relevance"] = (accuracy("live_relevance"), entries(["live_relevance"]), ["live_relevance"])
     return result

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -17,43 +17,87 @@ from toolgauge.benchmarks.bfcl.io import (
     bfcl_prompt_messages,
     bfcl_tools,
 )
-from toolgauge.benchmarks.bfcl.loader import BfclEntry, load_bfcl_results
-from toolgauge.benchmarks.bfcl.metrics import check_bfcl_entry, score_bfcl, summarise_bfcl
-from toolgauge.driver import ScoredRun
-from toolgauge.engine import EpisodeContext, SampleOutcome
-from toolgauge.errors import DataError
+from toolgauge.benchmarks.bfcl.loader import BfclEntry, BfclOutput, load_bfcl_results
+from toolgauge.benchmarks.bfcl.metrics import BfclTally, BfclVerdict, check_bfcl_entry
+from toolgauge.engine import EpisodeContext, SampleOutcome, in_step
+from toolgauge.errors import UsageError
 from toolgauge.records import AssistantTurn, ToolCall
+from toolgauge.results import EvalResults, SampleScore, ScoredRun
 from toolgauge.settings import CallSettings
 
 BfclMode = Literal["prompt", "native", "replay"]
-_RESULT_FILE = re.compile(r"BFCL_v\d+_(?P<category>.+)_result\.json$")
 
 
 class BfclResult(BaseModel):
-    """The model's output for one entry, in BFCL's result form (text, or ``[{name: args}]``)."""
+    """What one episode produced: the model's output for the entry in BFCL's result form.
 
-    output: str | list[dict[str, Any]] = ""
+    ``output`` is what the checker reads (text, or ``[{name: args}]``). In ``replay`` mode it is
+    the recorded result, untouched, and ``missing`` says the result files had none for the entry
+    (it is then scored as an empty reply).
+    """
+
+    output: BfclOutput = ""
     content: str | None = None
     tool_calls: list[ToolCall] = Field(default_factory=list)
+    missing: bool = False
 
 
-def categories_with_results(path: Path) -> list[str]:
-    """Categories that have a ``BFCL_v4_<category>_result.json`` at or under ``path``."""
-    if not path.exists():
-        raise DataError(str(path), "no such file or folder")
-    files = [path] if path.is_file() else sorted(path.rglob("*_result.json"))
-    found = []
-    for f in files:
-        m = _RESULT_FILE.search(f.name)
-        if m and m.group("category") not in found:
-            found.append(m.group("category"))
-    if not found:
-        raise DataError(str(path), "no BFCL result files (BFCL_v4_<category>_result.json) found")
-    return found
+@dataclass(frozen=True, slots=True)
+class JudgedEntry:
+    """One scored entry: BFCL's verdict, the output it was given, and the run error of its sample."""
+
+    verdict: BfclVerdict
+    output: BfclOutput | None
+    missing: bool
+    sample_error: str | None
+
+    def sample_score(self) -> SampleScore:
+        """The entry's score: 1.0 when BFCL's checker accepts it, with its error type and message."""
+        v = self.verdict
+        explanation = None if v.valid else ": ".join(x for x in (v.error_type, *v.errors[:1]) if x)
+        metadata: dict[str, Any] = {
+            "category": v.category,
+            "output": self.output,
+            "decoded": v.decoded,
+            "errors": v.errors,
+        }
+        if self.missing:
+            metadata["missing_prediction"] = True
+        return SampleScore(
+            id=v.id,
+            sample=v.id,
+            value=1.0 if v.valid else 0.0,
+            scores={
+                "valid": v.valid,
+                "error_type": v.error_type,
+                "unsatisfiable": v.unsatisfiable,
+                "unparsable": v.unparsable,
+            },
+            explanation=explanation,
+            error=self.sample_error,
+            metadata=metadata,
+        )
+
+
+def missing_predictions_warning(missing: Sequence[str], total: int) -> str | None:
+    """The warning for a replay where ``missing`` of ``total`` entries have no recorded result (None if none)."""
+    if not missing:
+        return None
+    return f"predictions missing for {len(missing)} of {total} samples (scored as wrong); first missing: {missing[0]}"
+
+
+def recorded_turns(results: Mapping[str, BfclOutput]) -> dict[str, list[AssistantTurn]]:
+    """BFCL results as one model turn each: text as content, function-calling lists as tool calls."""
+    return {rid: [_recorded_turn(result)] for rid, result in results.items()}
 
 
 class BfclBenchmark:
-    """BFCL's AST categories."""
+    """BFCL's AST categories.
+
+    ``mode`` ``native`` and ``prompt`` ask the model, as BFCL's function-calling and prompting
+    handlers do. ``replay`` scores recorded BFCL results: ``recorded`` (entry id -> result) is
+    what the episodes return, checked untouched, so odd shapes fail exactly as they fail in BFCL.
+    """
 
     name = "bfcl"
     result_type = BfclResult
@@ -66,15 +110,18 @@ class BfclBenchmark:
         mode: BfclMode = "native",
         underscore_to_dot: bool | None = None,
         settings: CallSettings | None = None,
+        limit: int | None = None,
+        recorded: Mapping[str, BfclOutput] | None = None,
     ):
         self.entries = list(entries)
         self.data_label = data_label
         self.mode: BfclMode = mode
         self.underscore_to_dot_override = underscore_to_dot
         self.settings = settings or CallSettings()
-        self._replayed: dict[str, str | list[dict[str, Any]]] = {}
+        self.limit = limit
+        self.recorded = recorded
 
-    def _underscore_to_dot(self, output: str | list[dict[str, Any]] | None = None) -> bool:
+    def _underscore_to_dot(self, output: BfclOutput | None = None) -> bool:
         # BFCL decides by the model's registry entry; we decide by the output style unless told.
         if self.underscore_to_dot_override is not None:
             return self.underscore_to_dot_override
@@ -87,22 +134,36 @@ class BfclBenchmark:
         return [(e.id, e) for e in self.entries]
 
     def config(self) -> dict[str, Any]:
-        """Settings that define the run."""
+        """Settings that define the run (``limit`` is per category)."""
         return {
             "data": self.data_label,
             "mode": self.mode,
             "underscore_to_dot": self.underscore_to_dot_override,
             "categories": sorted({e.category for e in self.entries}),
+            "limit": self.limit,
             "n": len(self.entries),
             **self.settings.model_dump(),
         }
 
+    def missing_predictions(self) -> list[str]:
+        """In replay mode, the ids of the entries ``recorded`` has no result for, in entry order."""
+        if self.mode != "replay" or self.recorded is None:
+            return []
+        return [e.id for e in self.entries if e.id not in self.recorded]
+
     async def episode(self, sample: BfclEntry, ctx: EpisodeContext) -> BfclResult:
-        """Ask once, as BFCL's FC or prompting handlers would."""
+        """Ask once, as BFCL's FC or prompting handlers would (replay: return the recorded result)."""
         if self.mode == "replay":
+            if self.recorded is None:
+                raise UsageError("mode replay scores recorded results: build the benchmark with predictions")
             turn = await ctx.generate([], None, None)
-            recorded = self._replayed.get(sample.id, "")
-            return BfclResult(output=recorded, content=turn.content, tool_calls=turn.tool_calls)
+            recorded = self.recorded.get(sample.id)
+            return BfclResult(
+                output=recorded if recorded is not None else "",
+                content=turn.content,
+                tool_calls=turn.tool_calls,
+                missing=recorded is None,
+            )
         u2d = self._underscore_to_dot()
         style: Literal["prompt", "native"] = "native" if self.mode == "native" else "prompt"
         gold = bfcl_gold_turn(sample, style=style, underscore_to_dot=u2d)
@@ -119,66 +180,60 @@ class BfclBenchmark:
     def score(
         self, samples: Sequence[tuple[str, BfclEntry]], outcomes: Sequence[SampleOutcome[BfclResult]]
     ) -> ScoredRun:
-        """Score every entry; a failed sample is an empty reply."""
-        by_key = {o.key: o for o in outcomes}
-        entries = [e for _, e in samples]
-        outputs: dict[str, str | list[dict[str, Any]]] = {}
-        for key, _entry in samples:
-            outcome = by_key.get(key)
-            if outcome is not None and outcome.result is not None:
-                outputs[key] = outcome.result.output
-        if self.mode == "replay" and self.underscore_to_dot_override is None:
-            # Recorded outputs: function-calling lists are checked with underscore_to_dot, text without.
-            ordered = [
-                check_bfcl_entry(e, outputs.get(e.id, ""), underscore_to_dot=isinstance(outputs.get(e.id), list))
-                for e in entries
-            ]
-            summary = summarise_bfcl(ordered, underscore_to_dot=any(isinstance(v, list) for v in outputs.values()))
-            summary["underscore_to_dot"] = "by output style"
-        else:
-            scored = score_bfcl(entries, outputs, underscore_to_dot=self._underscore_to_dot())
-            ordered, summary = scored.verdicts, scored.summary
-        summary = {**summary, "benchmark": self.name, "mode": self.mode, "data": self.data_label}
-        missing = self.missing_predictions_warning()
-        if missing:
-            summary["warnings"] = [*summary.get("warnings", []), missing]
-        rows = []
-        for (key, _entry), verdict in zip(samples, ordered, strict=True):
-            outcome = by_key.get(key)
-            rows.append(
-                {
-                    **verdict.model_dump(mode="json"),
-                    "output": outputs.get(key),
-                    "sample_error": outcome.error if outcome else "not run",
-                }
-            )
-        return ScoredRun(summary=summary, rows=rows)
+        """Score every entry with BFCL's checker; a failed or missing sample is an empty reply.
 
-    def missing_predictions_warning(self) -> str | None:
-        """In replay mode, say how many entries have no recorded result (they are scored as wrong)."""
-        if self.mode != "replay":
-            return None
-        missing = [e.id for e in self.entries if e.id not in self._replayed]
-        if not missing:
-            return None
-        return (
-            f"predictions missing for {len(missing)} of {len(self.entries)} samples (scored as wrong); "
-            f"first missing: {missing[0]}"
+        One pass over the samples and their outcomes (both in input order, as the engine returns
+        them) adds the verdicts up; the per-entry scores are made by a second pass when asked for.
+        In replay mode the results warn about entries that had no recorded result.
+
+        Raises:
+            ValueError: an outcome is out of order or belongs to no sample.
+        """
+        tally = BfclTally()
+        missing: list[str] = []
+        for judged in self.judged_entries(samples, outcomes):
+            tally.add(judged.verdict)
+            if judged.missing:
+                missing.append(judged.verdict.id)
+        by_output_style = self.mode == "replay" and self.underscore_to_dot_override is None
+        warning = missing_predictions_warning(missing, len(samples))
+        results = EvalResults(
+            benchmark=self.name,
+            settings={
+                "mode": self.mode,
+                "underscore_to_dot": "by output style" if by_output_style else self._underscore_to_dot(),
+                "data": self.data_label,
+            },
+            metrics=tally.metrics(),
+            details=tally.details(),
+            warnings=[warning] if warning else [],
         )
+        return ScoredRun(results, lambda: (j.sample_score() for j in self.judged_entries(samples, outcomes)))
+
+    def judged_entries(
+        self, samples: Iterable[tuple[str, BfclEntry]], outcomes: Iterable[SampleOutcome[BfclResult]]
+    ) -> Iterator[JudgedEntry]:
+        """Yield every entry judged, one at a time; ``samples`` and ``outcomes`` are read once, in step.
+
+        Raises:
+            ValueError: an outcome is out of order or belongs to no sample.
+        """
+        for _, entry, mine in in_step(samples, outcomes):
+            result = mine.result if mine is not None else None
+            output = result.output if result is not None else None
+            # Recorded outputs: function-calling lists are checked with underscore_to_dot, text without.
+            verdict = check_bfcl_entry(
+                entry, output if output is not None else "", underscore_to_dot=self._underscore_to_dot(output)
+            )
+            error = mine.error if mine is not None else "not run"
+            yield JudgedEntry(verdict, output, result is not None and result.missing, error)
 
     def replay_table(self, path: Path) -> Mapping[str, Sequence[AssistantTurn]]:
-        """BFCL result files as turns (text as content, FC lists as tool calls).
-
-        ``score bfcl`` (mode ``replay``) checks the recorded result itself, untouched, so odd
-        shapes fail exactly as they fail in BFCL; the turns serve ``eval bfcl --model replay:``.
-        """
-        results = load_bfcl_results(path)
-        wanted = {e.id for e in self.entries}
-        self._replayed.update({rid: r.result for rid, r in results.items() if rid in wanted})
-        return {rid: [_recorded_turn(r.result)] for rid, r in results.items()}
+        """BFCL result files at ``path`` as turns, for ``--model replay:PATH`` (pure: reads and returns)."""
+        return recorded_turns({rid: line.result for rid, line in load_bfcl_results(path).items()})
 
 
-def _recorded_turn(result: str | list[dict[str, Any]]) -> AssistantTurn:
+def _recorded_turn(result: BfclOutput) -> AssistantTurn:
     if isinstance(result, str):
         return AssistantTurn(content=result)
     calls = []

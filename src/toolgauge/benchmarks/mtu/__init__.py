@@ -1,1 +1,29 @@
-"""benchmarks/mtu."""
+"""MTU-Bench (MTU-Bench-Team/MTU-Bench): single- and multi-turn tool use, scored as the published scorer does.
+
+Five eval splits (S-S, S-M, M-S, M-M, OOD) read from MTU-Bench's ``<split>_eval.jsonl`` files,
+asked with the ReAct text prompt (as the reference) or as native tool calls, and scored with the
+reference metrics or the ``strict`` variant (``docs/metrics/mtu-bench.md``). ``score mtu-bench``
+rescores recorded replies such as the published GPT-4 responses.
+"""
+
+from toolgauge.benchmark import BenchmarkSpec, lazy
+from toolgauge.benchmarks.mtu.report import render_mtu
+
+SPEC = BenchmarkSpec(
+    name="mtu-bench",
+    title="MTU-Bench: single- and multi-turn, single- and multi-tool calls (S-S, S-M, M-S, M-M, OOD)",
+    run_names=("mtu-bench",),
+    add_commands=lazy("toolgauge.benchmarks.mtu.cli", "add_commands"),
+    build=lazy("toolgauge.benchmarks.mtu.cli", "build"),
+    render=render_mtu,
+    rescore=lazy("toolgauge.benchmarks.mtu.cli", "rescore"),
+    headline=(
+        "tool_accuracy",
+        "parameter_accuracy",
+        "tool_number_accuracy",
+        "tool_order_accuracy",
+        "success_rate",
+        "turn_success_rate",
+    ),
+    variants=("reference", "strict"),
+)

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from toolgauge.benchmarks.mtu.loader import MTU_SPLITS, MtuItem
+from toolgauge.benchmarks.mtu.records import MTU_SPLITS, MULTI_TURN_SPLITS, MtuItem
 from toolgauge.records import ToolCall
 from toolgauge.results import Metric
 
@@ -68,11 +68,23 @@ class MtuItemVerdict(BaseModel):
 
 
 class MtuScore(BaseModel):
-    """Scores per split plus one verdict per item (in item order)."""
+    """Scores over every item and per split, plus one verdict per item (in item order).
+
+    ``overall`` and each row of ``splits`` map metric names to fractions and counts (see
+    :func:`score_mtu`); :meth:`metrics` gives them as typed metrics.
+    """
 
     variant: MtuVariant
+    overall: dict[str, float | int]
     splits: dict[str, dict[str, float | int]]
     verdicts: list[MtuItemVerdict]
+
+    def metrics(self) -> list[Metric]:
+        """The overall metrics (group None), then each split's (``by="split"``), counts included."""
+        out = tally_metrics(self.overall, counts=True)
+        for split, summary in self.splits.items():
+            out += tally_metrics(summary, group=split, by="split", counts=True)
+        return out
 
 
 class TurnOutcome(BaseModel):
@@ -434,7 +446,11 @@ def score_mtu(
         pair plus ``success_rate``, ``turn_success_rate``, ``soft_turn_success_rate``,
         ``task_process_rate``, ``n_dialogues``; M-M the S-M pair plus the same dialogue metrics;
         OOD the S-S pair over its single-tool items and the S-M pair over the others, with
-        ``n_single_tool`` / ``n_multi_tool``. Plus one verdict per item, in item order.
+        ``n_single_tool`` / ``n_multi_tool``. ``overall`` pools every item the same way: the S-S pair
+        over the single-call items, the S-M pair over the multi-call items, the dialogue metrics over
+        the M-S and M-M dialogues, with ``n``, ``n_single_tool``, ``n_multi_tool`` (and
+        ``n_dialogues``); with one split it equals that split's row. Plus one verdict per item, in
+        item order.
 
     Raises:
         ValueError: ``items`` and ``predicted`` differ in length.
@@ -442,12 +458,13 @@ def score_mtu(
     if len(items) != len(predicted):
         raise ValueError(f"{len(items)} items but {len(predicted)} predictions")
     verdicts = [judge_mtu_item(item, calls, variant) for item, calls in zip(items, predicted, strict=True)]
-    splits: dict[str, dict[str, float | int]] = {}
-    for split in MTU_SPLITS:
-        members = [(item, verdict) for item, verdict in zip(items, verdicts, strict=True) if item.split == split]
-        if members:
-            splits[split] = _split_summary(split, members)
-    return MtuScore(variant=variant, splits=splits, verdicts=verdicts)
+    by_split: dict[str, list[tuple[MtuItem, MtuItemVerdict]]] = {split: [] for split in MTU_SPLITS}
+    for item, verdict in zip(items, verdicts, strict=True):
+        by_split[item.split].append((item, verdict))
+    splits = {split: _split_summary(split, members) for split, members in by_split.items() if members}
+    # Split by split in MTU_SPLITS order: the overall sums do not depend on the order the splits were asked in.
+    overall = _overall_summary([member for members in by_split.values() for member in members])
+    return MtuScore(variant=variant, overall=overall, splits=splits, verdicts=verdicts)
 
 
 def _split_summary(split: str, members: Sequence[tuple[MtuItem, MtuItemVerdict]]) -> dict[str, float | int]:
@@ -464,6 +481,24 @@ def _split_summary(split: str, members: Sequence[tuple[MtuItem, MtuItemVerdict]]
             (item.dialogue_id, item.turn_index, verdict.turn_correct) for item, verdict in members
         )
         summary.update(dialogue_metrics(dialogues))
+    return summary
+
+
+def _overall_summary(members: Sequence[tuple[MtuItem, MtuItemVerdict]]) -> dict[str, float | int]:
+    """Every item pooled: single-call and multi-call metrics over their items, dialogue metrics over dialogues."""
+    summary: dict[str, float | int] = {"n": len(members)}
+    single = [verdict for item, verdict in members if not item.multi_call]
+    multi = [verdict for item, verdict in members if item.multi_call]
+    summary.update(_single_summary(single))
+    summary.update(_multi_summary(multi))
+    summary["n_single_tool"] = len(single)
+    summary["n_multi_tool"] = len(multi)
+    turns = [(item, verdict) for item, verdict in members if item.split in MULTI_TURN_SPLITS]
+    if turns:
+        # Dialogue ids carry their split (M-S_3, M-M_3), so the two splits' dialogues never merge.
+        summary.update(
+            dialogue_metrics(dialogue_results((i.dialogue_id, i.turn_index, v.turn_correct) for i, v in turns))
+        )
     return summary
 
 
@@ -591,18 +626,42 @@ class DialogueTurnTally:
 
 TURN_METRICS = ("tool_accuracy", "parameter_accuracy", "tool_number_accuracy", "tool_order_accuracy")
 DIALOGUE_METRICS = ("success_rate", "turn_success_rate", "soft_turn_success_rate", "task_process_rate")
+# The counts a summary may hold: items (MTU), turns (toolgauge's dialogues), dialogues, and OOD's
+# single-call and multi-call items.
+COUNTS = ("n", "n_turns", "n_dialogues", "n_single_tool", "n_multi_tool")
+# What each metric is a mean over: the first of these counts the summary has.
+_UNITS = {
+    "tool_accuracy": ("n_single_tool", "n_turns", "n"),
+    "parameter_accuracy": ("n_single_tool", "n_turns", "n"),
+    "tool_number_accuracy": ("n_multi_tool", "n_turns", "n"),
+    "tool_order_accuracy": ("n_multi_tool", "n_turns", "n"),
+    **{name: ("n_dialogues",) for name in DIALOGUE_METRICS},
+}
 
 
-def tally_metrics(summary: dict[str, float | int], *, group: str | None = None, by: str | None = None) -> list[Metric]:
-    """The typed metrics of a tally's summary: turn metrics over turns, SR/ATS/SATS/TPR over dialogues."""
-    turns = int(summary.get("n_turns", 0))
-    dialogues = int(summary.get("n_dialogues", 0))
+def tally_metrics(
+    summary: dict[str, float | int], *, group: str | None = None, by: str | None = None, counts: bool = False
+) -> list[Metric]:
+    """The typed metrics of a summary: each metric with the number of units it is over as ``n``.
+
+    Turn metrics are over turns (toolgauge's dialogues) or items (MTU; in a summary with
+    ``n_single_tool`` / ``n_multi_tool``, over the single-call or multi-call items), SR/ATS/SATS/TPR
+    over dialogues. With ``counts``, the summary's counts follow as metrics of kind ``count``.
+    """
     out = [
-        Metric(name=name, value=summary[name], group=group, by=by, n=turns) for name in TURN_METRICS if name in summary
-    ]
-    out += [
-        Metric(name=name, value=summary[name], group=group, by=by, n=dialogues)
-        for name in DIALOGUE_METRICS
+        Metric(name=name, value=summary[name], group=group, by=by, n=_units_of(summary, name))
+        for name in (*TURN_METRICS, *DIALOGUE_METRICS)
         if name in summary
     ]
+    if counts:
+        out += [
+            Metric(name=name, value=summary[name], group=group, by=by, kind="count")
+            for name in COUNTS
+            if name in summary
+        ]
     return out
+
+
+def _units_of(summary: dict[str, float | int], name: str) -> int:
+    found = next((summary[key] for key in _UNITS[name] if key in summary), 0)
+    return int(found)

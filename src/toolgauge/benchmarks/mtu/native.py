@@ -22,7 +22,7 @@ import json
 import re
 from typing import Any
 
-from toolgauge.benchmarks.mtu.loader import MtuItem
+from toolgauge.benchmarks.mtu.records import MtuItem
 from toolgauge.errors import DataError
 from toolgauge.records import Message, ToolCall, ToolSpec
 

@@ -2,25 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from toolgauge.benchmarks.mtu.loader import (
-    MTU_SPLITS,
-    MtuItem,
-    MtuPrediction,
-    load_mtu_predictions,
-    mtu_native_request,
-    pair_predictions,
-)
-from toolgauge.benchmarks.mtu.metrics import MtuVariant, score_mtu
-from toolgauge.driver import ScoredRun
-from toolgauge.engine import EpisodeContext, SampleOutcome
+from toolgauge.benchmarks.mtu.loader import load_mtu_predictions, pair_predictions
+from toolgauge.benchmarks.mtu.metrics import MtuItemVerdict, MtuVariant, score_mtu
+from toolgauge.benchmarks.mtu.native import mtu_native_request
+from toolgauge.benchmarks.mtu.records import MTU_SPLITS, MtuItem, MtuPrediction
+from toolgauge.engine import EpisodeContext, SampleOutcome, in_step
 from toolgauge.parsing.react import parse_mtu_response, render_react
 from toolgauge.records import AssistantTurn, Message, ToolCall
+from toolgauge.results import EvalResults, SampleScore, ScoredRun
 from toolgauge.settings import CallSettings
 
 MtuMode = Literal["prompt", "native"]
@@ -51,6 +47,47 @@ def splits_with_predictions(predictions: Sequence[MtuPrediction]) -> list[str]:
     return [s for s in MTU_SPLITS if s in found]
 
 
+def replay_turns(
+    items: Sequence[MtuItem], predictions: Sequence[MtuPrediction]
+) -> tuple[dict[str, list[AssistantTurn]], list[str]]:
+    """Recorded replies as a replay table (sample key -> its one turn), and the pairing warnings.
+
+    Predictions answer items k-th with k-th by id (see ``pair_predictions``); an item with no
+    prediction has no entry, so the replay client gives it an empty reply.
+    """
+    responses, warnings = pair_predictions(items, predictions)
+    table = {
+        key: [AssistantTurn(content=text, finish_reason="stop")]
+        for key, text in zip(item_keys(items), responses, strict=True)
+        if text is not None
+    }
+    return table, warnings
+
+
+@dataclass(frozen=True, slots=True)
+class JudgedItem:
+    """One scored item: its sample key, the verdict, and what the model replied."""
+
+    key: str
+    verdict: MtuItemVerdict
+    content: str | None
+    sample_error: str | None
+
+    def sample_score(self) -> SampleScore:
+        """The item's score: 1.0 when it is right (every call and value), with every verdict field."""
+        verdict = self.verdict.model_dump(mode="json", exclude={"id", "split"})
+        return SampleScore(
+            id=self.key,
+            sample=self.key,
+            value=1.0 if self.verdict.turn_correct else 0.0,
+            explanation=self.verdict.error_type,
+            scores={k: v for k, v in verdict.items() if isinstance(v, int | float | bool | str) or v is None},
+            error=self.sample_error,
+            metadata={"item_id": self.verdict.id, "split": self.verdict.split, "content": self.content,
+                      **{k: v for k, v in verdict.items() if isinstance(v, list | dict)}},
+        )  # fmt: skip
+
+
 class MtuBenchmark:
     """MTU-Bench's eval split, scored by the reference (or strict) metrics."""
 
@@ -65,6 +102,7 @@ class MtuBenchmark:
         mode: MtuMode = "prompt",
         variant: MtuVariant = "reference",
         settings: CallSettings | None = None,
+        warnings: Sequence[str] = (),
     ):
         self.items = list(items)
         self.keys = item_keys(self.items)
@@ -72,7 +110,8 @@ class MtuBenchmark:
         self.mode: MtuMode = mode
         self.variant: MtuVariant = variant
         self.settings = settings or CallSettings()
-        self.warnings: list[str] = []
+        # Said with the results: e.g. how recorded predictions paired with the items (see ``replay_turns``).
+        self.warnings = list(warnings)
 
     def samples(self) -> list[tuple[str, MtuItem]]:
         """Items keyed by id (repeats get ``~k``)."""
@@ -122,42 +161,49 @@ class MtuBenchmark:
         return list(result.tool_calls)
 
     def score(self, samples: Sequence[tuple[str, MtuItem]], outcomes: Sequence[SampleOutcome[MtuResult]]) -> ScoredRun:
-        """Score with the MTU-Bench metrics; a failed sample is an empty reply."""
-        by_key = {o.key: o for o in outcomes}
-        predicted = []
-        for key, item in samples:
-            outcome = by_key.get(key)
-            predicted.append(self.predicted_calls(item, outcome.result if outcome else None))
-        result = score_mtu([item for _, item in samples], predicted, self.variant)
-        rows = []
-        for (key, _item), verdict in zip(samples, result.verdicts, strict=True):
-            outcome = by_key.get(key)
-            rows.append(
-                {
-                    "key": key,
-                    **verdict.model_dump(mode="json"),
-                    "response": outcome.result.content if outcome and outcome.result else None,
-                    "sample_error": outcome.error if outcome else "not run",
-                }
-            )
-        summary: dict[str, Any] = {
-            "benchmark": self.name,
-            "variant": self.variant,
-            "mode": self.mode,
-            "data": self.data_label,
-            "splits": result.splits,
-        }
-        if self.warnings:
-            summary["warnings"] = list(self.warnings)
-        return ScoredRun(summary=summary, rows=rows)
+        """Score with the MTU-Bench metrics; a failed sample (or one that did not run) is an empty reply.
+
+        Metrics over every item (group None) and per split (``by="split"``), counts included. The
+        outcomes are read in step with the samples (both in input order, as the engine returns them;
+        samples that did not run have no outcome); the per-item scores read them again when asked for.
+
+        Raises:
+            ValueError: an outcome is out of order or belongs to no sample.
+        """
+        items = [item for _, item in samples]
+        predicted = [self.predicted_calls(item, result) for _, item, result, _ in self._paired(samples, outcomes)]
+        scored = score_mtu(items, predicted, self.variant)
+        results = EvalResults(
+            benchmark=self.name,
+            settings={"variant": self.variant, "mode": self.mode, "data": self.data_label},
+            metrics=scored.metrics(),
+            warnings=list(self.warnings),
+        )
+        verdicts = scored.verdicts
+
+        def rows() -> Iterator[SampleScore]:
+            for (key, _, result, error), verdict in zip(self._paired(samples, outcomes), verdicts, strict=True):
+                content = result.content if result is not None else None
+                yield JudgedItem(key, verdict, content, error).sample_score()
+
+        return ScoredRun(results, rows)
+
+    @staticmethod
+    def _paired(
+        samples: Iterable[tuple[str, MtuItem]], outcomes: Iterable[SampleOutcome[MtuResult]]
+    ) -> Iterator[tuple[str, MtuItem, MtuResult | None, str | None]]:
+        """Yield (key, item, result or None, run error) per sample, reading ``outcomes`` once, in step.
+
+        Raises:
+            ValueError: an outcome is out of order or belongs to no sample.
+        """
+        for key, item, outcome in in_step(samples, outcomes):
+            if outcome is None:
+                yield key, item, None, "not run"
+            else:
+                yield key, item, outcome.result, outcome.error
 
     def replay_table(self, path: Path) -> Mapping[str, Sequence[AssistantTurn]]:
-        """Recorded ``{"id", "response"}`` lines, paired k-th with k-th by id."""
-        predictions = load_mtu_predictions(path)
-        responses, warnings = pair_predictions(self.items, predictions)
-        self.warnings.extend(warnings)
-        return {
-            key: [AssistantTurn(content=text, finish_reason="stop")]
-            for key, text in zip(self.keys, responses, strict=True)
-            if text is not None
-        }
+        """Recorded ``{"id", "response"}`` lines, paired k-th with k-th by id (see ``replay_turns``)."""
+        table, _ = replay_turns(self.items, load_mtu_predictions(path))
+        return table

@@ -20,10 +20,11 @@ COLUMNS = [
 
 
 def render_mtu(results: EvalResults, console: Console) -> None:
-    """Print the split table (or the overall row) with MTU-Bench's column names."""
+    """Print the split table (or the overall row, for toolgauge's own dialogues) with MTU-Bench's column names."""
     settings = results.settings
     title = (
         f"{esc(results.benchmark)} · variant {esc(settings.get('variant', ''))} · mode {esc(settings.get('mode', ''))}"
     )
     by = "split" if "split" in results.breakdowns() else None
-    console.print(metric_table(results, by=by, columns=COLUMNS, title=title))
+    # n: the split's items (OOD's tool accuracy is over its single-call items only; the row counts them all).
+    console.print(metric_table(results, by=by, columns=COLUMNS, title=title, count="n"))

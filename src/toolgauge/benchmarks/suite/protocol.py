@@ -18,7 +18,7 @@ from toolgauge.benchmarks.mtu.metrics import (
     tally_metrics,
 )
 from toolgauge.benchmarks.suite.loader import SuiteDialogue, turn_histories
-from toolgauge.engine import EpisodeContext, SampleOutcome
+from toolgauge.engine import EpisodeContext, SampleOutcome, in_step
 from toolgauge.recordings import read_recorded_turns
 from toolgauge.records import AssistantTurn, ToolCall
 from toolgauge.results import EvalResults, SampleScore, ScoredRun
@@ -152,12 +152,7 @@ class SuiteBenchmark:
         Raises:
             ValueError: an outcome is out of order or belongs to no sample.
         """
-        pending = iter(outcomes)
-        outcome = next(pending, None)
-        for key, dialogue in samples:
-            mine = None
-            if outcome is not None and outcome.key == key:
-                mine, outcome = outcome, next(pending, None)
+        for _, dialogue, mine in in_step(samples, outcomes):
             got = mine.result.turns if mine and mine.result else []
             for index, turn in enumerate(dialogue.turns):
                 answer = got[index] if index < len(got) else None
@@ -172,8 +167,6 @@ class SuiteBenchmark:
                 )
                 error = mine.error if mine else "not run"
                 yield JudgedTurn(dialogue.id, index, verdict, answer.content if answer else None, error)
-        if outcome is not None:
-            raise ValueError(f"outcome {outcome.key!r} is not in sample order (or not a sample of this run)")
 
     def replay_table(self, path: Path) -> Mapping[str, Sequence[AssistantTurn]]:
         """Read step-level recordings: JSONL lines ``{"id", "turn", "content", "tool_calls"}``."""

@@ -1,1 +1,26 @@
-"""benchmarks/tool_genesis."""
+"""Tool-Genesis: a model builds an MCP server from a requirement text; the server is scored on L1–L4.
+
+``genesis generate`` writes the servers (direct or code-agent), ``genesis evaluate`` scores a registry of
+them, ``eval tool-genesis`` does both in one run. Levels: L1 compliance and server execution, L2
+Schema-F1, L3 unit tests, L4 task success (docs/metrics/tool-genesis.md). Generated code runs only in
+the sandbox.
+
+The commands, ``build`` and ``rescore`` are imported when first used (``lazy``).
+"""
+
+from toolgauge.benchmark import BenchmarkSpec, lazy
+from toolgauge.benchmarks.tool_genesis.report import render_genesis
+
+SPEC = BenchmarkSpec(
+    name="tool-genesis",
+    title="Tool-Genesis: MCP servers built from requirements, scored on L1–L4",
+    run_names=("tool-genesis", "tool-genesis-generate"),
+    add_commands=lazy("toolgauge.benchmarks.tool_genesis.cli", "add_commands"),
+    build=lazy("toolgauge.benchmarks.tool_genesis.cli", "build"),
+    render=render_genesis,
+    rescore=lazy("toolgauge.benchmarks.tool_genesis.cli", "rescore"),
+    headline=("compliance", "server_execution", "schema_f1", "ut_soft", "ut_hard", "sr_soft"),
+    extras=("embeddings",),
+    variants=("reference", "strict"),
+    unit="servers",
+)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Literal, Protocol
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -19,61 +19,27 @@ from toolgauge.benchmarks.tool_genesis.metrics.schema import GenesisVariant
 from toolgauge.benchmarks.tool_genesis.metrics.task_success import parse_rating
 from toolgauge.engine import EpisodeContext
 from toolgauge.errors import ModelError
-from toolgauge.records import GenerateOptions, Message, ToolCall, ToolSpec
+from toolgauge.records import GenerateOptions, Message
+from toolgauge.tools import ToolBackend, ToolTranscript, run_tool_loop
 
 AGENT_SYSTEM_PROMPT = "You are a helpful assistant."
 JUDGE_SYSTEM_PROMPT = "You are a helpful assistant."
 JUDGE_ATTEMPTS = 3
-# Tool observations and the history shown to the judge are cut to keep small-context models working.
-MAX_OBSERVATION_CHARS = 4000
+# The history shown to the judge is cut to keep small-context models working (tool results are cut by the loop).
 MAX_HISTORY_CHARS = 24000
 
-StopReason = Literal["answer", "max_steps", "model_error"]
 
-
-class ToolOutcomeLike(Protocol):
-    """What one MCP tool call returns (``toolgauge.tools.ToolCallOutcome`` has this shape)."""
-
-    text: str
-    is_error: bool
-    failure: str | None
-
-
-class ToolSessionLike(Protocol):
-    """A live MCP server the agent can use (``toolgauge.tools.McpServerSession`` has this shape)."""
-
-    tools: list[dict[str, Any]]
-
-    async def call(self, name: str, arguments: dict[str, Any], timeout: float = 30.0) -> Any:
-        """Call one tool; returns a ``ToolOutcomeLike``."""
-        ...
-
-
-class AgentStep(BaseModel):
-    """One tool call the agent made and what came back."""
-
-    step: int
-    call: ToolCall
-    observation: str
-    is_error: bool = False
-    failure: str | None = None
-
-
-class AgentTrajectory(BaseModel):
-    """What the proxy agent did for one task."""
+class AgentTrajectory(ToolTranscript):
+    """What the proxy agent did for one task: the tool loop's transcript, and the task."""
 
     task: str
-    messages: list[Message] = Field(default_factory=list)
-    steps: list[AgentStep] = Field(default_factory=list)
-    final_answer: str | None = None
-    model_steps: int = 0
-    stopped: StopReason = "answer"
-    errors: list[str] = Field(default_factory=list)
 
     @property
-    def tool_calls(self) -> list[ToolCall]:
-        """Every tool call made, in order."""
-        return [s.call for s in self.steps]
+    def errors(self) -> list[str]:
+        """What went wrong on the way (a model error that ended the trajectory)."""
+        if self.model_error is None:
+            return []
+        return [f"step {self.model_steps}: model error: {self.model_error}"]
 
 
 class JudgeVerdict(BaseModel):
@@ -86,124 +52,25 @@ class JudgeVerdict(BaseModel):
     errors: list[str] = Field(default_factory=list)
 
 
-def tool_specs(tools: list[dict[str, Any]]) -> tuple[list[ToolSpec], dict[str, str]]:
-    """Turn MCP wire-shape tools (name, description, inputSchema) into the model's function tools.
-
-    Returns the specs and a map from the name the model sees to the server's tool name. MCP allows
-    names that chat APIs refuse for functions (dots, spaces, over 64 characters); those are offered
-    under a cleaned name so one odd tool does not turn every request into an HTTP 400.
-    """
-    specs: list[ToolSpec] = []
-    names: dict[str, str] = {}
-    for tool in tools:
-        name = tool.get("name")
-        if not isinstance(name, str) or not name:
-            continue
-        offered = name if _FUNCTION_NAME.fullmatch(name) else _clean_name(name, names)
-        schema = tool.get("inputSchema", tool.get("input_schema"))
-        if not isinstance(schema, dict):
-            schema = {"type": "object", "properties": {}}
-        description = tool.get("description")
-        specs.append(
-            ToolSpec(name=offered, description=description if isinstance(description, str) else "", parameters=schema)
-        )
-        names[offered] = name
-    return specs, names
-
-
-_FUNCTION_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-
-
-def _clean_name(name: str, taken: dict[str, str]) -> str:
-    base = re.sub(r"[^A-Za-z0-9_-]", "_", name)[:60] or "tool"
-    offered, n = base, 1
-    while offered in taken:
-        n += 1
-        offered = f"{base}_{n}"
-    return offered
-
-
-def truncate(text: str, limit: int) -> str:
-    """Cut ``text`` to at most ``limit`` characters, saying how much was dropped."""
-    if len(text) <= limit:
-        return text
-    dropped = len(text) - limit
-    return f"{text[:limit]}\n... [{dropped} more characters cut]"
-
-
 async def solve_task(
     ctx: EpisodeContext,
     task: str,
-    session: ToolSessionLike,
+    backend: ToolBackend,
     *,
     role: str = "agent",
     max_steps: int = 10,
     options: GenerateOptions | None = None,
-    call_timeout: float = 30.0,
 ) -> AgentTrajectory:
-    """Let the proxy agent solve ``task`` with the tools of ``session``.
+    """Let the proxy agent solve ``task`` with the tools of ``backend`` (for L4, a ``toolgauge.tools.McpBackend``).
 
-    Each model step may call tools (run through ``session.call``; the result text goes back as a tool
-    message) or answer in text, which ends the episode. At most ``max_steps`` model calls are made. A
-    model that fails for good ends the trajectory with the error recorded, it does not raise.
+    The tool loop (``toolgauge.tools.run_tool_loop``): each model step may call tools, whose results go
+    back as tool messages, or answer in text, which ends the episode. At most ``max_steps`` model calls
+    are made. A model that fails for good ends the trajectory with the error recorded; it does not raise.
     """
     opts = options or GenerateOptions(temperature=0.0, max_tokens=1024)
-    specs, known = tool_specs(session.tools)
-    traj = AgentTrajectory(
-        task=task,
-        messages=[Message(role="system", content=AGENT_SYSTEM_PROMPT), Message(role="user", content=task)],
-        stopped="max_steps",
-    )
-    for step in range(max_steps):
-        try:
-            turn = await ctx.generate(list(traj.messages), specs, opts, role=role)
-        except ModelError as exc:
-            traj.errors.append(f"step {step}: model error: {exc}")
-            traj.stopped = "model_error"
-            break
-        traj.model_steps += 1
-        # Some endpoints reject an assistant message without content, so send "" rather than nothing.
-        traj.messages.append(Message(role="assistant", content=turn.content or "", tool_calls=list(turn.tool_calls)))
-        if not turn.tool_calls:
-            traj.final_answer = turn.content or ""
-            traj.stopped = "answer"
-            break
-        for index, call in enumerate(turn.tool_calls):
-            call_id = call.id or f"call_{step}_{index}"
-            agent_step = await _run_call(session, call, step, known, call_timeout)
-            traj.steps.append(agent_step)
-            traj.messages.append(
-                Message(role="tool", content=agent_step.observation, tool_call_id=call_id, name=call.name)
-            )
-    return traj
-
-
-async def _run_call(
-    session: ToolSessionLike, call: ToolCall, step: int, known: dict[str, str], timeout: float
-) -> AgentStep:
-    if call.parse_error:
-        text = f"Error: the arguments could not be decoded ({call.parse_error}); send a JSON object."
-        return AgentStep(step=step, call=call, observation=text, is_error=True, failure="bad_arguments")
-    if call.name not in known:
-        text = f"Error: unknown tool {call.name!r}; available tools: {', '.join(sorted(known)) or 'none'}."
-        return AgentStep(step=step, call=call, observation=text, is_error=True, failure="unknown_tool")
-    try:
-        outcome = await session.call(known[call.name], dict(call.arguments), timeout=timeout)
-    except Exception as exc:  # a broken server must not end the run; the agent sees the failure
-        text = f"Error: the tool call failed: {exc.__class__.__name__}: {exc}"
-        return AgentStep(step=step, call=call, observation=truncate(text, MAX_OBSERVATION_CHARS), is_error=True,
-                         failure=str(exc) or exc.__class__.__name__)  # fmt: skip
-    failure = getattr(outcome, "failure", None)
-    text = str(getattr(outcome, "text", "") or "")
-    if failure and not text:
-        text = f"Error: {failure}"
-    return AgentStep(
-        step=step,
-        call=call,
-        observation=truncate(text, MAX_OBSERVATION_CHARS),
-        is_error=bool(getattr(outcome, "is_error", False)) or failure is not None,
-        failure=failure,
-    )
+    opening = [Message(role="system", content=AGENT_SYSTEM_PROMPT), Message(role="user", content=task)]
+    transcript = await run_tool_loop(ctx, opening, backend, max_steps, role=role, options=opts)
+    return AgentTrajectory(task=task, **dict(transcript))
 
 
 # -- the judge ------------------------------------------------------------------------------------------

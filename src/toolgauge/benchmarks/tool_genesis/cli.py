@@ -1,51 +1,44 @@
-"""``genesis evaluate`` and ``eval tool-genesis``; ``genesis generate`` lives in ``genesis_generate``."""
+"""``genesis evaluate`` and ``eval tool-genesis``; ``build`` makes the run for the CLI and the Python API.
+
+``genesis generate`` lives in ``cli_generate`` and is mounted on the same ``genesis`` group here.
+"""
 
 from __future__ import annotations
 
 import re
-from enum import StrEnum
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
-from toolgauge.cli import (
-    ConcurrencyOpt,
-    JsonOpt,
-    LimitOpt,
-    ModelOpt,
-    NoCacheOpt,
-    QuietOpt,
-    ResumeOpt,
-    RetriesOpt,
-    SamplesOpt,
-    StoreOpt,
-    TimeoutOpt,
+from toolgauge.benchmark import CommandGroups
+from toolgauge.benchmarks.tool_genesis.cli_generate import StrategyChoice, add_generate_command
+from toolgauge.cli.common import (
+    EngineDefaults,
+    RunFlags,
+    UnsafeNoSandboxOpt,
     Variant,
-    _limit,
-    app,
-    eval_app,
+    check_isolation,
     execute,
-    guarded,
+    limit_items,
     out,
-    run_options,
+    run_command,
 )
+from toolgauge.errors import UsageError
 
 if TYPE_CHECKING:
-    from toolgauge.benchmarks.tool_genesis.protocol import L4Settings
+    from toolgauge.benchmarks.tool_genesis.generate import GenesisGenerateBenchmark
+    from toolgauge.benchmarks.tool_genesis.metrics.schema import GenesisVariant
+    from toolgauge.benchmarks.tool_genesis.protocol import GenesisBenchmark, L4Settings, Source
+    from toolgauge.embeddings.base import Embedder
     from toolgauge.models.base import ModelClient
+    from toolgauge.sandbox import SandboxLimits
 
-genesis_app = typer.Typer(
-    help="Tool-Genesis: generate MCP servers from requirements and evaluate them.", no_args_is_help=True
-)
-app.add_typer(genesis_app, name="genesis")
-
-
-class GenStrategy(StrEnum):
-    """How the evaluated model builds a server."""
-
-    direct = "direct"
-    code_agent = "code-agent"
+# Servers are slow samples: two at once, and a generation request may take minutes.
+EVALUATE_ENGINE = EngineDefaults(concurrency=2, timeout=120.0)
+EVAL_ENGINE = EngineDefaults(concurrency=2, timeout=600.0)
 
 
 DataOpt = Annotated[Path, typer.Option("--data", help="Tool-Genesis data file (tool_genesis_v3.json or a subset).")]
@@ -58,47 +51,143 @@ VariantOpt = Annotated[
     Variant, typer.Option("--variant", help="reference (the official code, quirks included) or strict")
 ]
 CallTimeoutOpt = Annotated[float, typer.Option("--call-timeout", min=0.1, help="Seconds per MCP tool call.")]
-UnsafeNoSandboxOpt = Annotated[
-    bool,
-    typer.Option(
-        "--unsafe-no-sandbox",
-        help="DANGEROUS: run generated servers even without bubblewrap (they can then read and write your "
-        "files and secrets). Without it, generated code runs only under bubblewrap. See docs/sandbox.md.",
-    ),
-]
+@dataclass(frozen=True)
+class L4Plan:
+    """Whether L4 runs, and the model specs of its agent and judge (None when it does not run)."""
+
+    settings: L4Settings
+    agent: str | None = None
+    judge: str | None = None
 
 
-def check_isolation(unsafe_no_sandbox: bool) -> None:
-    """Refuse to run generated code without bubblewrap unless the opt-out was given (one line, exit 2).
-
-    With the opt-out a loud warning is printed on stderr, and the rest of the run may launch servers
-    without isolation.
-    """
-    from toolgauge.sandbox import allow_unisolated, require_isolation
-
-    if unsafe_no_sandbox:
-        allow_unisolated(True)
-    require_isolation(allow_unsafe=unsafe_no_sandbox)
-
-
-def _l4_settings(
-    *, skip: bool, agent: str | None, judge: str | None, default_agent: str | None
-) -> tuple[L4Settings, str | None, str | None]:
+def l4_plan(*, skip: bool, agent: str | None, judge: str | None, default_agent: str | None) -> L4Plan:
+    """L4 runs when it is not skipped and both an agent (given or ``default_agent``) and a judge are known."""
     from toolgauge.benchmarks.tool_genesis.protocol import L4Settings
 
     agent = agent or default_agent
     if skip:
-        return L4Settings(skip_reason="--skip-l4 given"), None, None
+        return L4Plan(L4Settings(skip_reason="--skip-l4 given"))
     if agent is None:
-        return L4Settings(skip_reason="no agent model (give --agent-model)"), None, None
+        return L4Plan(L4Settings(skip_reason="no agent model (give --agent-model)"))
     if judge is None:
-        return L4Settings(skip_reason="no judge model (give --judge-model)"), None, None
-    return L4Settings(), agent, judge
+        return L4Plan(L4Settings(skip_reason="no judge model (give --judge-model)"))
+    return L4Plan(L4Settings(), agent, judge)
+
+
+def default_out_dir(model: str, strategy: str) -> Path:
+    """Where ``eval tool-genesis`` writes generated servers when ``--out`` is not given."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_") or "model"
+    return Path(".toolgauge") / "genesis" / f"{safe}-{strategy}"
+
+
+def _variant(value: str | Variant) -> GenesisVariant:
+    if value not in ("reference", "strict"):
+        raise UsageError(f"variant {value!r}: tool-genesis has the variants reference, strict")
+    return "reference" if value == "reference" else "strict"
+
+
+def build(
+    *,
+    data: str | Path,
+    pred: str | Path | None = None,
+    model: str | None = None,
+    strategy: Literal["direct", "code-agent"] = "direct",
+    out: str | Path | None = None,
+    variant: GenesisVariant = "reference",
+    skip_l4: bool = False,
+    agent_model: str | None = None,
+    judge_model: str | None = None,
+    call_timeout: float = 30.0,
+    limit: int | None = None,
+    embedder: Embedder | None = None,
+    limits: SandboxLimits | None = None,
+) -> GenesisBenchmark:
+    """The Tool-Genesis evaluation of the first ``limit`` servers of ``data``.
+
+    With ``pred`` (a ``registry.json`` or a folder holding one) it scores those servers (``genesis
+    evaluate``); otherwise ``model`` generates them into ``out`` (``gold``: the reference servers) and
+    they are scored in the same run (``eval tool-genesis``). L4 runs unless ``skip_l4``, when an agent
+    (``agent_model``, else the evaluated model unless it is ``gold`` or a registry) and a ``judge_model``
+    are given; the caller supplies their clients as the ``agent`` and ``judge`` roles.
+    """
+    from toolgauge.benchmarks.tool_genesis.loader import load_genesis, load_registry
+    from toolgauge.benchmarks.tool_genesis.protocol import GenesisBenchmark, GenesisSample, pair_registry
+
+    if strategy not in ("direct", "code-agent"):
+        raise UsageError(f"strategy {strategy!r}: use direct or code-agent")
+    servers = limit_items(load_genesis(Path(data)), limit)
+    warnings: list[str] = []
+    out_dir: Path | None = None
+    source: Source
+    if pred is not None:
+        samples, warnings = pair_registry(servers, load_registry(Path(pred)))
+        source, default_agent = "registry", None
+    elif model is None:
+        raise UsageError("give a registry to score (pred) or a model to generate the servers (model)")
+    else:
+        samples = [GenesisSample(server=s) for s in servers]
+        gold = model.strip() == "gold"
+        source, default_agent = ("gold", None) if gold else ("generate", model)
+        out_dir = Path(out) if out is not None else default_out_dir(model, "gold" if gold else strategy)
+    plan = l4_plan(skip=skip_l4, agent=agent_model, judge=judge_model, default_agent=default_agent)
+    return GenesisBenchmark(
+        samples,
+        data_label=str(data),
+        variant=_variant(variant),
+        source=source,
+        out_dir=out_dir,
+        strategy=strategy,
+        l4=plan.settings,
+        embedder=embedder,
+        limits=limits,
+        call_timeout=call_timeout,
+        warnings=warnings,
+    )
+
+
+def rescore(config: Mapping[str, Any], variant: str | None) -> GenesisBenchmark | GenesisGenerateBenchmark:
+    """Rebuild a stored evaluation's benchmark from its config, to score its stored per-server results again.
+
+    Scoring reads only the stored results (verdicts, launches, schema matches, unit-test and task
+    verdicts): no server is launched and no model asked. The data file must still be there. Another
+    variant cannot be rescored: it routes, runs and compares the unit tests differently (and restarts
+    stateful servers), so it needs the servers run again.
+    """
+    from toolgauge.benchmarks.tool_genesis.loader import load_genesis
+    from toolgauge.benchmarks.tool_genesis.protocol import GenesisBenchmark, GenesisSample, L4Settings
+
+    if "source" not in config:  # a genesis generate run: its counts and failures, from the stored records
+        from toolgauge.benchmarks.tool_genesis.cli_generate import rescore_generate
+
+        return rescore_generate(config, variant)
+    stored = _variant(str(config["variant"]))
+    if variant is not None and variant != stored:
+        raise UsageError(
+            f"this run was evaluated with --variant {stored}; the {variant} variant routes, runs and compares the "
+            f"unit tests differently, so it needs the servers run again: genesis evaluate --variant {variant}"
+        )
+    servers = load_genesis(Path(str(config["data"])))[: int(config["n"])]
+    source: Source = config["source"]
+    if source not in ("registry", "generate", "gold"):
+        raise UsageError(f"the stored run has an unknown source {source!r}")
+    skipped = None if config.get("l4") else str(config.get("l4_skipped") or "L4 not run")
+    out_dir = config.get("out")
+    return GenesisBenchmark(
+        [GenesisSample(server=s) for s in servers],
+        data_label=str(config["data"]),
+        variant=stored,
+        source=source,
+        out_dir=Path(out_dir) if out_dir else None,
+        strategy=config.get("strategy") or "direct",
+        l4=L4Settings(skip_reason=skipped),
+        call_timeout=float(config.get("call_timeout", 30.0)),
+    )
 
 
 def _roles(
     agent: str | None, judge: str | None, evaluated: ModelClient, evaluated_spec: str, timeout: float
 ) -> dict[str, ModelClient]:
+    """The ``agent`` and ``judge`` clients; a spec equal to another role's (or the evaluated model's) shares it."""
     from toolgauge.models.spec import resolve_model
 
     clients: dict[str, ModelClient] = {evaluated_spec: evaluated}
@@ -118,7 +207,6 @@ def _check_embeddings() -> None:
     load_embedder()  # a UsageError with the install hint when the extra is missing
 
 
-@genesis_app.command("evaluate")
 def genesis_evaluate(
     data: DataOpt,
     pred: Annotated[Path, typer.Option("--pred", help="registry.json, or a folder holding one (official layout).")],
@@ -128,64 +216,31 @@ def genesis_evaluate(
     skip_l4: SkipL4Opt = False,
     call_timeout: CallTimeoutOpt = 30.0,
     unsafe_no_sandbox: UnsafeNoSandboxOpt = False,
-    store: StoreOpt = None,
-    concurrency: ConcurrencyOpt = 2,
-    timeout: TimeoutOpt = 120.0,
-    max_retries: RetriesOpt = 4,
-    no_cache: NoCacheOpt = False,
-    resume: ResumeOpt = None,
-    as_json: JsonOpt = False,
-    samples: SamplesOpt = None,
-    limit: LimitOpt = None,
-    quiet: QuietOpt = False,
+    *,
+    flags: RunFlags,
 ) -> None:
     """Score generated MCP servers (toolgauge's or the official pipeline's registry.json) on L1–L4."""
+    from toolgauge.benchmarks.tool_genesis.loader import registry_file
+    from toolgauge.models.offline import NoModel
 
-    def body() -> None:
-        from toolgauge.benchmarks.tool_genesis.loader import load_genesis, load_registry, registry_file
-        from toolgauge.benchmarks.tool_genesis.protocol import GenesisBenchmark, pair_registry
-        from toolgauge.models.offline import GoldClient
-
-        servers = _limit(load_genesis(data), limit)
-        registry = load_registry(pred)
-        check_isolation(unsafe_no_sandbox)
-        paired, warnings = pair_registry(servers, registry)
-        l4, agent, judge = _l4_settings(skip=skip_l4, agent=agent_model, judge=judge_model, default_agent=None)
-        _check_embeddings()
-        bench = GenesisBenchmark(
-            paired,
-            data_label=str(data),
-            variant=variant.value,
-            source="registry",
-            l4=l4,
-            call_timeout=call_timeout,
-            warnings=warnings,
-        )
-        placeholder = GoldClient()  # nothing asks the evaluated model here; only agent and judge roles
-        label = f"registry:{registry_file(pred)}"
-        opts = run_options(
-            store=store, concurrency=concurrency, timeout=timeout, max_retries=max_retries,
-            no_cache=no_cache, resume=resume, quiet=quiet,
-        )  # fmt: skip
-        roles = _roles(agent, judge, placeholder, label, timeout)
-        execute(bench, label, opts, as_json=as_json, samples=samples, client=placeholder, roles=roles, unit="server")
-
-    guarded(body)
+    bench = build(
+        data=data, pred=pred, variant=_variant(variant), skip_l4=skip_l4, agent_model=agent_model,
+        judge_model=judge_model, call_timeout=call_timeout, limit=flags.limit,
+    )  # fmt: skip
+    check_isolation(unsafe_no_sandbox)
+    plan = l4_plan(skip=skip_l4, agent=agent_model, judge=judge_model, default_agent=None)
+    _check_embeddings()
+    label = f"registry:{registry_file(pred)}"
+    evaluated = NoModel(label)  # the servers were generated elsewhere; only the agent and judge roles are asked
+    roles = _roles(plan.agent, plan.judge, evaluated, label, flags.timeout)
+    execute(bench, label, flags, client=evaluated, roles=roles, unit="server")
 
 
-def default_out_dir(model: str, strategy: str) -> Path:
-    """Where ``eval tool-genesis`` writes generated servers when ``--out`` is not given."""
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_") or "model"
-    return Path(".toolgauge") / "genesis" / f"{safe}-{strategy}"
-
-
-@eval_app.command("tool-genesis")
 def eval_tool_genesis(
-    model: ModelOpt,
     data: DataOpt,
     strategy: Annotated[
-        GenStrategy, typer.Option("--strategy", help="direct (one pass) or code-agent (ReAct, at most 10 steps)")
-    ] = GenStrategy.direct,
+        StrategyChoice, typer.Option("--strategy", help="direct (one pass) or code-agent (ReAct, at most 10 steps)")
+    ] = StrategyChoice.direct,
     out_dir: Annotated[
         Path | None,
         typer.Option("--out", help="Folder for the generated servers (default .toolgauge/genesis/<model>-<strategy>)"),
@@ -196,50 +251,35 @@ def eval_tool_genesis(
     skip_l4: SkipL4Opt = False,
     call_timeout: CallTimeoutOpt = 30.0,
     unsafe_no_sandbox: UnsafeNoSandboxOpt = False,
-    store: StoreOpt = None,
-    concurrency: ConcurrencyOpt = 2,
-    timeout: TimeoutOpt = 600.0,
-    max_retries: RetriesOpt = 4,
-    no_cache: NoCacheOpt = False,
-    resume: ResumeOpt = None,
-    as_json: JsonOpt = False,
-    samples: SamplesOpt = None,
-    limit: LimitOpt = None,
-    quiet: QuietOpt = False,
+    *,
+    flags: RunFlags,
 ) -> None:
     """Generate a server per requirement with a model (or the gold servers), then score them on L1–L4."""
+    from toolgauge.cli.common import resolved_model
 
-    def body() -> None:
-        from toolgauge.benchmarks.tool_genesis.loader import load_genesis
-        from toolgauge.benchmarks.tool_genesis.protocol import GenesisBenchmark, GenesisSample
-        from toolgauge.models.spec import resolve_model
+    model = flags.model_spec
+    bench = build(
+        data=data, model=model, strategy="code-agent" if strategy is StrategyChoice.code_agent else "direct",
+        out=out_dir, variant=_variant(variant), skip_l4=skip_l4, agent_model=agent_model, judge_model=judge_model,
+        call_timeout=call_timeout, limit=flags.limit,
+    )  # fmt: skip
+    check_isolation(unsafe_no_sandbox)
+    gold = model.strip() == "gold"
+    plan = l4_plan(skip=skip_l4, agent=agent_model, judge=judge_model, default_agent=None if gold else model)
+    _check_embeddings()
+    shown, client = resolved_model(bench, model, flags.timeout)
+    roles = _roles(plan.agent, plan.judge, client, model, flags.timeout)
+    execute(bench, shown, flags, client=client, roles=roles, unit="server")
+    if not flags.as_json and bench.out_dir is not None:
+        out.print(f"generated servers: {bench.out_dir} (registry: {bench.out_dir / 'registry.json'})", highlight=False)
 
-        servers = _limit(load_genesis(data), limit)
-        check_isolation(unsafe_no_sandbox)
-        gold = model.strip() == "gold"
-        folder = out_dir or default_out_dir(model, "gold" if gold else strategy.value)
-        l4, agent, judge = _l4_settings(
-            skip=skip_l4, agent=agent_model, judge=judge_model, default_agent=None if gold else model
-        )
-        _check_embeddings()
-        bench = GenesisBenchmark(
-            [GenesisSample(server=s) for s in servers],
-            data_label=str(data),
-            variant=variant.value,
-            source="gold" if gold else "generate",
-            out_dir=folder,
-            strategy=strategy.value,
-            l4=l4,
-            call_timeout=call_timeout,
-        )
-        client = resolve_model(model, timeout=timeout)
-        opts = run_options(
-            store=store, concurrency=concurrency, timeout=timeout, max_retries=max_retries,
-            no_cache=no_cache, resume=resume, quiet=quiet,
-        )  # fmt: skip
-        roles = _roles(agent, judge, client, model, timeout)
-        execute(bench, model, opts, as_json=as_json, samples=samples, client=client, roles=roles, unit="server")
-        if not as_json:
-            out.print(f"generated servers: {folder} (registry: {folder / 'registry.json'})")
 
-    guarded(body)
+def add_commands(groups: CommandGroups) -> None:
+    """Mount the ``genesis`` group (``generate``, ``evaluate``) and ``eval tool-genesis``."""
+    genesis_app = typer.Typer(
+        help="Tool-Genesis: generate MCP servers from requirements and evaluate them.", no_args_is_help=True
+    )
+    groups.root.add_typer(genesis_app, name="genesis")
+    add_generate_command(genesis_app)
+    genesis_app.command("evaluate")(run_command(model=False, engine=EVALUATE_ENGINE, sampling=False)(genesis_evaluate))
+    groups.eval.command("tool-genesis")(run_command(engine=EVAL_ENGINE, sampling=False)(eval_tool_genesis))

@@ -1,32 +1,38 @@
-"""``genesis generate``: turn each requirement into an MCP server (direct or code-agent)."""
+"""``genesis generate``: turn each requirement into an MCP server (direct or code-agent).
+
+``add_generate_command`` mounts the command on the ``genesis`` group (made in ``tool_genesis/cli.py``);
+``build_generate`` makes the run for the CLI and the Python API, ``rescore_generate`` rebuilds it from a
+stored run's config. The final ``registry.json`` is the command's explicit output step
+(``registry_file.registry_writer``); scoring writes nothing.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from toolgauge.benchmarks.tool_genesis.cli import UnsafeNoSandboxOpt, check_isolation, genesis_app
-from toolgauge.cli import (
-    ConcurrencyOpt,
-    JsonOpt,
-    LimitOpt,
-    ModelOpt,
-    NoCacheOpt,
-    QuietOpt,
-    ResumeOpt,
-    RetriesOpt,
-    SamplesOpt,
-    StoreOpt,
-    TempOpt,
-    TimeoutOpt,
-    _limit,
+from toolgauge.benchmarks.tool_genesis.code_agent import MAX_STEPS
+from toolgauge.benchmarks.tool_genesis.generate import GenesisGenerateBenchmark
+from toolgauge.benchmarks.tool_genesis.generation import Strategy
+from toolgauge.benchmarks.tool_genesis.registry_file import registry_writer
+from toolgauge.cli.common import (
+    EngineDefaults,
+    RunFlags,
+    UnsafeNoSandboxOpt,
+    check_isolation,
     execute,
-    guarded,
-    run_options,
+    limit_items,
+    resolved_model,
+    run_command,
 )
+from toolgauge.records import GenerateOptions
+from toolgauge.tools import ServerLauncher, launch_mcp_backend
+
+GENERATE_DEFAULTS = EngineDefaults(concurrency=2, timeout=600.0, max_tokens=4096)
 
 
 class StrategyChoice(StrEnum):
@@ -36,53 +42,82 @@ class StrategyChoice(StrEnum):
     code_agent = "code-agent"
 
 
-@genesis_app.command("generate")
+def build_generate(
+    *,
+    data: str | Path,
+    out: str | Path,
+    strategy: Strategy = "direct",
+    gold: bool = False,
+    limit: int | None = None,
+    max_steps: int = MAX_STEPS,
+    temperature: float = 0.0,
+    max_tokens: int = GENERATE_DEFAULTS.max_tokens,
+    launcher: ServerLauncher = launch_mcp_backend,
+) -> GenesisGenerateBenchmark:
+    """The generation run over the first ``limit`` servers of ``data``, writing into ``out``."""
+    from toolgauge.benchmarks.tool_genesis.loader import load_genesis
+
+    return GenesisGenerateBenchmark(
+        limit_items(load_genesis(Path(data)), limit),
+        out_dir=Path(out),
+        strategy=strategy,
+        data_label=str(data),
+        gold=gold,
+        options=GenerateOptions(temperature=temperature, max_tokens=max_tokens),
+        max_steps=max_steps,
+        launcher=launcher,
+    )
+
+
+def rescore_generate(config: Mapping[str, Any], variant: str | None = None) -> GenesisGenerateBenchmark:
+    """Rebuild a stored ``genesis generate`` run's benchmark from its config (the data file must still be there).
+
+    Generation has no metric variants: ``variant`` is ignored.
+    """
+    return build_generate(
+        data=str(config["data"]),
+        out=str(config["out"]),
+        strategy="code-agent" if config.get("strategy") == "code-agent" else "direct",
+        gold=bool(config.get("gold", False)),
+        limit=int(config["n"]),
+        max_steps=int(config.get("max_steps", MAX_STEPS)),
+        temperature=float(config.get("temperature") or 0.0),
+        max_tokens=int(config.get("max_tokens") or GENERATE_DEFAULTS.max_tokens),
+    )
+
+
 def genesis_generate(
-    model: ModelOpt,
     data: Annotated[Path, typer.Option("--data", help="Tool-Genesis data file (a JSON array of servers).")],
     out: Annotated[Path, typer.Option("--out", help="Folder for <slug>/tools.json, <slug>/server.py, registry.json")],
     strategy: Annotated[
         StrategyChoice,
         typer.Option("--strategy", help="direct (one pass) or code-agent (write, launch, test; at most --max-steps)"),
     ] = StrategyChoice.direct,
-    max_steps: Annotated[int, typer.Option("--max-steps", min=1, help="Model steps of the code agent.")] = 10,
+    max_steps: Annotated[int, typer.Option("--max-steps", min=1, help="Model steps of the code agent.")] = MAX_STEPS,
     unsafe_no_sandbox: UnsafeNoSandboxOpt = False,
-    store: StoreOpt = None,
-    concurrency: ConcurrencyOpt = 2,
-    timeout: TimeoutOpt = 600.0,
-    max_retries: RetriesOpt = 4,
-    no_cache: NoCacheOpt = False,
-    resume: ResumeOpt = None,
-    as_json: JsonOpt = False,
-    samples: SamplesOpt = None,
-    limit: LimitOpt = None,
-    quiet: QuietOpt = False,
-    temperature: TempOpt = 0.0,
-    max_tokens: Annotated[int, typer.Option("--max-tokens", min=1, help="Max tokens per model reply.")] = 4096,
+    *,
+    flags: RunFlags,
 ) -> None:
     """Generate an MCP server (schema + Python code) for each requirement of a Tool-Genesis data file."""
+    settings = flags.call_settings()
+    gold = flags.model_spec.strip() == "gold"
+    bench = build_generate(
+        data=data,
+        out=out,
+        strategy="code-agent" if strategy is StrategyChoice.code_agent else "direct",
+        gold=gold,
+        limit=flags.limit,
+        max_steps=max_steps,
+        temperature=settings.temperature,
+        max_tokens=settings.max_tokens,
+    )
+    if strategy is StrategyChoice.code_agent and not gold:
+        check_isolation(unsafe_no_sandbox)  # the code agent launches what it writes
+    shown, client = resolved_model(bench, flags.model_spec, flags.timeout)
+    outputs = {"registry": (bench.registry_path, registry_writer(bench.out_dir))}
+    execute(bench, shown, flags, client=client, outputs=outputs, unit="server")
 
-    def body() -> None:
-        from toolgauge.benchmarks.tool_genesis.generate import GenesisGenerateBenchmark
-        from toolgauge.benchmarks.tool_genesis.loader import load_genesis
-        from toolgauge.records import GenerateOptions
 
-        servers = _limit(load_genesis(data), limit)
-        if strategy == StrategyChoice.code_agent and model != "gold":
-            check_isolation(unsafe_no_sandbox)  # the code agent launches what it writes
-        bench = GenesisGenerateBenchmark(
-            servers,
-            out_dir=out,
-            strategy=strategy.value,
-            data_label=str(data),
-            gold=model == "gold",
-            options=GenerateOptions(temperature=temperature, max_tokens=max_tokens),
-            max_steps=max_steps,
-        )
-        opts = run_options(
-            store=store, concurrency=concurrency, timeout=timeout, max_retries=max_retries,
-            no_cache=no_cache, resume=resume, quiet=quiet,
-        )  # fmt: skip
-        execute(bench, model, opts, as_json=as_json, samples=samples)
-
-    guarded(body)
+def add_generate_command(genesis_app: typer.Typer) -> None:
+    """Mount ``genesis generate`` on the ``genesis`` group."""
+    genesis_app.command("generate")(run_command(engine=GENERATE_DEFAULTS)(genesis_generate))

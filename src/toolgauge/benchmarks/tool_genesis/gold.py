@@ -21,9 +21,8 @@ from typing import Any
 from toolgauge.benchmarks.tool_genesis.metrics.compliance import make_strictly_compliant
 from toolgauge.benchmarks.tool_genesis.metrics.unit_tests import has_error_word
 from toolgauge.benchmarks.tool_genesis.records import GeneratedServer, GenesisServer
+from toolgauge.benchmarks.tool_genesis.server_files import CODE_FILE, SCHEMA_FILE
 
-SCHEMA_FILE = "tools.json"
-CODE_FILE = "server.py"
 SPEC_FILE = "reference_spec.json"
 RUNTIME_FILE = "reference_server.py"
 

@@ -14,7 +14,8 @@ records every level's raw results, even when a level fails:
   server and with the reference server (the oracle), and the judge (role ``judge``) rates both.
 
 Failures of a generated server are outcomes, never exceptions. ``score`` is pure: it turns the
-records into ``GenesisServerScore`` (level gating) and ``summarise_genesis`` (aggregates, cascade).
+records into ``GenesisServerScore`` (level gating), the typed metrics of ``genesis_metrics`` (levels,
+over-reached means, cascade) and one ``SampleScore`` per server.
 """
 
 from __future__ import annotations
@@ -25,16 +26,16 @@ import json
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, TypeVarTuple
 
 from pydantic import BaseModel, Field
 
 from toolgauge.benchmarks.tool_genesis.loader import UNSAFE_PATH, load_registry, write_registry
-from toolgauge.benchmarks.tool_genesis.metrics import GenesisServerScore, genesis_server_score, summarise_genesis
+from toolgauge.benchmarks.tool_genesis.metrics import GenesisServerScore, genesis_metrics, genesis_server_score
 from toolgauge.benchmarks.tool_genesis.metrics.compliance import Verdict, check_compliance, check_mcp_valid
 from toolgauge.benchmarks.tool_genesis.metrics.schema import GenesisVariant, SchemaMatch, match_schemas, route_unit_test
 from toolgauge.benchmarks.tool_genesis.metrics.unit_tests import (
@@ -45,12 +46,13 @@ from toolgauge.benchmarks.tool_genesis.metrics.unit_tests import (
     summarise_unit_tests,
 )
 from toolgauge.benchmarks.tool_genesis.records import GeneratedServer, GenesisServer
-from toolgauge.driver import ScoredRun
 from toolgauge.embeddings.base import Embedder
 from toolgauge.engine import EpisodeContext, SampleOutcome
 from toolgauge.errors import DataError
 from toolgauge.records import AssistantTurn
-from toolgauge.tools import McpServerSession, ServerLaunchError, ToolCallOutcome, launch_server
+from toolgauge.results import EvalResults, SampleScore, ScoredRun
+from toolgauge.sandbox import SandboxLimits
+from toolgauge.tools import McpBackend, McpServerSession, ServerLaunchError, ToolCallOutcome, launch_server
 from toolgauge.tools.staging import UnsafeFile, read_untrusted_file
 
 LAUNCH_ATTEMPTS = 3
@@ -60,11 +62,12 @@ _KEEP_CHARS = 2000  # outputs stored per unit test / trajectory are cut to this 
 
 Source = Literal["registry", "generate", "gold"]
 T = TypeVar("T")
+Ts = TypeVarTuple("Ts")
 # A schema file larger than this is not read (a generated one is a few kilobytes).
 _MAX_SCHEMA_BYTES = 10 * 1024 * 1024
 
 
-async def _off_loop(fn: Callable[..., T], *args: Any) -> T:
+async def _off_loop(fn: Callable[[*Ts], T], *args: *Ts) -> T:
     """Run blocking work (embedding) in a daemon thread and await it.
 
     Not ``asyncio.to_thread``: ``asyncio.run`` joins its executor's threads at exit, so an interrupted run
@@ -73,23 +76,22 @@ async def _off_loop(fn: Callable[..., T], *args: Any) -> T:
     loop = asyncio.get_running_loop()
     future: asyncio.Future[T] = loop.create_future()
 
-    def settle(value: Any, error: BaseException | None) -> None:
+    def settle(outcome: tuple[T] | BaseException) -> None:
         if future.done():
             return
-        if error is not None:
-            future.set_exception(error)
+        if isinstance(outcome, BaseException):
+            future.set_exception(outcome)
         else:
-            future.set_result(value)
+            future.set_result(outcome[0])
 
     def work() -> None:
-        value: Any = None
-        error: BaseException | None = None
+        outcome: tuple[T] | BaseException
         try:
-            value = fn(*args)
+            outcome = (fn(*args),)
         except BaseException as exc:  # handed to the awaiting task, which decides
-            error = exc
+            outcome = exc
         with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
-            loop.call_soon_threadsafe(settle, value, error)
+            loop.call_soon_threadsafe(settle, outcome)
 
     threading.Thread(target=work, name=f"toolgauge-{getattr(fn, '__name__', 'work')}", daemon=True).start()
     return await future
@@ -229,7 +231,7 @@ class GenesisBenchmark:
         strategy: Literal["direct", "code-agent"] = "direct",
         l4: L4Settings | None = None,
         embedder: Embedder | None = None,
-        limits: Any = None,
+        limits: SandboxLimits | None = None,
         call_timeout: float = CALL_TIMEOUT,
         startup_timeout: float = STARTUP_TIMEOUT,
         launch_attempts: int = LAUNCH_ATTEMPTS,
@@ -250,7 +252,7 @@ class GenesisBenchmark:
         self.warnings = list(warnings)
         if source != "registry" and self.out_dir is None:
             raise ValueError("generating servers needs an out_dir")
-        self._registry: dict[str, GeneratedServer] = self._existing_registry()
+        self._registry: dict[str, GeneratedServer] | None = None  # read on the first generated server
 
     def _existing_registry(self) -> dict[str, GeneratedServer]:
         """Entries of an earlier (resumed) run in ``out_dir``, so the rewritten registry keeps them."""
@@ -276,6 +278,7 @@ class GenesisBenchmark:
             "strategy": self.strategy if self.source == "generate" else None,
             "n": len(self._samples),
             "l4": self.l4.skip_reason is None,
+            "l4_skipped": self.l4.skip_reason,
             "call_timeout": self.call_timeout,
         }
 
@@ -346,47 +349,71 @@ class GenesisBenchmark:
     def score(
         self, samples: Sequence[tuple[str, GenesisSample]], outcomes: Sequence[SampleOutcome[GenesisEvalResult]]
     ) -> ScoredRun:
-        """Per-server scores with the level gating, then the aggregates and the cascade."""
-        by_key = {o.key: o for o in outcomes}
-        scores: list[GenesisServerScore] = []
-        rows: list[dict[str, Any]] = []
-        for key, _ in samples:
-            outcome = by_key.get(key)
-            result = outcome.result if outcome else None
-            if result is None:
-                error = outcome.error if outcome else "not run"
-                result = GenesisEvalResult(
-                    slug=key,
-                    variant=self.variant,
-                    source=self.source,
-                    generation_error=f"episode failed: {error}",
-                    compliance=Verdict(ok=False, reason=f"episode failed: {error}"),
-                    mcp_valid=Verdict(ok=False, reason=f"episode failed: {error}"),
-                )
-            record = server_score(result, self.variant)
-            scores.append(record)
-            rows.append(
-                {
-                    "id": key,
-                    **record.model_dump(mode="json"),
-                    "generation_error": result.generation_error,
-                    "launch_failure": result.launch_failure,
-                    "ut_abort": result.ut_abort,
-                    "l4_skipped": result.l4_skipped,
-                    "seconds": result.seconds,
-                    "sample_error": outcome.error if outcome else "not run",
-                }
-            )
-        summary: dict[str, Any] = {
-            "benchmark": self.name,
-            "data": self.data_label,
-            "source": self.source,
-            **summarise_genesis(scores, self.variant, total_servers=len(samples), l4_run=self.l4.skip_reason is None),
+        """Per-server scores with the level gating, then the aggregates and the cascade (pure).
+
+        One pass over the samples and their outcomes (both in input order, as the engine returns
+        them; a sample that did not run has no outcome and scores as a failed episode). The
+        per-server rows are made by a second pass when they are asked for.
+
+        Raises:
+            ValueError: an outcome is out of order or belongs to no sample.
+        """
+        scores = [server_score(result, self.variant) for _, result, _ in self.server_results(samples, outcomes)]
+        l4_run = self.l4.skip_reason is None
+        stopped = {
+            s.slug: {"level": level, "reason": s.failures[level]}
+            for s in scores
+            for level in s.reached[-1:]
+            if level in s.failures
         }
-        summary["l4"] = "run" if self.l4.skip_reason is None else f"skipped: {self.l4.skip_reason}"
-        if self.warnings:
-            summary["warnings"] = list(self.warnings)
-        return ScoredRun(summary=summary, rows=rows)
+        results = EvalResults(
+            benchmark=self.name,
+            settings={"variant": self.variant, "source": self.source, "data": self.data_label},
+            metrics=genesis_metrics(scores, total_servers=len(samples), l4_run=l4_run),
+            details={"l4": "run" if l4_run else f"skipped: {self.l4.skip_reason}", "stopped": stopped},
+            warnings=list(self.warnings),
+        )
+        return ScoredRun(results, lambda: self.sample_scores(samples, outcomes))
+
+    def sample_scores(
+        self, samples: Iterable[tuple[str, GenesisSample]], outcomes: Iterable[SampleOutcome[GenesisEvalResult]]
+    ) -> Iterator[SampleScore]:
+        """Yield one score per server, in sample order (see :func:`server_sample_score`)."""
+        for key, result, error in self.server_results(samples, outcomes):
+            yield server_sample_score(key, result, server_score(result, self.variant), error)
+
+    def server_results(
+        self, samples: Iterable[tuple[str, GenesisSample]], outcomes: Iterable[SampleOutcome[GenesisEvalResult]]
+    ) -> Iterator[tuple[str, GenesisEvalResult, str | None]]:
+        """Yield (slug, episode results, sample error) per sample, reading ``samples`` and ``outcomes`` once, in step.
+
+        A failed or missing episode becomes results that fail L1 with the error as the reason.
+
+        Raises:
+            ValueError: an outcome is out of order or belongs to no sample.
+        """
+        pending = iter(outcomes)
+        outcome = next(pending, None)
+        for key, _ in samples:
+            mine = None
+            if outcome is not None and outcome.key == key:
+                mine, outcome = outcome, next(pending, None)
+            if mine is not None and mine.result is not None:
+                yield key, mine.result, mine.error
+                continue
+            error = (mine.error if mine else None) or "not run"
+            reason = f"episode failed: {error}"
+            failed = GenesisEvalResult(
+                slug=key,
+                variant=self.variant,
+                source=self.source,
+                generation_error=reason,
+                compliance=Verdict(ok=False, reason=reason),
+                mcp_valid=Verdict(ok=False, reason=reason),
+            )
+            yield key, failed, error
+        if outcome is not None:
+            raise ValueError(f"outcome {outcome.key!r} is not in sample order (or not a sample of this run)")
 
     def replay_table(self, path: Path) -> Mapping[str, Sequence[AssistantTurn]]:
         """Tool-Genesis has no recorded-output format to replay."""
@@ -397,7 +424,10 @@ class GenesisBenchmark:
         if self.source == "registry":
             return sample.generated
         assert self.out_dir is not None
-        from toolgauge.benchmarks.tool_genesis.generate import generate_server, server_dir
+        if self._registry is None:  # before any server of this run is written
+            self._registry = self._existing_registry()
+        from toolgauge.benchmarks.tool_genesis.generate import generate_server
+        from toolgauge.benchmarks.tool_genesis.server_files import server_dir
 
         folder = server_dir(self.out_dir, sample.server.server_slug)
         if self.source == "gold":
@@ -412,7 +442,7 @@ class GenesisBenchmark:
         write_registry(self.out_dir, self._registry.values())
         return generated
 
-    def _schema_payload(self, generated: GeneratedServer, result: GenesisEvalResult) -> Any:
+    def _schema_payload(self, generated: GeneratedServer, result: GenesisEvalResult) -> object:
         """The schema file's JSON, or None with ``schema_error`` set (a scored L1 failure)."""
         path = Path(generated.schema_path)
         if not path.exists() and not path.is_symlink():
@@ -576,7 +606,9 @@ class GenesisBenchmark:
             for index, task in enumerate(server.task_example):
                 record = TaskRecord(index=index, task=task)
                 if gen is not None and gen.session.alive:
-                    trajectory = await solve_task(ctx, task, gen.session, role="agent", max_steps=self.l4.max_steps)
+                    trajectory = await solve_task(
+                        ctx, task, McpBackend(gen.session), role="agent", max_steps=self.l4.max_steps
+                    )
                     verdict = await judge_task(ctx, task, trajectory, role="judge")
                     record.rating, record.judge_raw = verdict.score, _cut(verdict.raw, 500)
                     record.tool_calls, record.answer = len(trajectory.steps), _cut(trajectory.final_answer)
@@ -584,7 +616,9 @@ class GenesisBenchmark:
                 else:
                     record.errors.append("the generated server is not running")
                 if ref is not None:
-                    ref_traj = await solve_task(ctx, task, ref.session, role="agent", max_steps=self.l4.max_steps)
+                    ref_traj = await solve_task(
+                        ctx, task, McpBackend(ref.session), role="agent", max_steps=self.l4.max_steps
+                    )
                     ref_verdict = await judge_task(ctx, task, ref_traj, role="judge")
                     record.reference_rating = ref_verdict.score
                     record.reference_tool_calls = len(ref_traj.steps)
@@ -624,6 +658,108 @@ def server_score(result: GenesisEvalResult, variant: GenesisVariant) -> GenesisS
         task_ratings=ratings,
         reference_task_scores=reference,
     )
+
+
+def server_sample_score(
+    slug: str, result: GenesisEvalResult, score: GenesisServerScore, error: str | None
+) -> SampleScore:
+    """One server's ``--samples`` row (pure).
+
+    ``value`` is the server's UT_hard (0 when it stopped before L3), so the mean over the rows is the run's
+    ``ut_hard``; ``scores`` holds every per-server metric and the counts behind them; ``explanation`` the
+    levels passed and where and why the server stopped; ``metadata`` the levels reached, the failures and
+    each level's raw results (L3 per reference tool).
+    """
+    scores: dict[str, float | int | bool | str | None] = {
+        **score.metrics(),
+        "launches": score.launches,
+        "launch_attempts": score.launch_attempts,
+        "unit_tests_counted": score.unit_tests_counted,
+        "tasks": score.tasks,
+    }
+    return SampleScore(
+        id=slug,
+        sample=slug,
+        value=score.ut_hard,
+        scores=scores,
+        explanation=score.explanation(),
+        error=error,
+        metadata={
+            "reached": list(score.reached),
+            "failures": dict(score.failures),
+            "source": result.source,
+            "generation_error": result.generation_error,
+            "L1": {
+                "compliance": result.compliance.model_dump(mode="json"),
+                "mcp_valid": result.mcp_valid.model_dump(mode="json"),
+                "schema_error": result.schema_error,
+                "launches": [launch.model_dump(mode="json") for launch in result.launches],
+                "launch_failure": result.launch_failure,
+            },
+            "L2": {
+                "schema_file": _match_summary(result.schema_match),
+                "live": _match_summary(result.schema_live),
+                "live_tools": list(result.live_tools),
+            },
+            "L3": {
+                "summary": result.ut_summary.model_dump(mode="json") if result.ut_summary else None,
+                "abort": result.ut_abort,
+                "tools": unit_tests_by_tool(result.unit_tests),
+            },
+            "L4": {
+                "skipped": result.l4_skipped,
+                "tasks": None if result.tasks is None else [_task_summary(t) for t in result.tasks],
+            },
+            "seconds": dict(result.seconds),
+        },
+    )
+
+
+def _match_summary(match: SchemaMatch | None) -> dict[str, object] | None:
+    """Schema-F1 and its parts, with the tool map (the matched pairs' similarities are left out)."""
+    if match is None:
+        return None
+    return {"tool_f1": match.tool_f1, "args_f1": match.args_f1, "schema_f1": match.schema_f1,
+            "tool_map": dict(match.tool_map), "arg_maps": {k: dict(v) for k, v in match.arg_maps.items()}}  # fmt: skip
+
+
+def _task_summary(task: TaskRecord) -> dict[str, object]:
+    """One L4 task: the ratings and tool calls with both servers, and what went wrong (answers left out)."""
+    return {"index": task.index, "rating": task.rating, "reference_rating": task.reference_rating,
+            "tool_calls": task.tool_calls, "reference_tool_calls": task.reference_tool_calls,
+            "errors": list(task.errors)}  # fmt: skip
+
+
+def unit_tests_by_tool(records: Sequence[UnitTestRecord]) -> dict[str, dict[str, object]]:
+    """L3 per reference tool: where its tests went, the counts, and each test's verdict (texts left out).
+
+    ``soft_sum`` is the sum of the called tests' soft scores; the server's UT figures divide by the
+    variant's denominator (docs/metrics/tool-genesis.md).
+    """
+    tools: dict[str, dict[str, object]] = {}
+    for gold_tool in dict.fromkeys(r.gold_tool for r in records):
+        mine = [r for r in records if r.gold_tool == gold_tool]
+        scored = [r.score for r in mine if r.score is not None]
+        tools[gold_tool] = {
+            "pred_tool": next((r.pred_tool for r in mine if r.pred_tool is not None), None),
+            "tests": len(mine),
+            "called": sum(1 for r in mine if r.status == "called"),
+            "not_built": sum(1 for r in mine if r.status == "not_built"),
+            "not_run": sum(1 for r in mine if r.status == "not_run"),
+            "hard_passed": sum(1 for sc in scored if sc.hard_pass),
+            "soft_sum": sum(sc.soft for sc in scored),
+            "results": [
+                {
+                    "index": r.index,
+                    "status": r.status,
+                    "hard_pass": r.score.hard_pass if r.score else None,
+                    "soft": r.score.soft if r.score else None,
+                    "reason": (r.score.reason if r.score else None) or r.failure,
+                }
+                for r in mine
+            ],
+        }
+    return tools
 
 
 def pair_registry(

@@ -1,70 +1,73 @@
-"""Terminal tables of a Tool-Genesis summary: the levels, the cascade, and where servers stopped."""
+"""Terminal tables of Tool-Genesis results: the levels, the cascade, and where servers stopped."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from rich import box
 from rich.console import Console
 from rich.table import Table
 
 from toolgauge.redact import redact
-from toolgauge.report.terminal import esc, pct, warning_line
+from toolgauge.report.terminal import esc, pct
+from toolgauge.results import EvalResults
 
-METRIC_ROWS = [
-    ("compliance", "L1", "Compliance (official strict check)"),
-    ("compliance_mcp_valid", "L1", "Compliance (valid MCP tool list)"),
-    ("server_execution", "L1", "Server execution"),
-    ("schema_f1", "L2", "Schema-F1 (schema file)"),
-    ("schema_f1_live", "L2", "Schema-F1 (live tools/list)"),
-    ("ut_soft", "L3", "UT_soft"),
-    ("ut_hard", "L3", "UT_hard"),
-    ("sr_soft", "L4", "SR_soft"),
-    ("sr_hard", "L4", "SR_hard"),
-    ("sr_oracle_normalized", "L4", "SR (oracle-normalised)"),
-]
+METRIC_LABELS = {
+    "compliance": "Compliance (official strict check)",
+    "compliance_mcp_valid": "Compliance (valid MCP tool list)",
+    "server_execution": "Server execution",
+    "schema_f1": "Schema-F1 (schema file)",
+    "schema_f1_live": "Schema-F1 (live tools/list)",
+    "ut_soft": "UT_soft",
+    "ut_hard": "UT_hard",
+    "sr_soft": "SR_soft",
+    "sr_hard": "SR_hard",
+    "sr_oracle_normalized": "SR (oracle-normalised)",
+}
+STOPS_SHOWN = 30
 
 
-def render_genesis(summary: Mapping[str, Any], console: Console) -> None:
-    """Print the aggregates (over all servers and over those that reached each level) and the cascade."""
-    n = summary.get("servers_attempted", 0)
+def render_genesis(results: EvalResults, console: Console) -> None:
+    """Print the metrics over all servers and over those that reached each level, the cascade and the stops.
+
+    Results of ``genesis generate`` runs (``tool-genesis-generate``) get their own table of failures.
+    """
+    if results.benchmark != "tool-genesis":
+        from toolgauge.benchmarks.tool_genesis.report_generate import render_generate
+
+        render_generate(results, console)
+        return
+    from toolgauge.benchmarks.tool_genesis.metrics import METRIC_LEVELS  # numpy and scipy: not at CLI start
+
+    settings = results.settings
     title = (
-        f"tool-genesis · variant {esc(summary.get('variant'))} · {esc(n)} servers · {esc(summary.get('source', ''))}"
+        f"tool-genesis · variant {esc(settings.get('variant'))} · {esc(results.value('servers_attempted'))} servers"
+        f" · {esc(settings.get('source', ''))}"
     )
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     for col, justify in (("level", "left"), ("metric", "left"), ("all servers", "right"), ("reached", "right")):
         table.add_column(col, justify=justify, no_wrap=True)  # type: ignore[arg-type]
-    reached: Mapping[str, Any] = summary.get("over_reached") or {}
-    counts: Mapping[str, Any] = summary.get("reached_counts") or {}
-    for key, level, label in METRIC_ROWS:
-        table.add_row(level, label, pct(summary.get(key)), f"{pct(reached.get(key))} (n={counts.get(key, 0)})")
+    for key, level in METRIC_LEVELS.items():
+        reached = results.metric(key, level, by="reached")
+        n = reached.n if reached is not None and reached.n is not None else 0
+        shown = pct(reached.value if reached is not None else None)
+        table.add_row(level, METRIC_LABELS[key], pct(results.value(key)), f"{shown} (n={n})")
     console.print(table)
-    cascade: Mapping[str, Mapping[str, Any]] = summary.get("cascade") or {}
-    steps = [f"{esc(name)} {esc(c.get('servers'))} ({pct(c.get('fraction'))}%)" for name, c in cascade.items()]
+    steps = [
+        f"{esc(step)} {esc(results.value('servers', step, by='cascade'))} "
+        f"({pct(results.value('fraction', step, by='cascade'))}%)"
+        for step in results.groups("cascade")
+    ]
     console.print("cascade: " + " → ".join(steps))
-    failed = {
-        slug: row.get("failures", {}) for slug, row in (summary.get("servers") or {}).items() if row.get("failures")
-    }
-    if failed:
+    stopped: Mapping[str, Mapping[str, str]] = results.details.get("stopped") or {}
+    if stopped:
         stops = Table(title="where servers stopped", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
         stops.add_column("server", no_wrap=True)
         stops.add_column("level", no_wrap=True)
         stops.add_column("reason")
-        for slug, failures in list(failed.items())[:30]:
-            level = next(iter(failures))
-            stops.add_row(esc(slug), esc(level), esc(redact(str(failures[level]))[:160]))
+        for slug, stop in list(stopped.items())[:STOPS_SHOWN]:
+            stops.add_row(esc(slug), esc(stop.get("level")), esc(redact(str(stop.get("reason")))[:160]))
         console.print(stops)
-        if len(failed) > 30:
-            console.print(f"... and {len(failed) - 30} more (see --json or --samples)")
-    console.print(f"L4: {esc(summary.get('l4'))}", highlight=False)
-    for warning in summary.get("warnings") or []:
-        console.print(warning_line(warning), highlight=False)
-    run = summary.get("run")
-    if isinstance(run, Mapping):
-        console.print(
-            f"run [bold]{esc(run.get('id'))}[/] · {esc(run.get('samples'))} servers · {esc(run.get('sample_errors'))} "
-            f"failed · {esc(run.get('model_calls'))} model calls ({esc(run.get('cached_calls'))} from cache) · "
-            f"{esc(run.get('wall_seconds'))} s",
-            highlight=False,
-        )
+        if len(stopped) > STOPS_SHOWN:
+            console.print(f"... and {len(stopped) - STOPS_SHOWN} more (see --json or --samples)")
+    console.print(f"L4: {esc(results.details.get('l4'))}", highlight=False)

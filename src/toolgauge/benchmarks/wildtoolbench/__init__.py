@@ -1,1 +1,24 @@
-"""benchmarks/wildtoolbench."""
+"""WildToolBench: multi-task sessions through the official online loop, scored as the official ``eval_runner``.
+
+One sample is one session (up to four tasks, each a DAG of gold calls); every task is run on the gold
+history of the earlier ones and matched step by step (``graph``), logged in the official result-file shape
+(``log``), and scored offline by the re-implemented ``params_checker`` / ``calc_accuracy`` (``args``,
+``metrics``). ``io`` reads and writes step JSONL and the official result file; ``docs/metrics/wildtoolbench.md``
+gives every formula and the ``reference`` / ``strict`` differences.
+"""
+
+from toolgauge.benchmark import BenchmarkSpec, lazy
+from toolgauge.benchmarks.wildtoolbench.report import render_wild
+
+SPEC = BenchmarkSpec(
+    name="wildtoolbench",
+    title="WildToolBench: multi-task sessions through the official online loop (built-in sample sessions by default)",
+    run_names=("wildtoolbench",),
+    add_commands=lazy("toolgauge.benchmarks.wildtoolbench.cli", "add_commands"),
+    build=lazy("toolgauge.benchmarks.wildtoolbench.cli", "build"),
+    render=render_wild,
+    rescore=lazy("toolgauge.benchmarks.wildtoolbench.cli", "rescore"),
+    headline=("task_accuracy", "session_accuracy", "optimal_path_rate", "accomplish_progress_rate"),
+    variants=("reference", "strict"),
+    unit="sessions",
+)

@@ -53,6 +53,7 @@ __all__ = [
     "check_call",
     "check_step",
     "is_schema_error",
+    "squash",
 ]
 
 CORRECT = "correct"
@@ -157,7 +158,8 @@ def _schema_error(value: Any, schema: dict[str, Any], nested: bool) -> str | Non
     return None
 
 
-def _squash(text: str) -> str:
+def squash(text: str) -> str:
+    """Text without any whitespace, lowercased (how the checker and the taxonomy compare strings loosely)."""
     return "".join(text.split()).lower()
 
 
@@ -182,7 +184,7 @@ def _rouge_l_f(predicted: str, gold: str) -> float:
 
 
 def _compare_strings(predicted: str, gold: str, where: str) -> str:
-    if predicted == gold or _squash(predicted) == _squash(gold):
+    if predicted == gold or squash(predicted) == squash(gold):
         return CORRECT
     if len(gold) < _SHORT_STRING:
         ratio = SequenceMatcher(None, predicted, gold).ratio()

@@ -36,8 +36,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+# The two gold pseudo-tools, defined here once for the whole package (this module is its lowest layer):
+#: a clarifying question to the user (the gold node's observation is the question, ``user_input`` the reply);
 PSEUDO_CLARIFY = "ask_user_for_required_parameters"
+#: the final text answer (the gold node's observation is the reference reply). Neither is offered to the model.
 PSEUDO_ANSWER = "prepare_to_answer"
+PSEUDO_TOOLS: frozenset[str] = frozenset({PSEUDO_CLARIFY, PSEUDO_ANSWER})
 
 # A DFS state: bitmask of the nodes marked done, and the forced one-node steps still owed by an expanded
 # same-name group (those nodes are already in the mask, as in the official code).
@@ -436,11 +440,10 @@ class GraphWalk:
     def _first_pseudo_step(self, state: _State) -> list[int] | None:
         """First candidate of ``state`` holding a pseudo-tool: the first ready one alone (size 1 comes first)."""
         done, forced = state
-        pseudo = (PSEUDO_CLARIFY, PSEUDO_ANSWER)
         if forced:
-            return [forced[0]] if self.graph.names[forced[0]] in pseudo else None
+            return [forced[0]] if self.graph.names[forced[0]] in PSEUDO_TOOLS else None
         for node in self.graph._ready(done):
-            if self.graph.names[node] in pseudo:
+            if self.graph.names[node] in PSEUDO_TOOLS:
                 # The first ready node with its name, so its singleton survives deduplication.
                 return [node]
         return None

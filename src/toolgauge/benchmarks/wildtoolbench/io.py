@@ -10,15 +10,15 @@ is keyed by session, then ``(task, step)``; :mod:`toolgauge.benchmarks.wildtoolb
 into the per-sample list of turns the engine's ``ReplayClient`` serves by running step (see
 ``WildBenchmark.replay_table``).
 
-The official result file (``result/<model>/Wild-Tool-Bench_result.jsonl``) is read by
-:func:`toolgauge.benchmarks.wildtoolbench.log.read_official_results`; :func:`write_official_results` writes our runs in
-that shape so the official ``eval_runner`` can score them too.
+The official result file (``result/<model>/Wild-Tool-Bench_result.jsonl``, one
+:class:`~toolgauge.benchmarks.wildtoolbench.log.WildSessionResult` a line) is read by :func:`read_official`;
+:func:`write_official_results` writes our runs in that shape so the official ``eval_runner`` can score them too.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,7 +28,7 @@ from toolgauge.benchmarks.wildtoolbench.log import WildSessionResult
 from toolgauge.errors import DataError
 from toolgauge.jsonl import loads_json, read_jsonl_objects, read_text, text_lines
 from toolgauge.records import AssistantTurn, ToolCall
-from toolgauge.report.export import write_atomic
+from toolgauge.report.export import write_lines_atomic
 
 __all__ = [
     "PredictionFormat",
@@ -146,12 +146,19 @@ def _call(item: Any, path: str, line: int, field: str) -> ToolCall:
 
 
 def write_official_results(path: Path, results: Iterable[WildSessionResult], *, model_name: str) -> None:
-    """Write sessions as the official ``Wild-Tool-Bench_result.jsonl`` (atomically, one session per line)."""
-    lines = []
-    for result in results:
-        data = {"id": result.id, "model_name": model_name, **result.model_dump(mode="json", exclude={"id"})}
-        lines.append(json.dumps(data, ensure_ascii=False))
-    write_atomic(path, "".join(line + "\n" for line in lines))
+    """Write sessions as the official ``Wild-Tool-Bench_result.jsonl`` (atomically, one session per line).
+
+    ``results`` is read once, one session at a time: only one session's log is in memory at once.
+    """
+    lines = (
+        json.dumps(
+            {"id": result.id, "model_name": model_name, **result.model_dump(mode="json", exclude={"id"})},
+            ensure_ascii=False,
+        )
+        + "\n"
+        for result in results
+    )
+    write_lines_atomic(path, lines)
 
 
 def read_official(path: Path) -> dict[str, WildSessionResult | str]:
@@ -200,9 +207,8 @@ def _location(loc: tuple[int | str, ...]) -> str:
     return "".join(parts)
 
 
-def steps_from_results(results: Iterable[WildSessionResult]) -> list[dict[str, Any]]:
-    """The model's replies in logged sessions as step JSONL lines (replayable with ``replay:PATH``)."""
-    lines: list[dict[str, Any]] = []
+def steps_from_results(results: Iterable[WildSessionResult]) -> Iterator[dict[str, Any]]:
+    """Yield the model's replies in logged sessions as step JSONL lines (replayable with ``replay:PATH``)."""
     for result in results:
         for task, log in enumerate(result.result):
             for step, entry in enumerate(log.steps):
@@ -211,10 +217,7 @@ def steps_from_results(results: Iterable[WildSessionResult]) -> list[dict[str, A
                     {"name": c.function.name, "arguments": _decoded_or_text(c.function.arguments)}
                     for c in output.tool_calls or []
                 ]
-                lines.append(
-                    {"session": result.id, "task": task, "step": step, "content": output.content, "tool_calls": calls}
-                )
-    return lines
+                yield {"session": result.id, "task": task, "step": step, "content": output.content, "tool_calls": calls}
 
 
 def _decoded_or_text(arguments: str) -> Any:
@@ -227,5 +230,5 @@ def _decoded_or_text(arguments: str) -> Any:
 
 
 def write_steps(path: Path, results: Iterable[WildSessionResult]) -> None:
-    """Write logged sessions as step JSONL (atomically)."""
-    write_atomic(path, "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in steps_from_results(results)))
+    """Write logged sessions as step JSONL (atomically; ``results`` is read once, one session at a time)."""
+    write_lines_atomic(path, (json.dumps(line, ensure_ascii=False) + "\n" for line in steps_from_results(results)))

@@ -22,7 +22,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from toolgauge.benchmarks.wildtoolbench.graph import PSEUDO_ANSWER, PSEUDO_CLARIFY, CallGraph, GraphError
+from toolgauge.benchmarks.wildtoolbench.graph import PSEUDO_ANSWER, PSEUDO_CLARIFY, PSEUDO_TOOLS, CallGraph, GraphError
 from toolgauge.benchmarks.wildtoolbench.records import (
     MAX_TASKS,
     TASK_TYPES,
@@ -39,8 +39,6 @@ from toolgauge.errors import DataError
 from toolgauge.jsonl import JsonProblem, loads_json, parse_json, read_text, text_lines
 
 __all__ = ["builtin_wild_path", "load_wild", "parse_session"]
-
-PSEUDO_TOOLS = (PSEUDO_CLARIFY, PSEUDO_ANSWER)
 
 
 def builtin_wild_path() -> Path:

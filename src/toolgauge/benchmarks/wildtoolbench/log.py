@@ -25,13 +25,13 @@ These models validate such a line and dump it back (``model_dump(mode="json")``)
 same JSON. The ``step_<k>`` entries are held as the ordered list :attr:`WildInferenceLog.steps` and written
 back as ``step_0``, ``step_1``... (a log with gaps, as the official scorer leaves after deleting a step, is
 renumbered). Fields the official scorer adds later (``label``, ``action_arguments_label``,
-``current_action_arguments_label``...) are kept as extras.
+``current_action_arguments_label``...) are kept as extras. :func:`toolgauge.benchmarks.wildtoolbench.io.read_official`
+reads a whole file.
 """
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import (
@@ -45,12 +45,7 @@ from pydantic import (
     model_validator,
 )
 
-from toolgauge.errors import DataError
-
 __all__ = [
-    "ASK_USER",
-    "PREPARE_TO_ANSWER",
-    "PSEUDO_TOOLS",
     "Label",
     "WildAnswerAction",
     "WildAnswerFunctionList",
@@ -62,16 +57,9 @@ __all__ = [
     "WildStepLog",
     "WildTaskLog",
     "WildToolCall",
-    "read_official_results",
 ]
 
 Label = Literal["correct", "error"]
-
-#: Gold pseudo-tool for the final text answer (never offered to the model).
-PREPARE_TO_ANSWER = "prepare_to_answer"
-#: Gold pseudo-tool for a clarification question to the user (never offered to the model).
-ASK_USER = "ask_user_for_required_parameters"
-PSEUDO_TOOLS: frozenset[str] = frozenset({PREPARE_TO_ANSWER, ASK_USER})
 
 _STEP_KEY = re.compile(r"^step_(\d+)$")
 _CANDIDATE_KEY = re.compile(r"^candidate_(\d+)_answer_function_list$")
@@ -303,43 +291,3 @@ class WildSessionResult(BaseModel):
 
     id: str
     result: list[WildTaskLog] = Field(default_factory=list)
-
-
-def _location(loc: tuple[int | str, ...]) -> str:
-    # ``steps[k]`` is ``step_k`` in the file, so name it that way.
-    out = ""
-    parts = list(loc)
-    index = 0
-    while index < len(parts):
-        part = parts[index]
-        if part == "steps" and index + 1 < len(parts) and isinstance(parts[index + 1], int):
-            part = f"step_{parts[index + 1]}"
-            index += 1
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else str(part)
-        index += 1
-    return out
-
-
-def read_official_results(path: Path | str) -> list[WildSessionResult]:
-    """Read an official ``Wild-Tool-Bench_result.jsonl`` (one session per line).
-
-    Raises:
-        DataError: unreadable file, malformed JSON, or a line that does not have the official shape
-            (the message names the line and the field, e.g. ``result[0].inference_log.task_idx``).
-    """
-    from toolgauge.jsonl import read_jsonl_objects
-
-    shown = str(path)
-    sessions: list[WildSessionResult] = []
-    for line_no, record in read_jsonl_objects(Path(path)):
-        try:
-            sessions.append(WildSessionResult.model_validate(record))
-        except ValidationError as exc:
-            error = exc.errors()[0]
-            field = _location(tuple(error["loc"])) or None
-            message = "missing required field" if error["type"] == "missing" else str(error["msg"])
-            raise DataError(shown, message, line=line_no, field=field) from None
-    return sessions

@@ -9,7 +9,7 @@ Progress as the mean of per-task ratios of *completed gold nodes* (the failing s
 rate at all (None) for an empty group.
 
 Everything here is pure: task logs (:mod:`toolgauge.benchmarks.wildtoolbench.log`) and :class:`WildTaskFacts` in,
-pydantic scores and plain dicts out. Fractions are in [0, 1].
+pydantic task scores and typed run metrics (:class:`toolgauge.results.Metric`) out. Fractions are in [0, 1].
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from itertools import pairwise
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -30,21 +30,33 @@ from toolgauge.benchmarks.wildtoolbench.args import (
     ERROR_NAME_MISMATCH,
     ERROR_TOOL_UNDEFINED,
     check_step,
+    squash,
 )
-from toolgauge.benchmarks.wildtoolbench.log import (
-    ASK_USER,
-    PREPARE_TO_ANSWER,
-    PSEUDO_TOOLS,
-    Label,
-    WildStepLog,
-    WildTaskLog,
+from toolgauge.benchmarks.wildtoolbench.graph import PSEUDO_ANSWER, PSEUDO_CLARIFY, PSEUDO_TOOLS
+from toolgauge.benchmarks.wildtoolbench.log import Label, WildStepLog, WildTaskLog
+from toolgauge.benchmarks.wildtoolbench.records import (
+    FIRST_TURN,
+    MAX_TASKS,
+    TASK_TYPES,
+    TURN_SUBTYPES,
+    TaskType,
+    TurnSubtype,
 )
-from toolgauge.benchmarks.wildtoolbench.records import TASK_TYPES, TURN_SUBTYPES, TaskType, TurnSubtype
+from toolgauge.results import Metric, MetricKind
 
 # TASK_TYPES, TURN_SUBTYPES, TaskType and TurnSubtype belong to the session records; re-exported for scorers.
 __all__ = [
+    "BY_ERROR_CLASS",
+    "BY_TASK_ORDER",
+    "BY_TASK_TYPE",
+    "BY_TRANSITIONS",
+    "BY_TURN_SUBTYPE",
     "FAILURE_CLASSES",
+    "MULTI_TOOL",
     "MULTI_TOOL_TYPES",
+    "OPTIMAL_PATH_TYPES",
+    "PROGRESS_TYPES",
+    "SUBSEQUENT_TURN",
     "TASK_TYPES",
     "TURN_SUBTYPES",
     "FailureClass",
@@ -75,22 +87,23 @@ FailureClass = Literal[
 
 MULTI_TOOL_TYPES: frozenset[str] = frozenset({"Parallel Multi-Tool", "Sequential Multi-Tool", "Mixed Multi-Tool"})
 #: Table 4 order: action errors, then parameter errors.
-FAILURE_CLASSES: tuple[FailureClass, ...] = (
-    "refusal",
-    "wrong_name",
-    "missing_info",
-    "wrong_refusal",
-    "redundant_call",
-    "call_error",
-    "early_termination",
-    "param_type_error",
-    "param_hallucination",
-    "param_value_error",
-)
+FAILURE_CLASSES: tuple[FailureClass, ...] = get_args(FailureClass)
 
-_OPTIMAL_PATH_TYPES = ("Parallel Multi-Tool", "Mixed Multi-Tool")
-_PROGRESS_TYPES = ("Sequential Multi-Tool", "Mixed Multi-Tool")
-_TURN_KEYS = ("First Turn", "Subsequent Turn", *TURN_SUBTYPES)
+#: The breakdowns (``Metric.by``) of a run's metrics.
+BY_TASK_TYPE = "task_type"
+BY_TASK_ORDER = "task_order"
+BY_TURN_SUBTYPE = "turn_subtype"
+BY_TRANSITIONS = "transitions"
+BY_ERROR_CLASS = "error_class"
+#: The ``task_type`` group of the three multi-tool types together.
+MULTI_TOOL = "Multi-Tool"
+#: The ``turn_subtype`` group of every task after the first.
+SUBSEQUENT_TURN = "Subsequent Turn"
+
+OPTIMAL_PATH_TYPES: tuple[TaskType, ...] = ("Parallel Multi-Tool", "Mixed Multi-Tool")
+PROGRESS_TYPES: tuple[TaskType, ...] = ("Sequential Multi-Tool", "Mixed Multi-Tool")
+_TURN_KEYS = (FIRST_TURN, SUBSEQUENT_TURN, *TURN_SUBTYPES)
+_TOTAL = "Total"
 # Paper §4.4 counts transitions between the four policies g_single, g_multi, g_chat, g_clarify.
 _POLICY = {
     "Single-Tool": "single",
@@ -323,10 +336,6 @@ def _context_text(log: WildTaskLog, failing_step: int) -> str:
     return "\n".join(parts)
 
 
-def _squash(text: str) -> str:
-    return "".join(text.split()).lower()
-
-
 def _found_in(value: Any, context: str) -> bool:
     """Whether a predicted scalar appears in the context (strings compared without whitespace, lowercased)."""
     if isinstance(value, bool) or value is None:
@@ -337,7 +346,7 @@ def _found_in(value: Any, context: str) -> bool:
             forms.add(str(int(value)))
         return any(form in context for form in forms)
     if isinstance(value, str):
-        return _squash(value) in _squash(context)
+        return squash(value) in squash(context)
     return True
 
 
@@ -439,12 +448,12 @@ def classify_failure(log: WildTaskLog | None, facts: WildTaskFacts, score: WildT
         if any((call.function.name, _canonical_arguments(call.function.arguments)) in made for call in calls):
             return "redundant_call"
         due = {action.name for candidate in step.candidates() for action in candidate.action}
-        if ASK_USER in due:
+        if PSEUDO_CLARIFY in due:
             return "missing_info"
         return "wrong_name"
     earlier_tool_steps = any(earlier.inference_output.tool_calls for earlier in log.steps[: score.failing_step])
     due = {action.name for candidate in step.candidates() for action in candidate.action}
-    if earlier_tool_steps and PREPARE_TO_ANSWER not in due:
+    if earlier_tool_steps and PSEUDO_ANSWER not in due:
         return "early_termination"
     if _QUESTION.search(content):
         return "wrong_refusal"
@@ -477,28 +486,45 @@ class _Tally:
         self.total[key] = self.total.get(key, 0) + 1
         self.correct[key] = self.correct.get(key, 0) + int(correct)
 
-    def as_dict(self, empty: float | None) -> dict[str, dict[str, Any]]:
-        return {
-            key: {
-                "accuracy": self.correct[key] / self.total[key] if self.total[key] else empty,
-                "correct": self.correct[key],
-                "total": self.total[key],
-            }
-            for key in self.total
-        }
-
 
 def _rate(numerator: int, denominator: int, empty: float | None) -> float | None:
     return numerator / denominator if denominator else empty
 
 
+def _metric(name: str, value: float | None, n: int | None, kind: MetricKind = "rate", *,
+            group: str | None = None, by: str | None = None) -> Metric:  # fmt: skip
+    return Metric(name=name, value=value, n=n, kind=kind, group=group, by=by)
+
+
+def _accuracy_metrics(tally: _Tally, key: str, by: str, empty: float | None) -> list[Metric]:
+    """``task_accuracy`` (rate) and ``correct_tasks`` (count) of group ``key`` (an empty group included)."""
+    total = tally.total[key]
+    return [
+        _metric("task_accuracy", _rate(tally.correct[key], total, empty), total, group=key, by=by),
+        _metric("correct_tasks", tally.correct[key], total, "count", group=key, by=by),
+    ]
+
+
 def summarise_wild(
     task_scores: Sequence[WildTaskScore], sessions_facts: Sequence[WildTaskFacts], variant: WildVariant = "reference"
-) -> dict[str, Any]:
-    """Summarise a run: accuracies, OP, AP, breakdowns and the error distribution.
+) -> list[Metric]:
+    """Summarise a run as typed metrics: accuracies, OP, AP, breakdowns and the error distribution.
 
     The facts define the tasks of the run; a task with no score (its sample failed) counts as a failed task of
     class ``call_error``. Scores for tasks not in the facts are ignored.
+
+    Overall (``group`` None): the rates ``task_accuracy`` (``n`` tasks), ``session_accuracy`` (``n`` sessions),
+    ``optimal_path_rate`` (``n`` Parallel and Mixed tasks) and ``accomplish_progress_rate`` (``n`` Sequential
+    and Mixed tasks); the counts ``tasks``, ``correct_tasks``, ``failed_tasks``, ``sessions``,
+    ``correct_sessions``, ``optimal_tasks`` (OP's numerator), ``complete_steps`` and ``total_steps`` (AP's
+    pooled numerator and denominator), ``tasks_without_log`` and ``official_crashes``.
+
+    Breakdowns (``by``), every group declared even when empty: ``task_type`` (``task_accuracy`` and
+    ``correct_tasks`` per type and for ``Multi-Tool``; ``optimal_path_rate`` and ``optimal_tasks`` for Parallel
+    and Mixed; ``accomplish_progress_rate``, ``complete_steps`` and ``total_steps`` for Sequential and Mixed),
+    ``task_order`` (groups ``"1"``-``"4"``), ``turn_subtype`` and ``transitions`` (``"0"``-``"3"``) with
+    ``task_accuracy`` and ``correct_tasks``; ``error_class`` with ``failed_tasks`` (count) and
+    ``failure_share`` (of the failed tasks) per taxonomy class, in the paper's Table 4 order.
 
     Args:
         task_scores: one score per task, all of the same variant.
@@ -507,9 +533,7 @@ def summarise_wild(
             ``strict`` (AP as the mean of per-task ratios; an empty group's rate is None).
 
     Returns:
-        A JSON-ready dict with ``task_accuracy``, ``session_accuracy``, ``optimal_path_rate``,
-        ``accomplish_progress_rate``, ``optimal_path``, ``accomplish_progress``, ``by_task_type``,
-        ``by_task_order``, ``by_turn_subtype``, ``by_transitions``, ``errors``, ``counts`` and ``variant``.
+        The metrics, overall ones first, then each breakdown in the order above.
     """
     empty: float | None = 0.0 if variant == "reference" else None
     scores = {(score.session_id, score.task_index): score for score in task_scores}
@@ -517,11 +541,12 @@ def summarise_wild(
     for facts in sessions_facts:
         sessions[facts.session_id].append(facts)
 
-    by_type = _Tally([*TASK_TYPES[:1], "Multi-Tool", *TASK_TYPES[1:]])
-    by_order = _Tally(["1", "2", "3", "4"])
+    by_type = _Tally([*TASK_TYPES[:1], MULTI_TOOL, *TASK_TYPES[1:]])
+    by_order = _Tally([str(k + 1) for k in range(MAX_TASKS)])
     by_turn = _Tally(_TURN_KEYS)
-    by_transitions = _Tally(["0", "1", "2", "3"])
-    optimal = _Tally(["Total", *_OPTIMAL_PATH_TYPES])
+    by_transitions = _Tally([str(k) for k in range(MAX_TASKS)])
+    optimal = _Tally([_TOTAL, *OPTIMAL_PATH_TYPES])
+    progress_tasks: Counter[str] = Counter()
     progress_done: Counter[str] = Counter()
     progress_total: Counter[str] = Counter()
     progress_ratios: dict[str, list[float]] = defaultdict(list)
@@ -546,63 +571,81 @@ def summarise_wild(
 
             by_type.add(facts.task_type, correct)
             if facts.task_type in MULTI_TOOL_TYPES:
-                by_type.add("Multi-Tool", correct)
+                by_type.add(MULTI_TOOL, correct)
             by_order.add(str(facts.task_index + 1), correct)
             if facts.task_index == 0:
-                by_turn.add("First Turn", correct)
+                by_turn.add(FIRST_TURN, correct)
             else:
-                by_turn.add("Subsequent Turn", correct)
+                by_turn.add(SUBSEQUENT_TURN, correct)
                 if facts.turn_subtype is not None:
                     by_turn.add(facts.turn_subtype, correct)
             by_transitions.add(str(transitions_so_far(types, position)), correct)
 
-            if facts.task_type in _OPTIMAL_PATH_TYPES:
+            if facts.task_type in OPTIMAL_PATH_TYPES:
                 is_optimal = score is not None and score.is_optimal
-                optimal.add("Total", is_optimal)
+                optimal.add(_TOTAL, is_optimal)
                 optimal.add(facts.task_type, is_optimal)
-            if facts.task_type in _PROGRESS_TYPES:
+            if facts.task_type in PROGRESS_TYPES:
                 done = score.complete_step if score is not None else 0
-                for key in ("Total", facts.task_type):
+                for key in (_TOTAL, facts.task_type):
+                    progress_tasks[key] += 1
                     progress_done[key] += done
                     progress_total[key] += facts.n_gold_nodes
                     if facts.n_gold_nodes:
                         progress_ratios[key].append(done / facts.n_gold_nodes)
         correct_sessions += int(session_correct)
 
-    progress: dict[str, dict[str, Any]] = {}
-    for key in ("Total", *_PROGRESS_TYPES):
+    def progress_rate(key: str) -> float | None:
         if variant == "reference":
-            rate = _rate(progress_done[key], progress_total[key], empty)
-        else:
-            ratios = progress_ratios[key]
-            rate = sum(ratios) / len(ratios) if ratios else None
-        progress[key] = {"rate": rate, "complete_step": progress_done[key], "total_step": progress_total[key]}
-    optimal_table = optimal.as_dict(empty)
+            return _rate(progress_done[key], progress_total[key], empty)
+        ratios = progress_ratios[key]
+        return sum(ratios) / len(ratios) if ratios else None
+
+    def progress_metrics(key: str, group: str | None, by: str | None) -> list[Metric]:
+        n = progress_tasks[key]
+        return [
+            _metric("accomplish_progress_rate", progress_rate(key), n, group=group, by=by),
+            _metric("complete_steps", progress_done[key], n, "count", group=group, by=by),
+            _metric("total_steps", progress_total[key], n, "count", group=group, by=by),
+        ]
+
+    def optimal_metrics(key: str, group: str | None, by: str | None) -> list[Metric]:
+        n = optimal.total[key]
+        return [
+            _metric("optimal_path_rate", _rate(optimal.correct[key], n, empty), n, group=group, by=by),
+            _metric("optimal_tasks", optimal.correct[key], n, "count", group=group, by=by),
+        ]
+
     n_tasks = sum(len(tasks) for tasks in sessions.values())
     n_failed = n_tasks - correct_tasks
-    return {
-        "variant": variant,
-        "task_accuracy": _rate(correct_tasks, n_tasks, empty),
-        "session_accuracy": _rate(correct_sessions, len(sessions), empty),
-        "optimal_path_rate": optimal_table["Total"]["accuracy"],
-        "accomplish_progress_rate": progress["Total"]["rate"],
-        "optimal_path": optimal_table,
-        "accomplish_progress": progress,
-        "by_task_type": by_type.as_dict(empty),
-        "by_task_order": by_order.as_dict(empty),
-        "by_turn_subtype": by_turn.as_dict(empty),
-        "by_transitions": by_transitions.as_dict(empty),
-        "errors": {
-            "failed_tasks": n_failed,
-            "counts": {name: failures[name] for name in FAILURE_CLASSES},
-            "shares": {name: _rate(failures[name], n_failed, empty) for name in FAILURE_CLASSES},
-        },
-        "counts": {
-            "tasks": n_tasks,
-            "correct_tasks": correct_tasks,
-            "sessions": len(sessions),
-            "correct_sessions": correct_sessions,
-            "tasks_without_log": missing,
-            "official_crashes": crashes,
-        },
-    }
+    n_optimal, n_progress = optimal.total[_TOTAL], progress_tasks[_TOTAL]
+    metrics = [
+        _metric("task_accuracy", _rate(correct_tasks, n_tasks, empty), n_tasks),
+        _metric("session_accuracy", _rate(correct_sessions, len(sessions), empty), len(sessions)),
+        _metric("optimal_path_rate", _rate(optimal.correct[_TOTAL], n_optimal, empty), n_optimal),
+        _metric("accomplish_progress_rate", progress_rate(_TOTAL), n_progress),
+        _metric("tasks", n_tasks, None, "count"),
+        _metric("correct_tasks", correct_tasks, n_tasks, "count"),
+        _metric("failed_tasks", n_failed, n_tasks, "count"),
+        _metric("sessions", len(sessions), None, "count"),
+        _metric("correct_sessions", correct_sessions, len(sessions), "count"),
+        _metric("optimal_tasks", optimal.correct[_TOTAL], n_optimal, "count"),
+        _metric("complete_steps", progress_done[_TOTAL], n_progress, "count"),
+        _metric("total_steps", progress_total[_TOTAL], n_progress, "count"),
+        _metric("tasks_without_log", missing, n_tasks, "count"),
+        _metric("official_crashes", crashes, n_tasks, "count"),
+    ]
+    for key in by_type.total:
+        metrics += _accuracy_metrics(by_type, key, BY_TASK_TYPE, empty)
+        if key in OPTIMAL_PATH_TYPES:
+            metrics += optimal_metrics(key, key, BY_TASK_TYPE)
+        if key in PROGRESS_TYPES:
+            metrics += progress_metrics(key, key, BY_TASK_TYPE)
+    for tally, by in ((by_order, BY_TASK_ORDER), (by_turn, BY_TURN_SUBTYPE), (by_transitions, BY_TRANSITIONS)):
+        for key in tally.total:
+            metrics += _accuracy_metrics(tally, key, by, empty)
+    for name in FAILURE_CLASSES:
+        metrics.append(_metric("failed_tasks", failures[name], n_failed, "count", group=name, by=BY_ERROR_CLASS))
+        metrics.append(_metric("failure_share", _rate(failures[name], n_failed, empty), n_failed, group=name,
+                               by=BY_ERROR_CLASS))  # fmt: skip
+    return metrics

@@ -29,13 +29,20 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from toolgauge.benchmarks.wildtoolbench.graph import PSEUDO_ANSWER, PSEUDO_CLARIFY, CallGraph, GraphWalk, StepMatch
+from toolgauge.benchmarks.wildtoolbench.graph import (
+    PSEUDO_ANSWER,
+    PSEUDO_CLARIFY,
+    PSEUDO_TOOLS,
+    CallGraph,
+    GraphWalk,
+    StepMatch,
+)
 from toolgauge.benchmarks.wildtoolbench.io import StepTable, read_steps
 from toolgauge.benchmarks.wildtoolbench.log import (
     WildAnswerAction,
@@ -57,10 +64,10 @@ from toolgauge.benchmarks.wildtoolbench.metrics import (
     summarise_wild,
 )
 from toolgauge.benchmarks.wildtoolbench.records import WildNode, WildSession
-from toolgauge.driver import ScoredRun
-from toolgauge.engine import EpisodeContext, SampleOutcome
+from toolgauge.engine import EpisodeContext, SampleOutcome, in_step
 from toolgauge.errors import DataError
 from toolgauge.records import AssistantTurn, GenerateOptions, Message, ToolCall
+from toolgauge.results import EvalResults, SampleScore, ScoredRun
 from toolgauge.settings import CallSettings
 
 __all__ = [
@@ -68,10 +75,12 @@ __all__ = [
     "TaskRun",
     "WildBenchmark",
     "WildResult",
+    "WildScoredRun",
     "WildVariant",
     "history_messages",
     "task_facts",
     "task_graphs",
+    "task_sample_score",
 ]
 
 #: Extra steps a task may take beyond its number of gold nodes before it is stopped (a guard).
@@ -130,7 +139,7 @@ def history_messages(session: WildSession, task_index: int, graphs: Sequence[Cal
         messages.append(Message(role="user", content=task.user))
         for s, step in enumerate(graphs[t].first_optimal_path()):
             nodes = [task.nodes[k] for k in step]
-            real = [n for n in nodes if n.action.name not in (PSEUDO_ANSWER, PSEUDO_CLARIFY)]
+            real = [n for n in nodes if n.action.name not in PSEUDO_TOOLS]
             for node in nodes:
                 if node.action.name == PSEUDO_CLARIFY:
                     messages.append(Message(role="assistant", content=node.observation_text()))
@@ -223,7 +232,7 @@ class TaskRun:
                 return AssistantTurn(content=None, finish_reason="stop")
             step_nodes = candidates[0]
         nodes = [self.nodes[k] for k in step_nodes]
-        texts = [n for n in nodes if n.action.name in (PSEUDO_ANSWER, PSEUDO_CLARIFY)]
+        texts = [n for n in nodes if n.action.name in PSEUDO_TOOLS]
         if texts:
             return AssistantTurn(content=texts[0].observation_text(), finish_reason="stop")
         calls = [
@@ -361,12 +370,36 @@ def task_facts(session: WildSession) -> list[WildTaskFacts]:
     ]
 
 
+class WildScoredRun(ScoredRun):
+    """A scored WildToolBench run: the results, one score per task, and the logs of the sessions that ran.
+
+    ``session_logs`` reads the logs from the run's outcomes each time it is called, one session at a
+    time (as the lazy ``--samples`` rows of other benchmarks do): call it while the run's store is open,
+    as the writers of ``--predictions-out`` and ``--steps-out`` are.
+    """
+
+    def __init__(
+        self,
+        results: EvalResults,
+        samples: Sequence[SampleScore],
+        session_logs: Callable[[], Iterator[WildSessionResult]],
+    ):
+        super().__init__(results, samples)
+        self._session_logs = session_logs
+
+    def session_logs(self) -> Iterator[WildSessionResult]:
+        """Yield the log of every session that produced one, in sample order (failed sessions have none)."""
+        return self._session_logs()
+
+
 class WildBenchmark:
     """WildToolBench sessions run through the official online loop, scored by ``.metrics``.
 
     With ``recorded`` (an official result file, by session id) the episode returns the recorded log
     instead of asking the model: the official logs already are the run. A session recorded as a text
-    (the official ``"Error during inference: ..."``) fails, and is scored as empty replies.
+    (the official ``"Error during inference: ..."``) fails, and is scored as empty replies. ``chosen``
+    says the sessions are a chosen subset of the data file (those of a result file), not its first ones:
+    their ids are then part of the config, so that ``rescore`` can rebuild the same run.
     """
 
     name = "wildtoolbench"
@@ -381,6 +414,7 @@ class WildBenchmark:
         variant: WildVariant = "reference",
         settings: CallSettings | None = None,
         recorded: Mapping[str, WildSessionResult | str] | None = None,
+        chosen: bool = False,
     ):
         self.sessions = list(sessions)
         self.data_label = data_label
@@ -388,16 +422,15 @@ class WildBenchmark:
         self.variant: WildVariant = variant
         self.settings = settings or CallSettings()
         self.recorded = recorded
-        #: The session logs of the last ``score`` call, in sample order (for ``--predictions-out``).
-        self.results: list[WildSessionResult] = []
+        self.chosen = chosen
 
     def samples(self) -> list[tuple[str, WildSession]]:
         """Sessions keyed by id (unique in a valid file)."""
         return [(s.id, s) for s in self.sessions]
 
     def config(self) -> dict[str, Any]:
-        """Settings that define the run."""
-        return {
+        """Settings that define the run (with the session ids when they are a chosen subset of the data)."""
+        config: dict[str, Any] = {
             "data": self.data_label,
             "language": self.language,
             "variant": self.variant,
@@ -405,6 +438,9 @@ class WildBenchmark:
             "recorded": self.recorded is not None,
             **self.settings.model_dump(),
         }
+        if self.chosen:
+            config["sessions"] = [s.id for s in self.sessions]
+        return config
 
     def _options(self, gold: AssistantTurn) -> GenerateOptions:
         return self.settings.options_for(list(gold.tool_calls))
@@ -437,7 +473,8 @@ class WildBenchmark:
         The engine numbers a sample's model calls 0, 1, 2... across its tasks, so task ``t``'s steps start
         where task ``t-1`` stopped. Where that is depends on the recorded replies, so each task is run
         through :class:`TaskRun` on them here (pure and instant): a missing step is an empty reply and
-        ends the task, and steps recorded after the end of a task are never asked for.
+        ends the task, and steps recorded after the end of a task are never asked for. Pure: the table is
+        returned, nothing is kept.
 
         Raises:
             DataError: the file is malformed, names a task a session does not have, or shares no session
@@ -472,65 +509,96 @@ class WildBenchmark:
 
     def score(
         self, samples: Sequence[tuple[str, WildSession]], outcomes: Sequence[SampleOutcome[WildResult]]
-    ) -> ScoredRun:
-        """Score every task log with ``score_task_log`` and summarise (a failed session: every task a failure)."""
-        by_key = {o.key: o for o in outcomes}
+    ) -> WildScoredRun:
+        """Score every task log with ``score_task_log`` and summarise (a failed session: every task a failure).
+
+        One pass over the samples and their outcomes (both in input order, as the engine returns them;
+        samples that did not run have no outcome), one session's log in memory at a time. Pure: the
+        results, one :class:`SampleScore` per task and a reader of the session logs are returned.
+
+        Raises:
+            ValueError: an outcome is out of order or belongs to no sample.
+        """
         facts: list[WildTaskFacts] = []
         scores: list[WildTaskScore] = []
-        rows: list[dict[str, Any]] = []
-        self.results = []
-        for key, session in samples:
-            outcome = by_key.get(key)
+        rows: list[SampleScore] = []
+        for _, session, outcome in in_step(samples, outcomes):
             result = outcome.result.session if outcome is not None and outcome.result is not None else None
-            session_facts = task_facts(session)
-            facts.extend(session_facts)
-            if result is not None:
-                self.results.append(result)
-            for fact in session_facts:
-                logs = result.result if result is not None else []
+            logs = result.result if result is not None else []
+            error = outcome.error if outcome is not None else "not run"
+            for fact in task_facts(session):
+                facts.append(fact)
                 log = logs[fact.task_index] if fact.task_index < len(logs) else None
                 score = score_task_log(log, fact, self.variant) if log is not None else None
                 if score is not None:
                     scores.append(score)
-                rows.append(_row(session, fact, log, score, outcome.error if outcome else "not run"))
-        summary: dict[str, Any] = {
-            "benchmark": self.name,
-            "variant": self.variant,
-            "language": self.language,
-            "data": self.data_label,
-            "scores": summarise_wild(scores, facts, self.variant),
-        }
-        return ScoredRun(summary=summary, rows=rows)
+                rows.append(task_sample_score(session, fact, log, score, error))
+        results = EvalResults(
+            benchmark=self.name,
+            settings={"variant": self.variant, "language": self.language, "data": self.data_label},
+            metrics=summarise_wild(scores, facts, self.variant),
+        )
+        return WildScoredRun(results, rows, lambda: _session_logs(outcomes))
 
 
-def _row(
+
+
+def _session_logs(outcomes: Iterable[SampleOutcome[WildResult]]) -> Iterator[WildSessionResult]:
+    for outcome in outcomes:
+        if outcome.result is not None:
+            yield outcome.result.session
+
+
+def task_sample_score(
     session: WildSession,
     facts: WildTaskFacts,
     log: WildTaskLog | None,
     score: WildTaskScore | None,
     error: str | None,
-) -> dict[str, Any]:
-    """One ``--samples`` line: a task's verdict and where it failed."""
+) -> SampleScore:
+    """One task's per-unit score: 1.0 when correct; the failure class and its reason when not.
+
+    ``scores`` holds the verdicts (labels, ``is_optimal``, steps logged, AP numerator, failing step, failure
+    class); ``metadata`` where the task is (session, task, type, turn subtype, gold nodes) and why it failed
+    (the online ``error_reason`` of the failing step, the first argument error, the official crash).
+    ``error`` is the session's run error (``"not run"`` when it has no outcome).
+    """
     failing = score.failing_step if score is not None else None
     reason = None
     if log is not None and failing is not None and failing < len(log.steps):
-        output = log.steps[failing].inference_output
-        reason = output.error_reason
-    return {
-        "id": f"{session.id}#{facts.task_index}",
-        "session": session.id,
-        "task": facts.task_index,
-        "task_type": facts.task_type,
-        "turn_subtype": session.subtype_of(facts.task_index),
-        "label": score.label if score is not None else "error",
-        "action_name_label": score.action_name_label if score is not None else "error",
-        "action_arguments_label": score.action_arguments_label if score is not None else None,
-        "is_optimal": score.is_optimal if score is not None else False,
-        "steps": len(log.steps) if log is not None else 0,
-        "gold_nodes": facts.n_gold_nodes,
-        "failing_step": failing,
-        "error_reason": reason,
-        "first_argument_error": score.first_argument_error if score is not None else None,
-        "failure_class": score.failure_class if score is not None else "call_error",
-        "sample_error": error,
-    }
+        reason = log.steps[failing].inference_output.error_reason
+    label = score.label if score is not None else "error"
+    failure = score.failure_class if score is not None else "call_error"
+    first_argument_error = score.first_argument_error if score is not None else None
+    crash = score.official_crash if score is not None else None
+    explanation = None
+    if label == "error":
+        detail = first_argument_error or reason or crash or (None if log is not None else "no log")
+        explanation = f"{failure}: {detail}" if detail else failure
+    return SampleScore(
+        id=f"{session.id}#{facts.task_index}",
+        sample=session.id,
+        value=1.0 if label == "correct" else 0.0,
+        scores={
+            "label": label,
+            "action_name_label": score.action_name_label if score is not None else "error",
+            "action_arguments_label": score.action_arguments_label if score is not None else None,
+            "is_optimal": score.is_optimal if score is not None else False,
+            "steps": len(log.steps) if log is not None else 0,
+            "complete_step": score.complete_step if score is not None else 0,
+            "failing_step": failing,
+            "failure_class": failure,
+        },
+        explanation=explanation,
+        error=error,
+        metadata={
+            "session": session.id,
+            "task": facts.task_index,
+            "task_type": facts.task_type,
+            "turn_subtype": session.subtype_of(facts.task_index),
+            "gold_nodes": facts.n_gold_nodes,
+            "error_reason": reason,
+            "first_argument_error": first_argument_error,
+            "official_crash": crash,
+        },
+    )

@@ -10,7 +10,7 @@ reply), linked by ``dependency_list`` (indices of the nodes that must come first
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -27,15 +27,10 @@ TaskType = Literal[
 ]
 TurnSubtype = Literal["Coreferential Reference", "Partial Information", "Long-Range Dependency"]
 
-TASK_TYPES: tuple[TaskType, ...] = (
-    "Single-Tool",
-    "Parallel Multi-Tool",
-    "Sequential Multi-Tool",
-    "Mixed Multi-Tool",
-    "Clarify",
-    "Chat",
-)
-TURN_SUBTYPES: tuple[TurnSubtype, ...] = ("Coreferential Reference", "Partial Information", "Long-Range Dependency")
+TASK_TYPES: tuple[TaskType, ...] = get_args(TaskType)
+TURN_SUBTYPES: tuple[TurnSubtype, ...] = get_args(TurnSubtype)
+#: What the official tables call the first task of a session (it has no turn subtype).
+FIRST_TURN = "First Turn"
 # The official sessions always have four tasks; the official tables have layers 0-3, so no more are allowed.
 MAX_TASKS = 4
 
@@ -118,4 +113,4 @@ class WildSession(BaseModel):
 
     def subtype_of(self, task_index: int) -> str:
         """The turn subtype as the official tables name it: "First Turn" for task 0."""
-        return "First Turn" if task_index == 0 else self.turn_subtypes[task_index - 1]
+        return FIRST_TURN if task_index == 0 else self.turn_subtypes[task_index - 1]

@@ -4,15 +4,16 @@ A server's four levels (paper §3): L1 surface compliance (compliance, server ex
 L3 unit tests (UT_soft, UT_hard), L4 task success (SR). :func:`genesis_server_score` applies the gating
 of the official pipeline (``reference``: L1 fails unless the schema file is compliant *and* the server
 launched, and a failed L1 zeroes every later metric even when the server runs) and records which levels
-the server reached and passed. :func:`summarise_genesis` averages in two ways: over all servers
+the server reached and passed. :func:`genesis_metrics` averages in two ways: over all servers
 attempted (the paper divides by all 86 servers, a failed server scoring 0) and over the servers that
 reached each level; and counts the cumulative pass-through Start → L1 → L2 → L3 → L4 (paper Fig. 5b).
+The results are typed :class:`~toolgauge.results.Metric` values.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -20,6 +21,7 @@ from toolgauge.benchmarks.tool_genesis.metrics.compliance import Verdict
 from toolgauge.benchmarks.tool_genesis.metrics.schema import GenesisVariant, SchemaMatch
 from toolgauge.benchmarks.tool_genesis.metrics.task_success import oracle_normalized, task_scores
 from toolgauge.benchmarks.tool_genesis.metrics.unit_tests import UnitTestSummary
+from toolgauge.results import Metric
 
 GenesisLevel = Literal["L1", "L2", "L3", "L4"]
 LEVELS: tuple[GenesisLevel, ...] = ("L1", "L2", "L3", "L4")
@@ -73,6 +75,13 @@ class GenesisServerScore(BaseModel):
     def metrics(self) -> dict[str, float | None]:
         """The per-server metric keys and values."""
         return {key: getattr(self, key) for key in METRIC_LEVELS}
+
+    def explanation(self) -> str:
+        """Where the server stopped and why: ``passed L1, L2; stopped at L3: no unit test passed``."""
+        passed = [level for level in self.reached if level not in self.failures]
+        done = "passed " + ", ".join(passed) if passed else "passed no level"
+        stop = next((level for level in self.reached if level in self.failures), None)
+        return done if stop is None else f"{done}; stopped at {stop}: {self.failures[stop]}"
 
 
 def genesis_server_score(
@@ -179,18 +188,16 @@ def genesis_server_score(
     return record
 
 
-def summarise_genesis(
+def genesis_metrics(
     scores: Sequence[GenesisServerScore],
-    variant: GenesisVariant,
     *,
     total_servers: int | None = None,
     l4_run: bool = True,
-) -> dict[str, Any]:
-    """Aggregate server records into the Tool-Genesis report.
+) -> list[Metric]:
+    """Aggregate server records into the Tool-Genesis metrics: the levels, over-reached means and the cascade.
 
     Args:
         scores: One record per server evaluated.
-        variant: The variant the records were built with (reported as is).
         total_servers: The denominator of the "over all servers attempted" figures; defaults to
             ``len(scores)``. Pass the dataset size to score servers with no record as 0, as the paper
             (which divides by 86) does.
@@ -198,50 +205,45 @@ def summarise_genesis(
             (``sr_soft``, ``sr_hard``, ``sr_oracle_normalized``) are None (unknown), not 0.
 
     Returns:
-        A JSON-ready dict: every metric key over all servers attempted (the paper's figure); ``over_reached``
-        (each metric averaged over the servers that reached its level) with ``reached_counts``; ``cascade``
-        (servers that passed Start → L1 → L2 → L3 → L4, count and fraction of attempted); ``servers`` keyed
-        by slug. ``sr_oracle_normalized`` is averaged over the servers that have a reference run in both
-        views (None when none has).
+        In order:
+
+        - overall (``group`` None): every metric key of :data:`METRIC_LEVELS` averaged over all servers
+          attempted (the paper's figure; ``n`` the servers it is over), then the counts
+          ``servers_attempted`` and ``servers_scored``;
+        - ``by="reached"``: each metric averaged over the servers that reached its level (``group`` the
+          level, ``n`` how many reached it);
+        - ``by="cascade"``: for Start, L1, L2, L3 and L4, ``servers`` (a count: the servers that passed
+          that level and every earlier one) and ``fraction`` (that count over the servers attempted).
+
+        ``sr_oracle_normalized`` is averaged over the servers that have a reference run in both views
+        (None when none has).
     """
     n = max(total_servers if total_servers is not None else len(scores), len(scores))
-    report: dict[str, Any] = {"variant": variant, "servers_attempted": n, "servers_scored": len(scores)}
-    over_reached: dict[str, float | None] = {}
-    reached_counts: dict[str, int] = {}
+    overall: list[Metric] = []
+    reached_view: list[Metric] = []
     for key, level in METRIC_LEVELS.items():
         if level == "L4" and not l4_run:
-            report[key] = over_reached[key] = None
-            reached_counts[key] = 0
+            overall.append(Metric(name=key, value=None, n=0))
+            reached_view.append(Metric(name=key, value=None, group=level, by="reached", n=0))
             continue
         values = [getattr(s, key) for s in scores]
         reached = [getattr(s, key) for s in scores if level in s.reached]
         if key == "sr_oracle_normalized":
             present = [v for v in values if v is not None]
-            report[key] = sum(present) / len(present) if present else None
+            overall.append(Metric(name=key, value=sum(present) / len(present) if present else None, n=len(present)))
             reached = [v for v in reached if v is not None]
         else:
-            report[key] = sum(values) / n if n else 0.0
-        over_reached[key] = sum(reached) / len(reached) if reached else None
-        reached_counts[key] = len(reached)
-    report["over_reached"] = over_reached
-    report["reached_counts"] = reached_counts
-    cascade: dict[str, dict[str, float | int]] = {"Start": {"servers": n, "fraction": 1.0 if n else 0.0}}
+            overall.append(Metric(name=key, value=sum(values) / n if n else 0.0, n=n))
+        mean = sum(reached) / len(reached) if reached else None
+        reached_view.append(Metric(name=key, value=mean, group=level, by="reached", n=len(reached)))
+    overall.append(Metric(name="servers_attempted", value=n, kind="count"))
+    overall.append(Metric(name="servers_scored", value=len(scores), kind="count"))
+    steps: list[tuple[str, int, float]] = [("Start", n, 1.0 if n else 0.0)]
     for level in LEVELS:
         count = sum(1 for s in scores if s.passed(level))
-        cascade[level] = {"servers": count, "fraction": count / n if n else 0.0}
-    report["cascade"] = cascade
-    report["servers"] = {s.slug: _server_entry(s) for s in scores}
-    return report
-
-
-def _server_entry(score: GenesisServerScore) -> dict[str, Any]:
-    """One server's JSON entry: the metric keys, then the counts behind them, ``reached`` and ``failures``."""
-    return {
-        **score.metrics(),
-        "launches": score.launches,
-        "launch_attempts": score.launch_attempts,
-        "unit_tests_counted": score.unit_tests_counted,
-        "tasks": score.tasks,
-        "reached": list(score.reached),
-        "failures": dict(score.failures),
-    }
+        steps.append((level, count, count / n if n else 0.0))
+    cascade: list[Metric] = []
+    for step, count, fraction in steps:
+        cascade.append(Metric(name="servers", value=count, group=step, by="cascade", n=n, kind="count"))
+        cascade.append(Metric(name="fraction", value=fraction, group=step, by="cascade", n=n))
+    return overall + reached_view + cascade

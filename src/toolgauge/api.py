@@ -1,0 +1,235 @@
+"""The Python API: evaluate a benchmark, score recorded outputs, read and rescore stored runs.
+
+Every function has a synchronous form and an ``_async`` twin. The synchronous forms work inside a
+running event loop too (a Jupyter notebook): the run then goes on in a worker thread with its own
+loop. Paths may be ``str`` or :class:`~pathlib.Path` everywhere. Bad input raises
+:class:`toolgauge.errors.DataError` or :class:`toolgauge.errors.UsageError` before anything is stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import functools
+from collections.abc import Callable, Coroutine, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
+
+from toolgauge.benchmark import Benchmark, BenchmarkSpec, variants_text
+from toolgauge.driver import RunOptions, RunResult, run_benchmark
+from toolgauge.engine import EngineConfig, stored_outcomes
+from toolgauge.errors import UsageError
+from toolgauge.models.base import ModelClient
+from toolgauge.models.spec import display_spec, resolve_model
+from toolgauge.results import EvalResults, SampleScore
+from toolgauge.store import open_store
+
+T = TypeVar("T")
+P = ParamSpec("P")
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """A finished run: its id, its typed results and (when asked for) every per-unit score."""
+
+    run_id: str
+    results: EvalResults
+    samples: list[SampleScore] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """A run as the store keeps it."""
+
+    id: str
+    benchmark: str
+    model: str
+    status: str
+    config: dict[str, Any]
+    results: EvalResults | None
+
+
+def benchmark_names() -> list[str]:
+    """The names of the registered benchmarks (what ``evaluate`` takes)."""
+    from toolgauge.benchmarks.registry import specs
+
+    return [s.name for s in specs()]
+
+
+def _spec(name: str) -> BenchmarkSpec:
+    from toolgauge.benchmarks.registry import spec_named
+
+    spec = spec_named(name)
+    if spec is None:
+        raise UsageError(f"unknown benchmark {name!r} (known: {', '.join(benchmark_names())})")
+    return spec
+
+
+def _synchronous(fn: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
+    """The synchronous form of an API coroutine; it also works inside a running event loop (a notebook)."""
+
+    @functools.wraps(fn)
+    def run(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(fn(*args, **kwargs))
+        # A loop is running in this thread: run ours in a thread of its own.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(asyncio.run, fn(*args, **kwargs)).result()
+
+    run.__name__ = run.__qualname__ = fn.__name__.removesuffix("_async")
+    return run
+
+
+async def evaluate_async(
+    benchmark: str | Benchmark[Any, Any],
+    model: str | ModelClient,
+    *,
+    store: str | Path | None = None,
+    concurrency: int = 4,
+    timeout: float = 120.0,
+    max_retries: int = 4,
+    use_cache: bool = True,
+    resume: str | None = None,
+    keep_samples: bool = False,
+    roles: Mapping[str, ModelClient] | None = None,
+    **options: Any,
+) -> Evaluation:
+    """Run ``model`` on a benchmark, score it and store the run.
+
+    Args:
+        benchmark: A registered name (``"suite"``, ``"mtu-bench"``, ``"bfcl"``, ``"wildtoolbench"``,
+            ``"tool-genesis"``) or a benchmark object you built.
+        model: A model spec as on the command line (``"gold"``, ``"local"``, ``"replay:PATH"``,
+            ``"http://127.0.0.1:8000/v1#qwen"``, ``"openai:gpt-4o"``) or a client object.
+        store: SQLAlchemy URL or SQLite file of the store (default: as the CLI).
+        concurrency: Samples run at once.
+        timeout: Seconds per model request.
+        max_retries: Retries on 429/5xx/timeouts.
+        use_cache: Serve repeated requests from the response cache.
+        resume: Continue an interrupted run by id.
+        keep_samples: Also return every per-unit score (one per turn, task or server).
+        roles: Extra clients by role (Tool-Genesis's ``agent`` and ``judge``).
+        **options: The benchmark's own options, named as its ``eval`` command's options with ``-``
+            as ``_`` (``data``, ``limit``, ``variant``, ``splits``, ``categories``, ``temperature``, ...).
+
+    Returns:
+        The run id, its results and (with ``keep_samples``) the per-unit scores.
+    """
+    bench = _spec(benchmark).build(**options) if isinstance(benchmark, str) else benchmark
+    if isinstance(model, str):
+        shown, client = display_spec(model), resolve_model(model, replay_loader=bench.replay_table, timeout=timeout)
+    else:
+        shown, client = model.name, model
+    run_options = RunOptions(
+        store_url=_store_url(store),
+        resume=resume,
+        engine=EngineConfig(
+            concurrency=concurrency, timeout=timeout, max_retries=max_retries, use_cache=use_cache, show_progress=False
+        ),
+    )
+    kept: list[SampleScore] = []
+
+    def collect(result: RunResult[Any]) -> None:
+        # The per-unit scores read the stored outputs: collect them while the store is open.
+        if keep_samples:
+            kept.extend(result.scored.iter_samples())
+
+    result = await run_benchmark(bench, shown, run_options, client=client, roles=roles, on_scored=collect)
+    return Evaluation(result.run_id, result.scored.results, kept)
+
+
+async def score_async(
+    benchmark: str | Benchmark[Any, Any],
+    predictions: str | Path,
+    *,
+    store: str | Path | None = None,
+    keep_samples: bool = False,
+    **options: Any,
+) -> Evaluation:
+    """Score recorded model outputs (the files ``toolgauge score <benchmark> --predictions`` reads).
+
+    No model is asked: the recorded outputs are replayed through the benchmark's own protocol and
+    scored with its metrics. ``options`` are the benchmark's options, as for :func:`evaluate`.
+    """
+    if isinstance(benchmark, str):
+        spec = _spec(benchmark)
+        benchmark = spec.build(**{**spec.score_options, **options})
+    return await evaluate_async(
+        benchmark, f"replay:{Path(predictions)}", store=store, concurrency=64, timeout=60.0, max_retries=0,
+        use_cache=False, keep_samples=keep_samples,
+    )  # fmt: skip
+
+
+evaluate = _synchronous(evaluate_async)
+score = _synchronous(score_async)
+
+
+def read_run(run_id: str, *, store: str | Path | None = None) -> StoredRun:
+    """Read one stored run (``run_id`` may be a unique prefix or ``"latest"``)."""
+    st = open_store(_store_url(store), create=False)
+    try:
+        run = st.get_run(st.resolve_run_id(run_id))
+    finally:
+        st.close()
+    if run is None:
+        raise UsageError(f"no run {run_id!r} in the store")
+    return StoredRun(run.id, run.benchmark, run.model, run.status, run.config, run.results)
+
+
+def list_runs(*, store: str | Path | None = None, limit: int = 50) -> list[StoredRun]:
+    """The most recent runs, newest first."""
+    st = open_store(_store_url(store), create=False)
+    try:
+        return [StoredRun(r.id, r.benchmark, r.model, r.status, r.config, r.results) for r in st.list_runs(limit)]
+    finally:
+        st.close()
+
+
+def rescore(
+    run_id: str, *, variant: str | None = None, store: str | Path | None = None, keep_samples: bool = False
+) -> Evaluation:
+    """Score a stored run again from its stored outputs (no model call), e.g. with another metric variant."""
+    from toolgauge.benchmarks.registry import spec_for_run
+
+    st = open_store(_store_url(store), create=False)
+    try:
+        run = st.get_run(st.resolve_run_id(run_id))
+        if run is None:
+            raise UsageError(f"no run {run_id!r} in the store")
+        spec = spec_for_run(run.benchmark)
+        if spec is None or spec.rescore is None:
+            raise UsageError(f"run {run.id} ({run.benchmark}) cannot be rescored from the store")
+        if variant is not None and variant not in spec.variants:
+            raise UsageError(f"variant {variant!r}: {variants_text(spec)}")
+        bench = spec.rescore(run.config, variant)
+        pairs = bench.samples()
+        scored = bench.score(pairs, stored_outcomes(st, run.id, [k for k, _ in pairs], bench.result_type))
+        scored.results.run = run.results.run if run.results is not None else None
+        return Evaluation(run.id, scored.results, list(scored.iter_samples()) if keep_samples else [])
+    finally:
+        st.close()
+
+
+def _store_url(store: str | Path | None) -> str | None:
+    """A store argument as a URL: a path (or a string without ``://``) is a SQLite file."""
+    if store is None:
+        return None
+    text = str(store)
+    return text if "://" in text else f"sqlite:///{Path(text).resolve()}"
+
+
+__all__ = [
+    "Evaluation",
+    "StoredRun",
+    "benchmark_names",
+    "evaluate",
+    "evaluate_async",
+    "list_runs",
+    "read_run",
+    "rescore",
+    "score",
+    "score_async",
+]

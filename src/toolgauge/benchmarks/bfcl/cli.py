@@ -1,0 +1,163 @@
+"""``eval bfcl`` and ``score bfcl``; ``build`` makes the run for the CLI and the API, ``rescore`` for a stored run."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from toolgauge.benchmark import CommandGroups
+from toolgauge.benchmarks.bfcl.loader import BfclEntry, categories_with_results, load_bfcl, load_bfcl_results
+from toolgauge.benchmarks.bfcl.protocol import BfclBenchmark, BfclMode, missing_predictions_warning, recorded_turns
+from toolgauge.cli.common import (
+    Mode,
+    RunFlags,
+    execute,
+    limit_items,
+    resolved_model,
+    run_command,
+    split_list,
+    warn,
+)
+from toolgauge.errors import UsageError
+from toolgauge.settings import CallSettings
+
+DataOpt = Annotated[Path, typer.Option("--data", help="Folder with BFCL_v4_<category>.json and possible_answer/.")]
+
+
+def build(
+    *,
+    data: str | Path,
+    categories: str | Sequence[str] | None = None,
+    mode: BfclMode = "native",
+    predictions: str | Path | None = None,
+    underscore_to_dot: bool | None = None,
+    temperature: float = 0.0,
+    max_tokens: int = 512,
+    limit: int | None = None,
+) -> BfclBenchmark:
+    """The BFCL run over ``categories`` of the data folder ``data`` (the first ``limit`` entries of each).
+
+    ``mode`` ``native`` or ``prompt`` asks a model; ``replay`` scores the BFCL result files at
+    ``predictions`` (one file, or a folder searched recursively), over the categories that have
+    result files unless ``categories`` is given. ``categories`` is a comma list or a sequence of
+    names. ``underscore_to_dot`` None: on for function-calling output, off for text.
+
+    Raises:
+        UsageError: no categories for a model run, or ``predictions`` missing in replay mode (or given in another).
+        DataError: a data or result file is missing or malformed, or a category is unknown.
+    """
+    if mode not in ("native", "prompt", "replay"):
+        raise UsageError(f"mode {mode!r}: BFCL has the modes native, prompt, replay")
+    if (mode == "replay") != (predictions is not None):
+        raise UsageError("mode replay scores BFCL result files: give predictions (and only in that mode)")
+    chosen = split_list(categories) if isinstance(categories, str) else (list(categories) if categories else None)
+    recorded = None
+    if predictions is not None:
+        chosen = chosen or categories_with_results(Path(predictions))
+    if not chosen:
+        raise UsageError("give the BFCL categories to run, e.g. simple_python,multiple")
+    entries = _entries(Path(data), chosen, limit)
+    if predictions is not None:
+        wanted = {e.id for e in entries}
+        recorded = {rid: line.result for rid, line in load_bfcl_results(Path(predictions)).items() if rid in wanted}
+    return BfclBenchmark(
+        entries,
+        data_label=str(data),
+        mode=mode,
+        underscore_to_dot=underscore_to_dot,
+        settings=CallSettings(temperature=temperature, max_tokens=max_tokens),
+        limit=limit,
+        recorded=recorded,
+    )
+
+
+def rescore(config: Mapping[str, Any], variant: str | None) -> BfclBenchmark:
+    """Rebuild a stored BFCL run's benchmark from its config (the data folder must still be there).
+
+    The stored outputs are what is scored: a replay run needs its result files no more.
+    """
+    if variant is not None:
+        raise UsageError(f"variant {variant!r}: BFCL has no metric variants")
+    limit = config.get("limit")
+    return BfclBenchmark(
+        _entries(Path(str(config["data"])), list(config["categories"]), limit),
+        data_label=str(config["data"]),
+        mode=config["mode"],
+        underscore_to_dot=config.get("underscore_to_dot"),
+        settings=CallSettings(
+            temperature=float(config.get("temperature", 0.0)), max_tokens=int(config.get("max_tokens", 512))
+        ),
+        limit=limit,
+    )
+
+
+def _entries(data: Path, categories: list[str], limit: int | None) -> list[BfclEntry]:
+    return limit_items(load_bfcl(data, categories), limit, group=lambda entry: entry.category)
+
+
+UnderscoreOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--underscore-to-dot/--keep-dots",
+        help="BFCL name conversion (default: on for function calling, off for prompting text)",
+    ),
+]
+
+
+def eval_bfcl(
+    data: DataOpt,
+    categories: Annotated[str, typer.Option("--categories", help="Comma list, e.g. simple_python,multiple")],
+    mode: Annotated[
+        Mode, typer.Option("--mode", help="native (function calling) or prompt (Python-call text)")
+    ] = Mode.native,
+    underscore_to_dot: UnderscoreOpt = None,
+    *,
+    flags: RunFlags,
+) -> None:
+    """Run a model on BFCL's AST categories and score it with BFCL's checker rules."""
+    settings = flags.call_settings()
+    bench = build(
+        data=data,
+        categories=categories,
+        mode="native" if mode is Mode.native else "prompt",
+        underscore_to_dot=underscore_to_dot,
+        temperature=settings.temperature,
+        max_tokens=settings.max_tokens,
+        limit=flags.limit,
+    )
+    shown, client = resolved_model(bench, flags.model_spec, flags.timeout)
+    execute(bench, shown, flags, client=client)
+
+
+def score_bfcl(
+    data: DataOpt,
+    predictions: Annotated[
+        Path, typer.Option("--predictions", help="BFCL result file or folder (searched recursively).")
+    ],
+    categories: Annotated[
+        str | None, typer.Option("--categories", help="Comma list (default: the categories that have result files)")
+    ] = None,
+    underscore_to_dot: UnderscoreOpt = None,
+    *,
+    flags: RunFlags,
+) -> None:
+    """Rescore BFCL result files (``{"id", "result"}`` lines) with BFCL's checker rules."""
+    from toolgauge.models.offline import ReplayClient
+
+    bench = build(
+        data=data, categories=categories, mode="replay", predictions=predictions, underscore_to_dot=underscore_to_dot
+    )
+    missing = missing_predictions_warning(bench.missing_predictions(), len(bench.entries))
+    if missing:
+        warn(missing)
+    model = f"replay:{predictions}"
+    execute(bench, model, flags, client=ReplayClient(recorded_turns(bench.recorded or {}), name=model))
+
+
+def add_commands(groups: CommandGroups) -> None:
+    """Mount ``eval bfcl`` and ``score bfcl``."""
+    groups.eval.command("bfcl")(run_command()(eval_bfcl))
+    groups.score.command("bfcl")(run_command(engine=None, limit=False)(score_bfcl))

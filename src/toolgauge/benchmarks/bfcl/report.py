@@ -1,0 +1,40 @@
+"""BFCL's terminal table: one row per category (correct, n, accuracy), then BFCL's aggregates, then notes."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from toolgauge.report.terminal import esc, pct
+from toolgauge.results import EvalResults
+
+
+def render_bfcl(results: EvalResults, console: Console) -> None:
+    """Print the category table with the aggregates, and notes on data defects and the irrelevance loophole."""
+    table = Table(
+        title=f"BFCL AST · {esc(results.settings.get('mode', ''))}", title_justify="left", box=box.SIMPLE_HEAD
+    )
+    table.add_column("category")
+    table.add_column("correct", justify="right")
+    table.add_column("n", justify="right")
+    table.add_column("accuracy %", justify="right")
+    for category in results.groups("category"):
+        correct = results.value("correct", category, by="category")
+        accuracy = results.metric("accuracy", category, by="category")
+        n = accuracy.n if accuracy is not None else None
+        table.add_row(esc(category), esc("" if correct is None else correct), esc("" if n is None else n),
+                      pct(accuracy.value if accuracy is not None else None))  # fmt: skip
+    for aggregate in results.groups("aggregate"):
+        table.add_row(f"[italic]{esc(aggregate)} (aggregate)[/]", "", "",
+                      pct(results.value("accuracy", aggregate, by="aggregate")))  # fmt: skip
+    console.print(table)
+    notes = []
+    unsatisfiable = results.value("unsatisfiable")
+    if unsatisfiable:
+        notes.append(f"{unsatisfiable} entries cannot be passed by any answer (data defects)")
+    loophole = results.value("irrelevance_correct_but_unparsable")
+    if loophole:
+        notes.append(f"{loophole} 'correct abstentions' on irrelevance were really unparsable call attempts")
+    for note in notes:
+        console.print(f"[yellow]note:[/] {esc(note)}")

@@ -1,0 +1,25 @@
+"""ToolGate (arXiv 2609.02067): build tool-dependent science items through executable acceptance gates.
+
+A generator proposes a candidate (question, four options, proposed answer, solution script); three gates
+decide, cheapest first: local verification (:mod:`.verify`), no-tool screens (:mod:`.screens`, graded by
+:mod:`.answers`) and a tool-enabled solve (:mod:`.solve`). This package holds the formats (:mod:`.records`,
+:mod:`.loader`), the pure answer rules (:mod:`.answers`), the gates, the pool benchmark behind the ``gate``
+commands (:mod:`.protocol`, :mod:`.cli`), the audits and funnel (:mod:`.audit`, :mod:`.report`) and the domains
+(:mod:`.domains`, one folder each). See docs/toolgate.md.
+"""
+
+from toolgauge.benchmark import BenchmarkSpec, lazy
+from toolgauge.benchmarks.toolgate.report import render_toolgate
+
+SPEC = BenchmarkSpec(
+    name="toolgate",
+    title="ToolGate: tool-dependent science items through executable acceptance gates (gate commands)",
+    run_names=("toolgate", "toolgate-run"),
+    add_commands=lazy("toolgauge.benchmarks.toolgate.cli", "add_commands"),
+    build=lazy("toolgauge.benchmarks.toolgate.cli", "build"),
+    render=render_toolgate,
+    rescore=lazy("toolgauge.benchmarks.toolgate.cli", "rescore"),
+    headline=("accepted", "attempts", "acceptance_rate"),
+    extras=("fem",),
+    unit="candidates",
+)

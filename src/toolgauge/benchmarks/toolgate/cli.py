@@ -1,0 +1,737 @@
+"""The ``gate`` commands: the gates on a candidate pool, and the audit, export and rescreen of stored pools.
+
+- ``gate verify|screen|solve|check --candidates FILE``: one gate (``check``: all three, cheapest first) on a pool;
+  ``--json`` prints ``{"candidates": [...], "counts": {...}}``.
+- ``gate audit RUN_ID|--candidates FILE``: position bias, middle value, agreement, duplicates, topics, funnel.
+- ``gate export RUN_ID --out DIR``: the accepted pool re-shuffled for release, each item's record, the rejection log.
+- ``gate rescreen RUN_ID --screen SPEC``: new screens on a stored pool, as a new run (post hoc; no generator sees it).
+- ``gate run``: the construction loop, mounted from :mod:`toolgauge.benchmarks.toolgate.cli_run`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from toolgauge.benchmark import CommandGroups
+from toolgauge.benchmarks.toolgate.answers import derive_seed, new_seed, permutation_from_seed, shuffled
+from toolgauge.benchmarks.toolgate.audit import AuditReport, audit, pool_candidates
+from toolgauge.benchmarks.toolgate.cli_run import add_run_command
+from toolgauge.benchmarks.toolgate.loader import load_candidates
+from toolgauge.benchmarks.toolgate.protocol import (
+    DEFAULT_SOLVER_STEPS,
+    SOLVER_ROLE,
+    Gate,
+    PoolBenchmark,
+    PoolCommand,
+    PoolSettings,
+    StoredPool,
+    document_of,
+    stored_records,
+    unique_keys,
+)
+from toolgauge.benchmarks.toolgate.records import Candidate, RecordedCandidate, decide
+from toolgauge.benchmarks.toolgate.report import bias_table, funnel_table
+from toolgauge.benchmarks.toolgate.screens import ScreenSpec, check_screen_names, parse_screen_spec
+from toolgauge.benchmarks.toolgate.verify import DEFAULT_TIME_LIMIT
+from toolgauge.cli.common import (
+    EngineDefaults,
+    JsonOpt,
+    RunFlags,
+    StoreOpt,
+    UnsafeNoSandboxOpt,
+    check_isolation,
+    execute,
+    guarded,
+    limit_items,
+    out,
+    require_finite,
+    run_command,
+    warn,
+)
+from toolgauge.errors import UsageError
+from toolgauge.models.base import ModelClient
+from toolgauge.redact import redact_tree
+from toolgauge.report.export import write_atomic, write_lines_atomic
+from toolgauge.report.terminal import esc, pct
+
+if TYPE_CHECKING:
+    from toolgauge.benchmarks.toolgate.construction import ConstructionBenchmark
+
+GATE_ENGINE = EngineDefaults(concurrency=4, timeout=120.0)
+
+CandidatesOpt = Annotated[
+    Path, typer.Option("--candidates", help="A candidates JSONL file (one candidate per line; see docs/toolgate.md).")
+]
+DomainOpt = Annotated[
+    str | None,
+    typer.Option("--domain", help="The candidates' domain (each must have it); its libraries are checked first."),
+]
+TimeLimitOpt = Annotated[
+    float,
+    typer.Option(
+        "--time-limit", min=0.1, help="Seconds of wall clock for one solution script (gate 1) and one whole solve."
+    ),
+]
+ScreenOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--screen",
+        help="A no-tool screen, SPEC[,temperature=T][,max_tokens=N][,reasoning_effort=E][,name=X] "
+        "(SPEC as for --model: gold, openai:MODEL, URL#MODEL, scripted:PATH); repeat for several, run in order.",
+    ),
+]
+SolverOpt = Annotated[
+    str | None,
+    typer.Option("--solver", help="The tool-enabled solver, SPEC[,temperature=T][,max_tokens=N][,reasoning_effort=E]."),
+]
+FixedOrderOpt = Annotated[
+    bool, typer.Option("--fixed-order", help="Screens see the original option order (the paper's biased protocol).")
+]
+AllScreensOpt = Annotated[
+    bool,
+    typer.Option("--all-screens", help="Run every screen even after one rejected the candidate (agreement audits)."),
+]
+SeedOpt = Annotated[
+    int | None,
+    typer.Option("--seed", help="Derive the screens' permutation seeds from this number (default: fresh seeds)."),
+]
+SolverStepsOpt = Annotated[int, typer.Option("--solver-steps", min=1, help="The most model calls of one solve.")]
+
+
+class PoolChoice(StrEnum):
+    """Which candidates of a stored run ``gate rescreen`` screens."""
+
+    verified = "verified"
+    survivors = "survivors"
+    accepted = "accepted"
+    all = "all"
+
+
+# --- building the run ----------------------------------------------------------------------------------------
+
+
+def _screens(texts: Sequence[str] | None) -> tuple[ScreenSpec, ...]:
+    screens = tuple(parse_screen_spec(text) for text in texts or ())
+    check_screen_names(screens)
+    return screens
+
+
+def _solver(text: str | None) -> ScreenSpec | None:
+    if text is None:
+        return None
+    solver = parse_screen_spec(text)
+    if solver.spec == "gold":
+        raise UsageError("--solver gold: the reference has no tool calls to make; give a model")
+    return solver.model_copy(update={"name": SOLVER_ROLE})
+
+
+def build(
+    *,
+    candidates: str | Path,
+    command: PoolCommand = "check",
+    gates: Sequence[Gate] | None = None,
+    domain: str | None = None,
+    time_limit: float = DEFAULT_TIME_LIMIT,
+    screen: Sequence[str] | None = None,
+    solver: str | None = None,
+    fixed_order: bool = False,
+    all_screens: bool = False,
+    seed: int | None = None,
+    solver_steps: int = DEFAULT_SOLVER_STEPS,
+    limit: int | None = None,
+) -> PoolBenchmark:
+    """The pool run of ``command`` over the candidates file (its first ``limit`` candidates).
+
+    ``gates`` defaults to the command's: verify, screens, solve, or all three for ``check``.
+    """
+    require_finite(time_limit=time_limit)
+    chosen: tuple[Gate, ...] = tuple(gates) if gates is not None else _command_gates(command)
+    if "screens" in chosen and not screen:
+        raise UsageError("give at least one --screen SPEC")
+    if "solve" in chosen and solver is None:
+        raise UsageError("give the solver: --solver SPEC")
+    if domain is not None:
+        from toolgauge.benchmarks.toolgate.domains import get_domain
+
+        get_domain(domain)  # an unknown domain is a usage error before the file is read
+    path = Path(candidates)
+    pool = limit_items(load_candidates(path, domain=domain), limit)
+    settings = PoolSettings(
+        command=command,
+        gates=chosen,
+        screens=_screens(screen) if "screens" in chosen else (),
+        solver=_solver(solver) if "solve" in chosen else None,
+        time_limit=time_limit,
+        fixed_order=fixed_order,
+        all_screens=all_screens,
+        seed=seed,
+        solver_steps=solver_steps,
+    )
+    return PoolBenchmark.of(pool, settings, source=str(path.resolve()), domain=domain)
+
+
+def _command_gates(command: PoolCommand) -> tuple[Gate, ...]:
+    gates: dict[str, tuple[Gate, ...]] = {
+        "verify": ("verify",),
+        "screen": ("screens",),
+        "rescreen": ("screens",),
+        "solve": ("solve",),
+        "check": ("verify", "screens", "solve"),
+    }
+    return gates[command]
+
+
+def _spec_of(record: Mapping[str, Any], name: str) -> ScreenSpec:
+    return ScreenSpec(
+        name=name,
+        spec=str(record["model"]),
+        temperature=record.get("temperature"),
+        max_tokens=record.get("max_tokens"),
+        reasoning_effort=record.get("reasoning_effort"),
+    )
+
+
+def rescore(config: Mapping[str, Any], variant: str | None) -> PoolBenchmark | ConstructionBenchmark:
+    """Rebuild a stored ToolGate run's benchmark from its config, to score its stored results again.
+
+    A ``gate run`` goes to the construction loop's rebuild. A pool run over a file needs the file (for
+    its ids); a ``gate rescreen`` run keeps its ids in the config.
+    """
+    if config.get("kind") == "construction":
+        from toolgauge.benchmarks.toolgate.construction import rescore_run
+
+        return rescore_run(config, variant)
+    if config.get("kind") != "pool":
+        raise UsageError("this ToolGate run is neither a pool run nor a gate run")
+    settings = PoolSettings(
+        command=config["command"],
+        gates=tuple(config["gates"]),
+        screens=tuple(_spec_of(s, str(s["name"])) for s in config.get("screens", [])),
+        solver=_spec_of(config["solver"], SOLVER_ROLE) if config.get("solver") else None,
+        time_limit=float(config["time_limit"]),
+        fixed_order=bool(config.get("fixed_order", False)),
+        all_screens=bool(config.get("all_screens", False)),
+        seed=config.get("seed"),
+        solver_steps=int(config.get("solver_steps", DEFAULT_SOLVER_STEPS)),
+    )
+    source = str(config["candidates"])
+    if "ids" in config:
+        keys = [str(key) for key in config["ids"]]
+    else:
+        keys = [c.id for c in load_candidates(Path(source))][: int(config["n"])]
+    return PoolBenchmark(
+        settings=settings,
+        source=source,
+        pairs=[(key, None) for key in keys],
+        domain=config.get("domain"),
+        source_run=config.get("source_run"),
+    )
+
+
+def _label(settings: PoolSettings) -> str:
+    """The run's model label: the gates and the models that answer them (passwords masked)."""
+    from toolgauge.models.spec import display_spec
+
+    parts: list[str] = []
+    if "verify" in settings.gates:
+        parts.append("verify")
+    if "screens" in settings.gates:
+        parts += [f"screen:{s.name}" for s in settings.screens]
+    if "solve" in settings.gates and settings.solver is not None:
+        parts.append(f"solver:{display_spec(settings.solver.spec)}")
+    return " + ".join(parts)
+
+
+def _roles(settings: PoolSettings, timeout: float) -> dict[str, ModelClient]:
+    roles: dict[str, ModelClient] = {}
+    if "screens" in settings.gates:
+        roles.update({s.role: s.client(timeout=timeout) for s in settings.screens})
+    if "solve" in settings.gates and settings.solver is not None:
+        roles[SOLVER_ROLE] = settings.solver.client(timeout=timeout)
+    return roles
+
+
+def _check_environment(bench: PoolBenchmark, unsafe_no_sandbox: bool) -> None:
+    """Gates that run code need bubblewrap (or the opt-out) and the candidates' domain libraries."""
+    from toolgauge.benchmarks.toolgate.domains import domain_names, get_domain
+
+    if not {"verify", "solve"} & set(bench.settings.gates):
+        return
+    check_isolation(unsafe_no_sandbox)
+    domains = sorted({c.domain for _, c in bench.pairs if c is not None})
+    for name in domains:
+        if name in domain_names():
+            get_domain(name).require_installed()
+        else:
+            warn(f"domain {name!r} has no folder in toolgauge: the libraries its scripts need are not checked")
+
+
+def _run(bench: PoolBenchmark, flags: RunFlags, unsafe_no_sandbox: bool = False) -> None:
+    from toolgauge.models.offline import NoModel
+
+    _check_environment(bench, unsafe_no_sandbox)
+    label = _label(bench.settings)
+    roles = _roles(bench.settings, flags.timeout)
+    execute(bench, label, flags, client=NoModel(label), roles=roles, unit="candidate", document=document_of)
+
+
+# --- gate verify | screen | solve | check ------------------------------------------------------------------
+
+
+def gate_verify(
+    candidates: CandidatesOpt,
+    domain: DomainOpt = None,
+    time_limit: TimeLimitOpt = DEFAULT_TIME_LIMIT,
+    unsafe_no_sandbox: UnsafeNoSandboxOpt = False,
+    *,
+    flags: RunFlags,
+) -> None:
+    """Gate 1 on a pool: run each solution in the sandbox; its one ANSWER: must select the proposed option."""
+    bench = build(candidates=candidates, command="verify", domain=domain, time_limit=time_limit, limit=flags.limit)
+    _run(bench, flags, unsafe_no_sandbox)
+
+
+def gate_screen(
+    candidates: CandidatesOpt,
+    screen: ScreenOpt = None,
+    domain: DomainOpt = None,
+    time_limit: TimeLimitOpt = DEFAULT_TIME_LIMIT,
+    fixed_order: FixedOrderOpt = False,
+    all_screens: AllScreensOpt = False,
+    seed: SeedOpt = None,
+    *,
+    flags: RunFlags,
+) -> None:
+    """Gate 2 on a pool: each screen answers three shuffled presentations; 2 of 3 right rejects as too_easy."""
+    bench = build(
+        candidates=candidates,
+        command="screen",
+        domain=domain,
+        time_limit=time_limit,
+        screen=screen,
+        fixed_order=fixed_order,
+        all_screens=all_screens,
+        seed=seed,
+        limit=flags.limit,
+    )
+    _run(bench, flags)
+
+
+def gate_solve(
+    candidates: CandidatesOpt,
+    solver: SolverOpt = None,
+    domain: DomainOpt = None,
+    time_limit: TimeLimitOpt = DEFAULT_TIME_LIMIT,
+    solver_steps: SolverStepsOpt = DEFAULT_SOLVER_STEPS,
+    unsafe_no_sandbox: UnsafeNoSandboxOpt = False,
+    *,
+    flags: RunFlags,
+) -> None:
+    """Gate 3 on a pool: a solver with run_python and submit_answer must find the proposed option in time."""
+    bench = build(
+        candidates=candidates,
+        command="solve",
+        domain=domain,
+        time_limit=time_limit,
+        solver=solver,
+        solver_steps=solver_steps,
+        limit=flags.limit,
+    )
+    _run(bench, flags, unsafe_no_sandbox)
+
+
+def gate_check(
+    candidates: CandidatesOpt,
+    screen: ScreenOpt = None,
+    solver: SolverOpt = None,
+    domain: DomainOpt = None,
+    time_limit: TimeLimitOpt = DEFAULT_TIME_LIMIT,
+    fixed_order: FixedOrderOpt = False,
+    all_screens: AllScreensOpt = False,
+    seed: SeedOpt = None,
+    solver_steps: SolverStepsOpt = DEFAULT_SOLVER_STEPS,
+    unsafe_no_sandbox: UnsafeNoSandboxOpt = False,
+    *,
+    flags: RunFlags,
+) -> None:
+    """All three gates on a pool, cheapest first (verify, screens, solve), stopping at the first rejection."""
+    bench = build(
+        candidates=candidates,
+        command="check",
+        domain=domain,
+        time_limit=time_limit,
+        screen=screen,
+        solver=solver,
+        fixed_order=fixed_order,
+        all_screens=all_screens,
+        seed=seed,
+        solver_steps=solver_steps,
+        limit=flags.limit,
+    )
+    _run(bench, flags, unsafe_no_sandbox)
+
+
+# --- stored pools -------------------------------------------------------------------------------------------
+
+
+def read_pool(store_url: str | None, ref: str) -> StoredPool:
+    """The recorded candidates of the stored run ``ref`` (an id, a unique start of one, or ``latest``).
+
+    Raises:
+        UsageError: no such run, or a run that recorded no candidates.
+    """
+    from toolgauge.store import open_store
+
+    st = open_store(store_url, create=False)
+    try:
+        run_id = st.resolve_run_id(ref)
+        pool = stored_records(st, run_id)
+    finally:
+        st.close()
+    if not pool.records and not pool.errors:
+        raise UsageError(f"run {run_id} ({pool.benchmark}) recorded no candidates")
+    return pool
+
+
+def _selected(records: Sequence[tuple[str, RecordedCandidate]], which: PoolChoice) -> list[RecordedCandidate]:
+    chosen: list[RecordedCandidate] = []
+    verified = {id(c) for c in pool_candidates(r for _, r in records)}
+    for _, record in records:
+        outcome = record.outcome.outcome
+        if record.candidate is None:
+            continue
+        if (
+            which is PoolChoice.all
+            or (which is PoolChoice.verified and id(record.candidate) in verified)
+            or (which is PoolChoice.survivors and outcome != "rejected")
+            or (which is PoolChoice.accepted and outcome == "accepted")
+        ):
+            chosen.append(record)
+    return chosen
+
+
+def gate_rescreen(
+    run_id: Annotated[str, typer.Argument(help="The stored pool: a run id, a unique start of one, or 'latest'.")],
+    screen: ScreenOpt = None,
+    pool: Annotated[
+        PoolChoice,
+        typer.Option(
+            "--pool",
+            help="verified: every candidate not rejected by its format or local verification; survivors: not "
+            "rejected by any gate; accepted: solved; all: every well-formed candidate.",
+        ),
+    ] = PoolChoice.verified,
+    fixed_order: FixedOrderOpt = False,
+    all_screens: AllScreensOpt = False,
+    seed: SeedOpt = None,
+    *,
+    flags: RunFlags,
+) -> None:
+    """New screens on a stored pool, as a new run: a post-hoc audit whose results never reach a generator."""
+    if not screen:
+        raise UsageError("give at least one --screen SPEC")
+    source = read_pool(flags.store, run_id)
+    chosen = _selected(source.records, pool)
+    if not chosen:
+        raise UsageError(f"run {source.run_id} has no {pool.value} candidates to rescreen")
+    pairs: list[tuple[str, Candidate | None]] = [(key, record.candidate) for key, record in unique_keys(chosen)]
+    settings = PoolSettings(
+        command="rescreen",
+        gates=("screens",),
+        screens=_screens(screen),
+        fixed_order=fixed_order,
+        all_screens=all_screens,
+        seed=seed,
+    )
+    bench = PoolBenchmark(
+        settings=settings,
+        source=f"run:{source.run_id} ({pool.value})",
+        pairs=limit_items(pairs, flags.limit),
+        source_run=source.run_id,
+    )
+    _run(bench, flags)
+
+
+def _print_audit(report: AuditReport, source: str, console: Console) -> None:
+    console.print(f"toolgate audit · {esc(source)} · pool {report.pool}", highlight=False)
+    console.print(funnel_table(report, title="funnel"))
+    bias = bias_table(report)
+    if bias is not None:
+        console.print(bias)
+    mv = report.middle_value
+    ranks = ", ".join(f"{rank}: {count}" for rank, count in mv.rank_counts.items())
+    console.print(
+        f"middle value: {mv.middle} of {mv.numeric} numeric candidates (middle_value_share "
+        f"{pct(mv.middle_value_share)}, middle_value_accuracy {pct(mv.middle_value_accuracy)}); "
+        f"answer rank counts (0 = smallest) {ranks}",
+        highlight=False,
+    )
+    for agreement in report.agreement:
+        table = Table(title=f"agreement {esc(agreement.first)} / {esc(agreement.second)}", title_justify="left")
+        table.add_column("")
+        table.add_column(f"{esc(agreement.second)} too easy", justify="right")
+        table.add_column(f"{esc(agreement.second)} passed", justify="right")
+        table.add_row(f"{esc(agreement.first)} too easy", str(agreement.both_solved), str(agreement.only_first))
+        table.add_row(f"{esc(agreement.first)} passed", str(agreement.only_second), str(agreement.neither))
+        console.print(table)
+        console.print(f"agreement {pct(agreement.agreement)} of {agreement.n}", highlight=False)
+    dup = report.duplicates
+    console.print(
+        f"duplicates: {dup.exact_duplicates} exact ({len(dup.exact_groups)} groups), {dup.near_pairs} near pairs "
+        f"(Jaccard >= {dup.threshold}) in {len(dup.clusters)} clusters; largest cluster "
+        f"{pct(dup.largest_cluster_share)} of {dup.candidates}",
+        highlight=False,
+    )
+    for group in dup.exact_groups[:10]:
+        console.print(f"  exact: {esc(', '.join(group))}", highlight=False)
+    for cluster in dup.clusters[:10]:
+        console.print(f"  near: {esc(', '.join(cluster))}", highlight=False)
+    topics = report.topics
+    herfindahl = "—" if topics.herfindahl is None else f"{topics.herfindahl:.4f}"
+    shown = ", ".join(f"{esc(name)} {count}" for name, count in list(topics.counts.items())[:10])
+    console.print(
+        f"topics: {len(topics.counts)} over {topics.candidates} candidates; top {esc(topics.top_topic or '—')} "
+        f"{pct(topics.top_share)}; Herfindahl {herfindahl}"
+        f"{'; ' + shown if shown else ''}",
+        highlight=False,
+    )
+
+
+def gate_audit(
+    run_id: Annotated[
+        str | None, typer.Argument(help="A stored run (id, unique start of one, or 'latest'); or give --candidates.")
+    ] = None,
+    candidates: Annotated[
+        Path | None, typer.Option("--candidates", help="Audit a candidates file instead of a stored run.")
+    ] = None,
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Audit a pool: screens' letter bias, the middle-value cue, screen agreement, duplicates, topics, funnel."""
+
+    def body() -> None:
+        if (run_id is None) == (candidates is None):
+            raise UsageError("give a run id or --candidates FILE (one of them)")
+        if candidates is not None:
+            pool = load_candidates(candidates)
+            records = [RecordedCandidate(candidate=c, outcome=decide(c.id)) for c in pool]
+            source = str(candidates)
+        else:
+            assert run_id is not None
+            stored = read_pool(store, run_id)
+            records = [record for _, record in stored.records]
+            source = f"run {stored.run_id}"
+        report = audit(records)
+        if as_json:
+            data = {
+                "source": source,
+                "middle_value_share": report.middle_value.middle_value_share,
+                "middle_value_accuracy": report.middle_value.middle_value_accuracy,
+                **report.model_dump(mode="json"),
+            }
+            sys.stdout.write(json.dumps(redact_tree(data), indent=2, ensure_ascii=False) + "\n")
+            return
+        _print_audit(report, source, out)
+
+    guarded(body)
+
+
+# --- gate export ----------------------------------------------------------------------------------------------
+
+SUMMARY_FIELDS = (
+    "key",
+    "id",
+    "outcome",
+    "rejected_by",
+    "reason",
+    "topic",
+    "answer",
+    "release_seed",
+    "verify_seconds",
+    "screens",
+    "solve_answer",
+    "solve_seconds",
+    "error",
+)
+
+
+def _summary_row(
+    key: str, record: RecordedCandidate | None, error: str | None, release: Mapping[str, Any]
+) -> dict[str, Any]:
+    if record is None:
+        return {"key": key, "id": key, "error": error}
+    gates = record.outcome.gates
+    return {
+        "key": key,
+        "id": record.outcome.id,
+        "outcome": record.outcome.outcome,
+        "rejected_by": record.outcome.rejected_by,
+        "reason": record.outcome.reason,
+        "topic": record.candidate.topic if record.candidate is not None else None,
+        "answer": release.get("answer"),
+        "release_seed": release.get("seed"),
+        "verify_seconds": gates.verify.seconds if gates.verify is not None else None,
+        "screens": "; ".join(f"{s.screen} {s.correct}/{len(s.calls)}" for s in gates.screens or ()),
+        "solve_answer": gates.solve.answer if gates.solve is not None else None,
+        "solve_seconds": gates.solve.seconds if gates.solve is not None else None,
+    }
+
+
+def _csv(rows: Sequence[Mapping[str, Any]]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=SUMMARY_FIELDS, lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: "" if row.get(k) is None else row.get(k) for k in SUMMARY_FIELDS})
+    return buffer.getvalue()
+
+
+def export_pool(pool: StoredPool, out_dir: Path, *, seed: int | None, config: Mapping[str, Any]) -> dict[str, Any]:
+    """Write the release files of a stored pool into ``out_dir``; returns the manifest.
+
+    ``accepted.jsonl``: each accepted candidate in the candidate format, options re-shuffled by a fresh seed
+    (``derive_seed(seed, id, "release")`` with ``seed``) and the answer letter updated. ``records.jsonl``: per
+    accepted item, the release seed and permutation and the full record (the gates' letters are in the recorded
+    candidate's order, which it holds). ``rejections.jsonl``: every other candidate with its full record, and each
+    sample without a verdict. ``summary.csv``: one row per sample. ``manifest.json``: the run, counts and files.
+    """
+    lines = {"accepted": [], "records": [], "rejections": []}  # type: dict[str, list[str]]
+    rows: list[dict[str, Any]] = []
+    counts = {"accepted": 0, "rejected": 0, "flagged": 0, "passed": 0, "errors": 0}
+
+    def dumps(data: Any) -> str:
+        return json.dumps(redact_tree(data), ensure_ascii=False) + "\n"
+
+    for key, record, error in pool.outcomes():
+        release: dict[str, Any] = {}
+        if record is None:
+            counts["errors"] += 1
+            lines["rejections"].append(dumps({"key": key, "id": key, "outcome": None, "error": error}))
+        elif record.outcome.outcome == "accepted" and record.candidate is not None:
+            counts["accepted"] += 1
+            candidate = record.candidate
+            release_seed = derive_seed(seed, candidate.id, "release") if seed is not None else new_seed()
+            released = shuffled(candidate, release_seed)
+            release = {
+                "seed": release_seed,
+                "permutation": permutation_from_seed(release_seed),
+                "answer": released.answer,
+                "original_answer": candidate.answer,
+            }
+            lines["accepted"].append(dumps(released.model_dump(mode="json")))
+            lines["records"].append(
+                dumps(
+                    {
+                        "key": key,
+                        "id": candidate.id,
+                        "release": release,
+                        "candidate": candidate.model_dump(mode="json"),
+                        "outcome": record.outcome.model_dump(mode="json"),
+                        "run": pool.run_id,
+                    }
+                )
+            )
+        else:
+            counts[record.outcome.outcome] += 1
+            lines["rejections"].append(
+                dumps(
+                    {
+                        "key": key,
+                        "id": record.outcome.id,
+                        "outcome": record.outcome.model_dump(mode="json"),
+                        "candidate": record.candidate.model_dump(mode="json") if record.candidate else record.raw,
+                        "run": pool.run_id,
+                    }
+                )
+            )
+        rows.append(_summary_row(key, record, error, release))
+    files = {
+        "accepted": "accepted.jsonl",
+        "records": "records.jsonl",
+        "rejections": "rejections.jsonl",
+        "summary": "summary.csv",
+    }
+    for name in ("accepted", "records", "rejections"):
+        write_lines_atomic(out_dir / files[name], lines[name])
+    write_atomic(out_dir / files["summary"], _csv(rows))
+    manifest = {
+        "run": pool.run_id,
+        "benchmark": pool.benchmark,
+        "config": dict(config),
+        "exported_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "release_seed": seed,
+        "counts": counts,
+        "files": files,
+    }
+    write_atomic(out_dir / "manifest.json", json.dumps(redact_tree(manifest), indent=2, ensure_ascii=False) + "\n")
+    return manifest
+
+
+def gate_export(
+    run_id: Annotated[str, typer.Argument(help="The stored pool: a run id, a unique start of one, or 'latest'.")],
+    out_dir: Annotated[Path, typer.Option("--out", help="The folder to write the release files into.")],
+    seed: Annotated[
+        int | None, typer.Option("--seed", help="Derive the release permutations from this number (default: fresh).")
+    ] = None,
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Export the accepted pool for release (options re-shuffled, answers updated), with every record and rejection."""
+
+    def body() -> None:
+        from toolgauge.store import open_store
+
+        pool = read_pool(store, run_id)
+        st = open_store(store, create=False)
+        try:
+            run = st.get_run(pool.run_id)
+        finally:
+            st.close()
+        manifest = export_pool(pool, out_dir, seed=seed, config=run.config if run is not None else {})
+        if as_json:
+            sys.stdout.write(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+            return
+        counts = manifest["counts"]
+        if not counts["accepted"]:
+            warn(f"run {pool.run_id} has no accepted candidates: accepted.jsonl is empty")
+        out.print(
+            f"exported run {esc(pool.run_id)} to {esc(out_dir)}: {counts['accepted']} accepted; "
+            f"{counts['rejected']} rejected, {counts['flagged']} flagged, {counts['passed']} passed and "
+            f"{counts['errors']} without a verdict in rejections.jsonl; summary.csv has every candidate",
+            highlight=False,
+        )
+
+    guarded(body)
+
+
+# --- mounting ------------------------------------------------------------------------------------------------
+
+
+def add_commands(groups: CommandGroups) -> None:
+    """Mount the ``gate`` group: verify, screen, solve, check, audit, export, rescreen and run."""
+    gate_app = typer.Typer(
+        help="ToolGate: build tool-dependent items through executable gates, and audit and export the pools.",
+        no_args_is_help=True,
+    )
+    pool_command = run_command(model=False, engine=GATE_ENGINE, sampling=False)
+    gate_app.command("verify")(pool_command(gate_verify))
+    gate_app.command("screen")(pool_command(gate_screen))
+    gate_app.command("solve")(pool_command(gate_solve))
+    gate_app.command("check")(pool_command(gate_check))
+    gate_app.command("rescreen")(pool_command(gate_rescreen))
+    gate_app.command("audit")(gate_audit)
+    gate_app.command("export")(gate_export)
+    add_run_command(gate_app)
+    groups.root.add_typer(gate_app, name="gate")

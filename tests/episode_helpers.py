@@ -1,0 +1,71 @@
+"""Helpers for episode code: run it inside the real engine with scripted clients; a fake MCP client session."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import mcp_types
+from pydantic import BaseModel
+
+from toolgauge.engine import EngineConfig, EpisodeContext, run_episodes
+from toolgauge.models.base import ModelClient
+from toolgauge.models.offline import ScriptedClient
+from toolgauge.store import open_store
+
+R = TypeVar("R", bound=BaseModel)
+
+
+async def in_episode(
+    tmp_path: Path,
+    body: Callable[[EpisodeContext], Awaitable[R]],
+    result_type: type[R],
+    *,
+    model: ModelClient | None = None,
+    **roles: ModelClient,
+) -> R:
+    """Run ``body`` as the one episode of a run; ``model`` answers role ``model``, ``roles`` the others.
+
+    The episode must not fail: its error is the assertion message.
+    """
+    store = open_store(f"sqlite:///{tmp_path / 'runs.db'}")
+    run_id = store.create_run("test", "scripted", {})
+
+    async def episode(sample: str, ctx: EpisodeContext) -> R:
+        return await body(ctx)
+
+    try:
+        out = await run_episodes(
+            [("s1", "x")],
+            episode,
+            result_type,
+            client=model or ScriptedClient(outputs=[]),
+            store=store,
+            run_id=run_id,
+            roles=roles,
+            config=EngineConfig(concurrency=1, show_progress=False),
+        )
+        outcome = out.outcomes[0]  # read back from the store: while it is open
+    finally:
+        store.close()
+    assert outcome.error is None, outcome.error
+    assert outcome.result is not None
+    return outcome.result
+
+
+class FakeMcpClient:
+    """The client half of an MCP connection to an adding server: ``call_tool`` returns ``{"sum": a + b}``.
+
+    Wrapped in a ``toolgauge.tools.McpServerSession``, it lets the real session and ``McpBackend`` code run
+    without a server process. ``calls`` lists (tool name, arguments) as the server would receive them.
+    """
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
+        self.calls.append((name, arguments))
+        text = json.dumps({"sum": arguments["a"] + arguments["b"]})
+        return mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text=text)], is_error=False)
