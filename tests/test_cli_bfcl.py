@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_helpers import invoke, results_of, sample_rows
+from cli_helpers import SAMPLE_FIELDS, invoke, results_of, sample_rows
 from toolgauge.benchmarks.bfcl.cli import build, rescore
 from toolgauge.benchmarks.bfcl.io import assistant_turn_to_bfcl_output, bfcl_gold_turn
 from toolgauge.benchmarks.bfcl.loader import load_bfcl
@@ -57,7 +57,7 @@ def test_gold_reaches_bfcls_own_ceiling(bfcl_dir, store, mode, tmp_path):
     assert results.value("unsatisfiable") == 7
     rows = sample_rows(samples)
     assert len(rows) == sum(TOTALS.values())
-    assert {"id", "sample", "value", "scores", "explanation", "error", "metadata"} == set(rows[0])
+    assert set(rows[0]) == SAMPLE_FIELDS
     assert sum(r["value"] for r in rows) == sum(CEILING.values())
     assert all((r["value"] == 1.0) == r["scores"]["valid"] and r["metadata"]["category"] for r in rows)
     failed = [r for r in rows if r["value"] == 0.0]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_helpers import invoke, results_of, sample_rows
+from cli_helpers import SAMPLE_FIELDS, invoke, results_of, sample_rows
 from toolgauge.results import EvalResults
 
 # GPT-4's published responses, scored by the published scorer (crash bugs fixed), in percent.
@@ -83,7 +83,7 @@ def test_score_gpt4_responses_matches_the_reference_scorer(mtu_dir, store, tmp_p
     assert results.run is not None and results.run.model == f"replay:{mtu_dir / 'responses'}"
     rows = sample_rows(samples)
     assert len(rows) == 104 + 94 + 473 + 266
-    assert {"id", "sample", "value", "scores", "explanation", "error", "metadata"} == set(rows[0])
+    assert set(rows[0]) == SAMPLE_FIELDS
     assert {"item_id", "split", "predicted", "expected", "content"} <= set(rows[0]["metadata"])
     assert {"turn_correct", "error_type", "tool_correct", "parameters_correct"} <= set(rows[0]["scores"])
     assert all(r["value"] == (1.0 if r["scores"]["turn_correct"] else 0.0) for r in rows)

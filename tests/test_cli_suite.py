@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_helpers import invoke, results_of, sample_rows
+from cli_helpers import SAMPLE_FIELDS, invoke, results_of, sample_rows
 from toolgauge.benchmarks.suite.loader import builtin_suite_path, load_suite
 
 
@@ -73,7 +73,7 @@ def test_samples_file_has_one_line_per_turn_and_report_exports(store, tmp_path):
     n_turns, _ = suite_turn_counts()
     assert len(rows) == n_turns
     assert all(r["value"] == 1.0 and r["scores"]["turn_correct"] for r in rows)
-    assert {"id", "sample", "value", "scores", "explanation", "error", "metadata"} == set(rows[0])
+    assert set(rows[0]) == SAMPLE_FIELDS
     assert {"dialogue", "turn", "predicted", "expected"} <= set(rows[0]["metadata"])
 
     listed = invoke("runs", "--store", store, "--json")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_helpers import invoke, results_of, sample_rows
+from cli_helpers import SAMPLE_FIELDS, invoke, results_of, sample_rows
 from toolgauge.benchmarks.wildtoolbench.io import read_official
 from toolgauge.benchmarks.wildtoolbench.metrics import BY_ERROR_CLASS
 
@@ -35,7 +35,7 @@ def test_eval_gold_on_the_builtin_sample(store, tmp_path):
     assert results.value("task_accuracy") == 1.0 and results.value("session_accuracy") == 1.0
     rows = sample_rows(samples)
     assert len(rows) == 16 and all(r["value"] == 1.0 and r["scores"]["label"] == "correct" for r in rows)
-    assert {"id", "sample", "value", "scores", "explanation", "error", "metadata"} == set(rows[0])
+    assert set(rows[0]) == SAMPLE_FIELDS
     assert rows[0]["id"] == f"{rows[0]['sample']}#0"
     assert {"session", "task", "task_type", "turn_subtype", "gold_nodes"} <= set(rows[0]["metadata"])
 

@@ -52,6 +52,38 @@ class SampleScore(BaseModel):
     explanation: str | None = None
     error: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+    # Repeats (``--epochs K``): which try this verdict is of (1-based).
+    epoch: int = 1
+    # The unit a bootstrap resamples (a session, a server, a dialogue); None: the sample itself.
+    cluster: str | None = None
+    # Denominators of ratio metrics: a metric over units is sum(scores[m] * w) / sum(w), w =
+    # weights.get(m, 1). Parameter accuracy of a sample with 3 of 4 right: score 0.75, weight 4.
+    weights: dict[str, float] = Field(default_factory=dict)
+
+
+class MetricSummary(BaseModel):
+    """A headline metric over repeats: mean, standard error and 95% interval over ``n`` clusters."""
+
+    mean: float | None
+    stderr: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    n: int = 0
+    epochs: int = 1
+
+
+class Provenance(BaseModel):
+    """What reproduces a run: versions, the model and its options, the benchmark's options and data."""
+
+    toolgauge_version: str
+    model: str
+    model_options: dict[str, Any] = Field(default_factory=dict)
+    benchmark_options: dict[str, Any] = Field(default_factory=dict)
+    # Data file path (as given) -> sha256 of its bytes.
+    data_files: dict[str, str] = Field(default_factory=dict)
+    limit: int | None = None
+    seed: int = 0
+    epochs: int = 1
 
 
 class SampleFailure(BaseModel):
@@ -78,6 +110,10 @@ class RunStats(BaseModel):
     cached_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    # Tokens of answers taken from the response cache: not spent by this run, reported apart.
+    cached_input_tokens: int = 0
+    cached_output_tokens: int = 0
+    epochs: int = 1
     wall_seconds: float = 0.0
 
 
@@ -90,6 +126,12 @@ class EvalResults(BaseModel):
     details: dict[str, Any] = Field(default_factory=dict)
     warnings: list[str] = Field(default_factory=list)
     run: RunStats | None = None
+    # The headline metrics with their spread (filled for every run; the interval needs >= 2 clusters).
+    summary: dict[str, MetricSummary] = Field(default_factory=dict)
+    # Repeats of a pass/fail headline: k (as a string, JSON keys) -> pass@k and tau-bench's pass^k.
+    pass_at_k: dict[str, float] = Field(default_factory=dict)
+    pass_hat_k: dict[str, float] = Field(default_factory=dict)
+    provenance: Provenance | None = None
 
     def metric(self, name: str, group: str | None = None, by: str | None = None) -> Metric | None:
         """The metric ``name`` of ``group`` (overall when None); ``by`` narrows when group labels repeat."""
