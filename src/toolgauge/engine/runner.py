@@ -45,6 +45,7 @@ from toolgauge.models.base import ModelClient
 from toolgauge.records import AssistantTurn, GenerateOptions, Message, ModelRequest, ToolSpec
 from toolgauge.redact import redact
 from toolgauge.store import Store
+from toolgauge.store.group_commit import GroupCommit
 from toolgauge.store.transcripts import MessageChain
 
 S = TypeVar("S")
@@ -239,7 +240,7 @@ class EpisodeContext:
         )
         key = request_hash(client.cache_id, request) if client.cacheable else None
         if key is not None and st.config.use_cache:
-            hit = st.store.cache_get(key)
+            hit = await st.store.cache_get_async(key)  # off the event loop
             if hit is not None:
                 turn = AssistantTurn.model_validate(hit)
                 st.cached += 1
@@ -376,38 +377,26 @@ async def run_episodes(
     )
     # Light outcomes only (no results): the results stay in the store until scoring reads them back.
     outcomes: dict[str, SampleOutcome[R]] = {}
-    retry_keys = _resume(store, run_id, result_type, outcomes)
-    store.forget_samples(run_id, retry_keys)
+    retry_keys = await store.run_io(_resume, store, run_id, result_type, outcomes)
+    await store.run_io(store.forget_samples, run_id, retry_keys)
     # The calls of samples that run again (failed, or in flight when the run stopped) go with their attempt.
-    store.forget_calls(run_id, keep=outcomes.keys())
+    await store.run_io(store.forget_calls, run_id, keep=outcomes.keys())
     todo = [(k, s) for k, s in samples if k not in outcomes]
     resumed = len(samples) - len(todo)
 
-    loop = asyncio.get_running_loop()
-    flush_pending = False
-    unflushed = 0  # samples buffered but not yet committed (the progress bar counts committed ones)
     progress = _progress(console) if cfg.show_progress else None
     task_id = progress.add_task(description, total=len(samples), completed=resumed) if progress else None
 
-    def flush_finished() -> None:
-        nonlocal flush_pending, unflushed
-        flush_pending = False
-        if state.fatal is not None:
-            return
-        try:
-            store.flush()
-        except StoreWriteError as exc:
-            # Called by the event loop, which would swallow the exception: stop the run instead.
-            state.stop(exc)
-            return
+    def committed(n: int) -> None:  # the progress bar counts committed samples
         if progress is not None and task_id is not None:
-            progress.advance(task_id, unflushed)
-        unflushed = 0
+            progress.advance(task_id, n)
 
+    # Group commit off the event loop: every sample that finishes while no commit runs starts one.
+    commits = GroupCommit(store, stopped=lambda: state.fatal is not None, failed=state.stop, committed=committed)
+    commits.start()
     queue_iter = iter(todo)
 
     async def worker() -> None:
-        nonlocal flush_pending, unflushed
         for key, sample in queue_iter:
             started = time.perf_counter()
             ctx = EpisodeContext(state, key)
@@ -432,11 +421,7 @@ async def run_episodes(
             except StoreWriteError as exc:
                 raise state.stop(exc) from None
             outcomes[key] = SampleOutcome(key, None, error, latency)
-            unflushed += 1
-            # Group commit: every sample that finishes in this loop tick is committed together.
-            if not flush_pending:
-                flush_pending = True
-                loop.call_soon(flush_finished)
+            commits.sample_buffered()
 
     try:
         if progress is not None:
@@ -451,15 +436,14 @@ async def run_episodes(
             if state.fatal is not None:
                 raise state.fatal from None
             raise
+        await commits.drain()
         if state.fatal is not None:  # a group commit failed after the last worker finished
             raise state.fatal
         try:
-            store.flush()
+            await store.flush_async()
         except StoreWriteError as exc:
             raise state.stop(exc) from None
-        if progress is not None and task_id is not None:
-            progress.advance(task_id, unflushed)
-            unflushed = 0
+        committed(commits.take_waiting())
     except BaseException:
         if not isinstance(state.fatal, StoreWriteError):
             # Commit what finished before the stop; a failing store keeps its pending rows itself.
@@ -467,6 +451,7 @@ async def run_episodes(
                 store.flush()
         raise
     finally:
+        commits.close()
         if progress is not None:
             progress.stop()
     ordered = [outcomes[k] for k, _ in samples if k in outcomes]

@@ -12,19 +12,29 @@ holds a lease row in ``run_locks`` (see ``acquire_run_lock``).
 
 Each model call's request and response are kept (``put_request``, ``transcript``): the request
 as content-addressed blobs committed with the call's row (see :mod:`toolgauge.store.transcripts`).
+
+Off the event loop: ``flush_async``, ``cache_get_async`` and ``run_io`` run a store call on the
+store's own thread (one per store, so its calls keep their order) while the loop goes on. Buffering
+a row stays on the caller's thread and costs no I/O; a lock guards the buffers, and one flush runs
+at a time. While an engine sets ``flush_soon``, a buffer that is due for a flush asks it for one
+instead of writing on the caller's thread. An in-memory SQLite store (one connection per thread)
+runs every call on the caller's thread.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
 import secrets
+import threading
 import time
-from collections.abc import Collection, Generator, Mapping, Sequence
+from collections.abc import Callable, Collection, Generator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from sqlalchemy import (
     Connection,
@@ -43,6 +53,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError, ProgrammingError, SQLAlchemyError
+from sqlalchemy.pool import SingletonThreadPool, StaticPool
 from sqlalchemy.sql.elements import ColumnElement
 
 from toolgauge.errors import RunLocked, StoreWriteError, UsageError
@@ -51,6 +62,7 @@ from toolgauge.redact import redact, redact_tree, redact_url, secret_values
 from toolgauge.results import EvalResults
 from toolgauge.store import schema
 from toolgauge.store.lease import HEARTBEAT_SECONDS, LockHolder, is_stale, pid_start_time, this_host
+from toolgauge.store.reader import CacheReader
 from toolgauge.store.schema import SCHEMA_VERSION
 from toolgauge.store.transcripts import (
     BlobBuffer,
@@ -63,6 +75,8 @@ from toolgauge.store.transcripts import (
 )
 
 STORE_ENV = "TOOLGAUGE_STORE"
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 def default_store_url() -> str:
@@ -159,6 +173,39 @@ class Store:
         self._locks: set[str] = set()
         self._taken_over: set[str] = set()
         self._last_heartbeat = 0.0
+        # Guards the buffers (rows are buffered on the loop's thread while a flush runs on the store's).
+        self._buffer_lock = threading.Lock()
+        # One flush at a time: a flush takes the buffered rows, and puts them back in front when it fails.
+        self._flush_lock = threading.Lock()
+        # The cache entries of the flush under way: still served by cache_get until they are committed.
+        self._inflight_cache: dict[str, dict[str, Any]] = {}
+        self._reader = CacheReader(engine)
+        # Called instead of a flush on the caller's thread when the buffers are due (set by the engine).
+        self.flush_soon: Callable[[], None] | None = None
+        # An in-memory SQLite database is one connection per thread: only the caller's thread sees it.
+        self._threaded = not isinstance(engine.pool, SingletonThreadPool | StaticPool)
+        self._io: ThreadPoolExecutor | None = None
+
+    # -- off the event loop ----------------------------------------------------------------
+    async def run_io(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """Run a blocking store call on the store's thread and wait for it without blocking the event loop.
+
+        Calls run one at a time in the order they were made. Cancelling the wait does not stop a call
+        that has started; it finishes on the store's thread.
+        """
+        if not self._threaded:
+            return fn(*args, **kwargs)
+        if self._io is None:
+            self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="toolgauge-store")
+        return await asyncio.get_running_loop().run_in_executor(self._io, lambda: fn(*args, **kwargs))
+
+    async def flush_async(self) -> None:
+        """``flush`` on the store's thread."""
+        await self.run_io(self.flush)
+
+    async def cache_get_async(self, key: str) -> dict[str, Any] | None:
+        """``cache_get`` on the store's thread."""
+        return await self.run_io(self.cache_get, key)
 
     # -- lifecycle -------------------------------------------------------------------------
     def init_schema(self) -> None:
@@ -230,6 +277,10 @@ class Store:
             for run_id in sorted(self._locks):
                 with contextlib.suppress(StoreWriteError):
                     self.release_run_lock(run_id)
+            if self._io is not None:
+                self._io.shutdown(wait=True)
+                self._io = None
+            self._reader.close()
             self.engine.dispose()
 
     def _write_error(self, what: str, exc: BaseException) -> StoreWriteError:
@@ -440,17 +491,17 @@ class Store:
         latency_s: float,
     ) -> None:
         """Buffer one finished sample (status ``done`` or ``error``)."""
-        self._pending_samples.append(
-            {
-                "run_id": run_id,
-                "sample_key": sample_key,
-                "status": "error" if error else "done",
-                "result": json.dumps(result) if result is not None else None,
-                "error": redact(error) if error else error,
-                "latency_s": latency_s,
-                "finished_at": time.time(),
-            }
-        )
+        row = {
+            "run_id": run_id,
+            "sample_key": sample_key,
+            "status": "error" if error else "done",
+            "result": json.dumps(result) if result is not None else None,
+            "error": redact(error) if error else error,
+            "latency_s": latency_s,
+            "finished_at": time.time(),
+        }
+        with self._buffer_lock:
+            self._pending_samples.append(row)
         self._maybe_flush()
 
     def finished_samples(self, run_id: str) -> dict[str, SampleRecord]:
@@ -522,7 +573,8 @@ class Store:
         """
         if self._requests is None:
             self._requests = RequestWriter(self._blobs, self._secret_masker())
-        return self._requests.refs(chain, request.messages, request.tools, request.options)
+        with self._buffer_lock:
+            return self._requests.refs(chain, request.messages, request.tools, request.options)
 
     def _secret_masker(self) -> Masker:
         # The environment's secret values, looked up once per store (a look-up costs about 0.2 ms).
@@ -541,7 +593,8 @@ class Store:
             pending["error"] = redact(pending["error"], secrets=masker.secrets)
         if pending["response"]:
             pending["response"] = masker.json_text(pending["response"])
-        self._pending_calls.append(pending)
+        with self._buffer_lock:
+            self._pending_calls.append(pending)
         self._maybe_flush()
 
     def forget_calls(self, run_id: str, keep: Collection[str]) -> None:
@@ -643,34 +696,37 @@ class Store:
 
     def cache_get(self, key: str) -> dict[str, Any] | None:
         """Return a cached response by request hash."""
-        pending = self._pending_cache.get(key)
+        with self._buffer_lock:
+            pending = self._pending_cache.get(key) or self._inflight_cache.get(key)
         if pending is not None:
             return json.loads(pending["response"])  # type: ignore[no-any-return]
         try:
-            with self.engine.connect() as conn:
-                row = conn.execute(
-                    select(schema.response_cache.c.response).where(schema.response_cache.c.key == key)
-                ).first()
-        except SQLAlchemyError as exc:
+            text = self._reader.get(key)
+        except (SQLAlchemyError, self._reader.error) as exc:
             # Mid-run, an unreachable store must stop the run like a failed write, not fail one sample.
             raise self._write_error("reading the response cache", exc) from exc
-        return json.loads(row[0]) if row else None
+        return json.loads(text) if text is not None else None
 
     def cache_put(self, key: str, model: str, response: Mapping[str, Any]) -> None:
         """Buffer a response for the cache."""
-        self._pending_cache[key] = {
+        row = {
             "key": key,
             "model": redact_url(model),
             "response": json.dumps(dict(response)),
             "created_at": time.time(),
         }
+        with self._buffer_lock:
+            self._pending_cache[key] = row
         self._maybe_flush()
 
     # -- flushing --------------------------------------------------------------------------
     def _maybe_flush(self) -> None:
         pending = len(self._pending_samples) + len(self._pending_calls) + len(self._pending_cache)
         if pending >= self.flush_rows or time.monotonic() - self._last_flush >= self.flush_seconds:
-            self.flush()
+            if self.flush_soon is not None:
+                self.flush_soon()
+            else:
+                self.flush()
 
     def flush(self) -> None:
         """Write every buffered row in one transaction (and refresh this store's run leases).
@@ -678,17 +734,54 @@ class Store:
         On failure the rows stay buffered, in order, and ``StoreWriteError`` is raised; a later
         flush writes them exactly once. A transaction rolls back whole, and a commit whose outcome
         is unknown (connection lost during COMMIT) is looked up by its first row before anything is retried.
+        Rows buffered while a flush runs (on another thread) wait for the next one.
         """
+        with self._flush_lock:
+            self._flush()
+
+    def _flush(self) -> None:
         self._last_flush = time.monotonic()
         if self._taken_over:
             raise self._taken_over_error(min(self._taken_over))
         heartbeat_due = bool(self._locks) and time.monotonic() - self._last_heartbeat >= HEARTBEAT_SECONDS
-        blobs = self._blobs.pending
-        if not (self._pending_samples or self._pending_calls or self._pending_cache or blobs or heartbeat_due):
+        if not (
+            self._pending_samples or self._pending_calls or self._pending_cache or self._blobs.pending or heartbeat_due
+        ):
             return
         if self._uncertain is not None:
             self._settle_uncertain_batch()
-        samples, calls, cache = self._pending_samples, self._pending_calls, self._pending_cache
+        with self._buffer_lock:  # take the rows; the buffers start again empty
+            samples, calls, cache, blobs = (
+                self._pending_samples,
+                self._pending_calls,
+                self._pending_cache,
+                self._blobs.pending,
+            )
+            self._pending_samples, self._pending_calls, self._pending_cache, self._blobs.pending = [], [], {}, {}
+            self._inflight_cache = cache
+        try:
+            self._commit(samples, calls, cache, blobs)
+        except BaseException:
+            with self._buffer_lock:  # put them back in front of what was buffered meanwhile, in order
+                self._pending_samples[:0] = samples
+                self._pending_calls[:0] = calls
+                self._pending_cache = {**cache, **self._pending_cache}
+                self._blobs.pending = {**blobs, **self._blobs.pending}
+                self._inflight_cache = {}
+            raise
+        with self._buffer_lock:
+            self._inflight_cache = {}
+            if blobs:
+                self._blobs.committed(list(blobs))
+
+    def _commit(
+        self,
+        samples: list[dict[str, Any]],
+        calls: list[dict[str, Any]],
+        cache: dict[str, dict[str, Any]],
+        blobs: dict[str, bytes],
+    ) -> None:
+        """Write one batch of taken rows in one transaction (see ``flush``)."""
         committing = False
         try:
             with self.engine.begin() as conn:
@@ -724,10 +817,6 @@ class Store:
                 f"and {len(cache)} cache entries (kept for the next attempt)"
             )
             raise self._write_error(what, exc) from exc
-        self._pending_samples, self._pending_calls, self._pending_cache = [], [], {}
-        if blobs:
-            self._blobs.committed(list(blobs))
-            self._blobs.pending = {}
 
     def _settle_uncertain_batch(self) -> None:
         """After a failed COMMIT, find out whether it landed after all, and if so drop its rows from the buffer.
@@ -747,10 +836,11 @@ class Store:
         except SQLAlchemyError as exc:
             raise self._write_error("checking whether the last failed group commit was applied", exc) from exc
         if landed:
-            del self._pending_samples[: batch.samples]
-            del self._pending_calls[: batch.calls]
-            for key in batch.cache_keys:
-                self._pending_cache.pop(key, None)
+            with self._buffer_lock:
+                del self._pending_samples[: batch.samples]
+                del self._pending_calls[: batch.calls]
+                for key in batch.cache_keys:
+                    self._pending_cache.pop(key, None)
         self._uncertain = None
 
     def _heartbeat(self, conn: Any) -> None:

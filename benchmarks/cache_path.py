@@ -1,0 +1,207 @@
+"""CPU per sample of an HTTP run with the response-cache path on and off, for one or more source trees.
+
+The task is ``benchmarks/overhead.py``'s (one "What is 1 + 1?" call per sample, scored), run through the
+whole driver (``run_benchmark``: fresh SQLite store, probe, engine, scoring) with toolgauge's real
+OpenAI-compatible client against a real HTTP server on 127.0.0.1. The server runs in its own process, so
+the CPU measured (``time.process_time`` of the run process: every thread, user + system) is toolgauge's
+and the HTTP client's alone. Each measured run is a fresh interpreter with ``PYTHONPATH`` set to the
+tree's ``src``, so a tree before a change and one after can be compared on the same machine, interleaved.
+
+Modes, each one run of ``--samples`` samples:
+
+- ``off``: the client is not cacheable (as gold, replay and scripted models are): no request hash,
+  no cache look-up, no cache write; every call goes over HTTP;
+- ``cold``: the normal HTTP run on an empty cache: hash, look-up (a miss), HTTP call, cache write;
+- ``warm``: the same samples again, on a store whose cache holds every answer: hash, look-up (a hit),
+  no HTTP; CPU counted for this second run only;
+- ``scripted``: no HTTP and no cache (a scripted client answering "2"), for scale.
+
+``cold - off`` is what the cache path adds to a run that calls the model; ``warm`` is a run served
+wholly from the cache. The machine's load (``/proc/loadavg``) is printed before and after.
+
+    # compare main at 3982597 with this tree, 5 interleaved repeats
+    git -C /work/main archive 3982597 src | tar -x -C /tmp/before
+    PYTHONPATH=src .venv/bin/python benchmarks/cache_path.py --tree before=/tmp/before/src --tree after=src \\
+        --samples 2000 --repeat 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+MODES = ("off", "cold", "warm", "scripted")
+ANSWER = json.dumps(
+    {
+        "id": "c", "object": "chat.completion", "created": 0, "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "2"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 8, "completion_tokens": 1, "total_tokens": 9},
+    }
+).encode()  # fmt: skip
+
+
+# -- the server (its own process) ------------------------------------------------------------------
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, as a real inference server
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(ANSWER)))
+        self.end_headers()
+        self.wfile.write(ANSWER)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def serve() -> None:
+    """Serve chat completions on a free port of 127.0.0.1; print the port, then serve until killed."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    server.daemon_threads = True
+    sys.stdout.write(f"{server.server_address[1]}\n")
+    sys.stdout.flush()
+    server.serve_forever()
+
+
+# -- one measured run (its own process, PYTHONPATH = the tree) -----------------------------------
+def measure(mode: str, url: str, samples: int, concurrency: int) -> dict[str, Any]:
+    """Run the task in this process (twice for ``warm``); return CPU and wall time per sample of the measured run."""
+    from pydantic import BaseModel
+
+    from toolgauge.driver import RunOptions, run_benchmark
+    from toolgauge.engine import EngineConfig, EpisodeContext, SampleOutcome
+    from toolgauge.models.offline import ScriptedClient
+    from toolgauge.models.openai_compat import OpenAICompatClient
+    from toolgauge.records import AssistantTurn, Message
+    from toolgauge.results import EvalResults, Metric, ScoredRun
+
+    class Answer(BaseModel):
+        text: str | None
+
+    class Trivial:
+        name = "cache_path"
+        result_type = Answer
+
+        def samples(self) -> list[tuple[str, str]]:
+            return [(f"s{i}", f"What is 1 + 1? ({i})") for i in range(samples)]
+
+        def config(self) -> dict[str, Any]:
+            return {"n": samples}
+
+        async def episode(self, sample: str, ctx: EpisodeContext) -> Answer:
+            turn = await ctx.generate([Message(role="user", content=sample)])
+            return Answer(text=turn.content)
+
+        def score(self, items: Sequence[tuple[str, str]], outcomes: Sequence[SampleOutcome[Answer]]) -> ScoredRun:
+            correct = sum(1 for o in outcomes if o.result and (o.result.text or "").strip() == "2")
+            accuracy = Metric(name="accuracy", value=correct / len(items), n=len(items))
+            return ScoredRun(EvalResults(benchmark=self.name, metrics=[accuracy]))
+
+        def replay_table(self, path: Path) -> Mapping[str, Sequence[AssistantTurn]]:
+            return {}
+
+    class Uncached(OpenAICompatClient):
+        cacheable = False
+
+    def client() -> Any:
+        if mode == "scripted":
+            return ScriptedClient(policy=lambda _r: AssistantTurn(content="2"))
+        if mode == "off":
+            return Uncached("m", base_url=url, api_key="sk-bench")
+        return OpenAICompatClient("m", base_url=url, api_key="sk-bench")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        options = RunOptions(
+            store_url=f"sqlite:///{tmp}/bench.db", engine=EngineConfig(concurrency=concurrency, show_progress=False)
+        )
+        if mode == "warm":  # fill the cache first; that run is not measured
+            asyncio.run(run_benchmark(Trivial(), "http", options, client=client()))
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        result = asyncio.run(run_benchmark(Trivial(), "http", options, client=client()))
+        cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    assert result.scored.results.value("accuracy") == 1.0, result.scored.results
+    return {"cpu_ms_per_sample": cpu / samples * 1000, "wall_ms_per_sample": wall / samples * 1000}
+
+
+# -- the driver ------------------------------------------------------------------------------------
+def _load() -> str:
+    return Path("/proc/loadavg").read_text().split(" ", 3)[:3].__str__() if Path("/proc/loadavg").exists() else "?"
+
+
+def _child(tree: str, mode: str, url: str, args: argparse.Namespace) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": str(Path(tree).resolve())}
+    cmd = [sys.executable, __file__, "--child", mode, "--url", url, "--samples", str(args.samples),
+           "--concurrency", str(args.concurrency)]  # fmt: skip
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"{tree} {mode}: {proc.stderr.strip().splitlines()[-1:]}")
+    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tree", action="append", default=[], help="LABEL=SRC_DIR (repeatable; default: this tree)")
+    ap.add_argument("--samples", type=int, default=2000)
+    ap.add_argument("--concurrency", type=int, default=8)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--json", action="store_true", help="print every run as a JSON line too")
+    ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--child", choices=MODES, help=argparse.SUPPRESS)
+    ap.add_argument("--url", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.serve:
+        serve()
+        return
+    if a.child:
+        sys.stdout.write(json.dumps(measure(a.child, a.url, a.samples, a.concurrency)) + "\n")
+        return
+    trees = [t.split("=", 1) for t in a.tree] or [["this", str(Path(__file__).resolve().parents[1] / "src")]]
+    modes = a.modes.split(",")
+    server = subprocess.Popen([sys.executable, __file__, "--serve"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None
+        url = f"http://127.0.0.1:{server.stdout.readline().strip()}/v1"
+        print(f"load before: {_load()}", flush=True)
+        runs: dict[tuple[str, str], list[float]] = {}
+        for rep in range(a.repeat):
+            for mode in modes:
+                for label, tree in trees:  # interleaved: every tree once per mode per repeat
+                    row = _child(tree, mode, url, a)
+                    runs.setdefault((label, mode), []).append(row["cpu_ms_per_sample"])
+                    if a.json:
+                        print(json.dumps({"repeat": rep, "tree": label, "mode": mode, **row}), flush=True)
+        print(f"load after: {_load()}")
+    finally:
+        server.terminate()
+        server.wait()
+    print(f"\nCPU ms per sample, {a.samples} samples, concurrency {a.concurrency}, {a.repeat} repeats "
+          "(median [min-max])")  # fmt: skip
+    print("| tree | " + " | ".join(modes) + (" | cold - off |" if {"cold", "off"} <= set(modes) else " |"))
+    print("|---" * (len(modes) + 1 + ({"cold", "off"} <= set(modes))) + "|")
+    for label, _tree in trees:
+        cells = []
+        for mode in modes:
+            v = runs[(label, mode)]
+            cells.append(f"{statistics.median(v):.3f} [{min(v):.3f}-{max(v):.3f}]")
+        if {"cold", "off"} <= set(modes):
+            diffs = [c - o for c, o in zip(runs[(label, "cold")], runs[(label, "off")], strict=True)]
+            cells.append(f"{statistics.median(diffs):.3f}")
+        print(f"| {label} | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
