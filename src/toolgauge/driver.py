@@ -7,7 +7,7 @@ import contextlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel
 from rich.console import Console
@@ -19,7 +19,9 @@ from toolgauge.errors import EndpointDown, ModelError, RunInterrupted, RunStoppe
 from toolgauge.models.base import ModelClient
 from toolgauge.models.spec import display_spec, resolve_model
 from toolgauge.results import RunStats, SampleFailure, ScoredRun
-from toolgauge.store import Store, open_store
+
+if TYPE_CHECKING:
+    from toolgauge.store import Store
 
 S = TypeVar("S")
 R = TypeVar("R", bound=BaseModel)
@@ -98,6 +100,8 @@ async def run_benchmark(
     for c in [client, *extra.values()]:
         if all(c is not seen for seen in distinct):
             distinct.append(c)
+    from toolgauge.store import open_store  # SQLAlchemy: loaded when a run opens the store, not on import
+
     store = open_store(options.store_url)
     run_id: str | None = None
     try:

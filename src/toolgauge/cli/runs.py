@@ -6,7 +6,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -16,8 +16,9 @@ from toolgauge.cli.common import JsonOpt, StoreOpt, fail, guarded, out, print_re
 from toolgauge.errors import UsageError
 from toolgauge.redact import redact
 from toolgauge.report.export import results_to_csv, sample_lines, write_lines_atomic
-from toolgauge.store import open_store
-from toolgauge.store.store import RunInfo, Store
+
+if TYPE_CHECKING:
+    from toolgauge.store.store import RunInfo, Store
 
 RunArg = Annotated[str, typer.Argument(help="Run id, a unique start of one, or 'latest' (see: toolgauge runs).")]
 
@@ -30,6 +31,8 @@ def runs_cmd(
     """List runs, newest first."""
 
     def body() -> None:
+        from toolgauge.store import open_store  # SQLAlchemy: loaded only by a command that opens the store
+
         st = open_store(store, create=False)
         try:
             runs = st.list_runs(limit)
@@ -77,6 +80,8 @@ def report_cmd(
     """Print or export one run's results."""
 
     def body() -> None:
+        from toolgauge.store import open_store  # SQLAlchemy: loaded only by a command that opens the store
+
         st = open_store(store, create=False)
         try:
             run = _stored_run(st, run_id)

@@ -14,7 +14,6 @@ from rich.text import Text
 from toolgauge.cli.common import StoreOpt, guarded, out
 from toolgauge.errors import UsageError
 from toolgauge.records import AssistantTurn, Message, ToolCall
-from toolgauge.store import open_store
 from toolgauge.store.transcripts import ModelCallRecord
 
 # How many of a run's sample keys an error about an unknown one lists.
@@ -35,6 +34,8 @@ def transcript_cmd(
     """
 
     def body() -> None:
+        from toolgauge.store import open_store  # SQLAlchemy: loaded only by a command that opens the store
+
         st = open_store(store, create=False)
         try:
             rid = st.resolve_run_id(run_id)

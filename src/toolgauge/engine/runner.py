@@ -18,7 +18,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Generic, TypeVar, overload
 
 from pydantic import BaseModel, ValidationError
 from rich.console import Console
@@ -44,9 +44,11 @@ from toolgauge.errors import (
 from toolgauge.models.base import ModelClient
 from toolgauge.records import AssistantTurn, GenerateOptions, Message, ModelRequest, ToolSpec
 from toolgauge.redact import redact
-from toolgauge.store import Store
 from toolgauge.store.group_commit import GroupCommit
 from toolgauge.store.transcripts import MessageChain
+
+if TYPE_CHECKING:  # the store (SQLAlchemy) is loaded by whoever opens one, not by importing the engine
+    from toolgauge.store import Store
 
 S = TypeVar("S")
 R = TypeVar("R", bound=BaseModel)

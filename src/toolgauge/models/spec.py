@@ -29,12 +29,15 @@ ReplayLoader = Callable[[Path], Mapping[str, Sequence[AssistantTurn]]]
 
 
 def resolve_model(spec: str, *, replay_loader: ReplayLoader | None = None, timeout: float = 120.0) -> ModelClient:
-    """Return the client a ``--model`` spec names, or raise ``UsageError``."""
-    from toolgauge.models.local_server import LocalServerClient
-    from toolgauge.models.openai_compat import OpenAICompatClient
+    """Return the client a ``--model`` spec names, or raise ``UsageError``.
 
+    The HTTP clients' modules (and the openai SDK, about 1 s of CPU and 40 MB to import) are loaded only
+    for a spec that needs them, never for gold, replay or scripted models.
+    """
     spec = spec.strip()
     if spec == "local":
+        from toolgauge.models.local_server import LocalServerClient
+
         return LocalServerClient(timeout=timeout)
     if spec == "gold":
         return GoldClient()
@@ -49,6 +52,8 @@ def resolve_model(spec: str, *, replay_loader: ReplayLoader | None = None, timeo
         path = Path(spec.removeprefix("scripted:"))
         return ScriptedClient(_read_script(path), name=f"scripted:{path}")
     shown = display_spec(spec)
+    if spec.startswith(("http://", "https://", "openai-compatible:", "openai:")):
+        from toolgauge.models.openai_compat import OpenAICompatClient
     if spec.startswith(("http://", "https://")) or spec.startswith("openai-compatible:"):
         url, _, model = spec.removeprefix("openai-compatible:").partition("#")
         check_endpoint_url(url, spec)

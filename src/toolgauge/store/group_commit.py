@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from toolgauge.errors import StoreWriteError
-from toolgauge.store.store import Store
+
+if TYPE_CHECKING:
+    from toolgauge.store.store import Store
 
 
 class GroupCommit:
