@@ -1,0 +1,194 @@
+"""Store calls never block the event loop (issue 11): the engine's cache look-ups and group commits run on the
+store's own thread, while the loop goes on.
+
+Each test holds one store call (a cache read, a commit) until a coroutine on the event loop lets it go. Were the
+call made on the loop's thread, that coroutine could never run: the call would give up waiting (after a minute,
+a bound so a broken engine fails instead of hanging) and the test fails. No test measures a duration.
+
+The rest of the store's contract under the new threading: what a look-up sees of rows buffered or being
+committed, rows buffered during a commit, and a failed commit whose rows go back in front, in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+from pydantic import BaseModel
+from sqlalchemy import select
+
+from toolgauge.engine import EngineConfig, EpisodeContext, run_episodes
+from toolgauge.errors import StoreWriteError
+from toolgauge.records import AssistantTurn, Message, ModelRequest
+from toolgauge.store import Store, open_store, schema
+
+GIVE_UP_S = 60.0  # only so that a blocked loop fails the test instead of hanging it
+
+
+class Echo(BaseModel):
+    text: str | None
+
+
+async def echo_episode(sample: str, ctx: EpisodeContext) -> Echo:
+    turn = await ctx.generate([Message(role="user", content=sample)])
+    return Echo(text=turn.content)
+
+
+class CachedEndpoint:
+    """A client whose answers go through the response cache (as an HTTP model's do)."""
+
+    name = "endpoint"
+    cacheable = True
+    cache_id = "endpoint-v1"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def start(self) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
+
+    async def generate(self, request: ModelRequest) -> AssistantTurn:
+        self.calls += 1
+        return AssistantTurn(content=(request.messages[-1].content or "")[::-1])
+
+
+class HeldStore(Store):
+    """Holds the first cache read (``hold="read"``) or the first commit of a sample (``hold="commit"``)
+    on the calling thread until ``release`` is set."""
+
+    def __init__(self, store: Store, hold: str):
+        super().__init__(store.engine)
+        self.hold = hold
+        self.holding = threading.Event()
+        self.release = threading.Event()
+        self.released: bool | None = None  # whether the held call was let go (None: never held)
+        self.held_on: threading.Thread | None = None
+
+    def _wait(self) -> None:
+        if self.released is None:
+            self.held_on = threading.current_thread()
+            self.holding.set()
+            self.released = self.release.wait(GIVE_UP_S)
+
+    def cache_get(self, key: str) -> dict | None:
+        if self.hold == "read":
+            self._wait()
+        return super().cache_get(key)
+
+    def flush(self) -> None:
+        if self.hold == "commit" and self._pending_samples:
+            self._wait()
+        super().flush()
+
+
+async def let_go_when_held(store: HeldStore) -> int:
+    """On the event loop: wait until the store holds a call, then release it; return the loop turns it took."""
+    turns = 0
+    while not store.holding.is_set():
+        await asyncio.sleep(0)  # every turn here is the loop making progress while the store call waits
+        turns += 1
+    store.release.set()
+    return turns
+
+
+@pytest.mark.parametrize("hold", ["read", "commit"])
+async def test_a_held_store_call_does_not_stop_the_event_loop(tmp_path, hold):
+    store = HeldStore(open_store(f"sqlite:///{tmp_path / 's.db'}"), hold)
+    run_id = store.create_run("t", "m", {})
+    samples = [(f"s{i}", f"text {i}") for i in range(6)]
+    client = CachedEndpoint()
+    config = EngineConfig(concurrency=2, show_progress=False)
+    run = asyncio.ensure_future(
+        run_episodes(samples, echo_episode, Echo, client=client, store=store, run_id=run_id, config=config)
+    )
+    turns = await let_go_when_held(store)
+    out = await run
+    assert store.released is True  # released by the coroutine above, not given up on
+    assert turns > 0
+    assert store.held_on is not threading.current_thread()
+    assert [o.result.text for o in out.outcomes] == [t[::-1] for _, t in samples]
+    assert client.calls == len(samples)
+    store.close()
+
+
+async def test_a_look_up_sees_answers_buffered_committing_and_committed(tmp_path):
+    store = open_store(f"sqlite:///{tmp_path / 's.db'}")
+    store.flush_seconds = float("inf")
+    store.cache_put("buffered", "m", {"content": "b"})
+    assert await store.cache_get_async("buffered") == {"content": "b"}
+    store.flush()
+    assert await store.cache_get_async("buffered") == {"content": "b"}  # now from the database
+    assert await store.cache_get_async("never") is None
+    # Many look-ups in one tick of the loop: each gets its own answer.
+    keys = ["buffered", "never", "buffered", "never"]
+    assert await asyncio.gather(*(store.cache_get_async(k) for k in keys)) == [{"content": "b"}, None] * 2
+    # Another process's committed answer is seen by the long-lived read connection.
+    other = open_store(f"sqlite:///{tmp_path / 's.db'}")
+    other.cache_put("elsewhere", "m", {"content": "e"})
+    other.close()
+    assert await store.cache_get_async("elsewhere") == {"content": "e"}
+    store.close()
+
+
+class CommitHeldStore(Store):
+    """Holds the DB transaction of the next commit until ``release``; lets a test act while it is under way."""
+
+    def __init__(self, store: Store):
+        super().__init__(store.engine, flush_seconds=float("inf"))
+        self.committing = threading.Event()
+        self.release = threading.Event()
+        self.fail = False
+
+    def _commit(self, *batch: object) -> None:
+        self.committing.set()
+        assert self.release.wait(GIVE_UP_S)
+        if self.fail:
+            raise StoreWriteError("cannot write to the store: injected")
+        super()._commit(*batch)  # type: ignore[arg-type]
+
+
+def stored_keys(store: Store, run_id: str) -> tuple[list[str], list[str]]:
+    """(sample keys in key order, model-call sample keys in the order they were written)."""
+    s, c = schema.samples.c, schema.model_calls.c
+    with store.engine.connect() as conn:
+        samples = conn.execute(select(s.sample_key).where(s.run_id == run_id).order_by(s.sample_key)).scalars()
+        calls = conn.execute(select(c.sample_key).where(c.run_id == run_id).order_by(c.id)).scalars()
+        return list(samples), list(calls)
+
+
+def record(store: Store, run_id: str, key: str) -> None:
+    store.record_call({"run_id": run_id, "sample_key": key, "step": 0, "response": None})
+    store.record_sample(run_id, key, result={}, error=None, latency_s=0.0)
+
+
+@pytest.mark.parametrize("fail", [False, True], ids=["commit-lands", "commit-fails"])
+async def test_rows_buffered_during_a_commit_wait_for_the_next_and_a_failed_one_keeps_its_rows_in_front(tmp_path, fail):
+    store = CommitHeldStore(open_store(f"sqlite:///{tmp_path / 's.db'}"))
+    run_id = store.create_run("t", "m", {})
+    record(store, run_id, "a-first")
+    store.cache_put("k", "m", {"content": "x"})
+    store.fail = fail
+    commit = asyncio.ensure_future(store.flush_async())
+    while not store.committing.is_set():
+        await asyncio.sleep(0)
+    # While the commit is under way: its cache entry is still served, new rows are buffered.
+    assert store.cache_get("k") == {"content": "x"}
+    record(store, run_id, "b-second")
+    store.release.set()
+    if fail:
+        with pytest.raises(StoreWriteError, match="injected"):
+            await commit
+        assert stored_keys(store, run_id) == ([], [])
+        assert store.cache_get("k") == {"content": "x"}  # back in the buffer
+        store.fail = False
+    else:
+        await commit
+        assert stored_keys(store, run_id) == (["a-first"], ["a-first"])
+    store.flush()
+    assert stored_keys(store, run_id) == (["a-first", "b-second"], ["a-first", "b-second"])
+    assert store.cache_get("k") == {"content": "x"}
+    store.close()
