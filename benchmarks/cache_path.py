@@ -14,7 +14,9 @@ Modes, each one run of ``--samples`` samples:
 - ``cold``: the normal HTTP run on an empty cache: hash, look-up (a miss), HTTP call, cache write;
 - ``warm``: the same samples again, on a store whose cache holds every answer: hash, look-up (a hit),
   no HTTP; CPU counted for this second run only;
-- ``scripted``: no HTTP and no cache (a scripted client answering "2"), for scale.
+- ``scripted``: no HTTP and no cache (a scripted client answering "2"), for scale;
+- ``lookup`` (not a run): CPU per call of hashing a request (``request_hash``) and of a look-up that hits
+  (``Store.cache_get``; and ``cache_get_async`` with ``--concurrency`` look-ups at a time, where the tree has it).
 
 ``cold - off`` is what the cache path adds to a run that calls the model; ``warm`` is a run served
 wholly from the cache. The machine's load (``/proc/loadavg``) is printed before and after.
@@ -41,7 +43,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-MODES = ("off", "cold", "warm", "scripted")
+MODES = ("off", "cold", "warm", "scripted", "lookup")
 ANSWER = json.dumps(
     {
         "id": "c", "object": "chat.completion", "created": 0, "model": "m",
@@ -136,6 +138,45 @@ def measure(mode: str, url: str, samples: int, concurrency: int) -> dict[str, An
     return {"cpu_ms_per_sample": cpu / samples * 1000, "wall_ms_per_sample": wall / samples * 1000}
 
 
+def measure_lookup(samples: int, concurrency: int) -> dict[str, Any]:
+    """CPU per call of the cache path's parts alone: hashing a request, and a look-up that hits (sync and async)."""
+    from toolgauge.engine.cache import request_hash
+    from toolgauge.records import GenerateOptions, Message, ModelRequest
+    from toolgauge.store import open_store
+
+    requests = [
+        ModelRequest(messages=[Message(role="user", content=f"What is 1 + 1? ({i})")], tools=[],
+                     options=GenerateOptions(), sample_key=f"s{i}", step=0)
+        for i in range(samples)
+    ]  # fmt: skip
+    row: dict[str, Any] = {}
+    cpu0 = time.process_time()
+    keys = [request_hash("m@http://127.0.0.1/v1", r) for r in requests]
+    row["hash_ms"] = (time.process_time() - cpu0) / samples * 1000
+    with tempfile.TemporaryDirectory() as tmp:
+        store = open_store(f"sqlite:///{tmp}/bench.db")
+        for key in keys:
+            store.cache_put(key, "m", {"content": "2"})
+        store.flush()
+        cpu0 = time.process_time()
+        assert all(store.cache_get(key) is not None for key in keys)
+        row["get_ms"] = (time.process_time() - cpu0) / samples * 1000
+        if hasattr(store, "cache_get_async"):  # the tree runs look-ups off the event loop
+
+            async def lookups() -> None:
+                async def worker(part: list[str]) -> None:
+                    for key in part:
+                        assert await store.cache_get_async(key) is not None
+
+                await asyncio.gather(*(worker(keys[i::concurrency]) for i in range(concurrency)))
+
+            cpu0 = time.process_time()
+            asyncio.run(lookups())
+            row["get_async_ms"] = (time.process_time() - cpu0) / samples * 1000
+        store.close()
+    return row
+
+
 # -- the driver ------------------------------------------------------------------------------------
 def _load() -> str:
     return Path("/proc/loadavg").read_text().split(" ", 3)[:3].__str__() if Path("/proc/loadavg").exists() else "?"
@@ -157,7 +198,7 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=2000)
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--modes", default="off,cold,warm,scripted")
     ap.add_argument("--json", action="store_true", help="print every run as a JSON line too")
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--child", choices=MODES, help=argparse.SUPPRESS)
@@ -165,6 +206,9 @@ def main() -> None:
     a = ap.parse_args()
     if a.serve:
         serve()
+        return
+    if a.child == "lookup":
+        sys.stdout.write(json.dumps(measure_lookup(a.samples, a.concurrency)) + "\n")
         return
     if a.child:
         sys.stdout.write(json.dumps(measure(a.child, a.url, a.samples, a.concurrency)) + "\n")
@@ -176,31 +220,55 @@ def main() -> None:
         assert server.stdout is not None
         url = f"http://127.0.0.1:{server.stdout.readline().strip()}/v1"
         print(f"load before: {_load()}", flush=True)
-        runs: dict[tuple[str, str], list[float]] = {}
+        runs: dict[tuple[str, str], list[dict[str, float]]] = {}
         for rep in range(a.repeat):
             for mode in modes:
                 for label, tree in trees:  # interleaved: every tree once per mode per repeat
                     row = _child(tree, mode, url, a)
-                    runs.setdefault((label, mode), []).append(row["cpu_ms_per_sample"])
+                    runs.setdefault((label, mode), []).append(row)
                     if a.json:
                         print(json.dumps({"repeat": rep, "tree": label, "mode": mode, **row}), flush=True)
         print(f"load after: {_load()}")
     finally:
         server.terminate()
         server.wait()
-    print(f"\nCPU ms per sample, {a.samples} samples, concurrency {a.concurrency}, {a.repeat} repeats "
-          "(median [min-max])")  # fmt: skip
-    print("| tree | " + " | ".join(modes) + (" | cold - off |" if {"cold", "off"} <= set(modes) else " |"))
-    print("|---" * (len(modes) + 1 + ({"cold", "off"} <= set(modes))) + "|")
-    for label, _tree in trees:
-        cells = []
-        for mode in modes:
-            v = runs[(label, mode)]
-            cells.append(f"{statistics.median(v):.3f} [{min(v):.3f}-{max(v):.3f}]")
-        if {"cold", "off"} <= set(modes):
-            diffs = [c - o for c, o in zip(runs[(label, "cold")], runs[(label, "off")], strict=True)]
-            cells.append(f"{statistics.median(diffs):.3f}")
-        print(f"| {label} | " + " | ".join(cells) + " |")
+    _summary(runs, trees, modes, a)
+
+
+def _cell(values: list[float]) -> str:
+    return f"{statistics.median(values):.3f} [{min(values):.3f}-{max(values):.3f}]"
+
+
+def _summary(
+    runs: dict[tuple[str, str], list[dict[str, float]]], trees: list[list[str]], modes: list[str], a: argparse.Namespace
+) -> None:
+    """Markdown tables: medians [min-max] over the repeats, and the differences that isolate the cache path."""
+    run_modes = [m for m in modes if m != "lookup"]
+    diffs = [(x, y) for x, y in (("cold", "off"), ("warm", "scripted")) if {x, y} <= set(run_modes)]
+    if run_modes:
+        print(f"\nCPU ms per sample, {a.samples} samples, concurrency {a.concurrency}, {a.repeat} repeats "
+              "(median [min-max]; a difference is the median of the per-repeat differences)")  # fmt: skip
+        print("| tree | " + " | ".join([*run_modes, *(f"{x} - {y}" for x, y in diffs)]) + " |")
+        print("|---" * (1 + len(run_modes) + len(diffs)) + "|")
+        for label, _tree in trees:
+            cells = [_cell([r["cpu_ms_per_sample"] for r in runs[(label, m)]]) for m in run_modes]
+            for x, y in diffs:
+                pairs = zip(runs[(label, x)], runs[(label, y)], strict=True)
+                cells.append(
+                    f"{statistics.median(p['cpu_ms_per_sample'] - q['cpu_ms_per_sample'] for p, q in pairs):.3f}"
+                )
+            print(f"| {label} | " + " | ".join(cells) + " |")
+    if "lookup" in modes:
+        fields = ("hash_ms", "get_ms", "get_async_ms")
+        print(f"\nCPU ms per call, {a.samples} calls, {a.repeat} repeats (median [min-max])")
+        print("| tree | request_hash | cache_get (hit) | cache_get_async (hit) |\n|---|---|---|---|")
+        for label, _tree in trees:
+            rows = runs[(label, "lookup")]
+            print(
+                f"| {label} | "
+                + " | ".join(_cell([r[f] for r in rows]) if f in rows[0] else "-" for f in fields)
+                + " |"
+            )
 
 
 if __name__ == "__main__":
