@@ -12,7 +12,11 @@ committed, rows buffered during a commit, and a failed commit whose rows go back
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import sqlite3
 import threading
+import time
+from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
@@ -191,4 +195,54 @@ async def test_rows_buffered_during_a_commit_wait_for_the_next_and_a_failed_one_
     store.flush()
     assert stored_keys(store, run_id) == (["a-first", "b-second"], ["a-first", "b-second"])
     assert store.cache_get("k") == {"content": "x"}
+    store.close()
+
+
+class Instant:
+    """A client that answers without ever suspending (as gold and scripted models do); not cached."""
+
+    name = "instant"
+    cacheable = False
+    cache_id = "instant"
+
+    async def start(self) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
+
+    async def generate(self, request: ModelRequest) -> AssistantTurn:
+        return AssistantTurn(content=request.messages[-1].content)
+
+
+def committed_samples(path: Path) -> int:
+    """How many sample rows a fresh reader of the database sees."""
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        return int(conn.execute("SELECT COUNT(*) FROM samples").fetchone()[0])
+
+
+async def test_rows_are_committed_while_episodes_that_never_wait_keep_the_loop_busy(tmp_path):
+    """The size threshold starts a commit at once: no loop tick is needed, and the loop may never get one."""
+    path = tmp_path / "s.db"
+    store = open_store(f"sqlite:///{path}")
+    store.flush_rows, store.flush_seconds = 8, float("inf")
+    run_id = store.create_run("t", "m", {})
+    seen: list[int] = []
+
+    async def busy(sample: str, ctx: EpisodeContext) -> Echo:
+        turn = await ctx.generate([Message(role="user", content=sample)])  # never suspends
+        if sample == "last":
+            # Still in the same loop tick as every sample before: wait (blocking) for a commit to land.
+            for _ in range(int(GIVE_UP_S / 0.01)):
+                if committed_samples(path):
+                    break
+                time.sleep(0.01)
+            seen.append(committed_samples(path))
+        return Echo(text=turn.content)
+
+    samples = [(f"s{i:02d}", f"s{i:02d}") for i in range(30)] + [("last", "last")]
+    config = EngineConfig(concurrency=1, show_progress=False)
+    await run_episodes(samples, busy, Echo, client=Instant(), store=store, run_id=run_id, config=config)
+    assert seen and seen[0] > 0  # committed before the loop got a single tick
+    assert committed_samples(path) == len(samples)
     store.close()

@@ -1,16 +1,19 @@
 """Group commit off the event loop: what the engine uses to make finished samples durable.
 
-Every sample that finishes while no commit is running starts one (on the store's thread, see
-``Store.flush_async``); samples that finish while it runs wait for the next, which starts as soon as it
-ends. So the loop never waits for the database, a sample counts as finished only once its commit
-returned, and commits keep their order. A buffer that is due for a flush (size or age, see
-``Store.flush_rows``) asks for a commit the same way (``Store.flush_soon``).
+A sample that finishes while no commit runs starts one at the end of the loop's tick (with every
+sample that finished in that tick), on the store's thread (``Store.start_io``); samples that finish
+while it runs go in the next, which starts as soon as it ends. A buffer that is due for a flush (size
+or age, see ``Store.flush_rows``) starts a commit at once (``Store.flush_soon``), so rows are committed
+even while episodes that never wait keep the loop busy. The loop never waits for the database, a sample
+counts as finished only once its commit returned, and commits keep their order.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
 from toolgauge.errors import StoreWriteError
@@ -20,10 +23,11 @@ if TYPE_CHECKING:
 
 
 class GroupCommit:
-    """Schedules ``store.flush_async`` for finished samples; reports how many each commit made durable.
+    """Starts ``store.flush`` on the store's thread for finished samples; reports how many each commit made durable.
 
-    ``stopped()`` true: commit nothing more (the run is stopping). ``failed(exc)``: a commit failed
-    (its rows stay buffered in the store). ``committed(n)``: ``n`` more samples are durable.
+    ``stopped()`` true: start no more commits (the run is stopping). ``failed(exc)``: a commit failed
+    (its rows stay buffered in the store). ``committed(n)``: ``n`` more samples are durable. Every
+    callback runs on the event loop's thread.
     """
 
     def __init__(
@@ -38,30 +42,37 @@ class GroupCommit:
         self._stopped = stopped
         self._failed = failed
         self._committed = committed
-        self._task: asyncio.Task[None] | None = None
-        self._wanted = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._running: Future[None] | None = None
+        self._running_samples = 0  # samples the running commit makes durable
         self._waiting = 0  # samples buffered and in no commit yet
+        self._wanted = False  # rows are buffered that no commit has taken
+        self._tick_pending = False
 
     def start(self) -> None:
-        """From now on, a store buffer that is due for a flush asks this for a commit instead of flushing in place."""
+        """From now on, a store buffer that is due for a flush starts a commit instead of flushing in place."""
+        self._loop = asyncio.get_running_loop()
         self._store.flush_soon = self.request
 
     def close(self) -> None:
-        """Stop scheduling commits; a commit already on the store's thread still finishes there."""
+        """Start no more commits; one already on the store's thread still finishes there."""
         self._store.flush_soon = None
-        if self._task is not None:
-            self._task.cancel()
+        self._wanted = False
 
     def sample_buffered(self) -> None:
-        """A finished sample's row is buffered: commit it (with whatever else is buffered) soon."""
+        """A finished sample's row is buffered: commit it, with every sample that finishes in this tick."""
         self._waiting += 1
-        self.request()
+        self._wanted = True
+        if not self._tick_pending:
+            self._tick_pending = True
+            asyncio.get_running_loop().call_soon(self._tick)
 
     def request(self) -> None:
-        """Commit what is buffered soon: now if no commit runs, else right after the one that does."""
+        """Commit what is buffered: now if no commit runs, else right after the one that does."""
         self._wanted = True
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._commits())
+        self._settle()
+        if self._running is None and not self._stopped():
+            self._start()
 
     def take_waiting(self) -> int:
         """How many finished samples are in no commit yet (for a last commit made by the caller); resets it."""
@@ -69,20 +80,42 @@ class GroupCommit:
         return waiting
 
     async def drain(self) -> None:
-        """Wait for the commits asked for so far."""
-        while self._task is not None:
-            await asyncio.shield(self._task)
+        """Wait for the commit under way, and the ones it was asked to start after it."""
+        while self._running is not None:
+            await asyncio.wait([asyncio.wrap_future(self._running)])
+            self._settle()
 
-    async def _commits(self) -> None:
-        try:
-            while self._wanted and not self._stopped():
-                self._wanted = False
-                samples = self.take_waiting()
-                try:
-                    await self._store.flush_async()
-                except StoreWriteError as exc:
-                    self._failed(exc)
-                    return
-                self._committed(samples)
-        finally:
-            self._task = None
+    def _tick(self) -> None:
+        self._tick_pending = False
+        self._settle()
+        if self._running is None and self._wanted and not self._stopped():
+            self._start()
+
+    def _start(self) -> None:
+        self._wanted = False
+        self._running_samples = self.take_waiting()
+        running = self._running = self._store.start_io(self._store.flush)
+        loop = self._loop
+
+        def wake(_: Future[None]) -> None:  # on the store's thread: settle on the loop's
+            if loop is not None:
+                with contextlib.suppress(RuntimeError):  # the loop is closed: nobody is waiting
+                    loop.call_soon_threadsafe(self._settle)
+
+        running.add_done_callback(wake)
+
+    def _settle(self) -> None:
+        """Handle the commit that ended (on the loop's thread), and start the next one if rows wait."""
+        running = self._running
+        if running is None or not running.done():
+            return
+        self._running = None
+        error = running.exception()
+        if error is not None:
+            if not isinstance(error, StoreWriteError):
+                error = StoreWriteError(f"group commit failed: {error.__class__.__name__}: {error}")
+            self._failed(error)
+            return
+        self._committed(self._running_samples)
+        if self._wanted and not self._stopped():
+            self._start()

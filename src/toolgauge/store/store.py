@@ -31,7 +31,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Collection, Generator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
@@ -180,7 +180,8 @@ class Store:
         # The cache entries of the flush under way: still served by cache_get until they are committed.
         self._inflight_cache: dict[str, dict[str, Any]] = {}
         self._reader = CacheReader(engine)
-        # Called instead of a flush on the caller's thread when the buffers are due (set by the engine).
+        # Called instead of a flush on the caller's thread when the buffers are due (set by the engine's
+        # group commit, which starts the flush on the store's thread).
         self.flush_soon: Callable[[], None] | None = None
         # An in-memory SQLite database is one connection per thread: only the caller's thread sees it.
         self._threaded = not isinstance(engine.pool, SingletonThreadPool | StaticPool)
@@ -198,6 +199,20 @@ class Store:
         if not self._threaded:
             return fn(*args, **kwargs)
         return await asyncio.get_running_loop().run_in_executor(self._executor(), lambda: fn(*args, **kwargs))
+
+    def start_io(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> Future[T]:
+        """Start a blocking store call on the store's thread and return its future at once.
+
+        It runs after the calls started before it. An in-memory SQLite store runs it here and returns it done.
+        """
+        if self._threaded:
+            return self._executor().submit(fn, *args, **kwargs)
+        done: Future[T] = Future()
+        try:
+            done.set_result(fn(*args, **kwargs))
+        except Exception as exc:
+            done.set_exception(exc)
+        return done
 
     def _executor(self) -> ThreadPoolExecutor:
         if self._io is None:
