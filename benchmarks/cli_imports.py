@@ -49,11 +49,12 @@ def loaded(tree: str, args: list[str], cwd: str) -> list[str]:
         "import sys\nfrom toolgauge.cli import main\n"
         f"sys.argv = ['toolgauge', *{args!r}]\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        f"print(','.join(m for m in {WATCHED!r} if m in sys.modules))"
+        f"print('LOADED:' + ','.join(m for m in {WATCHED!r} if m in sys.modules))"
     )
     env = {**os.environ, "PYTHONPATH": str(Path(tree).resolve())}
     out = subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True, check=True)
-    return [m for m in out.stdout.strip().splitlines()[-1].split(",") if m]
+    line = next(x for x in reversed(out.stdout.splitlines()) if x.startswith("LOADED:"))
+    return [m for m in line.removeprefix("LOADED:").split(",") if m]
 
 
 def main() -> None:
