@@ -4,7 +4,8 @@ A look-up through SQLAlchemy's ``engine.connect()`` and ``select(...)`` per requ
 CPU (a pool checkout, a transaction, the statement's cache key, a result object); this costs a DB-API
 ``execute`` and ``fetchone``. The connection is in autocommit mode, so it never holds a transaction open:
 each look-up sees every committed row (SQLite in WAL mode lets it read beside the writer; PostgreSQL
-reads committed data per statement). One lock serialises its use, so any thread may call ``get``.
+reads committed data per statement). One lock serialises its use, so any thread may call ``get``. An
+in-memory SQLite store (one connection per thread) looks up through a checkout, as before.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import threading
 from typing import Any
 
 from sqlalchemy import Connection, Engine, bindparam, select
+from sqlalchemy.pool import SingletonThreadPool, StaticPool
 
 from toolgauge.store import schema
 
@@ -26,7 +28,11 @@ class CacheReader:
         self._conn: Connection | None = None
         self._cursor: Any = None
         cache = schema.response_cache.c
-        compiled = select(cache.response).where(cache.key == bindparam("key")).compile(dialect=engine.dialect)
+        self._query = select(cache.response).where(cache.key == bindparam("key"))
+        # One connection per thread (in-memory SQLite): a connection of our own would be the writers' own,
+        # and autocommit on it would break their transactions; look up through a checkout as writers do.
+        self._shared = isinstance(engine.pool, SingletonThreadPool | StaticPool)
+        compiled = self._query.compile(dialect=engine.dialect)
         self._sql = compiled.string
         self._positional = compiled.positional
         #: What a failed look-up raises besides SQLAlchemy's errors: the DB-API's own.
@@ -34,6 +40,10 @@ class CacheReader:
 
     def get(self, key: str) -> str | None:
         """The stored response text for ``key``, or None."""
+        if self._shared:
+            with self._engine.connect() as conn:
+                found = conn.execute(self._query, {"key": key}).first()
+            return None if found is None else str(found[0])
         params: Any = (key,) if self._positional else {"key": key}
         with self._lock:
             cursor = self._cursor if self._cursor is not None else self._open()
