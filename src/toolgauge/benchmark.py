@@ -123,4 +123,6 @@ def lazy(module: str, name: str) -> Callable[..., Any]:
 
     call.__name__ = call.__qualname__ = name
     call.__doc__ = f"``{module}.{name}``, imported when first called."
+    # Where the real function is, for code that reads its signature (the sweep file's option check).
+    setattr(call, "lazy_target", (module, name))  # noqa: B010 - a function has no declared attribute
     return call

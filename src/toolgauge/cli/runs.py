@@ -74,9 +74,13 @@ def report_cmd(
     as_json: JsonOpt = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="Print metric,by,group,value,n rows.")] = False,
 ) -> None:
-    """Print or export one run's results."""
+    """Print or export one run's results, or a sweep's leaderboard (RUN_ID a sweep id)."""
 
     def body() -> None:
+        from toolgauge.cli.sweep import report_sweep
+
+        if not as_csv and report_sweep(store, run_id, as_json):
+            return
         st = open_store(store, create=False)
         try:
             run = _stored_run(st, run_id)

@@ -364,11 +364,14 @@ async def run_episodes(
     description: str = "samples",
     console: Console | None = None,
     roles: Mapping[str, ModelClient] | None = None,
+    shard: bool = False,
 ) -> RunOutcome[R]:
     """Run ``episode`` on every sample not already finished in ``run_id``.
 
     Samples stored as done are reused (resume); samples stored with an error are run again.
     A failure inside one sample is recorded on that sample and the run goes on.
+    ``shard``: ``samples`` are one shard of the run, whose other shards other processes run at the same
+    time (``toolgauge sweep --executor ray``): the resume looks at, and cleans up after, these samples alone.
     """
     cfg = config or EngineConfig()
     state = _RunState(
@@ -376,10 +379,11 @@ async def run_episodes(
     )
     # Light outcomes only (no results): the results stay in the store until scoring reads them back.
     outcomes: dict[str, SampleOutcome[R]] = {}
-    retry_keys = _resume(store, run_id, result_type, outcomes)
+    mine = {k for k, _ in samples} if shard else None
+    retry_keys = _resume(store, run_id, result_type, outcomes, mine)
     store.forget_samples(run_id, retry_keys)
     # The calls of samples that run again (failed, or in flight when the run stopped) go with their attempt.
-    store.forget_calls(run_id, keep=outcomes.keys())
+    store.forget_calls(run_id, keep=outcomes.keys(), only=mine)
     todo = [(k, s) for k, s in samples if k not in outcomes]
     resumed = len(samples) - len(todo)
 
@@ -479,13 +483,21 @@ async def run_episodes(
     )
 
 
-def _resume(store: Store, run_id: str, result_type: type[R], outcomes: dict[str, SampleOutcome[R]]) -> list[str]:
+def _resume(
+    store: Store,
+    run_id: str,
+    result_type: type[R],
+    outcomes: dict[str, SampleOutcome[R]],
+    only: set[str] | None = None,
+) -> list[str]:
     """Put a light outcome in ``outcomes`` for every stored sample that is done; return the keys to run again.
 
     A done sample counts only if its stored result still validates as ``result_type``; results are
-    read a chunk at a time and not kept.
+    read a chunk at a time and not kept. ``only``: the samples of this shard (the others are not looked at).
     """
     states = store.sample_states(run_id)
+    if only is not None:
+        states = {key: state for key, state in states.items() if key in only}
     done = [key for key, state in states.items() if state.status == "done"]
     retry = [key for key, state in states.items() if state.status != "done"]
     for key, stored in store.sample_results(run_id, done):

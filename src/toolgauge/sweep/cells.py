@@ -1,0 +1,151 @@
+"""Run one cell, or one shard of a cell's samples, into its run in the store (what every executor calls).
+
+A cell is one run under the id the sweep gave it: the first attempt makes the run, every later one (a resumed
+sweep, a Ray retry after a lost worker) resumes it, so a sample stored as done is never run again.
+
+A shard is a slice of a large cell's samples run by one worker while other workers run the other slices of the
+same run at the same time. Each shard holds a lease of its own (``RUN_ID/shard-N`` in ``run_locks``), so a
+retried shard waits for, or takes over from, the worker it replaces, and never runs beside it; the engine's
+resume then looks at that shard's samples alone. When every shard is done, the cell is run once more as a
+whole: nothing is left to run, and that pass scores the run and stores its results and status.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from toolgauge.driver import ProbedClient
+from toolgauge.engine import EngineConfig, run_episodes
+from toolgauge.errors import ModelError, RunLocked, UsageError
+from toolgauge.models.spec import resolve_model
+from toolgauge.store import Store, open_store
+from toolgauge.sweep.limits import LimitedClient, Limiter
+from toolgauge.sweep.plan import CellTask, build_bench, repeat_options
+
+# How often a worker looks again at a lease another (maybe lost) worker holds.
+LEASE_POLL_SECONDS = 1.0
+
+
+def shard_lease(run_id: str, shard: int) -> str:
+    """The ``run_locks`` key of one shard of a run."""
+    return f"{run_id}/shard-{shard}"
+
+
+async def run_cell(
+    task: CellTask,
+    store_url: str,
+    run_id: str,
+    limiter: Limiter | None,
+    *,
+    bench: Any = None,
+    lease_patience: float = 0.0,
+) -> str:
+    """Run (or resume) the cell's whole run, score it and store its results; return the run's status.
+
+    ``lease_patience``: seconds to wait for the run's lease while another process holds it (a Ray retry waits
+    for the lost worker's lease to be released or go stale).
+    """
+    from toolgauge.api import evaluate_async
+
+    bench = bench if bench is not None else build_bench(task)
+    ensure_run(store_url, run_id, bench, task.shown_model)
+    deadline = time.monotonic() + lease_patience
+    while True:
+        client = LimitedClient(
+            resolve_model(task.model_spec, replay_loader=bench.replay_table, timeout=task.timeout),
+            limiter, task.endpoint, task.endpoint_limit, name=task.shown_model,
+        )  # fmt: skip
+        try:
+            evaluation = await evaluate_async(
+                bench, client, store=store_url, concurrency=task.concurrency, timeout=task.timeout,
+                max_retries=task.max_retries, use_cache=task.use_cache, resume=run_id, **repeat_options(task),
+            )  # fmt: skip
+        except RunLocked:
+            if time.monotonic() >= deadline:
+                raise
+            await asyncio.sleep(LEASE_POLL_SECONDS)
+            continue
+        run = evaluation.results.run
+        return run.status if run is not None else "finished"
+
+
+def ensure_run(store_url: str, run_id: str, bench: Any, shown_model: str) -> None:
+    """Make the cell's run under its id unless it exists (two workers racing: the second finds it made)."""
+    store = open_store(store_url)
+    try:
+        if store.get_run(run_id) is None:
+            try:
+                store.create_run(bench.name, shown_model, bench.config(), run_id=run_id)
+            except Exception:
+                if store.get_run(run_id) is None:
+                    raise
+    finally:
+        store.close()
+
+
+async def run_shard(
+    task: CellTask,
+    store_url: str,
+    run_id: str,
+    shard: int,
+    keys: Sequence[str],
+    limiter: Limiter | None,
+    *,
+    lease_patience: float = 0.0,
+) -> int:
+    """Run the samples ``keys`` of the cell's run that are not done yet; return how many of them are done now."""
+    bench = build_bench(task)
+    wanted = set(keys)
+    samples = [(key, sample) for key, sample in bench.samples() if key in wanted]
+    ensure_run(store_url, run_id, bench, task.shown_model)
+    store = open_store(store_url)
+    try:
+        await take_lease(store, shard_lease(run_id, shard), lease_patience)
+        client = LimitedClient(
+            resolve_model(task.model_spec, replay_loader=bench.replay_table, timeout=task.timeout),
+            limiter, task.endpoint, task.endpoint_limit, name=task.shown_model,
+        )  # fmt: skip
+        try:
+            await client.start()
+        except ModelError as exc:
+            raise UsageError(f"model {client.name!r} could not start: {exc}") from exc
+        try:
+            if isinstance(client.inner, ProbedClient):
+                try:
+                    await client.probe()
+                except ModelError as exc:
+                    raise UsageError(f"model {client.name!r} does not answer: {exc}") from exc
+            config = EngineConfig(
+                concurrency=task.concurrency, timeout=task.timeout, max_retries=task.max_retries,
+                use_cache=task.use_cache, show_progress=False, seed=task.seed,
+            )  # fmt: skip
+            outcome = await run_episodes(
+                samples, bench.episode, bench.result_type, client=client, store=store, run_id=run_id,
+                config=config, shard=True,
+            )  # fmt: skip
+        finally:
+            await client.close()
+        return len(outcome.outcomes) - len(outcome.failed)
+    finally:
+        store.close()
+
+
+async def take_lease(store: Store, key: str, patience: float) -> None:
+    """Take the lease ``key``, waiting up to ``patience`` seconds while a live process holds it."""
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            store.acquire_run_lock(key)
+            return
+        except RunLocked:
+            if time.monotonic() >= deadline:
+                raise
+        await asyncio.sleep(LEASE_POLL_SECONDS)
+
+
+def shards_of(keys: Sequence[str], size: int) -> list[list[str]]:
+    """The keys cut into consecutive shards of ``size`` (the last one shorter)."""
+    return [list(keys[start : start + size]) for start in range(0, len(keys), size)]
