@@ -144,7 +144,7 @@ def refuse_sqlite_on_a_cluster(url: str, address: str | None) -> None:
     if address is not None and url.startswith("sqlite"):
         raise UsageError(
             "--executor ray --address runs cells on other machines, which cannot share a SQLite store: "
-            "use PostgreSQL, e.g. --store postgresql://USER:PASSWORD@HOST/DB (docs/sweeps.md)"
+            "use PostgreSQL, e.g. --store postgresql://USER@HOST/DB (docs/sweeps.md)"
         )
 
 

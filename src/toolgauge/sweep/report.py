@@ -206,7 +206,8 @@ def render_leaderboard(report: SweepReport, console: Console) -> None:
         names = headline_of(benchmark, None) or tuple(dict.fromkeys(n for c in order for n in c.metrics))
         table = Table(title=f"{benchmark}: ranked by {names[0] if names else '-'}", title_justify="left")
         for col in ("#", "model", *names, "vs best", "run", "status"):
-            table.add_column(col, justify="right" if col in names or col == "#" else "left")
+            # Model specs and run ids are what a reader copies: folded, never cut.
+            table.add_column(col, justify="right" if col in names or col == "#" else "left", overflow="fold")
         for rank, cell in enumerate(order, 1):
             if rank == 1:
                 mark = "best"
