@@ -19,6 +19,7 @@ import contextlib
 import importlib
 import logging
 import secrets
+import sys
 import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -138,11 +139,14 @@ class RayExecutor:
                 options["num_cpus"] = self.local_cpus
         else:
             options["address"] = self.address
-        ray.init(**options)
-        try:
-            await self._run(ray, jobs, store_url, reporter)
-        finally:
-            ray.shutdown()
+        # Ray's driver prints cluster events (a lost node, a retried task) on stdout, which is --json's: send
+        # them to stderr while Ray is up.
+        with contextlib.redirect_stdout(sys.stderr):
+            ray.init(**options)
+            try:
+                await self._run(ray, jobs, store_url, reporter)
+            finally:
+                ray.shutdown()
 
     async def _run(self, ray: Any, jobs: Sequence[CellJob], store_url: str, reporter: CellReporter) -> None:
         remote_cell = ray.remote(num_cpus=1, max_retries=TASK_RETRIES, retry_exceptions=False)(cell_task)
