@@ -93,7 +93,7 @@ class RayCluster:
             raise RayUnavailable("the worker node's raylet was not found after ray start")
 
     def _ours(self) -> set[int]:
-        """Every live process this cluster started: new since __init__, naming its folder or address, and their children."""
+        """The cluster's live processes: new since __init__, naming its folder or address, and their children."""
         table = proc_table()
         roots = {
             pid for pid, (_, _, state, cmd) in table.items()

@@ -139,7 +139,8 @@ def test_a_killed_sweep_resumes_without_repeating_a_finished_cell_or_sample(bfcl
     endpoint = HeldEndpoint(hold_at=8)
     with ChatStub(endpoint) as stub:
         sweep_file.write_text(sweep_text(stub.model("qwen"), bfcl_dir, no_cache=True, suite_limit=10))
-        command = [sys.executable, "-m", "toolgauge.cli", "sweep", str(sweep_file), "--store", url, "--concurrency", "1"]
+        command = [sys.executable, "-m", "toolgauge.cli", "sweep", str(sweep_file), "--store", url,
+                   "--concurrency", "1"]  # fmt: skip
         proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:
             assert endpoint.reached.wait(120), "the sweep never reached the endpoint"
@@ -219,7 +220,8 @@ def _done_samples(st: Any, run_ids: list[str]) -> dict[str, set[str]]:
     c = schema.samples.c
     out: dict[str, set[str]] = {r: set() for r in run_ids}
     with st.engine.connect() as conn:
-        for run_id, key in conn.execute(select(c.run_id, c.sample_key).where(c.run_id.in_(run_ids), c.status == "done")):
+        rows = conn.execute(select(c.run_id, c.sample_key).where(c.run_id.in_(run_ids), c.status == "done"))
+        for run_id, key in rows:
             out[run_id].add(key)
     return out
 
