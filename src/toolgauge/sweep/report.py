@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from toolgauge.errors import UsageError
+from toolgauge.errors import DataError, UsageError
 from toolgauge.results import EvalResults
 from toolgauge.store import Store
 from toolgauge.store.sweeps import SweepRecord, get_sweep
@@ -154,35 +154,30 @@ def _mark_significance(store: Store, cells: list[CellReport]) -> None:
 
 
 def paired_comparison() -> Callable[[Store, str, str, str], bool | None] | None:
-    """The paired test of two runs on one metric, where toolgauge has one (``compare_runs``), else None.
+    """The paired test of two runs on one metric, where toolgauge has one (``toolgauge.compare``), else None.
 
-    Returns a function giving whether the difference is significant (None where the test cannot tell).
+    Returns a function giving whether run B's difference with run A is significant (McNemar for pass/fail
+    metrics, a paired bootstrap otherwise), None where the test cannot tell (no paired unit, a run that
+    cannot be rescored).
     """
-    for module_name in ("toolgauge.compare", "toolgauge.stats.paired", "toolgauge.stats"):
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError:
-            continue
-        compare_runs = getattr(module, "compare_runs", None)
-        if compare_runs is not None:
-            return _paired_adapter(compare_runs)
-    return None
+    try:
+        # By name: the comparison is an optional part of the tree this module does not depend on.
+        module = importlib.import_module("toolgauge.compare")
+    except ImportError:
+        return None
+    compare_runs: Callable[..., Any] | None = getattr(module, "compare_runs", None)
+    if compare_runs is None:
+        return None
 
-
-def _paired_adapter(compare_runs: Callable[..., Any]) -> Callable[[Store, str, str, str], bool | None]:
     def significant(store: Store, run_a: str, run_b: str, metric: str) -> bool | None:
         try:
             found = compare_runs(store, run_a, run_b, [metric])
-        except (UsageError, ValueError, LookupError):
+        except (UsageError, DataError, ValueError, LookupError):
             return None
-        item = found.get(metric) if isinstance(found, dict) else found
-        if isinstance(item, list):
-            item = item[0] if item else None
-        value = item.get("significant") if isinstance(item, dict) else getattr(item, "significant", None)
-        if isinstance(value, bool):
-            return value
-        p_value = getattr(item, "p_value", None) if not isinstance(item, dict) else item.get("p_value")
-        return bool(p_value < 0.05) if isinstance(p_value, float) else None
+        item = getattr(found, "metrics", {}).get(metric)
+        if item is None or getattr(item, "p_value", None) is None:
+            return None
+        return bool(item.significant)
 
     return significant
 
