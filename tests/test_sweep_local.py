@@ -234,3 +234,39 @@ def _call_ids(st: Any, done: dict[str, set[str]]) -> set[int]:
             if keys:
                 ids.update(conn.execute(select(c.id).where((c.run_id == run_id) & c.sample_key.in_(keys))).scalars())
     return ids
+
+
+@pytest.mark.slow
+def test_sigterm_stops_the_sweep_resumably_and_says_how_to_resume(bfcl_dir: Path, tmp_path: Path):
+    url = f"sqlite:///{tmp_path / 'sweep.db'}"
+    sweep_file = tmp_path / "SWEEP.toml"
+    endpoint = HeldEndpoint(hold_at=2)
+    with ChatStub(endpoint) as stub:
+        sweep_file.write_text(sweep_text(stub.model("qwen"), bfcl_dir, no_cache=True))
+        # One cell at a time: the gold cells have finished when the stub's cell reaches the endpoint.
+        command = [sys.executable, "-m", "toolgauge.cli", "sweep", str(sweep_file), "--store", url, "-c", "1"]
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert endpoint.reached.wait(120), "the sweep never reached the endpoint"
+            proc.send_signal(signal.SIGTERM)
+            _, stderr = proc.communicate(timeout=120)
+        finally:
+            endpoint.release.set()
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert proc.returncode == 130, stderr
+        st = open_store(url, create=False)
+        [sweep] = _sweeps(st)
+        run_status = st.get_run(sweep.cells[2].run_id)
+        st.close()
+        assert sweep.status == "interrupted"
+        assert [c.status for c in sweep.cells] == ["finished", "finished", "interrupted", "pending"]
+        assert run_status is not None and run_status.status == "interrupted"
+        assert f"--resume {sweep.id}" in stderr and stderr.count("\n") == 2
+        res = invoke("sweep", sweep_file, "--store", url, "--resume", sweep.id)
+        assert res.exit_code == 0, res.stderr
+    st = open_store(url, create=False)
+    final = get_sweep(st, sweep.id)
+    st.close()
+    assert final is not None and final.status == "finished" and {c.status for c in final.cells} == {"finished"}
