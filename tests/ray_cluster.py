@@ -69,14 +69,16 @@ class RayCluster:
         if proc.returncode != 0:
             raise RayUnavailable(f"ray start {args[0]} failed: {(proc.stderr or proc.stdout).strip()[-800:]}")
 
-    def start(self) -> None:
-        """Start the head node, then the worker node."""
+    def start(self, *, worker: bool = True) -> None:
+        """Start the head node, then (unless ``worker`` is false) the worker node."""
         self._start(
             "--head", f"--node-ip-address={HEAD_IP}", f"--port={self.port}", "--num-cpus=1",
             f"--object-store-memory={OBJECT_STORE_BYTES}", "--include-dashboard=false", f"--temp-dir={self.temp_dir}",
             f"--ray-client-server-port={_free_port(HEAD_IP)}", f"--dashboard-port={_free_port('127.0.0.1')}",
             f"--dashboard-agent-listen-port={_free_port(HEAD_IP)}",
         )  # fmt: skip
+        if not worker:
+            return
         head = self._ours()
         before_worker = set(proc_table())
         self._start(

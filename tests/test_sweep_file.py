@@ -121,3 +121,10 @@ def test_sqlite_is_refused_for_a_ray_cluster(tmp_path: Path):
         "PostgreSQL, e.g. --store postgresql://USER@HOST/DB (docs/sweeps.md)"
     ]
     assert not (tmp_path / "s.db").exists()
+
+
+def test_relative_data_paths_are_taken_from_the_working_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(tmp_path)
+    sweep = parse_sweep("[[model]]\nspec = 'gold'\n[[benchmark]]\nname = 'suite'\ndata = 'mine.jsonl'\nlimit = 1\n",
+                        "s.toml")  # fmt: skip
+    assert sweep.benchmarks[0].options == {"data": str(tmp_path / "mine.jsonl"), "limit": 1}

@@ -26,6 +26,7 @@ import importlib
 import inspect
 import math
 import tomllib
+import typing
 from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path
@@ -179,7 +180,7 @@ def _benchmark_entry(index: int, raw: dict[str, Any], bad: Callable[[str, str], 
             raise bad(f"{where}.{key}", "set it at the top of the file, for the whole sweep")
         if key not in params:
             raise bad(f"{where}.{key}", f"not an option of {name} (options: {', '.join(sorted(params))})")
-        options[key] = _checked(value, params[key], f"{where}.{key}", bad)
+        options[key] = _absolute(_checked(value, params[key], f"{where}.{key}", bad), params[key])
     missing = [k for k, p in params.items() if p.default is inspect.Parameter.empty and k not in options]
     if missing:
         raise bad(f"{where}.{missing[0]}", f"missing: {name} needs it")
@@ -222,6 +223,18 @@ def _checked(value: Any, param: inspect.Parameter, where: str, bad: Callable[[st
         # A union reports one error per member: the member the value's type names says it best.
         first = next((e for e in errors if "int" in e["type"] or "literal" in e["type"]), errors[0])
         raise bad(where, _lower(first["msg"])) from None
+
+
+def _absolute(value: Any, param: inspect.Parameter) -> Any:
+    """A relative path option made absolute (from the working directory, as on the command line).
+
+    Workers (Ray tasks) may start in another folder; the path must name the same file there.
+    """
+    annotation = param.annotation
+    takes_path = annotation is Path or Path in typing.get_args(annotation)
+    if takes_path and isinstance(value, str) and value and not Path(value).expanduser().is_absolute():
+        return str(Path(value).resolve())
+    return value
 
 
 def _lower(message: str) -> str:
