@@ -28,6 +28,7 @@ from toolgauge.benchmarks.toolgate.construction import (
 )
 from toolgauge.benchmarks.toolgate.generator import DEFAULT_MAX_STEPS
 from toolgauge.benchmarks.toolgate.generator import ROLE as GENERATOR_ROLE
+from toolgauge.benchmarks.toolgate.options import RunDomainOpt, RunTimeLimitOpt
 from toolgauge.benchmarks.toolgate.verify import DEFAULT_TIME_LIMIT
 from toolgauge.cli.common import EngineDefaults, RunFlags, UnsafeNoSandboxOpt, check_isolation, execute, run_command
 from toolgauge.errors import UsageError
@@ -133,16 +134,8 @@ def gate_run(
     ],
     solver: Annotated[str, typer.Option("--solver", help="Model spec of the tool-enabled solver (role solver).")],
     rounds: Annotated[int, typer.Option("--rounds", min=1, help="How many rounds (candidates) to run.")],
-    domain: Annotated[str, typer.Option("--domain", help="The domain (a folder of toolgate/domains).")] = "fem",
-    time_limit: Annotated[
-        float,
-        typer.Option(
-            "--time-limit",
-            min=1.0,
-            help="Seconds of wall clock for one solution run (imports included), each generator run_python, "
-            "and the whole solve.",
-        ),
-    ] = DEFAULT_TIME_LIMIT,
+    domain: RunDomainOpt = "fem",
+    time_limit: RunTimeLimitOpt = DEFAULT_TIME_LIMIT,
     generator_steps: Annotated[
         int, typer.Option("--generator-steps", min=1, help="At most this many generator model calls per round.")
     ] = DEFAULT_MAX_STEPS,
