@@ -22,9 +22,9 @@ from toolgauge.benchmarks.toolgate.construction import (
     GateFunctions,
     RoundResult,
     ScreenLike,
+    prepare_resume,
     real_gates,
     screen_role,
-    stored_rounds,
 )
 from toolgauge.benchmarks.toolgate.generator import DEFAULT_MAX_STEPS
 from toolgauge.benchmarks.toolgate.generator import ROLE as GENERATOR_ROLE
@@ -114,14 +114,18 @@ def role_clients(
 
 
 def resumed_history(store_url: str | None, run_id: str) -> list[RoundResult]:
-    """The finished rounds of the run to resume, oldest first (none when the store or the run is missing)."""
+    """The finished rounds of the run to resume, oldest first (none when the store or the run is missing).
+
+    Also parks the model calls of the unfinished rounds' recorded gates (:func:`.construction.prepare_resume`),
+    so that a round resumed from its gate records keeps the calls of the gates it does not run again.
+    """
     from toolgauge.store import open_store
 
     store = open_store(store_url)
     try:
         if store.get_run(run_id) is None:
             return []  # the driver says "no such run"
-        return stored_rounds(store, run_id)
+        return prepare_resume(store, run_id)
     finally:
         store.close()
 
