@@ -1015,6 +1015,29 @@ def test_cli_gate_run_resume_repeats_no_round_and_no_gate(gate_cli, tmp_path, st
     assert call_steps(store_url, run_id, "round-0002") == {"generator": [0, 1], "screen:A": [0, 1, 2], "solver": [0]}
 
 
+def test_cli_gate_run_time_limit_reaches_the_gates_and_the_run_goes_to_the_store(gate_cli, tmp_path, store_url):
+    invoke, plans, _ = gate_cli
+    plans.update({1: Plan()})
+    gen = _generator_script(tmp_path, plans)
+    shrug = _script(tmp_path, "shrug.json", ["I cannot tell."] * 3)
+    solver = _script(tmp_path, "solver.json", ["B"])
+    samples = tmp_path / "rounds.jsonl"
+    res = invoke("run", "--domain", "fem", "--generator", f"scripted:{gen}", "--screen", f"A=scripted:{shrug}",
+                 "--solver", f"scripted:{solver}", "--rounds", "1", "--time-limit", "45", "--concurrency", "3",
+                 "--store", store_url, "-q", "--json", "--samples", samples)  # fmt: skip
+    assert res.exit_code == 0, res.output
+    results = EvalResults.model_validate_json(res.stdout)
+    assert results.settings["time_limit"] == 45.0 and results.value("accepted") == 1
+    (row,) = [json.loads(line) for line in samples.read_text().splitlines()]
+    gates = row["metadata"]["outcome"]["gates"]
+    assert gates["verify"]["time_limit"] == gates["solve"]["time_limit"] == 45.0  # what the gates were given
+    store = open_store(store_url)
+    try:
+        assert [r.id for r in store.list_runs()] == [results.run.id]  # type: ignore[union-attr]
+    finally:
+        store.close()
+
+
 def test_cli_gate_run_refuses_a_domain_that_is_not_installed(gate_cli, monkeypatch, store_url):
     invoke, _, _ = gate_cli
     monkeypatch.setattr(Domain, "missing_modules", lambda self: ["basix"])
