@@ -30,6 +30,8 @@ from pydantic import BaseModel, ConfigDict
 from sqlalchemy import select
 from typer.testing import CliRunner
 
+from cli_helpers import invoke as toolgauge
+from cli_helpers import results_of
 from toolgauge.benchmarks.toolgate import cli_run
 from toolgauge.benchmarks.toolgate.answers import (
     grade_call,
@@ -1036,6 +1038,36 @@ def test_cli_gate_run_time_limit_reaches_the_gates_and_the_run_goes_to_the_store
         assert [r.id for r in store.list_runs()] == [results.run.id]  # type: ignore[union-attr]
     finally:
         store.close()
+
+
+def test_report_of_a_gate_run_shows_the_funnel_with_the_reasons(gate_cli, tmp_path, store_url):
+    """``toolgauge report RUN_ID`` of a stored ``gate run``: attempts -> verified -> each screen -> solved -> unique,
+    each step with its rejection reasons (the same view as the run's own, read from the store)."""
+    invoke, plans, _ = gate_cli
+    plans.update({1: Plan(verify="crashed"), 2: Plan(), 3: Plan(question="Twice?"), 4: Plan(question="Twice?")})
+    gen = _generator_script(tmp_path, plans)
+    shrug = _script(tmp_path, "shrug.json", ["I cannot tell."] * 9)
+    solver = _script(tmp_path, "solver.json", ["C", "B", "B"])  # round 2 unsolved (flagged), 3 and 4 solved
+    res = invoke("run", "--generator", f"scripted:{gen}", "--screen", f"A=scripted:{shrug}", "--solver",
+                 f"scripted:{solver}", "--rounds", "4", "--store", store_url, "--concurrency", "1", "-q",
+                 "--json")  # fmt: skip
+    assert res.exit_code == 0, res.output
+    run_id = EvalResults.model_validate_json(res.stdout).run.id  # type: ignore[union-attr]
+    report = toolgauge("report", run_id, "--store", store_url)
+    assert report.exit_code == 0, report.output
+    rows = {
+        line.split()[0]: line.split()[1:]
+        for line in report.stdout.splitlines()
+        if line.split() and line.split()[0] in ("attempts", "verified", "screen:A", "solved", "unique")
+    }
+    assert rows["attempts"] == ["4"]
+    assert rows["verified"] == ["4", "3", "crashed", "1"]  # entered, passed, then the reasons
+    assert rows["screen:A"] == ["3", "3"]
+    assert rows["solved"] == ["3", "2", "wrong_answer", "1"]
+    assert rows["unique"] == ["2", "1", "exact_duplicate", "1"]
+    stored = results_of(toolgauge("report", run_id, "--store", store_url, "--json"))
+    assert stored.value("funnel_rejected", "verified crashed", "funnel_reason") == 1
+    assert stored.value("funnel_passed", "unique", "funnel") == 1
 
 
 def test_cli_gate_run_refuses_a_domain_that_is_not_installed(gate_cli, monkeypatch, store_url):
