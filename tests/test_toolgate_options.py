@@ -25,6 +25,8 @@ import pytest
 
 from chat_stub import ChatStub, completion, is_probe
 from cli_helpers import invoke
+from toolgauge.benchmarks.toolgate.answers import permutation_from_seed, present
+from toolgauge.benchmarks.toolgate.loader import load_candidates
 from toolgauge.benchmarks.toolgate.options import GATE_OPTIONS, GateFlags, gate_command
 from toolgauge.benchmarks.toolgate.records import Candidate
 from toolgauge.sandbox import detect_sandbox
@@ -227,8 +229,11 @@ def test_screen_domain_filter_store_concurrency_and_json(pool, store, tmp_path):
     assert stub.most == 2  # two candidates in flight at once
     run = latest_run(store)  # the run went to --store
     assert run["benchmark"] == "toolgate" and run["samples"] == 2
-    config = json.loads(invoke("report", run["id"], "--store", store, "--json").stdout)["settings"]
-    assert config["time_limit"] == 5.0  # recorded, though no script ran
+    stored = json.loads(invoke("report", run["id"], "--store", store, "--json").stdout)
+    assert stored["settings"]["time_limit"] == 5.0  # recorded, though no script ran
+    # Rescoring reads the file again and keeps the same domain's candidates: the same figures.
+    again = json.loads(invoke("rescore", run["id"], "--store", store, "--json").stdout)
+    assert again["metrics"] == stored["metrics"] and again["details"]["counts"]["total"] == 2
     # One at a time with --concurrency 1 (the endpoint never holds two).
     single = InFlight(unsure, target=1)
     with ChatStub(single.respond) as server:
@@ -263,6 +268,21 @@ def test_solve_domain_filter_concurrency_time_limit_and_json(pool, store, tmp_pa
     assert [c["id"] for c in data["candidates"]] == FEM_IDS
     assert all(c["outcome"] == "accepted" and c["gates"]["solve"]["time_limit"] == 60.0 for c in data["candidates"])
     assert stub.most == 2
+    # The release re-shuffles with fresh seeds: two exports of the run draw different permutation seeds, and each
+    # item's options and answer letter follow its own seed.
+    run_id = latest_run(store)["id"]
+    releases = []
+    for name in ("one", "two"):
+        assert invoke("gate", "export", run_id, "--out", tmp_path / name, "--store", store).exit_code == 0
+        records = [json.loads(line) for line in (tmp_path / name / "records.jsonl").read_text().splitlines()]
+        items = load_candidates(tmp_path / name / "accepted.jsonl")
+        for record, item in zip(records, items, strict=True):
+            permutation = record["release"]["permutation"]
+            assert permutation == permutation_from_seed(record["release"]["seed"])
+            assert item.options == present(OPTIONS, permutation) and item.answer_value == "0.2"
+        releases.append({r["id"]: r["release"]["seed"] for r in records})
+    assert set(releases[0]) == set(releases[1]) == set(FEM_IDS)
+    assert all(releases[0][i] != releases[1][i] for i in FEM_IDS)  # 63 random bits each
     # The whole solve has the time limit: a solver whose code sleeps past it is stopped.
     with ChatStub(InFlight(sleeping, target=1).respond) as server:
         res = invoke("gate", "solve", "--candidates", pool, "--solver", server.model("solver"), "--domain", "fem",
