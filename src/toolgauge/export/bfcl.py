@@ -21,13 +21,15 @@ cost), and latency statistics come from the run's per-sample latencies.
 
 Known differences from BFCL's own files (docs/exports.md): error message texts that quote a decoder's
 exception are toolgauge's decoder's; ``model_result_decoded`` of a ``decoder_wrong_output_format``
-entry is ``"None"`` (toolgauge keeps no decoded value of the wrong shape).
+entry is ``"None"`` (toolgauge keeps no decoded value of the wrong shape). The nested error list of a
+parallel ``cannot_find_match`` is rebuilt from toolgauge's message.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -40,6 +42,13 @@ from toolgauge.results import SampleScore
 
 VERSION_PREFIX = "BFCL_v4"
 RELEVANCE_CATEGORIES = frozenset({"irrelevance", "live_irrelevance", "live_relevance"})
+WRONG_FORMAT = "ast_decoder:decoder_wrong_output_format"
+# What BFCL's runner writes as the error of every such entry (_evaluate_single_ast_entry).
+WRONG_FORMAT_MESSAGE = (
+    "Did not output in the specified format. Note: the model_result is wrapped in a string to ensure json "
+    "serializability."
+)
+NO_MATCH = "parallel_function_checker_no_order:cannot_find_match"
 
 # Entries per category in BFCL v4 (bfcl-eval 2026.3.23): what a category the run lacks weighs in BFCL's
 # entry-weighted aggregates (get_category_score loads the whole category to count it).
@@ -166,18 +175,53 @@ def _failed_entry(
     if category in RELEVANCE_CATEGORIES:
         return {**head, "prompt": prompt, "model_result": output, "decoded_result": decoded, "error": errors,
                 "error_type": error_type}  # fmt: skip
+    ground_truth = answers.get(unit.id)
+    if error_type == WRONG_FORMAT:
+        errors = [WRONG_FORMAT_MESSAGE]
+    elif error_type == NO_MATCH and errors:
+        errors = _no_match_errors(str(errors[0]), decoded, ground_truth)
     entry = {**head, "error": errors, "error_type": error_type, "prompt": prompt}
     if error_type == "ast_decoder:decoder_failed":
-        return {**entry, "model_result_raw": output, "possible_answer": answers.get(unit.id)}
-    if error_type == "ast_decoder:decoder_wrong_output_format":
+        return {**entry, "model_result_raw": output, "possible_answer": ground_truth}
+    if error_type == WRONG_FORMAT:
         return {**entry, "model_result_raw": str(output), "model_result_decoded": str(decoded),
-                "possible_answer": answers.get(unit.id)}  # fmt: skip
+                "possible_answer": ground_truth}  # fmt: skip
     return {
         **entry,
         "model_result_raw": output,
         "model_result_decoded": decoded,
-        "possible_answer": answers.get(unit.id),
+        "possible_answer": ground_truth,
     }
+
+
+def _no_match_errors(message: str, decoded: Any, ground_truth: Any) -> list[Any]:
+    """BFCL's error list of a parallel ``cannot_find_match``, rebuilt from toolgauge's one-line message.
+
+    BFCL writes the head sentence, then one ``{"Model Result Index i": {sub_error, sub_error_type,
+    model_output_item, possible_answer_item}}`` per model call it tried; toolgauge's checker writes the
+    same facts as ``<head> model call i: <type>: <message> | ...`` (``benchmarks/bfcl/metrics.py``).
+    """
+    head, sep, rest = message.partition(" of possible answers. ")
+    found = re.search(r"for index (\d+)$", head)
+    if not sep or found is None:
+        return [message]
+    answer = int(found.group(1))
+    out: list[Any] = [head + " of possible answers."]
+    for part in re.split(r" \| (?=model call \d+: )", rest):
+        tried = re.fullmatch(r"model call (\d+): (\S+): (.*)", part, flags=re.DOTALL)
+        if tried is None:
+            return [message]
+        index = int(tried.group(1))
+        item = {
+            "sub_error": [tried.group(3)],
+            "sub_error_type": tried.group(2),
+            "model_output_item": decoded[index] if isinstance(decoded, list) and index < len(decoded) else None,
+            "possible_answer_item": ground_truth[answer]
+            if isinstance(ground_truth, list) and answer < len(ground_truth)
+            else None,
+        }
+        out.append({f"Model Result Index {index}": item})
+    return out
 
 
 # -- the leaderboard CSVs (eval_runner_helper.py::generate_leaderboard_csv) ---------------------------------------
