@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from cli_helpers import invoke
 from export_runs import BFCL_CATEGORIES, BFCL_LIMIT, bfcl_replay_run, rescored_rows
-
 from toolgauge.export.bfcl import COLUMNS_LIVE, COLUMNS_NON_LIVE, COLUMNS_OVERALL, leaderboard_rows
 
 # The fields of a failed entry, in BFCL's order, by how it failed.

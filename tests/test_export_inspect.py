@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from cli_helpers import invoke
 from export_runs import BFCL_CATEGORIES, BFCL_LIMIT, bfcl_replay_run, rescored_rows, suite_gold_run
 
@@ -114,7 +115,8 @@ def test_log_file_is_named_and_shaped_as_inspects(runs):
         assert document["version"] == 2 and document["status"] == "success"
         assert {"eval", "results", "stats", "samples"} <= set(document)
         assert document["eval"]["task"] == name
-        assert document["eval"]["model"] == "gold" if name == "suite" else document["eval"]["model"].startswith("replay:")
+        model = document["eval"]["model"]
+        assert model == "gold" if name == "suite" else model.startswith("replay:")
         assert len(document["samples"]) == len(expected_scores(runs[name]["rows"]))
 
 
