@@ -66,7 +66,7 @@ def inspect_python() -> str:
     if not python:
         reason = f"{INSPECT_ENV} is not set (make test sets it to a throwaway venv with inspect-ai)"
     elif not Path(python).is_file():
-        reason = f"{INSPECT_ENV}={python}: no such interpreter"
+        reason = f"{INSPECT_ENV}={python}: no such interpreter (make test could not install inspect-ai there?)"
     else:
         found = subprocess.run([python, "-c", "import inspect_ai.log"], capture_output=True, text=True, timeout=300)
         if found.returncode != 0:
