@@ -232,3 +232,26 @@ def test_a_run_that_cannot_be_rescored_exports_its_stored_samples_and_says_so(
     assert bfcl.exit_code == 2
     assert "--format bfcl needs the run's verdicts" in bfcl.stderr
     assert not (tmp_path / "bfcl_out").exists()
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet", "inspect", "bfcl"])
+def test_no_export_holds_a_secret_a_model_output_quoted(fmt: str, bfcl_dir: Path, tmp_path: Path, monkeypatch):
+    _require_pyarrow(fmt)
+    secret = "tg-export-s3cr3t-8f2a91"
+    monkeypatch.setenv("EXPORT_TEST_API_TOKEN", secret)
+    results = tmp_path / "results"
+    results.mkdir()
+    lines = [{"id": "simple_python_0", "result": f"I would use the key {secret} here."},
+             {"id": "simple_python_1", "result": f"[math.factorial(number='{secret}')]"}]  # fmt: skip
+    (results / "BFCL_v4_simple_python_result.json").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    store = f"sqlite:///{tmp_path / 'store.db'}"
+    made = invoke("eval", "bfcl", "--data", bfcl_dir, "--categories", "simple_python", "--mode", "prompt",
+                  "--limit", "2", "--model", f"replay:{results}", "--store", store, "--json", "-q")  # fmt: skip
+    assert made.exit_code == 0, made.output
+    run_id = json.loads(made.stdout)["run"]["id"]
+    res = invoke("export", run_id, "--format", fmt, "--out", tmp_path / "out", "--store", store)
+    assert res.exit_code == 0, res.output
+    files = [p for p in (tmp_path / "out").rglob("*") if p.is_file()]
+    assert files
+    assert not [p for p in files if secret.encode() in p.read_bytes()]
+    assert any(b"***" in p.read_bytes() for p in files)  # the outputs are there, masked

@@ -38,6 +38,7 @@ from typing import Any
 from toolgauge.errors import DataError, UsageError
 from toolgauge.export.source import RunSource
 from toolgauge.jsonl import read_jsonl_objects
+from toolgauge.redact import redact_tree, secret_values
 from toolgauge.results import SampleScore
 
 VERSION_PREFIX = "BFCL_v4"
@@ -119,6 +120,7 @@ def write_bfcl_scores(folder: Path, source: RunSource, *, model_name: str | None
         by_category.setdefault(str(unit.metadata["category"]), []).append(unit)
     written: list[Path] = []
     table: dict[str, tuple[float, int]] = {}
+    secrets = secret_values()  # model outputs may quote a key a server echoed
     for category, units in by_category.items():
         units.sort(key=lambda u: sort_key(u.id))
         prompts, answers = _category_data(data, category)
@@ -136,7 +138,7 @@ def write_bfcl_scores(folder: Path, source: RunSource, *, model_name: str | None
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("w", encoding="utf-8") as fh:
             for line in (header, *lines):
-                fh.write(json.dumps(line, ensure_ascii=False) + "\n")
+                fh.write(json.dumps(redact_tree(line, secrets=secrets), ensure_ascii=False) + "\n")
         written.append(path)
     latencies = [s.latency_s for s in source.states.values() if s.latency_s]
     for file_name, header_row, row in leaderboard_rows(table, name, latencies):
