@@ -255,3 +255,13 @@ def test_no_export_holds_a_secret_a_model_output_quoted(fmt: str, bfcl_dir: Path
     assert files
     assert not [p for p in files if secret.encode() in p.read_bytes()]
     assert any(b"***" in p.read_bytes() for p in files)  # the outputs are there, masked
+
+
+def test_export_reads_a_postgresql_store(pg_url: str, tmp_path: Path):
+    run_id = suite_gold_run(pg_url)
+    expected = rescored_rows(pg_url, run_id, tmp_path / "samples.jsonl")
+    res = invoke("export", run_id, "--format", "jsonl", "--out", tmp_path / "out", "--store", pg_url)
+    assert res.exit_code == 0, res.output
+    rows = read_table(tmp_path / "out" / "samples.jsonl")
+    assert [rebuild(row, want, text_cells=False) for row, want in zip(rows, expected, strict=True)] == expected
+    assert len(rows) == len(expected) > 0
