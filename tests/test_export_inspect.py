@@ -142,6 +142,9 @@ def test_inspect_reads_the_logs_back(runs, inspect_python: str):
     assert weather["roles"][:3] == ["system", "user", "assistant"]
     assert weather["texts"][1] == "What's the weather in Lisbon right now?"
     assert weather["tool_calls"][0] == "get_current_weather"
+    forecast = next(s for s in suite["samples"] if s["id"] == "weather-002")  # three turns with tool results
+    assert forecast["roles"].count("tool") >= 2 and "get_forecast" in forecast["tool_calls"]
+    assert forecast["output"] and forecast["roles"][-1] == "assistant"
 
     assert len(bfcl["samples"]) == BFCL_LIMIT * len(BFCL_CATEGORIES)
     first = next(s for s in bfcl["samples"] if s["id"] == "simple_python_0")

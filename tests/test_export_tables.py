@@ -265,3 +265,12 @@ def test_export_reads_a_postgresql_store(pg_url: str, tmp_path: Path):
     rows = read_table(tmp_path / "out" / "samples.jsonl")
     assert [rebuild(row, want, text_cells=False) for row, want in zip(rows, expected, strict=True)] == expected
     assert len(rows) == len(expected) > 0
+
+
+@pytest.mark.parametrize(("key", "epoch", "stored"), [("a", 1, "a"), ("a", 2, "a@e2"), ("s#3", 12, "s#3@e12")])
+def test_a_later_try_is_read_under_its_store_key(key: str, epoch: int, stored: str):
+    from toolgauge.export.source import split_store_key, transcript_key
+
+    assert transcript_key(key, epoch) == stored
+    assert split_store_key(stored) == (key, epoch)
+    assert split_store_key("x@e1") == ("x@e1", 1)  # not a later try's suffix: a key of its own

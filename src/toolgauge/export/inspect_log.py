@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from toolgauge.export.source import RunSource
+from toolgauge.export.source import RunSource, split_store_key, transcript_key
 from toolgauge.records import AssistantTurn, Message, ToolCall
 from toolgauge.redact import redact_tree, secret_values
 from toolgauge.results import Metric, SampleScore
@@ -360,7 +360,7 @@ def _ordered_overall(metrics: list[Metric], headline: Sequence[str]) -> list[Met
 def _units_by_sample(source: RunSource) -> list[tuple[tuple[str, int], list[SampleScore]]]:
     """The scored units grouped by (sample, epoch), in first-seen order (stored samples when not rescored)."""
     if source.scores is None:
-        return [((key, 1), []) for key in source.states]
+        return [(split_store_key(key), []) for key in source.states]
     groups: dict[tuple[str, int], list[SampleScore]] = {}
     for unit in source.scores:
         groups.setdefault((unit.sample, unit.epoch), []).append(unit)
@@ -369,7 +369,7 @@ def _units_by_sample(source: RunSource) -> list[tuple[tuple[str, int], list[Samp
 
 def _sample(source: RunSource, key: str, epoch: int, units: list[SampleScore]) -> EvalSample:
     calls = source.transcript(key, epoch)
-    state = source.states.get(key)
+    state = source.states.get(transcript_key(key, epoch))
     model_calls = [c for c in calls if c.role == "model"]
     messages = _conversation(model_calls)
     first_request = next((c.messages for c in model_calls if c.messages is not None), None)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from toolgauge.errors import UsageError
+from toolgauge.export.source import split_store_key
 from toolgauge.redact import redact_tree, secret_values
 from toolgauge.report.export import METRIC_COLUMNS, metric_rows, results_to_csv
 from toolgauge.results import EvalResults, SampleScore
@@ -76,10 +77,11 @@ def _score_row(score: SampleScore, names: Iterable[str]) -> dict[str, Any]:
 
 
 def _state_row(state: SampleState) -> dict[str, Any]:
+    sample, epoch = split_store_key(state.sample_key)
     return {
-        "id": state.sample_key,
-        "sample": state.sample_key,
-        "epoch": 1,
+        "id": sample,
+        "sample": sample,
+        "epoch": epoch,
         "value": None,
         "explanation": None,
         "error": state.error,
