@@ -260,6 +260,7 @@ def build_eval_log(source: RunSource, *, headline: Sequence[str] = ()) -> EvalLo
     model = run.model
     groups = _units_by_sample(source)
     samples = [_sample(source, key, epoch, units) for (key, epoch), units in groups]
+    sample_ids = list(dict.fromkeys(s.id for s in samples))  # each sample once, whatever its tries
     totals: dict[str, ModelUsage] = {}
     roles: dict[str, ModelUsage] = {}
     for sample in samples:
@@ -285,8 +286,8 @@ def build_eval_log(source: RunSource, *, headline: Sequence[str] = ()) -> EvalLo
         dataset=EvalDataset(
             name=run.benchmark,
             location=str(run.config["data"]) if run.config.get("data") is not None else None,
-            samples=len(samples),
-            sample_ids=list(dict.fromkeys(s.id for s in samples)),
+            samples=len(sample_ids),
+            sample_ids=sample_ids,
             shuffled=False,
         ),
         model=model,
