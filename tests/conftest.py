@@ -43,6 +43,8 @@ TIERS: dict[str, tuple[str, ...]] = {
     "test_resume_after_kill.py": ("slow",),
     "test_run_lock.py::test_a_second_resumer_gets_one_clear_line_and_makes_no_model_call": ("slow",),
     "test_run_lock.py::test_a_resume_right_after_kill_9_takes_the_run_over": ("slow",),
+    # inspect-ai's reader in a subprocess of its own venv (its import alone takes seconds).
+    "test_export_inspect.py::test_inspect_reads_the_logs_back": ("slow",),
     "test_secrets.py::test_api_key_echoed_by_the_server_reaches_nothing": ("slow",),
     "test_secrets.py::test_api_key_echoed_in_the_probes_answer_reaches_nothing": ("slow",),
     "test_secrets.py::test_password_in_the_model_url_reaches_nothing": ("slow",),

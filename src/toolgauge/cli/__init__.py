@@ -15,6 +15,7 @@ import typer
 
 from toolgauge.benchmark import CommandGroups
 from toolgauge.cli.common import err
+from toolgauge.cli.export import export_cmd
 from toolgauge.cli.runs import report_cmd, rescore_cmd, runs_cmd
 from toolgauge.cli.sweep import sweep_cmd, sweeps_cmd
 from toolgauge.cli.transcript import transcript_cmd
@@ -72,6 +73,7 @@ def build_app() -> typer.Typer:
     root.command("transcript")(transcript_cmd)
     root.command("sweep")(sweep_cmd)
     root.command("sweeps")(sweeps_cmd)
+    root.command("export")(export_cmd)
     root.add_typer(groups.eval, name="eval")
     root.add_typer(groups.score, name="score")
     for spec in specs():

@@ -354,6 +354,31 @@ class StoredPool:
     benchmark: str
     records: list[tuple[str, RecordedCandidate]]
     errors: list[tuple[str, str]]
+    domain: str | None = None  # the run's own domain (``gate run``; a pool run's --domain), None when mixed
+
+    def domain_of(self, record: RecordedCandidate) -> str | None:
+        """A record's domain: its candidate's; for a malformed proposal, the run's (else what it claimed)."""
+        if record.candidate is not None:
+            return record.candidate.domain
+        if self.domain is not None:
+            return self.domain
+        claimed = record.raw.get("domain") if isinstance(record.raw, dict) else None
+        return claimed if isinstance(claimed, str) else None
+
+    def of_domain(self, domain: str | None) -> StoredPool:
+        """Only the records of ``domain`` (all when None).
+
+        Samples without a record stay only when the whole run is of that domain (their candidate is unknown).
+        """
+        if domain is None:
+            return self
+        return StoredPool(
+            run_id=self.run_id,
+            benchmark=self.benchmark,
+            records=[(key, r) for key, r in self.records if self.domain_of(r) == domain],
+            errors=self.errors if self.domain == domain else [],
+            domain=domain,
+        )
 
     def outcomes(self) -> list[StoredOutcome]:
         """Every sample as (key, record or None, error), in key order."""
@@ -382,7 +407,14 @@ def stored_records(store: Store, run_id: str) -> StoredPool:
             continue
         records.append((key, RecordedCandidate.model_validate(data)))
     errors = [(key, states[key].error or "not finished") for key in keys if states[key].status != "done"]
-    return StoredPool(run_id=run_id, benchmark=benchmark, records=records, errors=errors)
+    domain = run.config.get("domain") if run is not None else None
+    return StoredPool(
+        run_id=run_id,
+        benchmark=benchmark,
+        records=records,
+        errors=errors,
+        domain=domain if isinstance(domain, str) else None,
+    )
 
 
 def unique_keys(records: Iterable[RecordedCandidate]) -> Iterator[tuple[str, RecordedCandidate]]:
