@@ -123,3 +123,36 @@ def test_a_sweep_cell_status_update_touches_its_row_only(store_url: str):
     assert [(c.status, c.error) for c in found_a.cells] == [("pending", None), ("failed", "model 'm2' does not answer")]
     assert [c.status for c in found_b.cells] == ["pending"]
     assert len({c.run_id for c in [*found_a.cells, *found_b.cells]}) == 3
+
+
+def _foreign_lease(url: str, key: str, host: str) -> None:
+    """A live-looking lease of ``key`` held from another host (fresh heartbeat)."""
+    import time
+
+    st = open_store(url)
+    with st.engine.begin() as conn:
+        now = time.time()
+        conn.execute(schema.run_locks.insert().values(run_id=key, owner="other", hostname=host, pid=1,
+                                                      pid_started=None, acquired_at=now, heartbeat_at=now))  # fmt: skip
+    st.close()
+
+
+async def test_a_lease_held_from_a_lost_host_is_taken_over_at_once_and_only_then(tmp_path: Path):
+    from toolgauge.errors import RunLocked
+    from toolgauge.sweep.cells import take_lease
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    _foreign_lease(url, "run/shard-0", "lost-host")
+    _foreign_lease(url, "run/shard-1", "live-host")
+    st = open_store(url)
+    try:
+        gone = {"lost-host"}.__contains__
+        with pytest.raises(RunLocked, match="run/shard-1 is being run by pid 1 on live-host"):
+            await take_lease(st, "run/shard-1", 0.0, gone)  # its host is alive: its heartbeat is fresh
+        with pytest.raises(RunLocked):
+            await take_lease(st, "run/shard-0", 0.0, None)  # nobody says its host is lost
+        await take_lease(st, "run/shard-0", 0.0, gone)
+        holder = st.run_lock_holder("run/shard-0")
+        assert holder is not None and holder.owner == st.owner
+    finally:
+        st.close()

@@ -14,17 +14,22 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
+
+from sqlalchemy import delete
 
 from toolgauge.driver import ProbedClient
 from toolgauge.engine import EngineConfig, run_episodes
 from toolgauge.errors import ModelError, RunLocked, UsageError
 from toolgauge.models.spec import resolve_model
-from toolgauge.store import Store, open_store
+from toolgauge.store import Store, open_store, schema
+from toolgauge.store.lease import this_host
 from toolgauge.sweep.limits import LimitedClient, Limiter
 from toolgauge.sweep.plan import CellTask, build_bench, repeat_options
 
+# Whether a host is known to be lost (its Ray node died): its leases need not go stale first.
+HostGone = Callable[[str], bool]
 # How often a worker looks again at a lease another (maybe lost) worker holds.
 LEASE_POLL_SECONDS = 1.0
 
@@ -42,11 +47,13 @@ async def run_cell(
     *,
     bench: Any = None,
     lease_patience: float = 0.0,
+    host_gone: HostGone | None = None,
 ) -> str:
     """Run (or resume) the cell's whole run, score it and store its results; return the run's status.
 
     ``lease_patience``: seconds to wait for the run's lease while another process holds it (a Ray retry waits
-    for the lost worker's lease to be released or go stale).
+    for the lost worker's lease to be released or go stale). ``host_gone``: tells a holder's host that is known
+    to be lost (a dead Ray node), whose lease is then taken over at once.
     """
     from toolgauge.api import evaluate_async
 
@@ -64,6 +71,14 @@ async def run_cell(
                 max_retries=task.max_retries, use_cache=task.use_cache, resume=run_id, **repeat_options(task),
             )  # fmt: skip
         except RunLocked:
+            if host_gone is not None:
+                store = open_store(store_url)
+                try:
+                    dropped = drop_lost_lease(store, run_id, host_gone)
+                finally:
+                    store.close()
+                if dropped:
+                    continue
             if time.monotonic() >= deadline:
                 raise
             await asyncio.sleep(LEASE_POLL_SECONDS)
@@ -95,6 +110,7 @@ async def run_shard(
     limiter: Limiter | None,
     *,
     lease_patience: float = 0.0,
+    host_gone: HostGone | None = None,
 ) -> int:
     """Run the samples ``keys`` of the cell's run that are not done yet; return how many of them are done now."""
     bench = build_bench(task)
@@ -103,7 +119,7 @@ async def run_shard(
     ensure_run(store_url, run_id, bench, task.shown_model)
     store = open_store(store_url)
     try:
-        await take_lease(store, shard_lease(run_id, shard), lease_patience)
+        await take_lease(store, shard_lease(run_id, shard), lease_patience, host_gone)
         client = LimitedClient(
             resolve_model(task.model_spec, replay_loader=bench.replay_table, timeout=task.timeout),
             limiter, task.endpoint, task.endpoint_limit, name=task.shown_model,
@@ -133,17 +149,39 @@ async def run_shard(
         store.close()
 
 
-async def take_lease(store: Store, key: str, patience: float) -> None:
-    """Take the lease ``key``, waiting up to ``patience`` seconds while a live process holds it."""
+async def take_lease(store: Store, key: str, patience: float, host_gone: HostGone | None = None) -> None:
+    """Take the lease ``key``, waiting up to ``patience`` seconds while a live process holds it.
+
+    A lease held from a host that ``host_gone`` says is lost is taken over at once.
+    """
     deadline = time.monotonic() + patience
     while True:
         try:
             store.acquire_run_lock(key)
             return
         except RunLocked:
+            if drop_lost_lease(store, key, host_gone):
+                continue
             if time.monotonic() >= deadline:
                 raise
         await asyncio.sleep(LEASE_POLL_SECONDS)
+
+
+def drop_lost_lease(store: Store, key: str, host_gone: HostGone | None) -> bool:
+    """Delete the lease ``key`` when its holder runs on another host that ``host_gone`` says is lost.
+
+    Only the holder looked at is deleted (by its owner token), so of two retries racing, one takes the lease.
+    Returns whether a lease was deleted.
+    """
+    if host_gone is None:
+        return False
+    holder = store.run_lock_holder(key)
+    if holder is None or holder.hostname == this_host() or not host_gone(holder.hostname):
+        return False
+    locks = schema.run_locks.c
+    with store.engine.begin() as conn:
+        deleted = conn.execute(delete(schema.run_locks).where((locks.run_id == key) & (locks.owner == holder.owner)))
+    return bool(deleted.rowcount)
 
 
 def shards_of(keys: Sequence[str], size: int) -> list[list[str]]:

@@ -5,7 +5,8 @@
   once, then one task that scores the run (nothing is left to run by then).
 - A worker lost mid-task (its node died) is retried by Ray (``max_retries``). The retry resumes the run or the
   shard from the store: a sample stored as done is never run again, and the retry takes the lease of the lost
-  worker over once that worker's process is gone (same host) or its heartbeat is 10 minutes old (other host).
+  worker over once that worker's process is gone (same host), its host has no live Ray node any more, or its
+  heartbeat is 10 minutes old.
 - Requests to one endpoint are capped across the whole cluster by one named actor, ``EndpointSlots``, which every
   worker's model client asks for a slot around each request (``toolgauge.sweep.limits.LimitedClient``).
 
@@ -107,16 +108,29 @@ def _hold_for(task: CellTask) -> float:
     return task.timeout + 30.0
 
 
+def host_gone(host: str) -> bool:
+    """Whether no live node of the Ray cluster runs on ``host`` (a lease held from there belongs to a lost worker).
+
+    Asked inside a Ray task; a host the cluster never had (a process outside Ray) is not taken for lost.
+    """
+    nodes = import_ray().nodes()
+    hosts = {n.get("NodeManagerHostname") for n in nodes}
+    alive = {n.get("NodeManagerHostname") for n in nodes if n.get("Alive")}
+    return host in hosts and host not in alive
+
+
 def cell_task(task: CellTask, store_url: str, run_id: str, actor: Any) -> str:
     """Ray task: run (or resume, or only score) a cell's whole run; return its status."""
     limiter = ActorLimiter(actor, _hold_for(task))
-    return asyncio.run(run_cell(task, store_url, run_id, limiter, lease_patience=LEASE_PATIENCE))
+    return asyncio.run(run_cell(task, store_url, run_id, limiter, lease_patience=LEASE_PATIENCE, host_gone=host_gone))
 
 
 def shard_task(task: CellTask, store_url: str, run_id: str, shard: int, keys: list[str], actor: Any) -> int:
     """Ray task: run one shard of a cell's samples; return how many of them are done."""
     limiter = ActorLimiter(actor, _hold_for(task))
-    return asyncio.run(run_shard(task, store_url, run_id, shard, keys, limiter, lease_patience=LEASE_PATIENCE))
+    return asyncio.run(
+        run_shard(task, store_url, run_id, shard, keys, limiter, lease_patience=LEASE_PATIENCE, host_gone=host_gone)
+    )
 
 
 class RayExecutor:
