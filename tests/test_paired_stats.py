@@ -161,7 +161,9 @@ unit_lists = st.lists(
 
 @settings(max_examples=60, deadline=None)
 @given(unit_lists)
-def test_swapping_runs_negates_the_difference_and_keeps_the_test(rows: list[tuple[str, float, float, float, bool]]) -> None:
+def test_swapping_runs_negates_the_difference_and_keeps_the_test(
+    rows: list[tuple[str, float, float, float, bool]],
+) -> None:
     # The bool rounds the scores to 0/1, so that McNemar's branch is exercised too.
     units = []
     for i, (cluster, a, b, weight, binary) in enumerate(rows):

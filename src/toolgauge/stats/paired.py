@@ -115,9 +115,7 @@ def cluster_sums(units: Sequence[PairedUnit]) -> tuple[list[str], np.ndarray, np
     return list(index), sum_a, sum_b, sum_w
 
 
-def bootstrap_differences(
-    units: Sequence[PairedUnit], *, resamples: int = RESAMPLES, seed: int = 0
-) -> np.ndarray:
+def bootstrap_differences(units: Sequence[PairedUnit], *, resamples: int = RESAMPLES, seed: int = 0) -> np.ndarray:
     """``mean_B - mean_A`` of each of ``resamples`` cluster resamples (the pairs stay together).
 
     Each resample draws as many clusters as there are, with replacement (multinomial counts); a
