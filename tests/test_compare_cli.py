@@ -14,7 +14,9 @@ import pytest
 from cli_helpers import invoke, results_of
 from toolgauge.api import compare
 from toolgauge.benchmarks.suite.loader import builtin_suite_path, load_suite
-from toolgauge.compare import RunComparison
+from toolgauge.compare import RunComparison, compare_scores
+from toolgauge.errors import UsageError
+from toolgauge.results import SampleScore
 from toolgauge.stats.paired import mcnemar
 
 
@@ -139,3 +141,22 @@ def test_runs_of_two_benchmarks_are_refused(runs: tuple[str, str, str, str]) -> 
     assert res.exit_code == 2
     assert len(res.stderr.strip().splitlines()) == 1
     assert "is suite and run" in res.stderr and "is wildtoolbench: compare runs of the same benchmark" in res.stderr
+
+
+def unit(uid: str, epoch: int, value: float, **scores: float) -> SampleScore:
+    return SampleScore(id=uid, sample=uid.split("#")[0], value=value, scores=dict(scores), epoch=epoch)
+
+
+def test_epochs_are_averaged_per_unit_before_pairing() -> None:
+    # x passes 1 of 2 tries in A and both in B: 0.5 -> 1.0, a fractional score, so the bootstrap; y only in A.
+    a = [unit("d#0", 1, 1.0, m=1.0), unit("d#0", 2, 0.0, m=0.0), unit("d#1", 1, 1.0, m=1.0), unit("y#0", 1, 1.0)]
+    b = [unit("d#0", 1, 1.0, m=1.0), unit("d#0", 2, 1.0, m=1.0), unit("d#1", 1, 0.0, m=0.0), unit("z#0", 1, 0.0)]
+    result = compare_scores("A", "B", "suite", a, b, ["m", "absent"], required=False)
+    m = result.metrics["m"]
+    assert (m.n, m.a, m.b, m.diff, m.test) == (2, 0.75, 0.5, -0.25, "paired_bootstrap")
+    assert result.flipped.to_fail == ["d#1"] and result.flipped.to_pass == []  # d#0 averages to 0.5 in A
+    assert (result.only_in_a, result.only_in_b) == (1, 1)
+    absent = result.metrics["absent"]  # a headline metric no unit carries: no numbers, not significant
+    assert (absent.n, absent.a, absent.test, absent.significant) == (0, None, None, False)
+    with pytest.raises(UsageError, match="metric 'absent' is not a per-unit score"):
+        compare_scores("A", "B", "suite", a, b, ["absent"])

@@ -220,7 +220,8 @@ def rescore(
 def stored_units(st: Store, run: RunInfo) -> tuple[tuple[str, ...], list[SampleScore]]:
     """A stored run's benchmark headline metric names and its per-unit scores, scored again (no model call).
 
-    As :func:`rescore` with the run's own variant: the data files the run was made from must still be there.
+    The units are what :func:`rescore` gives with the run's own variant (every epoch's, each with its
+    ``epoch``); the data files the run was made from must still be there.
 
     Raises:
         UsageError: the run's benchmark cannot be rescored from the store.
@@ -230,10 +231,8 @@ def stored_units(st: Store, run: RunInfo) -> tuple[tuple[str, ...], list[SampleS
     spec = spec_for_run(run.benchmark)
     if spec is None or spec.rescore is None:
         raise UsageError(f"run {run.id} ({run.benchmark}) cannot be rescored from the store")
-    bench = spec.rescore(run.config, None)
-    pairs = bench.samples()
-    scored = bench.score(pairs, stored_outcomes(st, run.id, [k for k, _ in pairs], bench.result_type))
-    return spec.headline, list(scored.iter_samples())
+    url = st.engine.url.render_as_string(hide_password=False)
+    return spec.headline, rescore(run.id, store=url, keep_samples=True).samples
 
 
 def compare(
