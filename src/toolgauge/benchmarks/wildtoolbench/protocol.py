@@ -555,8 +555,6 @@ class WildBenchmark:
         return WildScoredRun(results, rows, lambda: _session_logs(outcomes))
 
 
-
-
 def _session_logs(outcomes: Iterable[SampleOutcome[WildResult]]) -> Iterator[WildSessionResult]:
     for outcome in outcomes:
         if outcome.result is not None:
