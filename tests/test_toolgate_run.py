@@ -978,7 +978,9 @@ def test_cli_gate_run_prints_the_funnel_and_writes_every_round(gate_cli, tmp_pat
     rows = [json.loads(line) for line in samples.read_text().splitlines()]
     assert [r["id"] for r in rows] == ["round-0001", "round-0002", "round-0003"]
     assert [r["scores"]["outcome"] for r in rows] == ["rejected", "accepted", "flagged"]
-    assert rows[0]["scores"] == {"outcome": "rejected", "rejected_by": "verify", "reason": "crashed"}
+    assert rows[0]["scores"] == {
+        "outcome": "rejected", "rejected_by": "verify", "reason": "crashed", "acceptance_rate": 0.0
+    }  # fmt: skip
     assert rows[0]["metadata"]["outcome"]["gates"]["verify"]["reason"] == "crashed"
     assert "screens" not in rows[0]["metadata"]["outcome"]["gates"]
     calls = rows[1]["metadata"]["outcome"]["gates"]["screens"][0]["calls"]

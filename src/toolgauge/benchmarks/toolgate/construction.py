@@ -478,7 +478,12 @@ def round_score(key: str, result: RoundResult | None, error: str | None) -> Samp
         id=key,
         sample=result.candidate_id,
         value=1.0 if outcome.outcome == "accepted" else 0.0,
-        scores={"outcome": outcome.outcome, "rejected_by": outcome.rejected_by, "reason": outcome.reason},
+        scores={
+            "outcome": outcome.outcome,
+            "rejected_by": outcome.rejected_by,
+            "reason": outcome.reason,
+            "acceptance_rate": 1.0 if outcome.outcome == "accepted" else 0.0,  # the run's rate over its rounds
+        },
         explanation=why,
         metadata={
             "candidate": result.candidate.model_dump(mode="json") if result.candidate is not None else None,

@@ -240,7 +240,9 @@ def document_of(results: EvalResults) -> dict[str, Any]:
     return {"candidates": list(results.details.get("candidates", [])), "counts": dict(counts)}
 
 
-def _sample_score(key: str, record: RecordedCandidate | None, error: str | None) -> SampleScore:
+def _sample_score(
+    key: str, record: RecordedCandidate | None, error: str | None, solve_gate: bool = False
+) -> SampleScore:
     if record is None:
         return SampleScore(id=key, sample=key, error=error or "no result", explanation="no verdict")
     outcome = record.outcome
@@ -256,6 +258,10 @@ def _sample_score(key: str, record: RecordedCandidate | None, error: str | None)
         scores[f"screen:{screen.screen}"] = screen.correct
     if gates.solve is not None:
         scores["solved"] = gates.solve.solved
+    # The overall rates as means over the candidates with a verdict (acceptance only when the solve gate ran).
+    scores["survival_rate"] = 0.0 if outcome.outcome == "rejected" else 1.0
+    if solve_gate:
+        scores["acceptance_rate"] = 1.0 if outcome.outcome == "accepted" else 0.0
     explanation = outcome.outcome if outcome.reason is None else f"{outcome.outcome}: {outcome.reason}"
     metadata = outcome.to_json()
     metadata["topic"] = record.candidate.topic if record.candidate is not None else None
@@ -322,7 +328,8 @@ def score_records(benchmark: str, settings: dict[str, Any], outcomes: Sequence[S
         warnings=warnings,
     )
     rows = list(outcomes)
-    return ScoredRun(results, lambda: (_sample_score(key, record, error) for key, record, error in rows))
+    solve_gate = "solve" in settings.get("gates", ())
+    return ScoredRun(results, lambda: (_sample_score(key, record, error, solve_gate) for key, record, error in rows))
 
 
 def audit_of(results: EvalResults) -> AuditReport | None:
