@@ -23,6 +23,7 @@ from chat_stub import ChatStub, completion, is_probe
 from cli_helpers import invoke
 from toolgauge.store import open_store, schema
 from toolgauge.store.sweeps import get_sweep
+from toolgauge.sweep.report import sweep_report
 
 SUITE_LIMIT = 3
 BFCL_LIMIT = 2
@@ -106,6 +107,15 @@ def test_a_sweep_runs_every_cell_and_reports_a_leaderboard(store_url: str, bfcl_
     assert "suite: ranked by tool_accuracy" in suite_table
     rows = [line for line in suite_table.splitlines() if re.match(r"│ \d+ │", line)]  # a row's first line
     assert "gold" in rows[0] and "best" in rows[0] and "http://" in rows[1]
+    # The stub's difference with gold is judged by the paired comparison of the two runs (toolgauge.compare).
+    st = open_store(store_url, create=False)
+    try:
+        report = sweep_report(st, sweep_id)
+    finally:
+        st.close()
+    [stub_suite] = [c for c in report.cells if c.benchmark == "suite" and c.model == stub_spec]
+    assert stub_suite.test == "paired" and stub_suite.significant is not None
+    assert ("not significant" if not stub_suite.significant else "significant") in rows[1]
     # A run of the sweep is still an ordinary run.
     single = invoke("report", doc["cells"][0]["run"], "--store", store_url, "--json")
     assert single.exit_code == 0 and json.loads(single.stdout)["benchmark"] == "suite"
