@@ -8,8 +8,10 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -168,13 +170,16 @@ def test_a_local_ray_instance_gives_the_local_executors_leaderboard(tmp_path: Pa
     local = invoke("sweep", sweep_file, "--store", f"sqlite:///{tmp_path / 'local.db'}", "--json")
     assert local.exit_code == 0, local.stderr
     before = _ray_pids()
-    env = {**os.environ, **RAY_ENV}
+    # The local instance's session folder goes to a folder of the test's (short: Ray's socket paths must fit).
+    ray_tmp = tempfile.mkdtemp(prefix="tgray", dir="/tmp")
+    env = {**os.environ, **RAY_ENV, "RAY_TMPDIR": ray_tmp}
     ray = subprocess.run(
         [sys.executable, "-m", "toolgauge.cli", "sweep", str(sweep_file), "--executor", "ray", "--shard-size", "4",
          "--store", f"sqlite:///{tmp_path / 'ray.db'}", "--json"],
         env=env, capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
     leftover = _ray_pids() - before
+    shutil.rmtree(ray_tmp, ignore_errors=True)
     assert ray.returncode == 0, ray.stderr[-3000:]
     assert not leftover, "the sweep left its local Ray instance running"
 
