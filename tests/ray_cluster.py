@@ -114,9 +114,10 @@ class RayCluster:
             pids.update(descendants(root))
         return {p: table[p][3] for p in pids if p in table}
 
-    def worker_node_runs(self, task_name: str) -> bool:
-        """Whether a task worker of the worker node is running ``task_name`` now (Ray sets it as the title)."""
-        return any(cmd.startswith(f"ray::{task_name}") for cmd in self.worker_node_processes().values())
+    def worker_node_runs(self, *task_names: str) -> bool:
+        """Whether a task worker of the worker node runs one of ``task_names`` now (Ray sets it as the title)."""
+        titles = tuple(f"ray::{name}" for name in task_names)
+        return any(cmd.startswith(titles) for cmd in self.worker_node_processes().values())
 
     def kill_worker_node(self) -> list[int]:
         """SIGKILL every process of the worker node (raylet first), as if the machine died; returns the pids."""

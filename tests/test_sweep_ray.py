@@ -92,7 +92,7 @@ def sweep_text(stub_model: str, bfcl_dir: Path) -> str:
     return (
         "epochs = 1\nseed = 0\n"
         '[[model]]\nspec = "gold"\n'
-        f'[[model]]\nspec = "{stub_model}"\nconcurrency = {ENDPOINT_LIMIT}\nno_cache = true\ntimeout = 60\n'
+        f'[[model]]\nspec = "{stub_model}"\nconcurrency = {ENDPOINT_LIMIT}\nno_cache = true\ntimeout = 600\n'
         '[[benchmark]]\nname = "suite"\nconcurrency = 1\n'
         f'[[benchmark]]\nname = "bfcl"\ndata = "{bfcl_dir}"\ncategories = ["simple_python", "multiple"]\n'
         f"limit = {BFCL_LIMIT}\nconcurrency = 1\n"
@@ -111,14 +111,14 @@ def test_a_lost_worker_node_loses_and_repeats_no_sample(cluster: RayCluster, pg_
         proc = subprocess.Popen(command, env={**os.environ, **RAY_ENV}, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)  # fmt: skip
         try:
-            # Both nodes blocked in a request of a shard (one CPU each, one request at a time per shard).
+            # Both nodes blocked in a request of a task (one CPU each, one request at a time per task).
             deadline = time.monotonic() + 300
             while time.monotonic() < deadline and proc.poll() is None:
-                if endpoint.held == ENDPOINT_LIMIT and cluster.worker_node_runs("shard_task"):
+                if endpoint.held == ENDPOINT_LIMIT and cluster.worker_node_runs("shard_task", "cell_task"):
                     break
                 time.sleep(0.1)
             assert endpoint.held == ENDPOINT_LIMIT, f"the shards never ran on both nodes: {proc.poll()}"
-            assert cluster.worker_node_runs("shard_task")
+            assert cluster.worker_node_runs("shard_task", "cell_task")
             killed = cluster.kill_worker_node()
             assert killed
             endpoint.release.set()

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from toolgauge.errors import DataError, UsageError
+from toolgauge.errors import UsageError
 from toolgauge.results import EvalResults
 from toolgauge.store import Store
 from toolgauge.store.sweeps import SweepRecord, get_sweep
@@ -172,7 +172,7 @@ def paired_comparison() -> Callable[[Store, str, str, str], bool | None] | None:
     def significant(store: Store, run_a: str, run_b: str, metric: str) -> bool | None:
         try:
             found = compare_runs(store, run_a, run_b, [metric])
-        except (UsageError, DataError, ValueError, LookupError):
+        except Exception:  # a run that cannot be rescored (data moved, a broken install): fall back, never fail
             return None
         item = getattr(found, "metrics", {}).get(metric)
         if item is None or getattr(item, "p_value", None) is None:
