@@ -17,6 +17,7 @@ from toolgauge.benchmark import CommandGroups
 from toolgauge.cli.common import err
 from toolgauge.cli.runs import report_cmd, rescore_cmd, runs_cmd
 from toolgauge.cli.transcript import transcript_cmd
+from toolgauge.cli.view import view_cmd
 
 
 def _package_version() -> str:
@@ -69,6 +70,7 @@ def build_app() -> typer.Typer:
     root.command("report")(report_cmd)
     root.command("rescore")(rescore_cmd)
     root.command("transcript")(transcript_cmd)
+    root.command("view")(view_cmd)
     root.add_typer(groups.eval, name="eval")
     root.add_typer(groups.score, name="score")
     for spec in specs():
