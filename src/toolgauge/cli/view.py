@@ -66,6 +66,13 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def access_token(host: str, token: str | None) -> str | None:
+    """The token the server will require: the one given, else a new one when ``host`` is not loopback."""
+    if token:
+        return token
+    return None if _is_loopback(host) else secrets.token_urlsafe(24)
+
+
 def view_cmd(
     store: StoreOpt = None,
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port (0: any free one).")] = 8765,
@@ -88,9 +95,7 @@ def view_cmd(
         from toolgauge.view.app import create_app
         from toolgauge.view.data import ViewData
 
-        chosen = token
-        if not _is_loopback(host) and not chosen:
-            chosen = secrets.token_urlsafe(24)
+        chosen = access_token(host, token)
         st = open_store(store, create=False)
         allowed = None if not _is_loopback(host) else ["127.0.0.1", "localhost", "[::1]", "::1"]
         app = create_app(ViewData(st, registry_benchmarks()), token=chosen, allowed_hosts=allowed)

@@ -82,7 +82,7 @@ def render_html(payload: dict[str, Any]) -> str:
     title = html.escape(f"toolgauge · {run['benchmark']} · {run['model']} · {run['id']}")
     return (
         "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-        f"<meta http-equiv=\"Content-Security-Policy\" content=\"{html.escape(csp)}\">\n"
+        f"<meta http-equiv=\"Content-Security-Policy\" content=\"{html.escape(csp, quote=False)}\">\n"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
         f"<title>{title}</title>\n<style>{style}</style>\n</head>\n<body>\n"
         "<header class=\"top\"><span class=\"brand\">toolgauge report</span><span id=\"crumbs\"></span>"
@@ -91,6 +91,12 @@ def render_html(payload: dict[str, Any]) -> str:
         f"<script type=\"application/json\" id=\"toolgauge-data\">{_json_for_html(payload)}</script>\n"
         f"<script>{script}</script>\n</body>\n</html>\n"
     )
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write_html_report(
@@ -103,6 +109,7 @@ def write_html_report(
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, out)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
