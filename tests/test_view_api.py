@@ -12,14 +12,11 @@ from urllib.parse import quote, urlencode
 
 import pytest
 
-pytest.importorskip("starlette", reason="the [view] extra is not installed")
-pytest.importorskip("vl_convert", reason="the [view] extra is not installed (vl-convert-python)")
-pytest.importorskip("altair", reason="the [view] extra is not installed")
+from cli_helpers import invoke
+from toolgauge.cli.view import access_token
+from view_runs import HOSTILE_ID, KNOWN_SAMPLE, Runs, make_runs, skip_or_fail_without, view_missing, view_server
 
-from cli_helpers import invoke  # noqa: E402
-from toolgauge.cli.view import access_token  # noqa: E402
-from view_runs import HOSTILE_ID, KNOWN_SAMPLE, Runs, make_runs, view_server  # noqa: E402
-
+skip_or_fail_without(view_missing(browser=False))
 pytestmark = pytest.mark.slow
 
 

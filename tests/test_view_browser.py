@@ -21,27 +21,9 @@ from urllib.parse import quote, urlparse
 
 import pytest
 
-from conftest import IN_CI
+from view_runs import skip_or_fail_without, view_missing
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-
-
-def _missing() -> str | None:
-    import importlib.util
-
-    for module in ("playwright", "starlette", "uvicorn", "altair", "vl_convert"):
-        if importlib.util.find_spec(module) is None:
-            return f"{module} is not installed (pip install -e '.[view,dev]'; make setup-dev does)"
-    if not Path(CHROMIUM).exists():
-        return "Debian's chromium is not installed (apt-get install chromium; make setup-dev does)"
-    return None
-
-
-MISSING = _missing()
-if MISSING is not None:
-    if IN_CI:
-        pytest.fail(f"CI must run the browser tests: {MISSING}", pytrace=False)
-    pytest.skip(MISSING, allow_module_level=True)
+skip_or_fail_without(view_missing(browser=True))
 
 from playwright.sync_api import Browser, ConsoleMessage, Page, Route, sync_playwright  # noqa: E402
 
@@ -50,6 +32,7 @@ from cli_helpers import invoke  # noqa: E402
 from toolgauge.errors import UsageError  # noqa: E402
 from toolgauge.store import open_store  # noqa: E402
 from view_runs import (  # noqa: E402
+    CHROMIUM,
     ENTITIES,
     HOSTILE_ID,
     HOSTILE_TOOL,
@@ -273,9 +256,7 @@ def _assert_inert(watched: Watched) -> None:
     assert page.evaluate("() => document.documentElement.scrollWidth") <= WIDTH
 
 
-def test_a_hostile_transcript_runs_no_script_and_reads_literally(
-    base: str, runs: Runs, watched: Watched, shots: Path
-):
+def test_a_hostile_transcript_runs_no_script_and_reads_literally(base: str, runs: Runs, watched: Watched, shots: Path):
     page = watched.page
     watched.open(link(base, f"/run/{runs.hostile}/sample/{quote(HOSTILE_ID, safe='')}"))
     _assert_inert(watched)

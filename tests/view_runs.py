@@ -9,9 +9,11 @@ entities and a 100,000-character line.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -20,6 +22,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from chat_stub import ChatStub, completion, is_probe
 from cli_helpers import invoke
@@ -31,10 +35,33 @@ IMG = '<img src=x onerror=alert("img")>'
 JS_URL = "javascript:alert('url')"
 ENTITIES = "&lt;b&gt;not bold&lt;/b&gt; &amp; &#60;i&#62;"
 LONG_LINE = "L" * 100_000
-HOSTILE = f"{SCRIPT} {IMG} <a href=\"{JS_URL}\">click</a> {ENTITIES}"
+HOSTILE = f'{SCRIPT} {IMG} <a href="{JS_URL}">click</a> {ENTITIES}'
 HOSTILE_ID = 'hostile-<img src=x onerror=alert("id")>'
 HOSTILE_TOOL = "<script>alert('tool')</script>"
 KNOWN_SAMPLE = "weather-001"
+
+
+VIEW_MODULES = ("starlette", "uvicorn", "altair", "vl_convert")
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+def view_missing(*, browser: bool) -> str | None:
+    """Why the viewer's tests cannot run here (the [view] extra, and for ``browser`` playwright and chromium)."""
+    for module in (*VIEW_MODULES, *(("playwright",) if browser else ())):
+        if importlib.util.find_spec(module) is None:
+            return f"{module} is not installed (pip install -e '.[view,dev]'; make setup-dev does)"
+    if browser and not Path(CHROMIUM).exists():
+        return "Debian's chromium is not installed (apt-get install chromium; make setup-dev does)"
+    return None
+
+
+def skip_or_fail_without(missing: str | None) -> None:
+    """Skip the module with the reason where the viewer's packages are missing; fail in CI, which must run it."""
+    if missing is None:
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI must run the viewer's tests: {missing}", pytrace=False)
+    pytest.skip(missing, allow_module_level=True)
 
 
 @dataclass(frozen=True)

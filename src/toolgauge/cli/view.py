@@ -81,9 +81,13 @@ def view_cmd(
     ] = LOCALHOST,
     token: Annotated[
         str | None,
-        typer.Option("--token", help="Required on every request (?token= once, then a cookie); generated when "
-                     "--host is not loopback and none is given.", envvar="TOOLGAUGE_VIEW_TOKEN"),
-    ] = None,  # fmt: skip
+        typer.Option(
+            "--token",
+            help="Required on every request (?token= once, then a cookie); generated when "
+            "--host is not loopback and none is given.",
+            envvar="TOOLGAUGE_VIEW_TOKEN",
+        ),
+    ] = None,
 ) -> None:
     """Serve a local web app to browse stored runs: metrics, charts, verdicts and transcripts (updates live)."""
 

@@ -206,8 +206,8 @@ def create_app(data: ViewData, *, token: str | None = None, allowed_hosts: list[
         Route("/api/runs/{run_id}/samples/{sample_key:path}", sample),
         Mount("/static", StaticFiles(directory=static_dir()), name="static"),
     ]
-    middleware = [Middleware(_Guard, token=token)]  # type: ignore[arg-type]
+    middleware = [Middleware(_Guard, token=token)]
     if allowed_hosts is not None:
-        middleware.insert(0, Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts))  # type: ignore[arg-type]
+        middleware.insert(0, Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts))
     handlers: dict[Any, Any] = {UsageError: usage_error}
     return Starlette(routes=routes, middleware=middleware, exception_handlers=handlers)

@@ -57,7 +57,7 @@ def _bars(by: str, metrics: list[Metric], headline: tuple[str, ...]) -> ChartSpe
     value = alt.Y if not horizontal else alt.X
     offset = alt.XOffset if not horizontal else alt.YOffset
     chart = (
-        alt.Chart(alt.Data(values=rows), title=f"by {by}")
+        alt.Chart(_inline(rows), title=f"by {by}")
         .mark_bar()
         .encode(
             group("group:N", sort=groups, title=by, axis=alt.Axis(labelLimit=220)),
@@ -82,7 +82,7 @@ def _funnel(by: str, metrics: list[Metric]) -> ChartSpec | None:
         return None
     steps = [str(r["step"]) for r in rows]
     chart = (
-        alt.Chart(alt.Data(values=rows), title=f"{by}: {wanted} per step")
+        alt.Chart(_inline(rows), title=f"{by}: {wanted} per step")
         .mark_bar()
         .encode(
             alt.Y("step:N", sort=steps, title=None, axis=alt.Axis(labelLimit=260)),
@@ -93,6 +93,13 @@ def _funnel(by: str, metrics: list[Metric]) -> ChartSpec | None:
     )
     text = chart.mark_text(align="left", dx=3).encode(text="count:Q")
     return ChartSpec(name=f"funnel-{by}", title=f"{by} funnel", spec=(chart + text).to_dict())
+
+
+def _inline(rows: list[dict[str, Any]]) -> Any:
+    """The rows as Vega-Lite inline data (no pandas needed)."""
+    import altair as alt
+
+    return alt.Data(values=rows)  # type: ignore[no-untyped-call]
 
 
 def render_svg(spec: dict[str, Any]) -> str:

@@ -89,7 +89,7 @@ class _Verdicts:
 
 
 def verdict_of(score: SampleScore) -> Verdict:
-    """pass (value 1), fail (0), partial (between), error (the sample's episode failed) or unscored."""
+    """Pass (value 1), fail (0), partial (between), error (the sample's episode failed) or unscored."""
     if score.error:
         return "error"
     if score.value is None:
@@ -330,7 +330,9 @@ def breakdown_tables(results: EvalResults) -> list[dict[str, Any]]:
             row["values"][m.name] = m.value
             if row["n"] is None:
                 row["n"] = m.n
-        tables.append({"by": by, "metrics": [{"name": n, "kind": k} for n, k in names.items()], "rows": list(rows.values())})
+        tables.append(
+            {"by": by, "metrics": [{"name": n, "kind": k} for n, k in names.items()], "rows": list(rows.values())}
+        )
     return tables
 
 

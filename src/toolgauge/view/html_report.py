@@ -81,14 +81,14 @@ def render_html(payload: dict[str, Any]) -> str:
     run = payload["run"]["run"]
     title = html.escape(f"toolgauge · {run['benchmark']} · {run['model']} · {run['id']}")
     return (
-        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-        f"<meta http-equiv=\"Content-Security-Policy\" content=\"{html.escape(csp, quote=False)}\">\n"
-        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+        '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{html.escape(csp, quote=False)}">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{title}</title>\n<style>{style}</style>\n</head>\n<body>\n"
-        "<header class=\"top\"><span class=\"brand\">toolgauge report</span><span id=\"crumbs\"></span>"
-        "<span id=\"live\" class=\"live\" hidden>live</span></header>\n"
-        "<main id=\"main\"><p class=\"muted\">loading…</p></main>\n"
-        f"<script type=\"application/json\" id=\"toolgauge-data\">{_json_for_html(payload)}</script>\n"
+        '<header class="top"><span class="brand">toolgauge report</span><span id="crumbs"></span>'
+        '<span id="live" class="live" hidden>live</span></header>\n'
+        '<main id="main"><p class="muted">loading…</p></main>\n'
+        f'<script type="application/json" id="toolgauge-data">{_json_for_html(payload)}</script>\n'
         f"<script>{script}</script>\n</body>\n</html>\n"
     )
 
