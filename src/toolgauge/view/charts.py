@@ -1,7 +1,7 @@
 """A run's charts: Vega-Lite specs made with altair, rendered to SVG here and offline with vl-convert.
 
 Every breakdown (``Metric.by``) gets a bar chart of its rates per group (the headline metrics when the
-breakdown has them); the funnels (Tool-Genesis's cascade, ToolGate's gate funnel) are drawn as counts per
+breakdown has them; its counts when it has no rate, as an error taxonomy); the funnels (Tool-Genesis's cascade, ToolGate's gate funnel) are drawn as counts per
 step, in order. The SVG text is made by vl-convert, which escapes the data's text; the front end still
 parses it as an XML document and drops scripts and event attributes before showing it.
 """
@@ -45,12 +45,15 @@ def run_charts(results: EvalResults, headline: tuple[str, ...] = ()) -> list[Cha
 def _bars(by: str, metrics: list[Metric], headline: tuple[str, ...]) -> ChartSpec | None:
     import altair as alt
 
-    rates = [m for m in metrics if m.kind == "rate" and isinstance(m.value, int | float) and 0 <= m.value <= 1]
-    if not rates:
+    drawn = [m for m in metrics if m.kind == "rate" and isinstance(m.value, int | float) and 0 <= m.value <= 1]
+    is_rate = bool(drawn)
+    if not is_rate:  # a breakdown of counts only (an error taxonomy): its counts
+        drawn = [m for m in metrics if m.kind == "count" and isinstance(m.value, int | float)]
+    if not drawn:
         return None
-    names = list(dict.fromkeys(m.name for m in rates))
+    names = list(dict.fromkeys(m.name for m in drawn))
     shown = [n for n in headline if n in names] or names[:MAX_SERIES]
-    rows = [{"group": m.group, "metric": m.name, "value": m.value, "n": m.n} for m in rates if m.name in shown]
+    rows = [{"group": m.group, "metric": m.name, "value": m.value, "n": m.n} for m in drawn if m.name in shown]
     groups = list(dict.fromkeys(str(r["group"]) for r in rows))
     horizontal = len(groups) > HORIZONTAL_AFTER
     group = alt.X if not horizontal else alt.Y
@@ -61,7 +64,11 @@ def _bars(by: str, metrics: list[Metric], headline: tuple[str, ...]) -> ChartSpe
         .mark_bar()
         .encode(
             group("group:N", sort=groups, title=by, axis=alt.Axis(labelLimit=220)),
-            value("value:Q", scale=alt.Scale(domain=[0, 1]), title="rate"),
+            value(
+                "value:Q",
+                scale=alt.Scale(domain=[0, 1]) if is_rate else alt.Undefined,
+                title="rate" if is_rate else "count",
+            ),
             offset("metric:N", sort=shown),
             alt.Color("metric:N", sort=shown, title="metric"),
             tooltip=["group:N", "metric:N", alt.Tooltip("value:Q", format=".3f"), "n:Q"],
