@@ -28,6 +28,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+
 from toolgauge.benchmarks.suite.cli import build
 from toolgauge.benchmarks.suite.loader import builtin_suite_path
 from toolgauge.driver import RunOptions, run_benchmark
@@ -58,10 +59,8 @@ def make_run(store_url: str, data: Path) -> tuple[str, float]:
     started = time.perf_counter()
     bench = build(data=data)
     engine = EngineConfig(concurrency=8, show_progress=False, max_retries=0)
-    result = asyncio.run(
-        run_benchmark(bench, "scripted", RunOptions(store_url=store_url, engine=engine),
-                      client=ScriptedClient(policy=answer))  # fmt: skip
-    )
+    options = RunOptions(store_url=store_url, engine=engine)
+    result = asyncio.run(run_benchmark(bench, "scripted", options, client=ScriptedClient(policy=answer)))
     return result.run_id, time.perf_counter() - started
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -43,9 +44,16 @@ def fetch(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict[st
 
 
 def api(base: str, path: str, **params: Any) -> Any:
-    status, _headers, body = fetch(base + "api/" + path + ("?" + urlencode(params) if params else ""))
-    assert status == 200, body
-    return json.loads(body)
+    """The JSON of an API path; a page that is still computing its run's verdicts is asked again until ready."""
+    deadline = time.monotonic() + 300
+    while True:
+        status, _headers, body = fetch(base + "api/" + path + ("?" + urlencode(params) if params else ""))
+        assert status == 200, body
+        answer = json.loads(body)
+        if not (isinstance(answer, dict) and answer.get("pending")):
+            return answer
+        assert time.monotonic() < deadline, f"{path}: verdicts still pending"
+        time.sleep(0.1)
 
 
 def test_runs_are_listed_newest_first_and_filtered(base: str, runs: Runs):
@@ -116,6 +124,13 @@ def test_the_sample_shows_its_transcript_gold_beside_the_models_calls_and_each_v
 def test_a_hostile_sample_key_is_an_ordinary_path(base: str, runs: Runs):
     sample = api(base, f"runs/{runs.hostile}/samples/{quote(HOSTILE_ID, safe='')}")
     assert sample["sample"] == HOSTILE_ID and len(sample["calls"]) == 2
+
+
+def test_a_page_that_waits_has_the_verdicts_at_once(runs: Runs):
+    with view_server(runs.url) as fresh:  # a new server: nothing computed yet
+        status, _h, body = fetch(fresh + f"api/runs/{runs.mixed}/units?wait=1")
+        page = json.loads(body)
+        assert status == 200 and not page["pending"] and page["total"] == sum(page["verdicts"].values()) > 0
 
 
 def test_unknown_runs_and_samples_are_404_with_a_reason(base: str, runs: Runs):

@@ -11,6 +11,7 @@ from toolgauge.view.data import breakdown_tables, error_class_of, overall_rows, 
 from view_runs import skip_or_fail_without, view_missing
 
 skip_or_fail_without(view_missing(browser=False))
+pytestmark = pytest.mark.slow  # vl-convert renders each chart in a second or so
 
 from toolgauge.view.charts import render_svg, run_charts  # noqa: E402
 

@@ -152,6 +152,7 @@ def create_app(data: ViewData, *, token: str | None = None, allowed_hosts: list[
     def run(request: Request) -> Response:
         run_id = request.path_params["run_id"]
         page = data.run(run_id)
+        data.prepare(run_id)
         _key, specs = run_chart_specs(run_id)
         page["charts"] = [{"name": c.name, "title": c.title} for c in specs]
         return JSONResponse(page)
@@ -165,11 +166,13 @@ def create_app(data: ViewData, *, token: str | None = None, allowed_hosts: list[
             query=q.get("q") or None,
             page=_int(q.get("page"), 1, "page"),
             per_page=_int(q.get("per_page"), 50, "per_page"),
+            wait=q.get("wait") == "1",
         )
         return JSONResponse(found.model_dump(mode="json"))
 
     def sample(request: Request) -> Response:
-        return JSONResponse(data.sample(request.path_params["run_id"], request.path_params["sample_key"]))
+        run_id, key = request.path_params["run_id"], request.path_params["sample_key"]
+        return JSONResponse(data.sample(run_id, key, wait=request.query_params.get("wait") == "1"))
 
     def chart(request: Request) -> Response:
         run_id, name = request.path_params["run_id"], request.path_params["name"]

@@ -1,9 +1,10 @@
 """A run's charts: Vega-Lite specs made with altair, rendered to SVG here and offline with vl-convert.
 
 Every breakdown (``Metric.by``) gets a bar chart of its rates per group (the headline metrics when the
-breakdown has them; its counts when it has no rate, as an error taxonomy); the funnels (Tool-Genesis's cascade, ToolGate's gate funnel) are drawn as counts per
-step, in order. The SVG text is made by vl-convert, which escapes the data's text; the front end still
-parses it as an XML document and drops scripts and event attributes before showing it.
+breakdown has them; its counts when it has no rate, as an error taxonomy); the funnels (Tool-Genesis's
+cascade, ToolGate's gate funnel) are drawn as counts per step, in order. The SVG text is made by
+vl-convert, which escapes the data's text; the front end still parses it as an XML document and drops
+scripts and event attributes before showing it.
 """
 
 from __future__ import annotations

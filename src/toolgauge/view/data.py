@@ -8,7 +8,7 @@ verdicts are computed once; a running run's again when it has stored more sample
 from __future__ import annotations
 
 import threading
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -77,6 +77,8 @@ class UnitPage(BaseModel):
     verdicts: dict[str, int]
     error_classes: dict[str, int]
     note: str | None = None
+    # True while the run's verdicts are being computed (the page is empty until then).
+    pending: bool = False
 
 
 @dataclass
@@ -147,7 +149,8 @@ class ViewData:
         self.store = store
         self.benchmarks = benchmarks
         self._lock = threading.Lock()
-        self._cache: dict[str, _Verdicts] = {}
+        self._cache: OrderedDict[str, _Verdicts] = OrderedDict()
+        self._jobs: dict[str, tuple[tuple[Any, ...], threading.Thread]] = {}
 
     # --- runs ------------------------------------------------------------------------------------------------
 
@@ -200,7 +203,12 @@ class ViewData:
 
     # --- verdicts --------------------------------------------------------------------------------------------
 
-    def _verdicts(self, run: RunInfo) -> _Verdicts:
+    def _verdicts(self, run: RunInfo, *, wait: bool = True) -> _Verdicts | None:
+        """The run's verdicts; computed in a worker thread, so a page need not wait for a long run's.
+
+        Without ``wait``: None while the first computation runs, and a running run's previous verdicts
+        while its newer ones are computed.
+        """
         # A finished run's verdicts never change; a running one's change with every stored sample.
         key: tuple[Any, ...] = (run.status, run.finished_at)
         if run.status == "running":
@@ -209,14 +217,36 @@ class ViewData:
             cached = self._cache.get(run.id)
             if cached is not None and cached.key == key:
                 return cached
+            job = self._jobs.get(run.id)
+            if job is None or job[0] != key:
+                job = (key, threading.Thread(target=self._compute, args=(run, key), daemon=True))
+                self._jobs[run.id] = job
+                job[1].start()
+        if not wait:
+            return cached
+        job[1].join()
+        with self._lock:
+            return self._cache.get(run.id)
+
+    def prepare(self, run_id: str) -> None:
+        """Start computing a run's verdicts (the run page does, so its sample list is ready sooner)."""
+        self._verdicts(self.run_info(run_id), wait=False)
+
+    def _compute(self, run: RunInfo, key: tuple[Any, ...]) -> None:
+        try:
             units, note = self._score(run)
-            made = _Verdicts(key, units, [unit_row(u) for u in units], note)
-            for i, unit in enumerate(units):
-                made.by_sample.setdefault(unit.sample, []).append(i)
+        except Exception as exc:  # shown on the page instead of a list that never comes
+            units, note = [], f"verdicts failed: {redact(f'{type(exc).__name__}: {exc}')}"
+        made = _Verdicts(key, units, [unit_row(u) for u in units], note)
+        for i, unit in enumerate(units):
+            made.by_sample.setdefault(unit.sample, []).append(i)
+        with self._lock:
+            if self._jobs.get(run.id, (None,))[0] == key:
+                del self._jobs[run.id]
             self._cache[run.id] = made
+            self._cache.move_to_end(run.id)
             while len(self._cache) > CACHED_RUNS:
-                self._cache.pop(next(iter(self._cache)))
-            return made
+                self._cache.popitem(last=False)
 
     def _score(self, run: RunInfo) -> tuple[list[SampleScore], str | None]:
         try:
@@ -240,10 +270,19 @@ class ViewData:
         query: str | None = None,
         page: int = 1,
         per_page: int = 50,
+        wait: bool = True,
     ) -> UnitPage:
-        """One page of a run's units, filtered by verdict, error class and a substring of the id."""
-        found = self._verdicts(self.run_info(run_id))
+        """One page of a run's units, filtered by verdict, error class and a substring of the id.
+
+        Without ``wait`` the page is ``pending`` (and empty) while the run's verdicts are first computed.
+        """
+        run = self.run_info(run_id)
+        found = self._verdicts(run, wait=wait)
         per_page = max(1, min(per_page, MAX_PAGE))
+        if found is None:
+            note = f"computing the verdicts of {run.n_samples} samples (this page updates when they are ready)"
+            return UnitPage(total=0, page=1, per_page=per_page, rows=[], verdicts={}, error_classes={}, note=note,
+                            pending=True)  # fmt: skip
         needle = query.lower() if query else None
         chosen = [
             r
@@ -264,11 +303,14 @@ class ViewData:
             note=found.note,
         )
 
-    def sample(self, run_id: str, sample_key: str) -> dict[str, Any]:
-        """One sample: its stored state, every verdict on it (with metadata) and its full transcript."""
+    def sample(self, run_id: str, sample_key: str, *, wait: bool = True) -> dict[str, Any]:
+        """One sample: its stored state, every verdict on it (with metadata) and its full transcript.
+
+        Without ``wait``, ``pending`` is true (and there are no verdicts yet) while the run's are computed.
+        """
         run = self.run_info(run_id)
-        found = self._verdicts(run)
-        units = [found.units[i] for i in found.by_sample.get(sample_key, [])]
+        found = self._verdicts(run, wait=wait)
+        units = [found.units[i] for i in found.by_sample.get(sample_key, [])] if found is not None else []
         states = self.store.sample_states(run.id)
         state = states.get(sample_key)
         if state is None and not units:
@@ -290,12 +332,14 @@ class ViewData:
                 for u in units
             ],
             "calls": calls,
-            "note": found.note or transcript_note,
+            "note": (found.note if found is not None else "computing the run's verdicts…") or transcript_note,
+            "pending": found is None,
         }  # fmt: skip
 
     def scored_units(self, run_id: str) -> tuple[list[SampleScore], str | None]:
         """Every unit's score of a run (for the HTML report) and why there are none, when so."""
         found = self._verdicts(self.run_info(run_id))
+        assert found is not None  # waited for
         return found.units, found.note
 
 

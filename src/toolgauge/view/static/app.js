@@ -169,8 +169,9 @@
       setCrumbs(where);
       main.replaceChildren(view.node);
       if (view.after) await view.after();
-      if (view.poll && !REPORT) startPolling();
-      main.setAttribute("data-ready", location.hash);
+      if ((view.poll || view.pending) && !REPORT) startPolling();
+      // A page still waiting for the run's verdicts is not complete: it is shown again when they are ready.
+      if (!view.pending) main.setAttribute("data-ready", location.hash);
     } catch (error) {
       if (serial !== renderSerial) return;
       main.replaceChildren(el("p", { class: "error", text: String(error.message || error) }));
@@ -321,8 +322,9 @@
       page < pages ? el("a", { href: samplesLink(runId, Object.assign({}, params, { page: page + 1 })), id: "next", text: "next →" }) : null);
     const node = el("section", {}, el("h1", { text: "samples of " + runId }),
       data.note ? el("p", { class: "warning", text: data.note }) : null, form, nav,
-      rows.length ? table(["unit", "verdict", "error class", "why"], rows, "grid units") : el("p", { class: "muted", text: "no unit matches" }));
-    return { node };
+      rows.length ? table(["unit", "verdict", "error class", "why"], rows, "grid units")
+        : el("p", { class: "muted", text: data.pending ? "…" : "no unit matches" }));
+    return { node, pending: data.pending };
   }
 
   // --- one sample ---------------------------------------------------------------------------------------------
@@ -338,10 +340,10 @@
     if (data.note) node.appendChild(el("p", { class: "warning", text: data.note }));
     node.appendChild(el("h2", { text: "verdicts" }));
     for (const unit of data.units) node.appendChild(unitBox(unit));
-    if (!data.units.length) node.appendChild(el("p", { class: "muted", text: "no verdict on this sample" }));
+    if (!data.units.length && !data.pending) node.appendChild(el("p", { class: "muted", text: "no verdict on this sample" }));
     node.appendChild(el("h2", { text: "transcript (" + data.calls.length + " model calls)" }));
     node.appendChild(transcript(data.calls));
-    return { node };
+    return { node, pending: data.pending };
   }
 
   function unitBox(unit) {
