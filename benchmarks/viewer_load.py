@@ -4,7 +4,8 @@ Makes a suite run of N dialogues (the built-in suite's dialogues repeated under 
 SQLite store, answered by a scripted model that is right except on every 7th dialogue (so verdicts and
 error classes are mixed), starts ``toolgauge view`` on 127.0.0.1, and times:
 
-- API: each endpoint a few times (median), the first unit page apart (it computes the run's verdicts);
+- API: the first requests of the run apart (they start, then wait for, the computation of the run's
+  verdicts in the viewer's worker thread), then each endpoint a few times (median);
 - browser: from navigation to the page being shown completely (the front end's ``data-ready`` mark),
   for the runs list, the run page, the first and last page of the sample list, a filtered page and a sample.
 
@@ -73,8 +74,12 @@ def timed_get(url: str) -> tuple[float, int]:
 
 def api_times(base: str, run_id: str, repeat: int) -> list[tuple[str, float, int]]:
     rows = []
-    first, size = timed_get(f"{base}api/runs/{run_id}/units?page=1")
-    rows.append(("units page 1, first request (computes the verdicts)", first, size))
+    seconds, size = timed_get(f"{base}api/runs/{run_id}")
+    rows.append(("run page, first request (starts computing the verdicts)", seconds, size))
+    seconds, size = timed_get(f"{base}api/runs/{run_id}/units?page=1")
+    rows.append(("units page 1 while the verdicts are computed (a 'computing' answer)", seconds, size))
+    seconds, size = timed_get(f"{base}api/runs/{run_id}/units?page=1&wait=1")
+    rows.append(("units page 1, waiting for the verdicts (once per run and viewer process)", seconds, size))
     paths = {
         "runs list": "api/runs",
         "run page": f"api/runs/{run_id}",

@@ -198,3 +198,15 @@ def test_report_html_of_a_hostile_run_cannot_close_its_data_block(runs: Runs, tm
     data = text.split('<script type="application/json" id="toolgauge-data">')[1]
     # The only "</script>" after the data block's start are the two the page itself closes with.
     assert data.count("</script>") == 2 and "<script>alert" not in data.split("</script>")[0]
+
+
+def test_the_viewer_reads_a_postgresql_store(pg_url: str):
+    res = invoke("eval", "suite", "--model", "gold", "--store", pg_url, "--limit", "3", "-q")
+    assert res.exit_code == 0, res.output
+    with view_server(pg_url) as base:
+        [run] = api(base, "runs")["runs"]
+        assert run["benchmark"] == "suite" and run["samples"] == 3
+        units = api(base, f"runs/{run['id']}/units")
+        assert units["verdicts"] == {"pass": units["total"]} and units["total"] >= 3
+        sample = api(base, f"runs/{run['id']}/samples/{KNOWN_SAMPLE}")
+        assert sample["calls"][0]["messages"][1]["content"] == "What's the weather in Lisbon right now?"
