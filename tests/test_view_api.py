@@ -104,6 +104,10 @@ def test_the_unit_list_pages_and_filters_by_verdict_and_error_class(base: str, r
     wrong = api(base, f"runs/{runs.mixed}/units", error_class="wrong_tool", per_page=500)
     assert wrong["total"] == classes["wrong_tool"] and {r["error_class"] for r in wrong["rows"]} == {"wrong_tool"}
     assert api(base, f"runs/{runs.mixed}/units", q="weather-001")["rows"][0]["id"] == "weather-001#0"
+    status, _h, svg = fetch(base + f"api/runs/{runs.mixed}/charts/error-classes.svg")
+    assert status == 200 and svg.startswith(b"<svg")
+    assert all(name.encode() in svg for name in classes)
+    assert svg.count(b'aria-roledescription="bar"') == len(classes)
 
 
 def test_the_sample_shows_its_transcript_gold_beside_the_models_calls_and_each_verdict(base: str, runs: Runs):

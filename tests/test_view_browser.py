@@ -207,6 +207,9 @@ def test_the_sample_list_filters_by_verdict_and_error_class_pages_and_links(
     watched.ready()
     badges = page.locator("table.units .badge").all_text_contents()
     assert badges and set(badges) == {"fail"}
+    error_chart = page.locator('figure.chart[data-chart="error-classes"] > svg')
+    assert error_chart.locator("path[aria-roledescription='bar']").count() >= 2
+    assert "wrong_tool" in str(error_chart.text_content())
     page.screenshot(path=str(shots / "samples.png"), full_page=True)
     page.select_option("#f-error-class", "wrong_tool")
     page.wait_for_function("() => location.hash.includes('error_class=wrong_tool')")

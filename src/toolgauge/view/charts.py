@@ -21,6 +21,7 @@ MAX_SERIES = 6
 # More groups than this: horizontal bars (labels stay readable).
 HORIZONTAL_AFTER = 12
 BAR_STEP = 18
+SHORT_LABEL = 10
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,8 @@ def _bars(by: str, metrics: list[Metric], headline: tuple[str, ...]) -> ChartSpe
     rows = [{"group": m.group, "metric": m.name, "value": m.value, "n": m.n} for m in drawn if m.name in shown]
     groups = list(dict.fromkeys(str(r["group"]) for r in rows))
     horizontal = len(groups) > HORIZONTAL_AFTER
+    # Short labels read level under their bars; longer ones slanted.
+    angle = 0 if horizontal or max(map(len, groups)) <= SHORT_LABEL else -40
     group = alt.X if not horizontal else alt.Y
     value = alt.Y if not horizontal else alt.X
     offset = alt.XOffset if not horizontal else alt.YOffset
@@ -64,7 +67,7 @@ def _bars(by: str, metrics: list[Metric], headline: tuple[str, ...]) -> ChartSpe
         alt.Chart(_inline(rows), title=f"by {by}")
         .mark_bar()
         .encode(
-            group("group:N", sort=groups, title=by, axis=alt.Axis(labelLimit=220)),
+            group("group:N", sort=groups, title=by, axis=alt.Axis(labelLimit=220, labelAngle=angle)),
             value(
                 "value:Q",
                 scale=alt.Scale(domain=[0, 1]) if is_rate else alt.Undefined,
@@ -101,6 +104,31 @@ def _funnel(by: str, metrics: list[Metric]) -> ChartSpec | None:
     )
     text = chart.mark_text(align="left", dx=3).encode(text="count:Q")
     return ChartSpec(name=f"funnel-{by}", title=f"{by} funnel", spec=(chart + text).to_dict())
+
+
+ERROR_CLASSES = "error-classes"
+
+
+def error_class_chart(counts: dict[str, int]) -> ChartSpec | None:
+    """The run's failing units per error class (the benchmark's error types or failure classes), most first."""
+    import altair as alt
+
+    if not counts:
+        return None
+    rows = [{"error_class": name, "units": n} for name, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+    order = [str(r["error_class"]) for r in rows]
+    chart = (
+        alt.Chart(_inline(rows), title="failing units by error class")
+        .mark_bar(color="#cf222e")
+        .encode(
+            alt.Y("error_class:N", sort=order, title=None, axis=alt.Axis(labelLimit=260)),
+            alt.X("units:Q", title="units"),
+            tooltip=["error_class:N", "units:Q"],
+        )
+        .properties(height=alt.Step(BAR_STEP + 4), width=360)
+    )
+    text = chart.mark_text(align="left", dx=3, color="#1d2430").encode(text="units:Q")
+    return ChartSpec(name=ERROR_CLASSES, title="error classes", spec=(chart + text).to_dict())
 
 
 def _inline(rows: list[dict[str, Any]]) -> Any:

@@ -19,7 +19,7 @@ from typing import Any
 
 from toolgauge.store.store import Store
 from toolgauge.view.app import static_dir
-from toolgauge.view.charts import render_svg, run_charts
+from toolgauge.view.charts import error_class_chart, render_svg, run_charts
 from toolgauge.view.data import VERDICTS, Benchmarks, ViewData, unit_row
 
 # Transcripts included by default: those of the first failing samples (the others are listed, verdicts only).
@@ -56,9 +56,10 @@ def report_data(store: Store, run_id: str, benchmarks: Benchmarks, *, transcript
             failing.append(r.sample)
         if len(failing) >= transcripts:
             break
+    errors = error_class_chart(classes)
     return {
         "run": page,
-        "charts": {c.name: render_svg(c.spec) for c in specs},
+        "charts": {c.name: render_svg(c.spec) for c in [*specs, *([errors] if errors is not None else [])]},
         "units": {
             "rows": [r.model_dump(mode="json") for r in rows],
             "verdicts": {v: n for v, n in counts.items() if n},

@@ -320,11 +320,19 @@
       page > 1 ? el("a", { href: samplesLink(runId, Object.assign({}, params, { page: page - 1 })), id: "prev", text: "← previous" }) : null,
       " page " + page + " of " + pages + " · " + data.total + " units ",
       page < pages ? el("a", { href: samplesLink(runId, Object.assign({}, params, { page: page + 1 })), id: "next", text: "next →" }) : null);
+    const errorChart = !data.pending && Object.keys(data.error_classes).length
+      ? el("figure", { class: "chart", "data-chart": "error-classes" }) : null;
     const node = el("section", {}, el("h1", { text: "samples of " + runId }),
-      data.note ? el("p", { class: "warning", text: data.note }) : null, form, nav,
+      data.note ? el("p", { class: "warning", text: data.note }) : null, errorChart, form, nav,
       rows.length ? table(["unit", "verdict", "error class", "why"], rows, "grid units")
         : el("p", { class: "muted", text: data.pending ? "…" : "no unit matches" }));
-    return { node, pending: data.pending };
+    const after = async () => {
+      if (!errorChart) return;
+      try { errorChart.appendChild(await chartNode(runId, "error-classes")); } catch (error) {
+        errorChart.appendChild(el("p", { class: "error", text: String(error.message || error) }));
+      }
+    };
+    return { node, after, pending: data.pending };
   }
 
   // --- one sample ---------------------------------------------------------------------------------------------
