@@ -44,6 +44,12 @@ def run_charts(results: EvalResults, headline: tuple[str, ...] = ()) -> list[Cha
     return charts
 
 
+def _whole_axis() -> Any:
+    import altair as alt
+
+    return alt.Axis(tickMinStep=1, format="d")
+
+
 def _bars(by: str, metrics: list[Metric], headline: tuple[str, ...]) -> ChartSpec | None:
     import altair as alt
 
@@ -63,6 +69,7 @@ def _bars(by: str, metrics: list[Metric], headline: tuple[str, ...]) -> ChartSpe
     group = alt.X if not horizontal else alt.Y
     value = alt.Y if not horizontal else alt.X
     offset = alt.XOffset if not horizontal else alt.YOffset
+    whole = {} if is_rate else {"axis": _whole_axis()}
     chart = (
         alt.Chart(_inline(rows), title=f"by {by}")
         .mark_bar()
@@ -70,6 +77,7 @@ def _bars(by: str, metrics: list[Metric], headline: tuple[str, ...]) -> ChartSpe
             group("group:N", sort=groups, title=by, axis=alt.Axis(labelLimit=220, labelAngle=angle)),
             value(
                 "value:Q",
+                **whole,
                 scale=alt.Scale(domain=[0, 1]) if is_rate else alt.Undefined,
                 title="rate" if is_rate else "count",
             ),
@@ -97,7 +105,7 @@ def _funnel(by: str, metrics: list[Metric]) -> ChartSpec | None:
         .mark_bar()
         .encode(
             alt.Y("step:N", sort=steps, title=None, axis=alt.Axis(labelLimit=260)),
-            alt.X("count:Q", title=wanted),
+            alt.X("count:Q", title=wanted, axis=_whole_axis()),
             tooltip=["step:N", "count:Q", "entered:Q"],
         )
         .properties(height=alt.Step(BAR_STEP + 4), width=360)
@@ -122,7 +130,7 @@ def error_class_chart(counts: dict[str, int]) -> ChartSpec | None:
         .mark_bar(color="#cf222e")
         .encode(
             alt.Y("error_class:N", sort=order, title=None, axis=alt.Axis(labelLimit=260)),
-            alt.X("units:Q", title="units"),
+            alt.X("units:Q", title="units", axis=_whole_axis()),
             tooltip=["error_class:N", "units:Q"],
         )
         .properties(height=alt.Step(BAR_STEP + 4), width=360)
