@@ -62,7 +62,7 @@ def test_runs_are_listed_newest_first_and_filtered(base: str, runs: Runs):
     assert set(ids) >= {runs.gold, runs.mixed, runs.hostile}
     started = [r["created_at"] for r in every["runs"]]
     assert started == sorted(started, reverse=True)
-    assert "suite" in every["benchmarks"] and every["statuses"]
+    assert "suite" in every["benchmarks"] and every["statuses"] == ["finished"]
     suite = api(base, "runs", benchmark="suite")["runs"]
     assert {r["benchmark"] for r in suite} == {"suite"} and len(suite) == 3
     assert [r["id"] for r in api(base, "runs", model="weather-bot")["runs"]] == [runs.mixed]
@@ -89,6 +89,17 @@ def test_the_run_page_has_every_breakdown_and_a_chart_for_each(base: str, runs: 
     assert status == 200 and headers["content-type"].startswith("image/svg+xml")
     assert svg.startswith(b"<svg") and b"S-S" in svg and b"tool_accuracy" in svg
     assert fetch(base + f"api/runs/{runs.mtu}/charts/nope.svg")[0] == 404
+
+
+def test_bfcl_gets_a_per_category_chart(base: str, runs: Runs):
+    if runs.bfcl is None:
+        pytest.skip("BFCL data not found (set TOOLGAUGE_DATA_DIR)")
+    page = api(base, f"runs/{runs.bfcl}")
+    category = next(b for b in page["breakdowns"] if b["by"] == "category")
+    assert [r["group"] for r in category["rows"]] == ["simple_python", "multiple", "parallel", "irrelevance"]
+    assert {"name": "by-category", "title": "by category"} in page["charts"]
+    status, _h, svg = fetch(base + f"api/runs/{runs.bfcl}/charts/by-category.svg")
+    assert status == 200 and svg.count(b'aria-roledescription="bar"') == 4 and b"simple_python" in svg
 
 
 def test_the_unit_list_pages_and_filters_by_verdict_and_error_class(base: str, runs: Runs):

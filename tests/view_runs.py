@@ -1,7 +1,8 @@
 """Stored runs for the viewer's tests, and the viewer itself started as a real server on 127.0.0.1.
 
 :func:`make_runs` fills a store with real runs: the built-in suite with the gold model, MTU-Bench (real data,
-gold, a few items per split: a per-split chart), the suite against a real endpoint (tests/chat_stub.py) that
+gold, a few items per split: a per-split chart), BFCL (real data, gold, a few entries of four categories: a
+per-category chart), the suite against a real endpoint (tests/chat_stub.py) that
 always calls one weather tool (some turns right, most wrong: verdicts and error classes to filter), and a
 planted hostile dialogue whose data, model answer and tool call carry markup, script, ``javascript:`` URLs,
 entities and a 100,000-character line.
@@ -39,6 +40,7 @@ HOSTILE = f'{SCRIPT} {IMG} <a href="{JS_URL}">click</a> {ENTITIES}'
 HOSTILE_ID = 'hostile-<img src=x onerror=alert("id")>'
 HOSTILE_TOOL = "<script>alert('tool')</script>"
 KNOWN_SAMPLE = "weather-001"
+BFCL_CATEGORIES = "simple_python,multiple,parallel,irrelevance"
 
 
 VIEW_MODULES = ("starlette", "uvicorn", "altair", "vl_convert")
@@ -71,6 +73,7 @@ class Runs:
     url: str
     gold: str
     mtu: str | None
+    bfcl: str | None
     mixed: str
     hostile: str
 
@@ -108,13 +111,19 @@ def _tool_call_answer(name: str, arguments: Mapping[str, Any]) -> bytes:
 
 
 def make_runs(tmp: Path, mtu_dir: Path | None) -> Runs:
-    """Fill a SQLite store under ``tmp`` with the four runs (MTU only when its data is there)."""
+    """Fill a SQLite store under ``tmp`` with the runs (MTU-Bench and BFCL only when their data is there)."""
     url = f"sqlite:///{tmp / 'view.db'}"
     gold = _run_id(invoke("eval", "suite", "--model", "gold", "--store", url, "-q"))
     mtu = None
     if mtu_dir is not None and mtu_dir.is_dir():
         mtu = _run_id(invoke("eval", "mtu-bench", "--data", mtu_dir, "--model", "gold", "--limit", "4", "--store", url,
                              "-q"))  # fmt: skip
+
+    bfcl = None
+    bfcl_dir = None if mtu_dir is None else mtu_dir.parent / "bfcl"
+    if bfcl_dir is not None and bfcl_dir.is_dir():
+        bfcl = _run_id(invoke("eval", "bfcl", "--data", bfcl_dir, "--categories", BFCL_CATEGORIES, "--model", "gold",
+                              "--limit", "3", "--store", url, "-q"))  # fmt: skip
 
     def weather_always(request: dict[str, Any], _headers: Mapping[str, str]) -> tuple[int, bytes]:
         if is_probe(request):
@@ -137,7 +146,7 @@ def make_runs(tmp: Path, mtu_dir: Path | None) -> Runs:
     with ChatStub(hostile) as stub:
         bad = _run_id(invoke("eval", "suite", "--data", data, "--model", stub.model("hostile-model"), "--store", url,
                              "--max-retries", "0", "--concurrency", "1", "-q"))  # fmt: skip
-    return Runs(url=url, gold=gold, mtu=mtu, mixed=mixed, hostile=bad)
+    return Runs(url=url, gold=gold, mtu=mtu, bfcl=bfcl, mixed=mixed, hostile=bad)
 
 
 @contextmanager
