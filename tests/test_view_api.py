@@ -225,3 +225,21 @@ def test_the_viewer_reads_a_postgresql_store(pg_url: str):
         assert units["verdicts"] == {"pass": units["total"]} and units["total"] >= 3
         sample = api(base, f"runs/{run['id']}/samples/{KNOWN_SAMPLE}")
         assert sample["calls"][0]["messages"][1]["content"] == "What's the weather in Lisbon right now?"
+
+
+def test_without_its_data_file_a_run_lists_its_samples_and_says_why_there_are_no_verdicts(tmp_path: Path):
+    from toolgauge.benchmarks.suite.loader import builtin_suite_path
+
+    data = tmp_path / "suite.jsonl"
+    data.write_text("".join(builtin_suite_path().read_text().splitlines(keepends=True)[:3]))
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    assert invoke("eval", "suite", "--data", data, "--model", "gold", "--store", url, "-q").exit_code == 0
+    data.unlink()
+    with view_server(url) as base:
+        [run] = api(base, "runs")["runs"]
+        units = api(base, f"runs/{run['id']}/units")
+        assert units["note"].startswith("verdicts not available: ") and str(data) in units["note"]
+        assert [r["id"] for r in units["rows"]] == ["weather-001", "weather-002", "weather-003"]
+        assert {r["verdict"] for r in units["rows"]} == {"unscored"}
+        sample = api(base, f"runs/{run['id']}/samples/weather-001")
+        assert sample["units"][0]["verdict"] == "unscored" and sample["calls"]  # the transcript is still there
