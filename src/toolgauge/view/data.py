@@ -135,7 +135,9 @@ def run_row(run: RunInfo, headline: tuple[str, ...] = ()) -> RunRow:
     values: dict[str, float | int | None] = {}
     if run.results is not None:
         for name in headline:
-            values[name] = run.results.value(name)
+            value = run.results.value(name)
+            if value is not None:  # a run of some categories only may lack an overall value
+                values[name] = value
     return RunRow(
         id=run.id, benchmark=run.benchmark, model=redact(run.model), status=run.status, samples=run.n_samples,
         created_at=run.created_at, finished_at=run.finished_at, headline=values,

@@ -191,7 +191,14 @@
 
   function startPolling() {
     document.getElementById("live").hidden = false;
-    pollTimer = setTimeout(render, POLL_MS);
+    pollTimer = setTimeout(pollTick, POLL_MS);
+  }
+
+  // Not while the user is typing in a filter: the page would be drawn anew under the cursor.
+  function pollTick() {
+    const active = document.activeElement;
+    if (active && active.closest && active.closest("form")) pollTimer = setTimeout(pollTick, POLL_MS);
+    else render();
   }
 
   function stopPolling() {
