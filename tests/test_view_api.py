@@ -243,3 +243,23 @@ def test_without_its_data_file_a_run_lists_its_samples_and_says_why_there_are_no
         assert {r["verdict"] for r in units["rows"]} == {"unscored"}
         sample = api(base, f"runs/{run['id']}/samples/weather-001")
         assert sample["units"][0]["verdict"] == "unscored" and sample["calls"]  # the transcript is still there
+
+
+def test_intervals_from_the_runs_summary_are_shown_with_its_headline(tmp_path: Path):
+    from toolgauge.results import MetricSummary
+    from toolgauge.store import open_store
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    assert invoke("eval", "suite", "--model", "gold", "--store", url, "--limit", "2", "-q").exit_code == 0
+    st = open_store(url, create=False)
+    try:  # the summary a run with repeats (--epochs) stores beside its metrics
+        run = st.list_runs(1)[0]
+        assert run.results is not None
+        summary = {"success_rate": MetricSummary(mean=1.0, stderr=0.0, ci_low=0.8, ci_high=1.0, n=2, epochs=3)}
+        st.save_results(run.id, run.results.model_copy(update={"summary": summary}))
+    finally:
+        st.close()
+    with view_server(url) as base:
+        rows = {r["name"]: r for r in api(base, f"runs/{run.id}")["overall"]}
+        assert (rows["success_rate"]["ci_low"], rows["success_rate"]["ci_high"]) == (0.8, 1.0)
+        assert rows["success_rate"]["epochs"] == 3 and rows["tool_accuracy"]["ci_low"] is None
