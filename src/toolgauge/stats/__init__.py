@@ -1,0 +1,1 @@
+"""Statistics over scored units: spread of headline metrics and paired comparison of two runs."""
