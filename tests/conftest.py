@@ -34,6 +34,8 @@ TIERS: dict[str, tuple[str, ...]] = {
     "test_cli_genesis.py::test_eval_generates_then_evaluates_in_one_run": ("embedding",),
     "test_cli_genesis.py::test_linked_files_never_leak_secrets_into_store_samples_or_output": ("embedding",),
     "test_genesis_embeddings.py": ("embedding",),
+    # The candidates' solutions run under the sandbox (gate 1).
+    "test_headline_units.py::test_toolgate_acceptance_from_candidates": ("sandbox",),
     "test_local_model.py": ("local_model",),
     "test_portable_build.py::test_installed_llama_library_has_no_amx_or_avx512": ("local_model", "slow"),
     # Real CLI processes, each a few seconds: runs against a fault-injecting server, Ctrl-C and kill -9 mid-run,
