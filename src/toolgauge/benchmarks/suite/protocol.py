@@ -48,16 +48,31 @@ class JudgedTurn:
     verdict: MtuItemVerdict
     content: str | None
     sample_error: str | None
+    # The whole dialogue: every turn right, and how many turns it has (for the dialogue-level metrics).
+    dialogue_correct: bool = False
+    dialogue_turns: int = 1
 
     def sample_score(self) -> SampleScore:
-        """The turn's per-unit score: 1.0 when the turn is right (tool and parameters), with every verdict field."""
+        """The turn's per-unit score: 1.0 when the turn is right (tool and parameters), with every verdict field.
+
+        ``scores`` also holds the headline metrics as unit scores: ``tool_accuracy`` and ``parameter_accuracy``
+        (a mean over turns) and ``success_rate`` (a mean over dialogues: each turn carries its dialogue's success
+        with weight 1 / its number of turns).
+        """
         verdict = self.verdict.model_dump(mode="json", exclude={"id", "split"})
+        headline: dict[str, float | int | bool | str | None] = {
+            "tool_accuracy": 1.0 if self.verdict.tool_correct else 0.0,
+            "parameter_accuracy": 1.0 if self.verdict.parameters_correct else 0.0,
+            "success_rate": 1.0 if self.dialogue_correct else 0.0,
+        }
         return SampleScore(
             id=f"{self.dialogue_id}#{self.turn}",
             sample=self.dialogue_id,
             value=1.0 if self.verdict.turn_correct else 0.0,
             explanation=self.verdict.error_type,
-            scores={k: v for k, v in verdict.items() if isinstance(v, int | float | bool | str) or v is None},
+            scores={**{k: v for k, v in verdict.items() if isinstance(v, int | float | bool | str) or v is None},
+                    **headline},
+            weights={"success_rate": 1.0 / self.dialogue_turns},
             error=self.sample_error,
             metadata={"dialogue": self.dialogue_id, "turn": self.turn, "content": self.content,
                       **{k: v for k, v in verdict.items() if isinstance(v, list | dict)}},
@@ -154,6 +169,8 @@ class SuiteBenchmark:
         """
         for _, dialogue, mine in in_step(samples, outcomes):
             got = mine.result.turns if mine and mine.result else []
+            error = mine.error if mine else "not run"
+            judged: list[tuple[MtuItemVerdict, SuiteTurnResult | None]] = []
             for index, turn in enumerate(dialogue.turns):
                 answer = got[index] if index < len(got) else None
                 verdict = judge_turn(
@@ -165,8 +182,12 @@ class SuiteBenchmark:
                     ),
                     self.variant,
                 )
-                error = mine.error if mine else "not run"
-                yield JudgedTurn(dialogue.id, index, verdict, answer.content if answer else None, error)
+                judged.append((verdict, answer))
+            # A dialogue's turns are judged before any is yielded: each turn's score carries the dialogue's success.
+            correct = all(v.turn_correct for v, _ in judged)
+            for index, (verdict, answer) in enumerate(judged):
+                content = answer.content if answer else None
+                yield JudgedTurn(dialogue.id, index, verdict, content, error, correct, len(judged))
 
     def replay_table(self, path: Path) -> Mapping[str, Sequence[AssistantTurn]]:
         """Read step-level recordings: JSONL lines ``{"id", "turn", "content", "tool_calls"}``."""
