@@ -15,6 +15,7 @@ from rich.markup import escape
 
 from toolgauge.benchmark import Benchmark
 from toolgauge.engine import EngineConfig, run_episodes
+from toolgauge.engine.epochs import check_epoch_keys
 from toolgauge.errors import EndpointDown, ModelError, RunInterrupted, RunStopped, StoreWriteError, UsageError
 from toolgauge.models.base import ModelClient
 from toolgauge.models.spec import display_spec, resolve_model
@@ -98,6 +99,7 @@ async def run_benchmark(
     failed store write raises ``RunStopped``: both resume with ``--resume``.
     """
     samples = bench.samples()
+    check_epoch_keys((k for k, _ in samples), options.engine.epochs)  # before anything is stored
     client = client or resolve_model(model_spec, replay_loader=bench.replay_table, timeout=options.engine.timeout)
     # From here on only the masked form is stored or shown (a password in a model URL stays out of everything).
     model_spec = display_spec(model_spec)

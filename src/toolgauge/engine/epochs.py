@@ -9,6 +9,9 @@ stored under ``f"{key}@e{e}"``. The calls of an extra role are logged under ``"<
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+
+from toolgauge.errors import UsageError
 
 EPOCH_MARK = "@e"
 _EPOCH_KEY = re.compile(r"(?s)(.+)@e([2-9]|[1-9][0-9]+)")
@@ -31,3 +34,23 @@ def split_epoch_key(store_key: str) -> tuple[str, int]:
     if found is None:
         return store_key, 1
     return found.group(1), int(found.group(2))
+
+
+def check_epoch_keys(keys: Iterable[str], epochs: int) -> None:
+    """Raise ``UsageError`` when ``epochs`` tries of these samples would not all have keys of their own.
+
+    Only a sample key that already ends like a later try's (``"x@e2"`` beside ``"x"``) can collide.
+    """
+    if epochs < 1:
+        raise UsageError(f"--epochs must be at least 1, got {epochs}")
+    if epochs == 1:
+        return
+    keys = list(keys)
+    taken = set(keys)
+    for key in keys:
+        sample, epoch = split_epoch_key(key)
+        if epoch != 1 and sample in taken and epoch <= epochs:
+            raise UsageError(
+                f"sample key {key!r} looks like the key of a repeated try of sample {sample!r}; "
+                "it cannot run with --epochs"
+            )

@@ -32,7 +32,7 @@ from rich.progress import (
 )
 
 from toolgauge.engine.cache import request_hash
-from toolgauge.engine.epochs import EPOCH_MARK, epoch_key, split_epoch_key
+from toolgauge.engine.epochs import check_epoch_keys, epoch_key, split_epoch_key
 from toolgauge.engine.retry import backoff_delay
 from toolgauge.errors import (
     ConnectionFailed,
@@ -403,12 +403,8 @@ async def run_episodes(
     A failure inside one try is recorded on that try and the run goes on. Epoch 1 runs first.
     """
     cfg = config or EngineConfig()
-    if cfg.epochs < 1:
-        raise UsageError(f"--epochs must be at least 1, got {cfg.epochs}")
+    check_epoch_keys((k for k, _ in samples), cfg.epochs)
     units = [(epoch_key(k, e), k, e, s) for e in range(1, cfg.epochs + 1) for k, s in samples]
-    if cfg.epochs > 1 and len({u[0] for u in units}) != len(units):
-        clash = next(k for k, _ in samples if EPOCH_MARK in k)
-        raise UsageError(f"sample key {clash!r} looks like the key of a repeated try; it cannot run with --epochs")
     state = _RunState(
         client=client, store=store, run_id=run_id, config=cfg, rng=random.Random(cfg.seed), roles=dict(roles or {})
     )
