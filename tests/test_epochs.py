@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chat_stub import ChatStub, completion, is_probe
-from cli_helpers import invoke, results_of, sample_rows
-from fault_server import FaultServer
 from hypothesis import given
 from hypothesis import strategies as st
 
 import toolgauge
+from chat_stub import ChatStub, completion, is_probe
+from cli_helpers import invoke, results_of, sample_rows
+from fault_server import FaultServer
 from toolgauge.benchmarks.suite.loader import builtin_suite_path, load_suite
 from toolgauge.engine.cache import request_hash
 from toolgauge.engine.epochs import epoch_key, split_epoch_key
