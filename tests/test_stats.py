@@ -190,3 +190,15 @@ def test_one_epoch_keeps_every_metric_and_summarises_the_overall_ones_without_a_
     assert r.metrics == before
     assert set(r.summary) == {"acc"} and r.summary["acc"].mean == pytest.approx(2 / 3)
     assert r.pass_at_k == pytest.approx({"1": 2 / 3}) and r.pass_hat_k == pytest.approx({"1": 2 / 3})
+
+
+def test_the_combined_run_keeps_the_benchmarks_own_scored_run_class() -> None:
+    class Logged(ScoredRun):
+        logs = ("kept",)
+
+    e1 = _epoch({"a": [1.0], "b": [0.0]})
+    first = Logged(e1.results, e1.samples)
+    combined = aggregate_epochs([first, _epoch({"a": [0.0], "b": [0.0]})], ["acc"], resamples=50)
+    assert isinstance(combined, Logged) and combined.logs == ("kept",)
+    assert combined.results.value("acc") == pytest.approx(0.25) and len(combined.samples) == 4
+    assert first.results.summary == {} and len(first.samples) == 2  # epoch 1's own run is unchanged

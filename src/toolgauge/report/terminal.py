@@ -75,13 +75,12 @@ def summary_lines(results: EvalResults) -> list[str]:
     Rates are shown as percentages, as in the tables. Nothing when there is no summary; pass@k and pass^k
     only for more than one epoch.
     """
-    lines: list[str] = []
-    for name, s in results.summary.items():
-        lines.append(_summary_line(name, s, _is_rate(results, name)))
+    width = max((len(name) for name in results.summary), default=0)
+    lines = [_summary_line(name.ljust(width), s, _is_rate(results, name)) for name, s in results.summary.items()]
     epochs = max((s.epochs for s in results.summary.values()), default=1)
     if epochs > 1 and results.pass_at_k:
-        lines.append("pass@k  " + "  ".join(f"k={k} {pct(v)}" for k, v in results.pass_at_k.items()))
-        lines.append("pass^k  " + "  ".join(f"k={k} {pct(v)}" for k, v in results.pass_hat_k.items()))
+        lines.append("pass@k".ljust(width) + "  " + "  ".join(f"k={k} {pct(v)}" for k, v in results.pass_at_k.items()))
+        lines.append("pass^k".ljust(width) + "  " + "  ".join(f"k={k} {pct(v)}" for k, v in results.pass_hat_k.items()))
     return lines
 
 

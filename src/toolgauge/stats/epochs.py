@@ -6,6 +6,7 @@ lazily from the store) and keeps only per-cluster totals. The formulas are in do
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator, Sequence
 
 from toolgauge.results import EvalResults, Metric, MetricSummary, SampleScore, ScoredRun
@@ -73,6 +74,9 @@ def aggregate_epochs(
     - ``pass_at_k`` / ``pass_hat_k`` for k = 1..K from each sample's tries: a try succeeds when every
       unit of the sample in that epoch has value 1.
     - the per-unit scores of every epoch, each with its ``epoch``.
+
+    The result is a copy of epoch 1's scored run (same class, so a benchmark's extras stay) with the
+    combined results and units.
     """
     if not per_epoch:
         raise ValueError("aggregate_epochs needs at least one epoch")
@@ -113,7 +117,11 @@ def aggregate_epochs(
     results = first.model_copy(
         update={"metrics": metrics, "warnings": warnings, "summary": summary, "pass_at_k": at, "pass_hat_k": hat}
     )
-    return ScoredRun(results, lambda: _all_units(per_epoch))
+    # A copy of epoch 1's scored run keeps its type and extras (WildToolBench's session logs, which the
+    # --predictions-out writer reads: epoch 1's), with the combined results and every epoch's units.
+    combined = copy.copy(per_epoch[0])
+    ScoredRun.__init__(combined, results, lambda: _all_units(per_epoch))
+    return combined
 
 
 def _all_units(per_epoch: Sequence[ScoredRun]) -> Iterator[SampleScore]:
