@@ -158,6 +158,8 @@ def test_aggregate_epochs_by_hand() -> None:
     assert s.mean == pytest.approx(0.625) and (s.n, s.epochs) == (3, 2)
     assert s.stderr is not None and s.ci_low is not None and s.ci_high is not None
     assert "missing" not in r.summary
+    acc = r.metric("acc")
+    assert acc is not None and (acc.stderr, acc.ci_low, acc.ci_high) == (s.stderr, s.ci_low, s.ci_high)
     # a: tries [T, F]; b: [F, F]; c: [T, T]. pass@2 = (1 + 0 + 1) / 3; pass^2 = (0 + 0 + 1) / 3.
     assert r.pass_at_k == pytest.approx({"1": 0.5, "2": 2 / 3})
     assert r.pass_hat_k == pytest.approx({"1": 0.5, "2": 1 / 3})
@@ -187,7 +189,7 @@ def test_one_epoch_keeps_every_metric_and_summarises_the_overall_ones_without_a_
     e1 = _epoch({"a": [1.0], "b": [0.0], "c": [1.0]})
     before = [m.model_copy() for m in e1.results.metrics]
     r = aggregate_epochs([e1], []).results
-    assert r.metrics == before
+    assert r.metrics == before  # one epoch: the metrics carry no spread (it is in the summary)
     assert set(r.summary) == {"acc"} and r.summary["acc"].mean == pytest.approx(2 / 3)
     assert r.pass_at_k == pytest.approx({"1": 2 / 3}) and r.pass_hat_k == pytest.approx({"1": 2 / 3})
 

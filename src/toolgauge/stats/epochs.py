@@ -65,7 +65,8 @@ def aggregate_epochs(
     """Combine the scored runs of epochs 1..K (in order) into one scored run.
 
     - ``metrics``: epoch 1's metrics with each value the mean over epochs (:func:`mean_metrics`);
-      settings and details are epoch 1's, warnings every epoch's (each once).
+      settings and details are epoch 1's, warnings every epoch's (each once). With more than one
+      epoch the overall headline metrics also get the summary's ``stderr``, ``ci_low`` and ``ci_high``.
     - ``summary[name]`` for each headline metric (empty ``headline``: every overall non-count metric):
       from the units' ``scores[name]`` (a metric over units is ``sum(scores[m] * w) / sum(w)``,
       ``w = weights.get(m, 1)``), the mean over epochs with a clustered-bootstrap standard error and
@@ -112,6 +113,15 @@ def aggregate_epochs(
         elif name in overall:
             value = _number(overall[name].value)
             summary[name] = MetricSummary(mean=value, n=len(clusters), epochs=epochs)
+    if epochs > 1:
+        # Over repeats, the overall headline metrics carry their spread too (a single run leaves them empty).
+        metrics = [
+            m.model_copy(update={"stderr": summary[m.name].stderr, "ci_low": summary[m.name].ci_low,
+                                 "ci_high": summary[m.name].ci_high})
+            if m.group is None and m.name in summary
+            else m
+            for m in metrics
+        ]  # fmt: skip
     at, hat = pass_rates(successes_by_sample(verdicts).values(), epochs)
     warnings = list(dict.fromkeys(w for r in per_epoch for w in r.results.warnings))
     results = first.model_copy(
