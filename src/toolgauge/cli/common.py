@@ -196,7 +196,9 @@ def _option(name: str, annotation: Any, default: Any) -> inspect.Parameter:
     return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
 
 
-def _shared_options(model: bool, engine: EngineDefaults | None, sampling: bool, limit: bool) -> list[inspect.Parameter]:
+def _shared_options(
+    model: bool, engine: EngineDefaults | None, sampling: bool, limit: bool, epochs: bool = True
+) -> list[inspect.Parameter]:
     """The ``inspect.Parameter`` list of the shared options a command takes, typer annotations included."""
     params = [_option("model", ModelOpt, ...)] if model else []
     params.append(_option("store", StoreOpt, None))
@@ -207,8 +209,9 @@ def _shared_options(model: bool, engine: EngineDefaults | None, sampling: bool, 
             _option("max_retries", RetriesOpt, 4),
             _option("no_cache", NoCacheOpt, False),
             _option("resume", ResumeOpt, None),
-            _option("epochs", EpochsOpt, 1),
         ]
+        if epochs:
+            params.append(_option("epochs", EpochsOpt, 1))
     params += [
         _option("as_json", JsonOpt, False),
         _option("samples", SamplesOpt, None),
@@ -228,15 +231,17 @@ def run_command(
     engine: EngineDefaults | None = EngineDefaults(),
     sampling: bool = True,
     limit: bool = True,
+    epochs: bool = True,
 ) -> Callable[[Callable[..., None]], Callable[..., None]]:
     """Decorate a command whose last parameter is ``flags: RunFlags``: add the shared options, guard the body.
 
     ``engine=None`` is a replay command: no ``--model``, no engine options, quiet by default.
+    ``epochs=False``: no ``--epochs`` (a command whose tries would share files, such as generated servers).
     """
 
     def wrap(fn: Callable[..., None]) -> Callable[..., None]:
         own = [p for p in inspect.signature(fn, eval_str=True).parameters.values() if p.name != "flags"]
-        shared = _shared_options(model and engine is not None, engine, sampling and engine is not None, limit)
+        shared = _shared_options(model and engine is not None, engine, sampling and engine is not None, limit, epochs)
         shared_names = {p.name for p in shared}
 
         @functools.wraps(fn)
