@@ -75,8 +75,11 @@ def summary_lines(results: EvalResults) -> list[str]:
     Rates are shown as percentages, as in the tables. Nothing when there is no summary; pass@k and pass^k
     only for more than one epoch.
     """
-    width = max((len(name) for name in results.summary), default=0)
-    lines = [_summary_line(name.ljust(width), s, _is_rate(results, name)) for name, s in results.summary.items()]
+    # In the metrics' order (a stored run's JSON keeps its keys sorted).
+    order = {name: i for i, name in enumerate(dict.fromkeys(m.name for m in results.metrics))}
+    names = sorted(results.summary, key=lambda name: order.get(name, len(order)))
+    width = max((len(name) for name in names), default=0)
+    lines = [_summary_line(name.ljust(width), results.summary[name], _is_rate(results, name)) for name in names]
     epochs = max((s.epochs for s in results.summary.values()), default=1)
     if epochs > 1 and results.pass_at_k:
         lines.append("pass@k".ljust(width) + "  " + "  ".join(f"k={k} {pct(v)}" for k, v in results.pass_at_k.items()))
