@@ -11,10 +11,10 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import functools
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from toolgauge.benchmark import Benchmark, BenchmarkSpec, variants_text
 from toolgauge.driver import RunOptions, RunResult, run_benchmark
@@ -26,6 +26,10 @@ from toolgauge.provenance import MODEL_OPTION_NAMES
 from toolgauge.results import EvalResults, SampleScore
 from toolgauge.stats.epochs import aggregate_epochs
 from toolgauge.store import open_store
+
+if TYPE_CHECKING:
+    from toolgauge.compare import RunComparison
+    from toolgauge.store.store import RunInfo, Store
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -241,6 +245,41 @@ def _headline(bench: Benchmark[Any, Any]) -> tuple[str, ...]:
     return spec.headline if spec is not None else ()
 
 
+def stored_units(st: Store, run: RunInfo) -> tuple[tuple[str, ...], list[SampleScore]]:
+    """A stored run's benchmark headline metric names and its per-unit scores, scored again (no model call).
+
+    The units are what :func:`rescore` gives with the run's own variant (every epoch's, each with its
+    ``epoch``); the data files the run was made from must still be there.
+
+    Raises:
+        UsageError: the run's benchmark cannot be rescored from the store.
+    """
+    from toolgauge.benchmarks.registry import spec_for_run
+
+    spec = spec_for_run(run.benchmark)
+    if spec is None or spec.rescore is None:
+        raise UsageError(f"run {run.id} ({run.benchmark}) cannot be rescored from the store")
+    url = st.engine.url.render_as_string(hide_password=False)
+    return spec.headline, rescore(run.id, store=url, keep_samples=True).samples
+
+
+def compare(
+    run_a: str, run_b: str, *, store: str | Path | None = None, metrics: Sequence[str] | None = None, seed: int = 0
+) -> RunComparison:
+    """Compare stored run B with run A on the units both scored (``toolgauge compare``; docs/compare.md).
+
+    ``metrics`` defaults to the benchmark's headline metrics. Returns, per metric, both means, B - A, its
+    95% interval and a paired test, with the units that flipped and those only one run has.
+    """
+    from toolgauge.compare import compare_runs
+
+    st = open_store(_store_url(store), create=False)
+    try:
+        return compare_runs(st, run_a, run_b, metrics, seed=seed)
+    finally:
+        st.close()
+
+
 def _store_url(store: str | Path | None) -> str | None:
     """A store argument as a URL: a path (or a string without ``://``) is a SQLite file."""
     if store is None:
@@ -253,6 +292,7 @@ __all__ = [
     "Evaluation",
     "StoredRun",
     "benchmark_names",
+    "compare",
     "evaluate",
     "evaluate_async",
     "list_runs",
@@ -260,4 +300,5 @@ __all__ = [
     "rescore",
     "score",
     "score_async",
+    "stored_units",
 ]

@@ -1,7 +1,8 @@
-"""Statistics of repeated runs: pass@k and pass^k, a clustered bootstrap, and combining epochs.
+"""Statistics over scored units: repeats, spreads, and the paired comparison of two runs.
 
-Pure functions on plain numbers and typed results; the formulas and their references are in
-docs/statistics.md. ``paired.py`` (paired comparisons of two runs) lives beside these.
+pass@k and pass^k, a clustered bootstrap and combining epochs are re-exported here; the paired comparison
+of two runs is ``toolgauge.stats.paired``. Pure functions on plain numbers and typed results; the formulas
+and their references are in docs/statistics.md and docs/compare.md.
 """
 
 from toolgauge.stats.bootstrap import Spread, clustered_bootstrap, epoch_mean, weighted_mean

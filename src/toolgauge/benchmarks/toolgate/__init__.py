@@ -19,7 +19,7 @@ SPEC = BenchmarkSpec(
     build=lazy("toolgauge.benchmarks.toolgate.cli", "build"),
     render=render_toolgate,
     rescore=lazy("toolgauge.benchmarks.toolgate.cli", "rescore"),
-    headline=("accepted", "attempts", "acceptance_rate"),
+    headline=("acceptance_rate",),
     extras=("fem",),
     unit="candidates",
 )
