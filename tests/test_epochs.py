@@ -231,3 +231,19 @@ def test_resume_after_the_endpoint_died_repeats_no_finished_try(tmp_path: Path) 
     unfinished = [split_epoch_key(k)[0] for k in after if k not in before]
     assert srv.answered - answered <= 1 + sum(len(d.turns) for d in SUITE[:6] for k in unfinished if k == d.id)
     assert sample_rows(tmp_path / "resumed.jsonl") == sample_rows(tmp_path / "clean.jsonl")
+
+
+def test_data_files_hash_files_and_directories_named_in_the_options(tmp_path: Path) -> None:
+    from toolgauge.provenance import data_files
+
+    folder = tmp_path / "data"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "b.json").write_bytes(b"[1]")
+    (folder / "sub" / "a.txt").write_bytes(b"x")
+    sha = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in (folder / "b.json", folder / "sub" / "a.txt")}
+    listing = f"b.json\0{sha[folder / 'b.json']}\nsub/a.txt\0{sha[folder / 'sub' / 'a.txt']}\n"
+    found = data_files({"data": str(folder), "file": [str(folder / "b.json")], "variant": "strict", "n": 3})
+    assert found == {
+        str(folder): hashlib.sha256(listing.encode()).hexdigest(),
+        str(folder / "b.json"): sha[folder / "b.json"],
+    }
