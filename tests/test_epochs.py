@@ -26,6 +26,7 @@ from fault_server import FaultServer
 from toolgauge.benchmarks.suite.loader import builtin_suite_path, load_suite
 from toolgauge.engine.cache import request_hash
 from toolgauge.engine.epochs import epoch_key, split_epoch_key
+from toolgauge.errors import UsageError
 from toolgauge.models.offline import ScriptedClient
 from toolgauge.records import AssistantTurn, GenerateOptions, Message, ModelRequest
 from toolgauge.store.store import _sample_of
@@ -247,3 +248,21 @@ def test_data_files_hash_files_and_directories_named_in_the_options(tmp_path: Pa
         str(folder): hashlib.sha256(listing.encode()).hexdigest(),
         str(folder / "b.json"): sha[folder / "b.json"],
     }
+
+
+def test_benchmarks_whose_tries_would_share_files_offer_no_epochs() -> None:
+    """Tool-Genesis writes one folder per server and ToolGate names candidates by round: no --epochs there."""
+    from toolgauge import api
+
+    for argv in (
+        ["eval", "tool-genesis", "--help"],
+        ["genesis", "generate", "--help"],
+        ["gate", "run", "--help"],
+        ["gate", "screen", "--help"],
+    ):
+        res = invoke(*argv)
+        assert res.exit_code == 0 and "--time" in res.output, argv  # the help of that very command
+        assert "--epochs" not in res.output, argv
+    assert "--epochs" in invoke("eval", "bfcl", "--help").output
+    with pytest.raises(UsageError, match="cannot repeat samples"):
+        api.evaluate("tool-genesis", "gold", epochs=2)

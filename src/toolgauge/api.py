@@ -129,6 +129,8 @@ async def evaluate_async(
     """
     if epochs < 1:
         raise UsageError(f"epochs must be at least 1, got {epochs}")
+    if isinstance(benchmark, str) and epochs > 1 and not _spec(benchmark).repeatable:
+        raise UsageError(f"{benchmark} runs cannot repeat samples yet (epochs={epochs}); use epochs=1")
     bench = _spec(benchmark).build(**options) if isinstance(benchmark, str) else benchmark
     if isinstance(model, str):
         shown, client = display_spec(model), resolve_model(model, replay_loader=bench.replay_table, timeout=timeout)
