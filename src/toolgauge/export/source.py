@@ -10,10 +10,10 @@ and ``note`` says so.
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from toolgauge.engine.epochs import epoch_key, split_epoch_key
 from toolgauge.errors import UsageError
 from toolgauge.results import EvalResults, SampleScore
 from toolgauge.store import open_store
@@ -46,21 +46,14 @@ class RunSource:
         return self.store.transcript(self.run.id, transcript_key(sample_key, epoch))
 
 
-# The store key of a later try (``--epochs``): try 1 keeps the sample key, try e >= 2 is ``KEY@eE``. The same
-# rule as toolgauge.engine.epochs.epoch_key / split_epoch_key (kept here until that module is on main).
-_EPOCH_MARK = "@e"
-_EPOCH_KEY = re.compile(r"(?s)(.+)@e([2-9]|[1-9][0-9]+)")
-
-
 def transcript_key(sample_key: str, epoch: int) -> str:
     """The store key of try ``epoch`` of sample ``sample_key`` (runs without repeats: the key itself)."""
-    return sample_key if epoch == 1 else f"{sample_key}{_EPOCH_MARK}{epoch}"
+    return epoch_key(sample_key, epoch)
 
 
 def split_store_key(store_key: str) -> tuple[str, int]:
     """The (sample key, epoch) a store key names: the inverse of :func:`transcript_key`."""
-    found = _EPOCH_KEY.fullmatch(store_key)
-    return (found.group(1), int(found.group(2))) if found else (store_key, 1)
+    return split_epoch_key(store_key)
 
 
 Verdicts = Callable[[RunInfo, "str | None"], "tuple[list[SampleScore] | None, str | None]"]

@@ -635,12 +635,21 @@ class Store:
                     func.coalesce(func.sum(c.latency_s), 0.0),
                 ).where(c.run_id == run_id)
             ).one()
-            cached = conn.execute(select(func.count()).where((c.run_id == run_id) & (c.cached.is_(True)))).scalar_one()
+            cached = conn.execute(
+                select(
+                    func.count(),
+                    func.coalesce(func.sum(c.input_tokens), 0),
+                    func.coalesce(func.sum(c.output_tokens), 0),
+                ).where((c.run_id == run_id) & (c.cached.is_(True)))
+            ).one()
+        # input_tokens / output_tokens count every call, cached ones too; cached_* count the cached ones alone.
         return {
             "calls": float(row[0]),
-            "cached_calls": float(cached),
+            "cached_calls": float(cached[0]),
             "input_tokens": float(row[1]),
             "output_tokens": float(row[2]),
+            "cached_input_tokens": float(cached[1]),
+            "cached_output_tokens": float(cached[2]),
             "model_latency_s": float(row[3]),
         }
 

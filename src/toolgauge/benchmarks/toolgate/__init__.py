@@ -12,6 +12,8 @@ from toolgauge.benchmark import BenchmarkSpec, lazy
 from toolgauge.benchmarks.toolgate.report import render_toolgate
 
 SPEC = BenchmarkSpec(
+    # Tries of one sample would share files (generated server folders) or candidate ids: no --epochs yet.
+    repeatable=False,
     name="toolgate",
     title="ToolGate: tool-dependent science items through executable acceptance gates (gate commands)",
     run_names=("toolgate", "toolgate-run"),

@@ -701,7 +701,7 @@ def add_commands(groups: CommandGroups) -> None:
         help="ToolGate: build tool-dependent items through executable gates, and audit and export the pools.",
         no_args_is_help=True,
     )
-    pool_command = run_command(model=False, engine=GATE_ENGINE, sampling=False)
+    pool_command = run_command(model=False, engine=GATE_ENGINE, sampling=False, epochs=False)
     for name, command in (
         ("verify", gate_verify),
         ("screen", gate_screen),

@@ -187,4 +187,4 @@ def gate_run(
 
 def add_run_command(gate_app: typer.Typer) -> None:
     """Mount ``gate run`` on the ``gate`` group."""
-    gate_app.command("run")(run_command(model=False, engine=ENGINE, limit=False)(gate_run))
+    gate_app.command("run")(run_command(model=False, engine=ENGINE, limit=False, epochs=False)(gate_run))
