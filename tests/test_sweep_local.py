@@ -280,3 +280,31 @@ def test_sigterm_stops_the_sweep_resumably_and_says_how_to_resume(bfcl_dir: Path
     final = get_sweep(st, sweep.id)
     st.close()
     assert final is not None and final.status == "finished" and {c.status for c in final.cells} == {"finished"}
+
+
+def test_a_sweep_with_epochs_reports_each_headline_metric_with_its_interval(tmp_path: Path):
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(["I cannot help with that."] * 500))
+    sweep_file = tmp_path / "SWEEP.toml"
+    sweep_file.write_text(
+        f'epochs = 2\nseed = 3\n[[model]]\nspec = "gold"\n[[model]]\nspec = "scripted:{script}"\n'
+        '[[benchmark]]\nname = "suite"\nlimit = 5\n'
+    )
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    res = invoke("sweep", sweep_file, "--store", url, "--json")
+    assert res.exit_code == 0, res.stderr
+    gold, scripted = json.loads(res.stdout)["cells"]
+    for cell in (gold, scripted):
+        assert count(url, schema.samples, schema.samples.c.run_id == cell["run"]) == 10  # 5 samples x 2 tries
+        stat = cell["metrics"]["tool_accuracy"]
+        assert stat["n"] == 5 and None not in (stat["stderr"], stat["ci_low"], stat["ci_high"])
+        assert stat["ci_low"] <= stat["mean"] <= stat["ci_high"]
+    assert gold["metrics"]["tool_accuracy"] == {"mean": 1.0, "stderr": 0.0, "ci_low": 1.0, "ci_high": 1.0, "n": 5}
+    run = open_store(url, create=False)
+    try:
+        info = run.get_run(scripted["run"])
+    finally:
+        run.close()
+    assert info is not None and info.config["epochs"] == 2
+    assert info.results is not None and info.results.provenance is not None
+    assert (info.results.provenance.seed, info.results.provenance.epochs) == (3, 2)

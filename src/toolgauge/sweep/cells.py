@@ -19,14 +19,14 @@ from typing import Any
 
 from sqlalchemy import delete
 
-from toolgauge.driver import ProbedClient
+from toolgauge.driver import ProbedClient, RunOptions, run_benchmark, run_config
 from toolgauge.engine import EngineConfig, run_episodes
 from toolgauge.errors import ModelError, RunLocked, UsageError
 from toolgauge.models.spec import resolve_model
 from toolgauge.store import Store, open_store, schema
 from toolgauge.store.lease import this_host
 from toolgauge.sweep.limits import LimitedClient, Limiter
-from toolgauge.sweep.plan import CellTask, build_bench, repeat_options
+from toolgauge.sweep.plan import CellTask, build_bench
 
 # Whether a host is known to be lost (its Ray node died): its leases need not go stale first.
 HostGone = Callable[[str], bool]
@@ -55,10 +55,20 @@ async def run_cell(
     for the lost worker's lease to be released or go stale). ``host_gone``: tells a holder's host that is known
     to be lost (a dead Ray node), whose lease is then taken over at once.
     """
-    from toolgauge.api import evaluate_async
+    from toolgauge.benchmarks.registry import spec_named
+    from toolgauge.provenance import MODEL_OPTION_NAMES
 
     bench = bench if bench is not None else build_bench(task)
-    ensure_run(store_url, run_id, bench, task.shown_model)
+    ensure_run(store_url, run_id, bench, task.shown_model, task.epochs)
+    spec = spec_named(task.benchmark)
+    options = RunOptions(
+        store_url=store_url,
+        resume=run_id,
+        engine=engine_config(task),
+        headline=spec.headline if spec is not None else (),
+        model_options={k: task.options[k] for k in MODEL_OPTION_NAMES if task.options.get(k) is not None},
+        limit=task.options.get("limit"),
+    )
     deadline = time.monotonic() + lease_patience
     while True:
         client = LimitedClient(
@@ -66,10 +76,7 @@ async def run_cell(
             limiter, task.endpoint, task.endpoint_limit, name=task.shown_model,
         )  # fmt: skip
         try:
-            evaluation = await evaluate_async(
-                bench, client, store=store_url, concurrency=task.concurrency, timeout=task.timeout,
-                max_retries=task.max_retries, use_cache=task.use_cache, resume=run_id, **repeat_options(task),
-            )  # fmt: skip
+            result = await run_benchmark(bench, task.shown_model, options, client=client)
         except RunLocked:
             if host_gone is not None:
                 store = open_store(store_url)
@@ -83,17 +90,25 @@ async def run_cell(
                 raise
             await asyncio.sleep(LEASE_POLL_SECONDS)
             continue
-        run = evaluation.results.run
+        run = result.scored.results.run
         return run.status if run is not None else "finished"
 
 
-def ensure_run(store_url: str, run_id: str, bench: Any, shown_model: str) -> None:
+def engine_config(task: CellTask) -> EngineConfig:
+    """The engine options of a cell's run (or shard): the file's, with its epochs and seed."""
+    return EngineConfig(
+        concurrency=task.concurrency, timeout=task.timeout, max_retries=task.max_retries, use_cache=task.use_cache,
+        show_progress=False, seed=task.seed, epochs=task.epochs,
+    )  # fmt: skip
+
+
+def ensure_run(store_url: str, run_id: str, bench: Any, shown_model: str, epochs: int = 1) -> None:
     """Make the cell's run under its id unless it exists (two workers racing: the second finds it made)."""
     store = open_store(store_url)
     try:
         if store.get_run(run_id) is None:
             try:
-                store.create_run(bench.name, shown_model, bench.config(), run_id=run_id)
+                store.create_run(bench.name, shown_model, run_config(bench, epochs), run_id=run_id)
             except Exception:
                 if store.get_run(run_id) is None:
                     raise
@@ -112,11 +127,11 @@ async def run_shard(
     lease_patience: float = 0.0,
     host_gone: HostGone | None = None,
 ) -> int:
-    """Run the samples ``keys`` of the cell's run that are not done yet; return how many of them are done now."""
+    """Run the tries of the samples ``keys`` of the cell's run that are not done yet; return how many are done now."""
     bench = build_bench(task)
     wanted = set(keys)
     samples = [(key, sample) for key, sample in bench.samples() if key in wanted]
-    ensure_run(store_url, run_id, bench, task.shown_model)
+    ensure_run(store_url, run_id, bench, task.shown_model, task.epochs)
     store = open_store(store_url)
     try:
         await take_lease(store, shard_lease(run_id, shard), lease_patience, host_gone)
@@ -134,13 +149,9 @@ async def run_shard(
                     await client.probe()
                 except ModelError as exc:
                     raise UsageError(f"model {client.name!r} does not answer: {exc}") from exc
-            config = EngineConfig(
-                concurrency=task.concurrency, timeout=task.timeout, max_retries=task.max_retries,
-                use_cache=task.use_cache, show_progress=False, seed=task.seed,
-            )  # fmt: skip
             outcome = await run_episodes(
                 samples, bench.episode, bench.result_type, client=client, store=store, run_id=run_id,
-                config=config, shard=True,
+                config=engine_config(task), shard=True,
             )  # fmt: skip
         finally:
             await client.close()

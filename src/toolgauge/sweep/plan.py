@@ -6,7 +6,6 @@ bad data path or model spec stops the sweep before anything is stored.
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,7 +61,6 @@ def plan_cells(sweep: SweepFile, where: str) -> list[Cell]:
     """
     from toolgauge.benchmarks.registry import spec_named
 
-    check_api_supports(sweep, where)
     cells: list[Cell] = []
     # An endpoint's limit: the smallest concurrency of the models that use it.
     limits: dict[str, int] = {}
@@ -109,30 +107,6 @@ def plan_cells(sweep: SweepFile, where: str) -> list[Cell]:
 
 def _first(*values: Any) -> Any:
     return next(v for v in values if v is not None)
-
-
-def check_api_supports(sweep: SweepFile, where: str) -> None:
-    """Refuse ``epochs`` > 1 on a toolgauge whose ``evaluate`` cannot repeat samples yet."""
-    if sweep.epochs != 1 and "epochs" not in evaluate_parameters():
-        raise SweepFileError(f"{where}: epochs: this toolgauge cannot repeat samples yet (epochs must be 1)")
-
-
-def evaluate_parameters() -> set[str]:
-    """The keyword parameters of ``toolgauge.api.evaluate_async`` (``epochs`` and ``seed`` where it has them)."""
-    from toolgauge.api import evaluate_async
-
-    return set(inspect.signature(evaluate_async).parameters)
-
-
-def repeat_options(task: CellTask) -> dict[str, Any]:
-    """``epochs`` and ``seed`` for ``evaluate_async``, passed only where it takes them (and epochs only when > 1)."""
-    known = evaluate_parameters()
-    out: dict[str, Any] = {}
-    if "epochs" in known and task.epochs != 1:
-        out["epochs"] = task.epochs
-    if "seed" in known:
-        out["seed"] = task.seed
-    return out
 
 
 def build_bench(task: CellTask) -> Benchmark[Any, Any]:

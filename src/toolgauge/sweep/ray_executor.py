@@ -10,7 +10,7 @@
 - Requests to one endpoint are capped across the whole cluster by one named actor, ``EndpointSlots``, which every
   worker's model client asks for a slot around each request (``toolgauge.sweep.limits.LimitedClient``).
 
-Repeats (``epochs`` > 1) run as whole-cell tasks: a shard runs the engine directly, without the driver's epochs.
+With ``epochs`` > 1 a shard runs every try of its samples.
 """
 
 from __future__ import annotations
@@ -183,7 +183,7 @@ class RayExecutor:
                 reporter.started(job)
                 try:
                     keys = job.cell.sample_keys
-                    if task.epochs == 1 and len(keys) > self.shard_size:
+                    if len(keys) > self.shard_size:
                         await asyncio.gather(
                             *(remote_shard.remote(task, store_url, run_id, i, chunk, actor)
                               for i, chunk in enumerate(shards_of(keys, self.shard_size)))
