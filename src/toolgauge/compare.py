@@ -18,29 +18,10 @@ from pydantic import BaseModel, Field
 
 from toolgauge.errors import UsageError
 from toolgauge.results import SampleScore
-from toolgauge.stats.paired import PairedTest, PairedUnit, compare_paired
+from toolgauge.stats.paired import MetricComparison, PairedUnit, compare_paired
 
 if TYPE_CHECKING:
     from toolgauge.store.store import Store
-
-
-class MetricComparison(BaseModel):
-    """One metric of two runs on their paired units (``--json``'s ``metrics[NAME]``).
-
-    ``a`` / ``b``: the weighted means over the ``n`` paired units; ``diff = b - a``; ``ci_low`` /
-    ``ci_high`` its 95% interval; ``test``: ``mcnemar_exact``, ``mcnemar_chi2`` or
-    ``paired_bootstrap``; ``significant``: ``p_value < 0.05``. With no paired unit every number is None.
-    """
-
-    a: float | None
-    b: float | None
-    diff: float | None
-    ci_low: float | None
-    ci_high: float | None
-    test: PairedTest | None
-    p_value: float | None
-    significant: bool
-    n: int
 
 
 class Flipped(BaseModel):

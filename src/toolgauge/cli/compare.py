@@ -15,7 +15,8 @@ from toolgauge.redact import redact_tree
 from toolgauge.report.terminal import esc
 
 if TYPE_CHECKING:  # toolgauge.compare loads numpy: only when the command runs
-    from toolgauge.compare import MetricComparison, RunComparison
+    from toolgauge.compare import RunComparison
+    from toolgauge.stats.paired import MetricComparison
 
 RunA = Annotated[str, typer.Argument(help="Run A (the baseline): an id, a unique start of one, or 'latest'.")]
 RunB = Annotated[str, typer.Argument(help="Run B, compared with A: an id, a unique start of one, or 'latest'.")]

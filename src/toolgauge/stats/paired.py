@@ -43,11 +43,12 @@ class PairedUnit(BaseModel):
     weight: float = 1.0
 
 
-class PairedResult(BaseModel):
-    """A metric compared on paired units: both means, ``diff = b - a``, its interval and the test.
+class MetricComparison(BaseModel):
+    """One metric of two runs on their paired units (``toolgauge compare --json``'s ``metrics[NAME]``).
 
-    ``n`` is the number of paired units and ``clusters`` of clusters; with no unit every number is None.
-    ``to_pass`` / ``to_fail`` count the units that went from 0 to 1 / from 1 to 0 (pass/fail metrics).
+    ``a`` / ``b``: the weighted means over the ``n`` paired units; ``diff = b - a``; ``ci_low`` /
+    ``ci_high`` its 95% interval; ``test``: ``mcnemar_exact``, ``mcnemar_chi2`` or
+    ``paired_bootstrap``; ``significant``: ``p_value < 0.05``. With no paired unit every number is None.
     """
 
     a: float | None
@@ -59,6 +60,14 @@ class PairedResult(BaseModel):
     p_value: float | None
     significant: bool
     n: int
+
+
+class PairedResult(MetricComparison):
+    """A :class:`MetricComparison` with the number of ``clusters`` and the flips behind it.
+
+    ``to_pass`` / ``to_fail`` count the units that went from 0 to 1 / from 1 to 0 (pass/fail metrics).
+    """
+
     clusters: int
     to_pass: int = 0
     to_fail: int = 0

@@ -29,7 +29,7 @@ from toolgauge.errors import UsageError
 from toolgauge.store.lease import STALE_AFTER_SECONDS
 from toolgauge.sweep.cells import run_cell, run_shard, shards_of
 from toolgauge.sweep.plan import CellTask
-from toolgauge.sweep.runner import CellJob, CellReporter, describe_failure
+from toolgauge.sweep.runner import CellJob, CellReporter, describe_failure, run_all
 
 # A retried task waits this long at most for the lease of the worker it replaces (a lost node's lease goes
 # stale after STALE_AFTER_SECONDS without a heartbeat).
@@ -197,14 +197,7 @@ class RayExecutor:
                     return
                 reporter.ended(job, str(status))
 
-        tasks = [asyncio.create_task(one(job)) for job in jobs]
-        try:
-            await asyncio.gather(*tasks)
-        except BaseException:
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
+        await run_all(one(job) for job in jobs)
 
 
 def _cause(exc: BaseException) -> BaseException:

@@ -8,9 +8,9 @@ on; Ctrl-C stops the sweep, resumable with ``--resume SWEEP_ID``.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Coroutine, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from toolgauge.errors import DataError, RunInterrupted, RunStopped, UsageError
 from toolgauge.redact import redact
@@ -114,14 +114,19 @@ class LocalExecutor:
                     return
                 reporter.ended(job, status)
 
-        tasks = [asyncio.create_task(one(job)) for job in jobs]
-        try:
-            await asyncio.gather(*tasks)
-        except BaseException:
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
+        await run_all(one(job) for job in jobs)
+
+
+async def run_all(coros: Iterable[Coroutine[Any, Any, None]]) -> None:
+    """Run the cells' coroutines side by side; when one raises (Ctrl-C, a lost store), cancel and await the rest."""
+    tasks = [asyncio.create_task(c) for c in coros]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
 
 
 async def run_sweep(
