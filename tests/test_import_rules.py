@@ -43,7 +43,8 @@ METRICS_FORBIDDEN = (
 )
 # Modules of WildToolBench that are part of its pure scoring besides metrics.py.
 METRICS_EXTRA = ("toolgauge.benchmarks.wildtoolbench.graph", "toolgauge.benchmarks.wildtoolbench.args")
-NOT_CORE = ("toolgauge.benchmarks", "toolgauge.cli", "toolgauge.api")
+# The shells over the core: the CLI, the Python API and sweeps (which run cells through the driver).
+NOT_CORE = ("toolgauge.benchmarks", "toolgauge.cli", "toolgauge.api", "toolgauge.sweep")
 
 
 @dataclass(frozen=True)

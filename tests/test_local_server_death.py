@@ -6,6 +6,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 
 import pytest
 
@@ -20,18 +21,20 @@ CRASHING_SERVER = (
 EXITING_SERVER = "import sys; print('error: bad model file'); sys.exit(3)"
 
 
-def closed_port() -> int:
+@pytest.fixture
+def closed_port() -> Iterator[int]:
+    """A port that refuses connections for the whole test: bound, never listening, so no one else can take it."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+        yield int(s.getsockname()[1])
 
 
-def client_with_server(code: str) -> LocalServerClient:
+def client_with_server(code: str, port: int) -> LocalServerClient:
     """A client whose 'server' is a real process running ``code``, and whose HTTP port has nobody listening."""
     client = LocalServerClient()
     client._log = tempfile.NamedTemporaryFile(prefix="toolgauge-test-llama-", suffix=".log")  # noqa: SIM115
     client._proc = subprocess.Popen([sys.executable, "-c", code], stdout=client._log, stderr=subprocess.STDOUT)
-    client._client = OpenAICompatClient("m", base_url=f"http://127.0.0.1:{closed_port()}/v1", api_key="x", timeout=5)
+    client._client = OpenAICompatClient("m", base_url=f"http://127.0.0.1:{port}/v1", api_key="x", timeout=5)
     return client
 
 
@@ -42,8 +45,8 @@ def client_with_server(code: str) -> LocalServerClient:
         (EXITING_SERVER, "exited with code 3", "bad model"),
     ],
 )
-async def test_dead_server_is_reported_with_signal_and_log(code: str, how: str, log_line: str):
-    client = client_with_server(code)
+async def test_dead_server_is_reported_with_signal_and_log(code: str, how: str, log_line: str, closed_port: int):
+    client = client_with_server(code, closed_port)
     request = ModelRequest(messages=[Message(role="user", content="hi")])
     try:
         with pytest.raises(EndpointDown) as caught:

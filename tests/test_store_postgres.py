@@ -46,7 +46,8 @@ def test_runs_samples_calls_cache_and_leases_round_trip(store_url):
     with other.engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(schema.response_cache)).scalar_one() == 1
     assert store.call_stats(run_id) == {
-        "calls": 3.0, "cached_calls": 0.0, "input_tokens": 6.0, "output_tokens": 9.0, "model_latency_s": 1.5
+        "calls": 3.0, "cached_calls": 0.0, "input_tokens": 6.0, "output_tokens": 9.0, "cached_input_tokens": 0.0,
+        "cached_output_tokens": 0.0, "model_latency_s": 1.5
     }  # fmt: skip
     store.forget_samples(run_id, ["s2"])
     results = EvalResults(benchmark="t", metrics=[Metric(name="acc", value=0.5, n=2)])

@@ -21,7 +21,13 @@ import pytest
 
 from chat_stub import ChatStub, completion, is_probe
 from cli_helpers import invoke, results_of, sample_rows
-from toolgauge.benchmarks.toolgate.answers import permutation_from_seed, present, select_option, to_displayed
+from toolgauge.benchmarks.toolgate.answers import (
+    derive_seed,
+    permutation_from_seed,
+    present,
+    select_option,
+    to_displayed,
+)
 from toolgauge.benchmarks.toolgate.domains import get_domain
 from toolgauge.benchmarks.toolgate.loader import load_candidates
 from toolgauge.benchmarks.toolgate.records import LETTERS, Candidate
@@ -178,6 +184,31 @@ def test_resume_of_a_finished_pool_run_asks_no_model(tmp_path):
     other = invoke("gate", "screen", "--candidates", pool, "--screen", "gold", "--seed", "6", "--store",
                    store_of(tmp_path), "--resume", run_id)  # fmt: skip
     assert other.exit_code == 2 and "started with other settings" in other.stderr
+
+
+def test_each_screen_call_has_its_own_recorded_seed_and_fixed_order_shows_the_original_order(tmp_path):
+    """Without --seed every call of every candidate draws a fresh seed; with --seed N the seeds are derived from
+    (N, candidate, screen, call), so the same N gives the same orders and each call still its own; --fixed-order
+    shows the original order in every call (no seed)."""
+    pool = write_pool(tmp_path / "pool.jsonl", SEEDS)
+    store = store_of(tmp_path)
+
+    def calls(*extra: str) -> list[dict[str, Any]]:
+        res = invoke("gate", "screen", "--candidates", pool, "--screen", "gold", "--store", store, "--json", *extra)
+        assert res.exit_code == 0, res.output
+        data = json.loads(res.stdout)
+        return [dict(call, id=c["id"]) for c in data["candidates"] for call in c["gates"]["screens"][0]["calls"]]
+
+    fresh = calls()
+    assert len(fresh) == 24 and len({c["seed"] for c in fresh}) == 24  # independent across candidates and calls
+    assert all(c["permutation"] == permutation_from_seed(c["seed"]) for c in fresh)
+    assert len({tuple(c["permutation"]) for c in fresh}) > 1
+    derived = calls("--seed", "7")
+    assert [c["seed"] for c in derived] == [derive_seed(7, c["id"], "gold", i % 3) for i, c in enumerate(derived)]
+    assert len({c["seed"] for c in derived}) == 24
+    assert [c["seed"] for c in calls("--seed", "7")] == [c["seed"] for c in derived]  # reproducible
+    fixed = calls("--fixed-order")
+    assert all(c["permutation"] == list("ABCD") and c["seed"] is None for c in fixed)
 
 
 # --- real endpoints: screens ---------------------------------------------------------------------------------

@@ -528,6 +528,7 @@ def test_score_records_counts_funnel_reasons_and_document():
     rows = {s.id: s for s in scored.samples}
     assert rows["a"].value == 1.0 and rows["a"].scores == {
         "outcome": "accepted", "rejected_by": None, "reason": None, "verified": True, "screen:s1": 1, "solved": True,
+        "survival_rate": 1.0, "acceptance_rate": 1.0,
     }  # fmt: skip
     assert rows["c"].value == 0.0 and rows["c"].explanation == "rejected: too_easy"
     assert rows["e"].value is None and rows["e"].error == "model_error: boom"

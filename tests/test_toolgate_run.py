@@ -30,6 +30,8 @@ from pydantic import BaseModel, ConfigDict
 from sqlalchemy import select
 from typer.testing import CliRunner
 
+from cli_helpers import invoke as toolgauge
+from cli_helpers import results_of
 from toolgauge.benchmarks.toolgate import cli_run
 from toolgauge.benchmarks.toolgate.answers import (
     grade_call,
@@ -42,12 +44,13 @@ from toolgauge.benchmarks.toolgate.construction import (
     ConstructionBenchmark,
     GateFunctions,
     RoundResult,
+    prepare_resume,
     rescore_run,
     stored_rounds,
 )
 from toolgauge.benchmarks.toolgate.domains import Domain, get_domain
 from toolgauge.benchmarks.toolgate.gate_store import gates as gates_table
-from toolgauge.benchmarks.toolgate.gate_store import run_gate_records
+from toolgauge.benchmarks.toolgate.gate_store import parked_calls, run_gate_records
 from toolgauge.benchmarks.toolgate.generator import (
     RECENT_RECORDS,
     generator_messages,
@@ -166,11 +169,16 @@ def write_calls(files: dict[str, str]) -> AssistantTurn:
     return AssistantTurn(tool_calls=calls, finish_reason="tool_calls")
 
 
-def generator_client(plans: dict[int, Plan]) -> ScriptedClient:
-    """Step 0 writes candidate.json and solution.py (unless the plan says nothing), step 1 finishes."""
+def generator_client(plans: dict[int, Plan], kill_round: int | None = None) -> ScriptedClient:
+    """Step 0 writes candidate.json and solution.py (unless the plan says nothing), step 1 finishes.
+
+    ``kill_round``: the process kills itself (SIGKILL) when asked for that round's proposal.
+    """
 
     def policy(request: ModelRequest) -> AssistantTurn:
         n = round_number(request.sample_key)
+        if n == kill_round:
+            os.kill(os.getpid(), signal.SIGKILL)
         plan = plans[n]
         if request.step == 0 and plan.kind != "nothing":
             return write_calls({"candidate.json": json.dumps(candidate_file(n, plan)), "solution.py": SOLUTION})
@@ -216,6 +224,8 @@ class FakeGates:
     log: Path | None = None
     events: list[tuple[str, int, str]] = field(default_factory=list)
     stop_at: set[tuple[int, str]] = field(default_factory=set)
+    # Ctrl-C inside a screen, after its first model call (that call is work the resume must redo and forget).
+    stop_after_first_call: set[tuple[int, str]] = field(default_factory=set)
     kill_at: set[tuple[int, str]] = field(default_factory=set)
     # Yield to the event loop when a gate starts, as a real gate does (so the engine's group commit can run).
     pause: bool = True
@@ -281,6 +291,9 @@ class FakeGates:
             permutation = permutation_from_seed(seed)
             prompt = screen_prompt(candidate.question, present(candidate.options, permutation))
             turn = await ctx.generate([Message(role="user", content=prompt)], role=role)
+            if (n, role) in self.stop_after_first_call:
+                self.stop_after_first_call.discard((n, role))
+                raise asyncio.CancelledError
             calls.append(grade_call(turn.content or "", permutation, candidate.answer, seed=seed))
         result = screen_verdict(screen.name, calls, settings={"spec": screen.spec})
         self.finished(role, n)
@@ -329,6 +342,7 @@ def new_session(
     history: Sequence[RoundResult] = (),
     real_verify: bool = False,
     time_limit: float = 30.0,
+    kill_round: int | None = None,
 ) -> Session:
     bench = ConstructionBenchmark(
         domain=FEM,
@@ -341,7 +355,7 @@ def new_session(
         history=history,
         gates=gates.functions(real_verify=real_verify),
     )
-    return Session(bench, generator_client(plans), plans)
+    return Session(bench, generator_client(plans, kill_round), plans)
 
 
 def run(s: Session, url: str, *, resume: str | None = None, concurrency: int = 1) -> Session:
@@ -644,7 +658,7 @@ def test_resume_after_ctrl_c_repeats_no_finished_round_and_no_finished_gate(any_
         assert store.get_run(run_id).status == "interrupted"  # type: ignore[union-attr]
         assert [r.round for r in stored_rounds(store, run_id)] == ["round-0001"]
         assert set(run_gate_records(store.engine, run_id)["round-0002"]) == {"proposal", "verify", "screen:A"}
-        history = stored_rounds(store, run_id)
+        history = prepare_resume(store, run_id)
     finally:
         store.close()
     first_generator_rounds = sorted({round_number(r.sample_key) for r in first.generator.requests})
@@ -664,6 +678,7 @@ def test_resume_after_ctrl_c_repeats_no_finished_round_and_no_finished_gate(any_
     rounds = {r.round: r for r in (o.result for o in _outcomes(store_url, run_id))}
     assert rounds["round-0002"].reused == ["proposal", "verify", "screen:A"]
     assert outcome_of(rounds["round-0002"]) == ("flagged", None, "wrong_answer")
+    assert call_steps(store_url, run_id, "round-0002") == COMPLETE_ROUND  # the reused gates' calls were kept
     assert rounds["round-0003"].reused == [] and rounds["round-0001"].reused == []
     results = second.result.scored.results
     assert results.value("attempts") == 4 and results.run.resumed_samples == 1
@@ -683,16 +698,44 @@ t.killable_main({url!r}, {log!r}, {pause!r})
 
 
 def killable_main(url: str, log: str, pause: bool) -> None:
-    """The kill -9 test's child: round 2 is killed when screen B starts (after its verify and screen A)."""
-    gates = FakeGates(RESUME_PLANS, log=Path(log), kill_at={(2, "screen:B")}, pause=pause)
-    run(new_session(RESUME_PLANS, gates, rounds=4), url)
+    """The kill -9 test's child.
+
+    ``pause`` (gates yield to the event loop, as real ones do): killed when round 2's screen B starts, after its
+    verify and screen A. Otherwise (gates that never yield): killed when the generator is asked for round 2, so
+    round 1's row is still in the store's buffer (every gate record of round 1 is committed, each after a flush).
+    """
+    gates = FakeGates(RESUME_PLANS, log=Path(log), kill_at={(2, "screen:B")} if pause else set(), pause=pause)
+    run(new_session(RESUME_PLANS, gates, rounds=4, kill_round=None if pause else 2), url)
+
+
+def calls_by_role(url: str, run_id: str, key: str) -> dict[str, list[tuple[int, str | None]]]:
+    """The stored model calls of one round, per role: (step, response JSON), in the order they were stored."""
+    store = open_store(url)
+    try:
+        records = store.transcript(run_id, key)
+    finally:
+        store.close()
+    found: dict[str, list[tuple[int, str | None]]] = {}
+    for record in records:
+        found.setdefault(record.role, []).append(
+            (record.step, record.response.model_dump_json() if record.response else None)
+        )
+    return found
+
+
+COMPLETE_ROUND = {"generator": [0, 1], "screen:A": [0, 1, 2], "screen:B": [0, 1, 2], "solver": [0]}
+
+
+def call_steps(url: str, run_id: str, key: str) -> dict[str, list[int]]:
+    return {role: [step for step, _ in calls] for role, calls in calls_by_role(url, run_id, key).items()}
 
 
 @pytest.mark.parametrize("pause", [True, False], ids=["round-1-committed", "round-1-row-lost"])
 def test_resume_after_kill_9_repeats_no_finished_round_and_no_finished_gate(store_url, tmp_path, pause):
-    """Killed at round 2's screen B. Gates that yield to the event loop (as real ones do) let the engine commit
-    round 1 first; gates that never yield keep its row in the store's buffer, so kill -9 loses it: round 1 then
-    runs again on resume, from its committed gate records, and still no gate runs twice."""
+    """Gates that yield to the event loop (as real ones do) let the engine commit round 1 before round 2 runs: killed
+    at round 2's screen B. Gates that never yield keep round 1's row in the store's buffer, so a kill -9 when round 2
+    starts loses it: round 1 then runs again on resume, from its committed gate records. Either way no gate runs
+    twice, and every round's model calls are in the call log once: those of the reused gates were kept."""
     log = tmp_path / "gates.log"
     script = KILL_SCRIPT.format(tests=str(HERE), src=str(REPO / "src"), url=store_url, log=str(log), pause=pause)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
@@ -701,13 +744,16 @@ def test_resume_after_kill_9_repeats_no_finished_round_and_no_finished_gate(stor
     try:
         (info,) = store.list_runs()
         assert info.status == "running"  # killed: nobody marked it
-        history = stored_rounds(store, info.id)
-        assert [r.round for r in history] == (["round-0001"] if pause else [])
+        assert [r.round for r in stored_rounds(store, info.id)] == (["round-0001"] if pause else [])
         records = run_gate_records(store.engine, info.id)
         assert set(records["round-0001"]) == {"proposal", "verify", "screen:A", "screen:B", "solve"}
-        assert set(records["round-0002"]) == {"proposal", "verify", "screen:A"}
+        assert set(records.get("round-0002", {})) == ({"proposal", "verify", "screen:A"} if pause else set())
+        history = prepare_resume(store, info.id)
+        assert [r.round for r in history] == (["round-0001"] if pause else [])
     finally:
         store.close()
+    # A gate's model calls are committed before its record: all of round 1's calls survived the kill.
+    assert call_steps(store_url, info.id, "round-0001") == COMPLETE_ROUND
     events = [tuple(line.split()) for line in log.read_text().splitlines()]
     gates = FakeGates(RESUME_PLANS)
     gates.events = [(e, int(n), g) for e, n, g in events]
@@ -721,13 +767,66 @@ def test_resume_after_kill_9_repeats_no_finished_round_and_no_finished_gate(stor
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.5)
-    assert sorted({round_number(r.sample_key) for r in second.generator.requests}) == [3, 4]
+    assert sorted({round_number(r.sample_key) for r in second.generator.requests}) == ([3, 4] if pause else [2, 3, 4])
     counts = _ran_once(gates.events)
     assert set(counts) == EXPECTED_GATES and set(counts.values()) == {1}
     assert second.result.scored.results.value("attempts") == 4
     rounds = {r.round: r for r in (o.result for o in _outcomes(store_url, info.id))}
     assert rounds["round-0001"].reused == ([] if pause else ["proposal", "verify", "screen:A", "screen:B", "solve"])
-    assert rounds["round-0002"].reused == ["proposal", "verify", "screen:A"]
+    assert rounds["round-0002"].reused == (["proposal", "verify", "screen:A"] if pause else [])
+    # Every round's calls once, whether its gates ran in this session or were reused; nothing stays parked.
+    for key in ("round-0001", "round-0002", "round-0004"):
+        assert call_steps(store_url, info.id, key) == COMPLETE_ROUND, key
+    store = open_store(store_url)
+    try:
+        assert parked_calls(store.engine, info.id) == {}
+    finally:
+        store.close()
+
+
+def test_a_round_resumed_after_gate_1_keeps_its_generator_calls_and_forgets_redone_work(any_store_url):
+    """Ctrl-C in round 2 after gate 1, during screen A (one of its three calls made). The resume reuses round 2's
+    proposal and verification: the generator is not asked again and its calls stay in the log, unchanged; screen A
+    runs again, and its abandoned call is gone (three calls, steps 0 to 2, not four)."""
+    url = any_store_url
+    gates = FakeGates(RESUME_PLANS, stop_after_first_call={(2, "screen:A")})
+    first = new_session(RESUME_PLANS, gates, rounds=4)
+    with pytest.raises(RunInterrupted) as stopped:
+        run(first, url)
+    run_id = stopped.value.run_id
+    before = calls_by_role(url, run_id, "round-0002")
+    assert {role: [step for step, _ in calls] for role, calls in before.items()} == {
+        "generator": [0, 1],
+        "screen:A": [0],  # the abandoned call is stored: forgetting it below is a real check
+    }
+    store = open_store(url)
+    try:
+        assert set(run_gate_records(store.engine, run_id)["round-0002"]) == {"proposal", "verify"}
+        history = prepare_resume(store, run_id)
+        assert parked_calls(store.engine, run_id) == {"round-0002": {"proposal": 2}}
+    finally:
+        store.close()
+
+    second = new_session(RESUME_PLANS, gates, rounds=4, history=history)
+    run(second, url, resume=run_id)
+    assert sorted({round_number(r.sample_key) for r in second.generator.requests}) == [3, 4]
+    counts = _ran_once(gates.events)
+    assert set(counts) == EXPECTED_GATES and set(counts.values()) == {1}  # no gate repeated
+    after = calls_by_role(url, run_id, "round-0002")
+    assert after["generator"] == before["generator"]  # the reused proposal's calls, as they were
+    assert {role: [step for step, _ in calls] for role, calls in after.items()} == COMPLETE_ROUND
+    rounds = {r.round: r for r in (o.result for o in _outcomes(url, run_id))}
+    assert rounds["round-0002"].reused == ["proposal", "verify"]
+    store = open_store(url)
+    try:
+        assert parked_calls(store.engine, run_id) == {}
+        with store.engine.connect() as conn:
+            c = store_schema.model_calls.c
+            roles = [r for (r,) in conn.execute(select(c.role).where(c.run_id == run_id))]
+    finally:
+        store.close()
+    # The whole run: two generator calls for each of the four rounds, no more, no fewer.
+    assert roles.count("generator") == 8
 
 
 def test_a_stored_record_is_never_written_twice(any_store_url):
@@ -879,7 +978,9 @@ def test_cli_gate_run_prints_the_funnel_and_writes_every_round(gate_cli, tmp_pat
     rows = [json.loads(line) for line in samples.read_text().splitlines()]
     assert [r["id"] for r in rows] == ["round-0001", "round-0002", "round-0003"]
     assert [r["scores"]["outcome"] for r in rows] == ["rejected", "accepted", "flagged"]
-    assert rows[0]["scores"] == {"outcome": "rejected", "rejected_by": "verify", "reason": "crashed"}
+    assert rows[0]["scores"] == {
+        "outcome": "rejected", "rejected_by": "verify", "reason": "crashed", "acceptance_rate": 0.0
+    }  # fmt: skip
     assert rows[0]["metadata"]["outcome"]["gates"]["verify"]["reason"] == "crashed"
     assert "screens" not in rows[0]["metadata"]["outcome"]["gates"]
     calls = rows[1]["metadata"]["outcome"]["gates"]["screens"][0]["calls"]
@@ -914,6 +1015,61 @@ def test_cli_gate_run_resume_repeats_no_round_and_no_gate(gate_cli, tmp_path, st
     counts = _ran_once(gates.events)
     assert counts == {(1, "verify"): 1, (1, "screen:A"): 1, (1, "solve"): 1, (2, "verify"): 1, (2, "screen:A"): 1,
                       (2, "solve"): 1, (3, "verify"): 1}  # fmt: skip
+    # Round 2 resumed at its solve: the calls of its generator and screen (not asked again) are still logged.
+    assert call_steps(store_url, run_id, "round-0002") == {"generator": [0, 1], "screen:A": [0, 1, 2], "solver": [0]}
+
+
+def test_cli_gate_run_time_limit_reaches_the_gates_and_the_run_goes_to_the_store(gate_cli, tmp_path, store_url):
+    invoke, plans, _ = gate_cli
+    plans.update({1: Plan()})
+    gen = _generator_script(tmp_path, plans)
+    shrug = _script(tmp_path, "shrug.json", ["I cannot tell."] * 3)
+    solver = _script(tmp_path, "solver.json", ["B"])
+    samples = tmp_path / "rounds.jsonl"
+    res = invoke("run", "--domain", "fem", "--generator", f"scripted:{gen}", "--screen", f"A=scripted:{shrug}",
+                 "--solver", f"scripted:{solver}", "--rounds", "1", "--time-limit", "45", "--concurrency", "3",
+                 "--store", store_url, "-q", "--json", "--samples", samples)  # fmt: skip
+    assert res.exit_code == 0, res.output
+    results = EvalResults.model_validate_json(res.stdout)
+    assert results.settings["time_limit"] == 45.0 and results.value("accepted") == 1
+    (row,) = [json.loads(line) for line in samples.read_text().splitlines()]
+    gates = row["metadata"]["outcome"]["gates"]
+    assert gates["verify"]["time_limit"] == gates["solve"]["time_limit"] == 45.0  # what the gates were given
+    store = open_store(store_url)
+    try:
+        assert [r.id for r in store.list_runs()] == [results.run.id]  # type: ignore[union-attr]
+    finally:
+        store.close()
+
+
+def test_report_of_a_gate_run_shows_the_funnel_with_the_reasons(gate_cli, tmp_path, store_url):
+    """``toolgauge report RUN_ID`` of a stored ``gate run``: attempts -> verified -> each screen -> solved -> unique,
+    each step with its rejection reasons (the same view as the run's own, read from the store)."""
+    invoke, plans, _ = gate_cli
+    plans.update({1: Plan(verify="crashed"), 2: Plan(), 3: Plan(question="Twice?"), 4: Plan(question="Twice?")})
+    gen = _generator_script(tmp_path, plans)
+    shrug = _script(tmp_path, "shrug.json", ["I cannot tell."] * 9)
+    solver = _script(tmp_path, "solver.json", ["C", "B", "B"])  # round 2 unsolved (flagged), 3 and 4 solved
+    res = invoke("run", "--generator", f"scripted:{gen}", "--screen", f"A=scripted:{shrug}", "--solver",
+                 f"scripted:{solver}", "--rounds", "4", "--store", store_url, "--concurrency", "1", "-q",
+                 "--json")  # fmt: skip
+    assert res.exit_code == 0, res.output
+    run_id = EvalResults.model_validate_json(res.stdout).run.id  # type: ignore[union-attr]
+    report = toolgauge("report", run_id, "--store", store_url)
+    assert report.exit_code == 0, report.output
+    rows = {
+        line.split()[0]: line.split()[1:]
+        for line in report.stdout.splitlines()
+        if line.split() and line.split()[0] in ("attempts", "verified", "screen:A", "solved", "unique")
+    }
+    assert rows["attempts"] == ["4"]
+    assert rows["verified"] == ["4", "3", "crashed", "1"]  # entered, passed, then the reasons
+    assert rows["screen:A"] == ["3", "3"]
+    assert rows["solved"] == ["3", "2", "wrong_answer", "1"]
+    assert rows["unique"] == ["2", "1", "exact_duplicate", "1"]
+    stored = results_of(toolgauge("report", run_id, "--store", store_url, "--json"))
+    assert stored.value("funnel_rejected", "verified crashed", "funnel_reason") == 1
+    assert stored.value("funnel_passed", "unique", "funnel") == 1
 
 
 def test_cli_gate_run_refuses_a_domain_that_is_not_installed(gate_cli, monkeypatch, store_url):

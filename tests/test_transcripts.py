@@ -528,12 +528,12 @@ def test_an_old_store_is_read_with_one_clear_line_and_migrated_by_the_first_writ
     assert invoke("runs", "--store", url).exit_code == 0  # read-only commands still read it as it is
 
     store = open_store(url)  # a command that writes: migrates
-    assert store.schema_version == SCHEMA_VERSION == 2
+    assert store.schema_version == SCHEMA_VERSION == 3
     with store.engine.connect() as conn:
         version = conn.execute(select(schema.meta.c.value).where(schema.meta.c.key == "schema_version")).scalar_one()
         roles = dict(conn.execute(select(schema.model_calls.c.sample_key, schema.model_calls.c.role)).all())
         indexes = {ix["name"] for ix in inspect(conn).get_indexes("model_calls")}
-    assert version == "2" and roles == {"a": "model", "a#judge": "judge"}
+    assert version == "3" and roles == {"a": "model", "a#judge": "judge"}
     assert indexes == {"ix_model_calls_run_sample"}
     calls = store.transcript("r1", "a")
     assert [(c.role, c.messages, c.tools, c.response.content) for c in calls] == [

@@ -7,7 +7,7 @@ The Python API (docs/api.md)::
     run = toolgauge.evaluate("suite", model="gold", limit=3)
     print(run.results.value("tool_accuracy"))
 
-``evaluate``, ``score``, ``rescore``, ``read_run`` and ``list_runs`` (and the ``_async`` forms) come
+``evaluate``, ``score``, ``rescore``, ``compare``, ``read_run`` and ``list_runs`` (and the ``_async`` forms) come
 from :mod:`toolgauge.api`; they are imported on first use, so ``import toolgauge`` stays light.
 """
 
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         Evaluation,
         StoredRun,
         benchmark_names,
+        compare,
         evaluate,
         evaluate_async,
         list_runs,
@@ -40,6 +41,7 @@ __all__ = [
     "StoredRun",
     "__version__",
     "benchmark_names",
+    "compare",
     "evaluate",
     "evaluate_async",
     "list_runs",

@@ -11,10 +11,10 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import functools
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from toolgauge.benchmark import Benchmark, BenchmarkSpec, variants_text
 from toolgauge.driver import RunOptions, RunResult, run_benchmark
@@ -22,8 +22,14 @@ from toolgauge.engine import EngineConfig, stored_outcomes
 from toolgauge.errors import UsageError
 from toolgauge.models.base import ModelClient
 from toolgauge.models.spec import display_spec, resolve_model
+from toolgauge.provenance import MODEL_OPTION_NAMES
 from toolgauge.results import EvalResults, SampleScore
+from toolgauge.stats.epochs import aggregate_epochs
 from toolgauge.store import open_store
+
+if TYPE_CHECKING:
+    from toolgauge.compare import RunComparison
+    from toolgauge.store.store import RunInfo, Store
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -95,6 +101,7 @@ async def evaluate_async(
     resume: str | None = None,
     keep_samples: bool = False,
     roles: Mapping[str, ModelClient] | None = None,
+    epochs: int = 1,
     **options: Any,
 ) -> Evaluation:
     """Run ``model`` on a benchmark, score it and store the run.
@@ -112,12 +119,18 @@ async def evaluate_async(
         resume: Continue an interrupted run by id.
         keep_samples: Also return every per-unit score (one per turn, task or server).
         roles: Extra clients by role (Tool-Genesis's ``agent`` and ``judge``).
+        epochs: Tries of every sample (at least 1). The results' metrics are means over epochs and
+            ``summary`` / ``pass_at_k`` / ``pass_hat_k`` hold the spread (docs/statistics.md).
         **options: The benchmark's own options, named as its ``eval`` command's options with ``-``
             as ``_`` (``data``, ``limit``, ``variant``, ``splits``, ``categories``, ``temperature``, ...).
 
     Returns:
         The run id, its results and (with ``keep_samples``) the per-unit scores.
     """
+    if epochs < 1:
+        raise UsageError(f"epochs must be at least 1, got {epochs}")
+    if isinstance(benchmark, str) and epochs > 1 and not _spec(benchmark).repeatable:
+        raise UsageError(f"{benchmark} runs cannot repeat samples yet (epochs={epochs}); use epochs=1")
     bench = _spec(benchmark).build(**options) if isinstance(benchmark, str) else benchmark
     if isinstance(model, str):
         shown, client = display_spec(model), resolve_model(model, replay_loader=bench.replay_table, timeout=timeout)
@@ -127,8 +140,16 @@ async def evaluate_async(
         store_url=_store_url(store),
         resume=resume,
         engine=EngineConfig(
-            concurrency=concurrency, timeout=timeout, max_retries=max_retries, use_cache=use_cache, show_progress=False
+            concurrency=concurrency,
+            timeout=timeout,
+            max_retries=max_retries,
+            use_cache=use_cache,
+            show_progress=False,
+            epochs=epochs,
         ),
+        headline=_headline(bench),
+        model_options={k: options[k] for k in MODEL_OPTION_NAMES if options.get(k) is not None},
+        limit=options.get("limit"),
     )
     kept: list[SampleScore] = []
 
@@ -206,9 +227,57 @@ def rescore(
             raise UsageError(f"variant {variant!r}: {variants_text(spec)}")
         bench = spec.rescore(run.config, variant)
         pairs = bench.samples()
-        scored = bench.score(pairs, stored_outcomes(st, run.id, [k for k, _ in pairs], bench.result_type))
+        epochs = int(run.config.get("epochs", 1))
+        outcomes = stored_outcomes(st, run.id, [k for k, _ in pairs], bench.result_type, epochs=epochs)
+        per_epoch = [bench.score(pairs, outcomes.of_epoch(e)) for e in range(1, epochs + 1)]
+        stored = run.results.provenance if run.results is not None else None
+        scored = aggregate_epochs(per_epoch, spec.headline, seed=stored.seed if stored is not None else 0)
         scored.results.run = run.results.run if run.results is not None else None
+        scored.results.provenance = stored
         return Evaluation(run.id, scored.results, list(scored.iter_samples()) if keep_samples else [])
+    finally:
+        st.close()
+
+
+def _headline(bench: Benchmark[Any, Any]) -> tuple[str, ...]:
+    """The headline metrics of the registered benchmark ``bench`` runs as (none: every overall metric)."""
+    from toolgauge.benchmarks.registry import spec_for_run
+
+    spec = spec_for_run(bench.name)
+    return spec.headline if spec is not None else ()
+
+
+def stored_units(st: Store, run: RunInfo) -> tuple[tuple[str, ...], list[SampleScore]]:
+    """A stored run's benchmark headline metric names and its per-unit scores, scored again (no model call).
+
+    The units are what :func:`rescore` gives with the run's own variant (every epoch's, each with its
+    ``epoch``); the data files the run was made from must still be there.
+
+    Raises:
+        UsageError: the run's benchmark cannot be rescored from the store.
+    """
+    from toolgauge.benchmarks.registry import spec_for_run
+
+    spec = spec_for_run(run.benchmark)
+    if spec is None or spec.rescore is None:
+        raise UsageError(f"run {run.id} ({run.benchmark}) cannot be rescored from the store")
+    url = st.engine.url.render_as_string(hide_password=False)
+    return spec.headline, rescore(run.id, store=url, keep_samples=True).samples
+
+
+def compare(
+    run_a: str, run_b: str, *, store: str | Path | None = None, metrics: Sequence[str] | None = None, seed: int = 0
+) -> RunComparison:
+    """Compare stored run B with run A on the units both scored (``toolgauge compare``; docs/compare.md).
+
+    ``metrics`` defaults to the benchmark's headline metrics. Returns, per metric, both means, B - A, its
+    95% interval and a paired test, with the units that flipped and those only one run has.
+    """
+    from toolgauge.compare import compare_runs
+
+    st = open_store(_store_url(store), create=False)
+    try:
+        return compare_runs(st, run_a, run_b, metrics, seed=seed)
     finally:
         st.close()
 
@@ -225,6 +294,7 @@ __all__ = [
     "Evaluation",
     "StoredRun",
     "benchmark_names",
+    "compare",
     "evaluate",
     "evaluate_async",
     "list_runs",
@@ -232,4 +302,5 @@ __all__ = [
     "rescore",
     "score",
     "score_async",
+    "stored_units",
 ]

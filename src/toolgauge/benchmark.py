@@ -88,6 +88,8 @@ class BenchmarkSpec:
         variants: The metric variants ``rescore --variant`` accepts.
         unit: What one sample is, plural, for the run line (``"sessions"``, ``"servers"``).
         score_options: The ``build`` options that scoring recorded outputs adds (BFCL: ``{"mode": "replay"}``).
+        repeatable: Whether a run may try each sample several times (``--epochs``); False where the tries
+            of one sample would share files (Tool-Genesis's generated servers, ToolGate's candidate ids).
     """
 
     name: str
@@ -102,6 +104,7 @@ class BenchmarkSpec:
     variants: tuple[str, ...] = field(default=())
     unit: str = "samples"
     score_options: Mapping[str, Any] = field(default_factory=dict)
+    repeatable: bool = True
 
 
 def variants_text(spec: BenchmarkSpec) -> str:
@@ -123,4 +126,6 @@ def lazy(module: str, name: str) -> Callable[..., Any]:
 
     call.__name__ = call.__qualname__ = name
     call.__doc__ = f"``{module}.{name}``, imported when first called."
+    # Where the real function is, for code that reads its signature (the sweep file's option check).
+    setattr(call, "lazy_target", (module, name))  # noqa: B010 - a function has no declared attribute
     return call

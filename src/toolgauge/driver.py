@@ -15,10 +15,13 @@ from rich.markup import escape
 
 from toolgauge.benchmark import Benchmark
 from toolgauge.engine import EngineConfig, run_episodes
+from toolgauge.engine.epochs import check_epoch_keys
 from toolgauge.errors import EndpointDown, ModelError, RunInterrupted, RunStopped, StoreWriteError, UsageError
 from toolgauge.models.base import ModelClient
 from toolgauge.models.spec import display_spec, resolve_model
-from toolgauge.results import RunStats, SampleFailure, ScoredRun
+from toolgauge.provenance import make_provenance
+from toolgauge.results import Provenance, RunStats, SampleFailure, ScoredRun
+from toolgauge.stats.epochs import aggregate_epochs
 
 if TYPE_CHECKING:
     from toolgauge.store import Store
@@ -57,6 +60,12 @@ class RunOptions:
     resume: str | None = None
     engine: EngineConfig = field(default_factory=EngineConfig)
     console: Console | None = None
+    # The metrics summarised with their spread (the benchmark's ``SPEC.headline``; empty: every overall
+    # metric that is not a count). The caller passes them: the driver does not read the registry.
+    headline: tuple[str, ...] = ()
+    # For the provenance: the model's sampling options as the user gave them, and ``--limit``.
+    model_options: dict[str, Any] = field(default_factory=dict)
+    limit: int | None = None
 
 
 @dataclass
@@ -92,6 +101,7 @@ async def run_benchmark(
     failed store write raises ``RunStopped``: both resume with ``--resume``.
     """
     samples = bench.samples()
+    check_epoch_keys((k for k, _ in samples), options.engine.epochs)  # before anything is stored
     client = client or resolve_model(model_spec, replay_loader=bench.replay_table, timeout=options.engine.timeout)
     # From here on only the masked form is stored or shown (a password in a model URL stays out of everything).
     model_spec = display_spec(model_spec)
@@ -105,7 +115,7 @@ async def run_benchmark(
     store = open_store(options.store_url)
     run_id: str | None = None
     try:
-        run_id = _open_run(store, bench, model_spec, options.resume)
+        run_id = _open_run(store, bench, model_spec, options.resume, options.engine.epochs)
         await _start_and_probe(distinct, store, run_id)
         started = time.perf_counter()
         try:
@@ -136,18 +146,24 @@ async def run_benchmark(
             for c in distinct:
                 await c.close()
         wall = time.perf_counter() - started
-        scored = bench.score(samples, outcome.outcomes)
+        epochs = outcome.epochs
+        # Each epoch is scored alone by the benchmark's pure score(), then the epochs are combined.
+        per_epoch = [bench.score(samples, outcome.of_epoch(e)) for e in range(1, epochs + 1)]
+        scored = aggregate_epochs(per_epoch, options.headline, seed=options.engine.seed)
         results = scored.results
         stats = store.call_stats(run_id)
         failed = outcome.failed  # the light list: iterating outcome.outcomes would read every result again
+        tries = len(samples) * epochs
         status: RunStatus = FINISHED
-        first = SampleFailure(key=failed[0].key, error=failed[0].error or "") if failed else None
+        first = SampleFailure(key=failed[0].store_key, error=failed[0].error or "") if failed else None
         if failed:
-            status = FAILED if len(failed) == len(samples) else FINISHED_WITH_ERRORS
+            status = FAILED if len(failed) == tries else FINISHED_WITH_ERRORS
+            what = "samples" if epochs == 1 else f"tries ({len(samples)} samples x {epochs} epochs)"
             results.warnings.append(
-                f"{len(failed)} of {len(samples)} samples failed; scores are not comparable "
-                f"(failed samples are scored as empty replies); first ({failed[0].key}): {failed[0].error}"
+                f"{len(failed)} of {tries} {what} failed; scores are not comparable "
+                f"(failed samples are scored as empty replies); first ({failed[0].store_key}): {failed[0].error}"
             )
+        cached_in, cached_out = int(stats["cached_input_tokens"]), int(stats["cached_output_tokens"])
         results.run = RunStats(
             id=run_id,
             model=model_spec,
@@ -158,13 +174,18 @@ async def run_benchmark(
             resumed_samples=outcome.resumed,
             model_calls=outcome.model_calls,
             cached_calls=outcome.cached_calls,
-            input_tokens=int(stats["input_tokens"]),
-            output_tokens=int(stats["output_tokens"]),
+            # Tokens spent by real calls; answers served from the cache are counted apart.
+            input_tokens=int(stats["input_tokens"]) - cached_in,
+            output_tokens=int(stats["output_tokens"]) - cached_out,
+            cached_input_tokens=cached_in,
+            cached_output_tokens=cached_out,
+            epochs=epochs,
             wall_seconds=round(wall, 3),
         )
         if status == FAILED:
             # Scores of nothing but empty replies would look like a result: keep the run and its errors only.
             scored = ScoredRun(results.without_scores())
+        scored.results.provenance = _provenance(bench, model_spec, options)
         store.save_results(run_id, scored.results)
         store.set_run_status(run_id, status, n_samples=len(samples))
         result: RunResult[R] = RunResult(run_id, scored)
@@ -210,12 +231,39 @@ async def _start_and_probe(clients: Sequence[ModelClient], store: Store, run_id:
         raise
 
 
-def _open_run(store: Store, bench: Benchmark[Any, Any], model_spec: str, resume: str | None) -> str:
+def _provenance(bench: Benchmark[Any, Any], model_spec: str, options: RunOptions) -> Provenance:
+    """What reproduces the run (its data files hashed as they are now, at the end of the run)."""
+    import toolgauge
+
+    return make_provenance(
+        version=toolgauge.__version__,
+        model=model_spec,
+        benchmark_options=_jsonable(bench.config()),
+        model_options=options.model_options,
+        limit=options.limit,
+        seed=options.engine.seed,
+        epochs=options.engine.epochs,
+    )
+
+
+def run_config(bench: Benchmark[Any, Any], epochs: int = 1) -> dict[str, Any]:
+    """The config a run is stored with: the benchmark's, plus ``epochs`` when there is more than one.
+
+    One epoch adds nothing, so runs of one epoch keep the config they always had (``--resume`` of an
+    older run still matches); ``rescore`` reads ``epochs`` back from it.
+    """
+    config = dict(bench.config())
+    if epochs != 1:
+        config["epochs"] = epochs
+    return config
+
+
+def _open_run(store: Store, bench: Benchmark[Any, Any], model_spec: str, resume: str | None, epochs: int = 1) -> str:
     """Create or reopen the run, holding its lease (``RunLocked`` when another process runs it).
 
     ``store.close()`` gives the lease back when the run ends.
     """
-    config = bench.config()
+    config = run_config(bench, epochs)
     if resume is None:
         run_id = store.create_run(bench.name, model_spec, config)
         store.acquire_run_lock(run_id)

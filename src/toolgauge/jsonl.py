@@ -137,3 +137,32 @@ def read_jsonl_objects(path: Path, *, what: str = "records") -> list[tuple[int, 
     if not records:
         raise DataError(str(path), f"no {what}: the file is empty")
     return records
+
+
+class UniqueIds:
+    """The ids a JSON-lines file has used so far, each with its first line: a repeated id is a one-line DataError.
+
+    The message is ``duplicate <what> 'x' (<first> N)`` at the repeating line, field ``id``: with the defaults
+    ``pool.jsonl:5: id: duplicate id 'q1' (first on line 1)``; a suite file says ``what="dialogue id",
+    first="first used on line"``.
+    """
+
+    def __init__(self, path: Path | str, *, what: str = "id", first: str = "first on line", field: str = "id"):
+        self.path = str(path)
+        self.what = what
+        self.first = first
+        self.field = field
+        self._lines: dict[str, int] = {}
+
+    def add(self, value: str, line: int) -> None:
+        """Note that ``line`` uses ``value``.
+
+        Raises:
+            DataError: an earlier line used it.
+        """
+        first = self._lines.get(value)
+        if first is not None:
+            raise DataError(
+                self.path, f"duplicate {self.what} {value!r} ({self.first} {first})", line=line, field=self.field
+            )
+        self._lines[value] = line

@@ -15,8 +15,12 @@ import typer
 
 from toolgauge.benchmark import CommandGroups
 from toolgauge.cli.common import err
+from toolgauge.cli.compare import compare_cmd
+from toolgauge.cli.export import export_cmd
 from toolgauge.cli.runs import report_cmd, rescore_cmd, runs_cmd
+from toolgauge.cli.sweep import sweep_cmd, sweeps_cmd
 from toolgauge.cli.transcript import transcript_cmd
+from toolgauge.cli.view import view_cmd
 
 
 def _package_version() -> str:
@@ -69,6 +73,11 @@ def build_app() -> typer.Typer:
     root.command("report")(report_cmd)
     root.command("rescore")(rescore_cmd)
     root.command("transcript")(transcript_cmd)
+    root.command("sweep")(sweep_cmd)
+    root.command("sweeps")(sweeps_cmd)
+    root.command("view")(view_cmd)
+    root.command("export")(export_cmd)
+    root.command("compare")(compare_cmd)
     root.add_typer(groups.eval, name="eval")
     root.add_typer(groups.score, name="score")
     for spec in specs():

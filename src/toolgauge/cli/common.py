@@ -119,10 +119,13 @@ class RunFlags:
     limit: int | None = None
     temperature: float = 0.0
     max_tokens: int = 512
+    epochs: int = 1
 
-    def run_options(self) -> RunOptions:
-        """The driver's options."""
+    def run_options(self, headline: tuple[str, ...] = ()) -> RunOptions:
+        """The driver's options (``headline``: the benchmark's headline metrics, summarised with their spread)."""
         require_finite(temperature=self.temperature, timeout=self.timeout)
+        if self.epochs < 1:
+            raise UsageError(f"--epochs must be at least 1, got {self.epochs}")
         return RunOptions(
             store_url=self.store,
             resume=self.resume,
@@ -132,8 +135,12 @@ class RunFlags:
                 max_retries=self.max_retries,
                 use_cache=not self.no_cache,
                 show_progress=not self.quiet,
+                epochs=self.epochs,
             ),
             console=err,
+            headline=headline,
+            model_options={"temperature": self.temperature, "max_tokens": self.max_tokens} if self.model else {},
+            limit=self.limit,
         )
 
     def call_settings(self, tool_choice: ToolChoice = ToolChoice.auto) -> CallSettings:
@@ -177,13 +184,21 @@ LimitOpt = Annotated[
 ]
 TempOpt = Annotated[float, typer.Option("--temperature", help="Sampling temperature.")]
 MaxTokOpt = Annotated[int, typer.Option("--max-tokens", min=1, help="Max tokens per model reply.")]
+EpochsOpt = Annotated[
+    int,
+    typer.Option(
+        "--epochs", min=1, help="Run every sample this many times; report mean, stderr, 95% CI, pass@k and pass^k."
+    ),
+]
 
 
 def _option(name: str, annotation: Any, default: Any) -> inspect.Parameter:
     return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
 
 
-def _shared_options(model: bool, engine: EngineDefaults | None, sampling: bool, limit: bool) -> list[inspect.Parameter]:
+def _shared_options(
+    model: bool, engine: EngineDefaults | None, sampling: bool, limit: bool, epochs: bool = True
+) -> list[inspect.Parameter]:
     """The ``inspect.Parameter`` list of the shared options a command takes, typer annotations included."""
     params = [_option("model", ModelOpt, ...)] if model else []
     params.append(_option("store", StoreOpt, None))
@@ -195,6 +210,8 @@ def _shared_options(model: bool, engine: EngineDefaults | None, sampling: bool, 
             _option("no_cache", NoCacheOpt, False),
             _option("resume", ResumeOpt, None),
         ]
+        if epochs:
+            params.append(_option("epochs", EpochsOpt, 1))
     params += [
         _option("as_json", JsonOpt, False),
         _option("samples", SamplesOpt, None),
@@ -214,15 +231,17 @@ def run_command(
     engine: EngineDefaults | None = EngineDefaults(),
     sampling: bool = True,
     limit: bool = True,
+    epochs: bool = True,
 ) -> Callable[[Callable[..., None]], Callable[..., None]]:
     """Decorate a command whose last parameter is ``flags: RunFlags``: add the shared options, guard the body.
 
     ``engine=None`` is a replay command: no ``--model``, no engine options, quiet by default.
+    ``epochs=False``: no ``--epochs`` (a command whose tries would share files, such as generated servers).
     """
 
     def wrap(fn: Callable[..., None]) -> Callable[..., None]:
         own = [p for p in inspect.signature(fn, eval_str=True).parameters.values() if p.name != "flags"]
-        shared = _shared_options(model and engine is not None, engine, sampling and engine is not None, limit)
+        shared = _shared_options(model and engine is not None, engine, sampling and engine is not None, limit, epochs)
         shared_names = {p.name for p in shared}
 
         @functools.wraps(fn)
@@ -404,9 +423,11 @@ def execute(
             write(result)
             written.append((label, path))
 
-    result = asyncio.run(
-        run_benchmark(bench, model, flags.run_options(), client=client, roles=roles, on_scored=write_files)
-    )
+    from toolgauge.benchmarks.registry import spec_for_run
+
+    spec = spec_for_run(bench.name)
+    options = flags.run_options(spec.headline if spec is not None else ())
+    result = asyncio.run(run_benchmark(bench, model, options, client=client, roles=roles, on_scored=write_files))
     results = result.scored.results
     run = results.run
     status = run.status if run is not None else None

@@ -76,12 +76,18 @@ def report_cmd(
     store: StoreOpt = None,
     as_json: JsonOpt = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="Print metric,by,group,value,n rows.")] = False,
+    html: Annotated[
+        Path | None, typer.Option("--html", help="Write the run's page (charts, verdicts, transcripts) as one file.")
+    ] = None,
 ) -> None:
-    """Print or export one run's results."""
+    """Print or export one run's results, or a sweep's leaderboard (RUN_ID a sweep id)."""
 
     def body() -> None:
+        from toolgauge.cli.sweep import report_sweep
         from toolgauge.store import open_store  # SQLAlchemy: loaded only by a command that opens the store
 
+        if not as_csv and report_sweep(store, run_id, as_json):
+            return
         st = open_store(store, create=False)
         try:
             run = _stored_run(st, run_id)
@@ -97,7 +103,11 @@ def report_cmd(
                 f"score it again with: toolgauge rescore {run.id}"
             )
         results = run.results
-        if as_json:
+        if html is not None:
+            from toolgauge.cli.view import write_run_html
+
+            write_run_html(store, run.id, html)
+        elif as_json:
             print_results(results, as_json=True)
         elif as_csv:
             sys.stdout.write(results_to_csv(results))

@@ -32,6 +32,7 @@ from rich.progress import (
 )
 
 from toolgauge.engine.cache import request_hash
+from toolgauge.engine.epochs import check_epoch_keys, epoch_key, split_epoch_key
 from toolgauge.engine.retry import backoff_delay
 from toolgauge.errors import (
     ConnectionFailed,
@@ -72,17 +73,30 @@ class EngineConfig:
     # Store what each model call was sent (messages, tools, options) beside its response. Always on
     # for users; off only to measure what it costs (benchmarks/transcript_overhead.py).
     store_transcripts: bool = True
+    # Tries of every sample (``--epochs K``): each try is a unit of its own (scheduled, retried, stored
+    # and resumed alone) under the store key ``epoch_key(sample, epoch)``.
+    epochs: int = 1
 
 
 @dataclass(slots=True)
 class SampleOutcome(Generic[R]):
-    """What one sample produced: a result, or the error that stopped it."""
+    """What one try of a sample produced: a result, or the error that stopped it.
+
+    ``key`` is the sample's key (what a benchmark's ``score`` pairs with its samples), ``epoch`` which
+    try it is (1-based); ``store_key`` is where the try is stored.
+    """
 
     key: str
     result: R | None
     error: str | None
     latency_s: float
     resumed: bool = False
+    epoch: int = 1
+
+    @property
+    def store_key(self) -> str:
+        """The key this try is stored under (``epoch_key``)."""
+        return epoch_key(self.key, self.epoch)
 
 
 class StoredOutcomes(Sequence[SampleOutcome[R]], Generic[R]):
@@ -117,26 +131,32 @@ class StoredOutcomes(Sequence[SampleOutcome[R]], Generic[R]):
     def __iter__(self) -> Iterator[SampleOutcome[R]]:
         return self._with_results(self._light)
 
+    def of_epoch(self, epoch: int) -> StoredOutcomes[R]:
+        """The outcomes of try ``epoch`` only, in the same order."""
+        return StoredOutcomes(
+            [o for o in self._light if o.epoch == epoch], self._store, self._run_id, self._result_type
+        )
+
     def _with_results(self, light: Sequence[SampleOutcome[R]]) -> Iterator[SampleOutcome[R]]:
         # Failed samples have no stored result: only the others are looked up.
-        keys = [o.key for o in light if o.error is None]
+        keys = [o.store_key for o in light if o.error is None]
         # closing: a reader that stops early gives the store connection back at once.
         with contextlib.closing(self._store.sample_results(self._run_id, keys)) as results:
             for o in light:
                 result: R | None = None
                 if o.error is None:
                     key, stored = next(results)
-                    assert key == o.key  # sample_results yields in the order asked
+                    assert key == o.store_key  # sample_results yields in the order asked
                     result = self._result_type.model_validate_json(stored) if stored is not None else None
-                yield SampleOutcome(o.key, result, o.error, o.latency_s, o.resumed)
+                yield SampleOutcome(o.key, result, o.error, o.latency_s, o.resumed, o.epoch)
 
 
 @dataclass
 class RunOutcome(Generic[R]):
-    """All sample outcomes of a run, in input order, plus run-level counts.
+    """All outcomes of a run (epoch 1's in input order, then epoch 2's, ...), plus run-level counts.
 
     ``outcomes`` reads the results from the store as it is iterated (see ``StoredOutcomes``);
-    ``failed`` are the outcomes with an error, without reading anything.
+    ``failed`` are the outcomes with an error, without reading anything; ``resumed`` counts tries.
     """
 
     outcomes: Sequence[SampleOutcome[R]]
@@ -144,6 +164,14 @@ class RunOutcome(Generic[R]):
     resumed: int = 0
     model_calls: int = 0
     cached_calls: int = 0
+    epochs: int = 1
+
+    def of_epoch(self, epoch: int) -> Sequence[SampleOutcome[R]]:
+        """The outcomes of one epoch in input order, keyed by sample (what a benchmark's ``score`` takes)."""
+        outcomes = self.outcomes
+        if isinstance(outcomes, StoredOutcomes):
+            return outcomes.of_epoch(epoch)
+        return [o for o in outcomes if o.epoch == epoch]
 
 
 @dataclass
@@ -191,9 +219,13 @@ class _RunState:
 class EpisodeContext:
     """Handed to an episode: the one way to call the model (through cache, retries, store)."""
 
-    def __init__(self, state: _RunState, sample_key: str):
+    def __init__(self, state: _RunState, sample_key: str, *, sample: str | None = None, epoch: int = 1):
         self._state = state
+        # Where this try is stored (its samples row, its model calls, a benchmark's own records).
         self.sample_key = sample_key
+        # The sample's own key (what replayed and gold answers are looked up by) and which try this is.
+        self.sample = sample if sample is not None else sample_key
+        self.epoch = epoch
         self._steps: dict[str, int] = {}
         # Per role: the messages of its last request, so the next one stores only what it adds.
         self._chains: dict[str, MessageChain] = {}
@@ -236,11 +268,11 @@ class EpisodeContext:
             messages=messages,
             tools=tools or [],
             options=options or GenerateOptions(),
-            sample_key=self.sample_key,
+            sample_key=self.sample,
             step=step,
             gold=gold,
         )
-        key = request_hash(client.cache_id, request) if client.cacheable else None
+        key = request_hash(client.cache_id, request, epoch=self.epoch) if client.cacheable else None
         if key is not None and st.config.use_cache:
             hit = await st.store.cache_get_async(key)  # off the event loop
             if hit is not None:
@@ -367,27 +399,35 @@ async def run_episodes(
     description: str = "samples",
     console: Console | None = None,
     roles: Mapping[str, ModelClient] | None = None,
+    shard: bool = False,
 ) -> RunOutcome[R]:
-    """Run ``episode`` on every sample not already finished in ``run_id``.
+    """Run ``episode`` on every try of every sample (``config.epochs`` each) not already finished in ``run_id``.
 
-    Samples stored as done are reused (resume); samples stored with an error are run again.
-    A failure inside one sample is recorded on that sample and the run goes on.
+    Tries stored as done are reused (resume); tries stored with an error are run again.
+    A failure inside one try is recorded on that try and the run goes on. Epoch 1 runs first.
+    ``shard``: ``samples`` are one shard of the run, whose other shards other processes run at the same
+    time (``toolgauge sweep --executor ray``): the resume looks at, and cleans up after, their tries alone.
     """
     cfg = config or EngineConfig()
+    check_epoch_keys((k for k, _ in samples), cfg.epochs)
+    units = [(epoch_key(k, e), k, e, s) for e in range(1, cfg.epochs + 1) for k, s in samples]
     state = _RunState(
         client=client, store=store, run_id=run_id, config=cfg, rng=random.Random(cfg.seed), roles=dict(roles or {})
     )
     # Light outcomes only (no results): the results stay in the store until scoring reads them back.
     outcomes: dict[str, SampleOutcome[R]] = {}
-    retry_keys = await store.run_io(_resume, store, run_id, result_type, outcomes)
+    mine = {u[0] for u in units} if shard else None
+    tries = {u[0]: (u[1], u[2]) for u in units}
+    # Store reads and deletes on the store's thread: the event loop never waits for the database.
+    retry_keys = await store.run_io(_resume, store, run_id, result_type, outcomes, tries, mine)
     await store.run_io(store.forget_samples, run_id, retry_keys)
     # The calls of samples that run again (failed, or in flight when the run stopped) go with their attempt.
-    await store.run_io(store.forget_calls, run_id, keep=outcomes.keys())
-    todo = [(k, s) for k, s in samples if k not in outcomes]
-    resumed = len(samples) - len(todo)
+    await store.run_io(store.forget_calls, run_id, keep=outcomes.keys(), only=mine)
+    todo = [u for u in units if u[0] not in outcomes]
+    resumed = len(units) - len(todo)
 
     progress = _progress(console) if cfg.show_progress else None
-    task_id = progress.add_task(description, total=len(samples), completed=resumed) if progress else None
+    task_id = progress.add_task(description, total=len(units), completed=resumed) if progress else None
 
     def committed(n: int) -> None:  # the progress bar counts committed samples
         if progress is not None and task_id is not None:
@@ -399,9 +439,9 @@ async def run_episodes(
     queue_iter = iter(todo)
 
     async def worker() -> None:
-        for key, sample in queue_iter:
+        for key, sample_key, epoch, sample in queue_iter:
             started = time.perf_counter()
-            ctx = EpisodeContext(state, key)
+            ctx = EpisodeContext(state, key, sample=sample_key, epoch=epoch)
             result: R | None = None
             error: str | None = None
             try:
@@ -422,7 +462,7 @@ async def run_episodes(
                 )  # fmt: skip
             except StoreWriteError as exc:
                 raise state.stop(exc) from None
-            outcomes[key] = SampleOutcome(key, None, error, latency)
+            outcomes[key] = SampleOutcome(sample_key, None, error, latency, epoch=epoch)
             commits.sample_buffered()
 
     try:
@@ -456,23 +496,34 @@ async def run_episodes(
         commits.close()
         if progress is not None:
             progress.stop()
-    ordered = [outcomes[k] for k, _ in samples if k in outcomes]
+    ordered = [outcomes[u[0]] for u in units if u[0] in outcomes]
     return RunOutcome(
         StoredOutcomes(ordered, store, run_id, result_type),
         failed=[o for o in ordered if o.error],
         resumed=resumed,
         model_calls=state.calls,
         cached_calls=state.cached,
+        epochs=cfg.epochs,
     )
 
 
-def _resume(store: Store, run_id: str, result_type: type[R], outcomes: dict[str, SampleOutcome[R]]) -> list[str]:
-    """Put a light outcome in ``outcomes`` for every stored sample that is done; return the keys to run again.
+def _resume(
+    store: Store,
+    run_id: str,
+    result_type: type[R],
+    outcomes: dict[str, SampleOutcome[R]],
+    tries: Mapping[str, tuple[str, int]],
+    only: set[str] | None = None,
+) -> list[str]:
+    """Put a light outcome in ``outcomes`` (by store key) for every stored try that is done; return the rest.
 
     A done sample counts only if its stored result still validates as ``result_type``; results are
-    read a chunk at a time and not kept.
+    read a chunk at a time and not kept. ``only``: the store keys of this shard's tries (the others are not
+    looked at).
     """
     states = store.sample_states(run_id)
+    if only is not None:
+        states = {key: state for key, state in states.items() if key in only}
     done = [key for key, state in states.items() if state.status == "done"]
     retry = [key for key, state in states.items() if state.status != "done"]
     for key, stored in store.sample_results(run_id, done):
@@ -482,7 +533,8 @@ def _resume(store: Store, run_id: str, result_type: type[R], outcomes: dict[str,
             except ValidationError:
                 pass
             else:
-                outcomes[key] = SampleOutcome(key, None, None, states[key].latency_s or 0.0, True)
+                sample, epoch = tries[key] if key in tries else split_epoch_key(key)
+                outcomes[key] = SampleOutcome(sample, None, None, states[key].latency_s or 0.0, True, epoch)
                 continue
         retry.append(key)
     return retry
@@ -500,17 +552,22 @@ def _progress(console: Console | None) -> Progress:
     )
 
 
-def stored_outcomes(store: Store, run_id: str, keys: Sequence[str], result_type: type[R]) -> StoredOutcomes[R]:
-    """A stored run's outcomes for ``keys`` (in that order; keys the run never reached are left out).
+def stored_outcomes(
+    store: Store, run_id: str, keys: Sequence[str], result_type: type[R], *, epochs: int = 1
+) -> StoredOutcomes[R]:
+    """A stored run's outcomes for ``keys`` and tries 1..``epochs``, epoch by epoch, each in ``keys`` order.
+
+    Tries the run never reached are left out.
 
     What ``rescore`` scores: the results are read back from the store as they are iterated, and no
     model is asked.
     """
     states = store.sample_states(run_id)
     light: list[SampleOutcome[R]] = [
-        SampleOutcome(key, None, None if states[key].status == "done" else states[key].error or "not finished",
-                      states[key].latency_s or 0.0, True)
+        SampleOutcome(key, None, None if states[k].status == "done" else states[k].error or "not finished",
+                      states[k].latency_s or 0.0, True, epoch)
+        for epoch in range(1, epochs + 1)
         for key in keys
-        if key in states
+        if (k := epoch_key(key, epoch)) in states
     ]  # fmt: skip
     return StoredOutcomes(light, store, run_id, result_type)

@@ -16,14 +16,25 @@ from toolgauge.errors import UsageError
 from toolgauge.redact import redact, redact_tree, secret_values
 from toolgauge.results import EvalResults
 
+METRIC_COLUMNS = ("metric", "by", "group", "value", "n")
+"""The columns of the long metric format (``report --csv``, ``export``'s metrics tables)."""
+
+
+def metric_rows(results: EvalResults) -> list[dict[str, Any]]:
+    """The metric values as long-format rows (``METRIC_COLUMNS``; overall rows have empty by and group)."""
+    return [
+        {"metric": redact(m.name), "by": redact(m.by or ""), "group": redact(m.group or ""), "value": m.value, "n": m.n}
+        for m in results.metrics
+    ]
+
 
 def results_to_csv(results: EvalResults) -> str:
     """Return the metric values as CSV rows ``metric,by,group,value,n`` (overall rows have empty by and group)."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(["metric", "by", "group", "value", "n"])
-    for m in results.metrics:
-        writer.writerow([redact(m.name), redact(m.by or ""), redact(m.group or ""), m.value, m.n])
+    writer.writerow(METRIC_COLUMNS)
+    for row in metric_rows(results):
+        writer.writerow([row[c] for c in METRIC_COLUMNS])
     return buf.getvalue()
 
 

@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from toolgauge.redact import redact
-from toolgauge.results import EvalResults, Metric, RunStats
+from toolgauge.results import EvalResults, Metric, MetricSummary, RunStats
 
 
 def pct(value: Any) -> str:
@@ -47,14 +47,75 @@ def warning_line(warning: Any) -> str:
 
 
 def run_line(run: RunStats, unit: str) -> str:
-    """The closing ``run ID · N samples · ...`` line, values escaped; a status other than finished is shown."""
+    """The closing ``run ID · N samples · ...`` line, values escaped; a status other than finished is shown.
+
+    Tokens are those spent by real calls; answers from the cache add their tokens apart, when there are any.
+    """
     status = f" · [yellow]{esc(run.status)}[/]" if run.status != "finished" else ""
+    epochs = f" × {run.epochs} epochs" if run.epochs != 1 else ""
+    cached = run.cached_input_tokens + run.cached_output_tokens
+    cached_tokens = f" (+{run.cached_input_tokens}+{run.cached_output_tokens} cached)" if cached else ""
     return (
-        f"run [bold]{esc(run.id)}[/]{status} · {run.samples} {unit} · "
+        f"run [bold]{esc(run.id)}[/]{status} · {run.samples} {unit}{epochs} · "
         f"{run.sample_errors} failed · {run.model_calls} model calls "
         f"({run.cached_calls} from cache) · "
-        f"{run.input_tokens}+{run.output_tokens} tokens · {run.wall_seconds} s"
+        f"{run.input_tokens}+{run.output_tokens} tokens{cached_tokens} · {run.wall_seconds} s"
     )
+
+
+def _summary_value(value: float | None, rate: bool) -> str:
+    if value is None:
+        return "—"
+    return pct(value) if rate else f"{value:.4g}"
+
+
+def summary_lines(results: EvalResults) -> list[str]:
+    """``NAME  mean ± stderr  [low, high]  over n clusters, K epochs`` per headline metric, then pass@k and pass^k.
+
+    Rates are shown as percentages, as in the tables. Nothing when there is no summary; pass@k and pass^k
+    only for more than one epoch.
+    """
+    # In the metrics' order (a stored run's JSON keeps its keys sorted).
+    order = {name: i for i, name in enumerate(dict.fromkeys(m.name for m in results.metrics))}
+    names = sorted(results.summary, key=lambda name: order.get(name, len(order)))
+    width = max((len(name) for name in names), default=0)
+    lines = [_summary_line(name.ljust(width), results.summary[name], _is_rate(results, name)) for name in names]
+    epochs = max((s.epochs for s in results.summary.values()), default=1)
+    if epochs > 1 and results.pass_at_k:
+        lines.append("pass@k".ljust(width) + "  " + "  ".join(f"k={k} {pct(v)}" for k, v in results.pass_at_k.items()))
+        lines.append("pass^k".ljust(width) + "  " + "  ".join(f"k={k} {pct(v)}" for k, v in results.pass_hat_k.items()))
+    return lines
+
+
+def _is_rate(results: EvalResults, name: str) -> bool:
+    metric = results.metric(name)
+    return metric is None or metric.kind == "rate"
+
+
+def _summary_line(name: str, s: MetricSummary, rate: bool) -> str:
+    spread = f" ± {_summary_value(s.stderr, rate)}" if s.stderr is not None else ""
+    interval = (
+        f"  [{_summary_value(s.ci_low, rate)}, {_summary_value(s.ci_high, rate)}]"
+        if s.ci_low is not None and s.ci_high is not None
+        else ""
+    )
+    clusters = "cluster" if s.n == 1 else "clusters"
+    epochs = "epoch" if s.epochs == 1 else "epochs"
+    return f"{esc(name)}  {_summary_value(s.mean, rate)}{spread}{interval}  over {s.n} {clusters}, {s.epochs} {epochs}"
+
+
+def print_summary(results: EvalResults, console: Console) -> None:
+    """Print the headline metrics with their spread (95% interval) and, over epochs, pass@k and pass^k.
+
+    Printed when some headline metric has a spread, or for more than one epoch.
+    """
+    has_spread = any(s.stderr is not None for s in results.summary.values())
+    several = any(s.epochs > 1 for s in results.summary.values())
+    if not (has_spread or several):
+        return
+    console.print("[bold]headline ± stderr [95% CI][/]", highlight=False)
+    for line in summary_lines(results):
+        console.print(line, highlight=False)
 
 
 def print_warnings(results: EvalResults, console: Console, limit: int = 10) -> None:
@@ -124,7 +185,8 @@ def render_results(
     renderer: Callable[[EvalResults, Console], None] | None = None,
     unit: str = "samples",
 ) -> None:
-    """Print a run: the benchmark's renderer (or the generic tables), its warnings and its run line."""
+    """Print a run: the benchmark's renderer (or the generic tables), the headline spread, warnings, run line."""
     (renderer or render_generic)(results, console)
+    print_summary(results, console)
     print_warnings(results, console)
     print_run_line(results, console, unit)

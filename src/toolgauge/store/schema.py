@@ -17,7 +17,8 @@ from sqlalchemy import (
 )
 
 # 1: the first store. 2: transcripts (model_calls.role and the request's blob hashes, the blobs table).
-SCHEMA_VERSION = 2
+# 3: sweeps (the sweeps and sweep_cells tables).
+SCHEMA_VERSION = 3
 
 metadata = MetaData()
 
@@ -126,4 +127,31 @@ run_locks = Table(
     Column("pid_started", Text),
     Column("acquired_at", Float, nullable=False),
     Column("heartbeat_at", Float, nullable=False),
+)
+
+
+# One row per ``toolgauge sweep``: the sweep file as given (its text; a resume must name the same sweep) and
+# how it ended: running, finished, finished_with_errors (some cell did not finish), interrupted.
+sweeps = Table(
+    "sweeps",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("file", Text, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("status", String(32), nullable=False),
+)
+
+# One row per cell (model x benchmark) of a sweep, all written with the sweep. ``run_id`` is given out with
+# the sweep and the run made under that id when the cell first starts (so a resume finds it); ``status`` is
+# pending, running, or the run's final status (finished, finished_with_errors, failed, interrupted).
+sweep_cells = Table(
+    "sweep_cells",
+    metadata,
+    Column("sweep_id", String(64), ForeignKey("sweeps.id"), primary_key=True),
+    Column("cell", Integer, primary_key=True),
+    Column("model", Text, nullable=False),
+    Column("benchmark", String(64), nullable=False),
+    Column("run_id", String(64), nullable=False, unique=True),
+    Column("status", String(32), nullable=False),
+    Column("error", Text),
 )

@@ -294,7 +294,8 @@ class Store:
                 version = int(row[0])
             else:  # tables made, version row not yet written: what the tables say
                 calls = {col["name"] for col in inspect(conn).get_columns(schema.model_calls.name)}
-                version = SCHEMA_VERSION if set(_V2_CALL_COLUMNS) <= calls else 1
+                has_sweeps = schema.sweeps.name in inspect(conn).get_table_names()
+                version = (3 if has_sweeps else 2) if set(_V2_CALL_COLUMNS) <= calls else 1
         if version > SCHEMA_VERSION:
             raise UsageError(self._too_new(version))
         self.schema_version = version
@@ -654,11 +655,12 @@ class Store:
             self._pending_calls.append(pending)
         self._maybe_flush()
 
-    def forget_calls(self, run_id: str, keep: Collection[str]) -> None:
+    def forget_calls(self, run_id: str, keep: Collection[str], *, only: Collection[str] | None = None) -> None:
         """Delete the model calls of every sample of a run not in ``keep`` (the samples stored as done).
 
         Called before a resume runs the other samples again: the calls of their abandoned attempt (an
         interruption, a failure, a store that stopped taking writes) are not kept beside the new ones.
+        ``only``: look at these samples alone (one shard of a run whose other shards run elsewhere).
         """
         self.flush()
         c = schema.model_calls.c
@@ -667,7 +669,8 @@ class Store:
                 pairs = conn.execute(select(c.sample_key, c.role).where(c.run_id == run_id).distinct()).all()
                 stale: dict[str, list[str]] = {}
                 for key, role in sorted(pairs):
-                    if _sample_of(key, role) not in keep:
+                    sample = _sample_of(key, role)
+                    if sample not in keep and (only is None or sample in only):
                         stale.setdefault(role, []).append(key)
                 for role, keys in stale.items():  # by role too: sample "a"'s judge and sample "a#judge" share a key
                     for start in range(0, len(keys), READ_CHUNK):
@@ -742,12 +745,21 @@ class Store:
                     func.coalesce(func.sum(c.latency_s), 0.0),
                 ).where(c.run_id == run_id)
             ).one()
-            cached = conn.execute(select(func.count()).where((c.run_id == run_id) & (c.cached.is_(True)))).scalar_one()
+            cached = conn.execute(
+                select(
+                    func.count(),
+                    func.coalesce(func.sum(c.input_tokens), 0),
+                    func.coalesce(func.sum(c.output_tokens), 0),
+                ).where((c.run_id == run_id) & (c.cached.is_(True)))
+            ).one()
+        # input_tokens / output_tokens count every call, cached ones too; cached_* count the cached ones alone.
         return {
             "calls": float(row[0]),
-            "cached_calls": float(cached),
+            "cached_calls": float(cached[0]),
             "input_tokens": float(row[1]),
             "output_tokens": float(row[2]),
+            "cached_input_tokens": float(cached[1]),
+            "cached_output_tokens": float(cached[2]),
             "model_latency_s": float(row[3]),
         }
 
@@ -1017,6 +1029,9 @@ def _migrate(conn: Connection, found: int | None) -> None:
     1 -> 2: model_calls gets ``role`` (recovered from the ``<sample>#<role>`` keys of old rows) and
     the request's blob hashes (NULL for old rows: their requests were never stored), and one index
     on (run_id, sample_key) instead of the one on run_id; the blobs table is created by ``create_all``.
+
+    2 -> 3: the ``sweeps`` and ``sweep_cells`` tables, new and empty, are created by ``create_all``; no
+    existing table changes.
     """
     table = schema.model_calls
     inspector = inspect(conn)

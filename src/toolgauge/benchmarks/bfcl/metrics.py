@@ -177,7 +177,8 @@ class BfclTally:
     :meth:`metrics` gives, per category (``by="category"``, in BFCL's category order): ``accuracy``,
     ``correct`` and ``unsatisfiable`` (counts); per BFCL aggregate (``by="aggregate"``: ``simple``, ``non_live``,
     ``live``, ``irrelevance``, ``relevance``, each only when its categories are present):
-    ``accuracy``; overall: ``unsatisfiable`` (entries no answer can pass) and the irrelevance
+    ``accuracy``; overall: ``accuracy`` (the mean of the categories' accuracies, :meth:`macro_accuracy`),
+    ``unsatisfiable`` (entries no answer can pass) and the irrelevance
     loophole, ``irrelevance_correct`` and ``irrelevance_correct_but_unparsable`` (counts over the
     ``n`` irrelevance entries). :meth:`details` gives the error types and which categories each
     aggregate used.
@@ -231,8 +232,10 @@ class BfclTally:
         ]
         total = sum(count.n for count in self.categories.values())
         unsatisfiable = sum(count.unsatisfiable for count in self.categories.values())
+        ordered = sorted(self.categories, key=lambda c: known.get(c, len(known)))
         return [
             *out,
+            Metric(name="accuracy", value=self.macro_accuracy(ordered), n=total),
             Metric(name="unsatisfiable", value=unsatisfiable, n=total, kind="count"),
             Metric(name="irrelevance_correct", value=self.irrelevance_correct, n=self.irrelevance_n, kind="count"),
             Metric(
@@ -243,12 +246,34 @@ class BfclTally:
             ),
         ]
 
+    def macro_accuracy(self, order: Sequence[str] | None = None) -> float | None:
+        """The mean of the categories' accuracies, each category weighing the same (None with no entry).
+
+        toolgauge's one-number summary of the AST categories run. It is not BFCL's leaderboard
+        "Overall", which weighs non-live, live, irrelevance, multi-turn and agentic groups 10/10/10/30/40
+        and needs groups toolgauge does not run. As a mean over entries, each entry weighs
+        ``1 / n_category`` (:func:`entry_weight`).
+        """
+        names = list(order) if order is not None else list(self.categories)
+        if not names:
+            return None
+        return sum(self.categories[name].correct / self.categories[name].n for name in names) / len(names)
+
     def details(self) -> dict[str, Any]:
         """``error_types`` (BFCL error type -> entries, most frequent first) and ``aggregate_categories``."""
         return {
             "error_types": dict(self.error_types.most_common()),
             "aggregate_categories": {name: used for name, (_, _, used) in _aggregates(self.categories).items()},
         }
+
+
+def entry_weight(category_size: int) -> float:
+    """An entry's weight in the overall ``accuracy``: ``1 / n`` of its category of ``n`` entries.
+
+    With these weights the mean over entries, ``sum(valid * w) / sum(w)``, is the mean over categories
+    of their accuracies (each category's weights add up to 1).
+    """
+    return 1 / category_size
 
 
 def unsatisfiable_reason(entry: BfclEntry) -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,7 @@ from toolgauge.benchmarks.bfcl.io import (
     bfcl_tools,
 )
 from toolgauge.benchmarks.bfcl.loader import BfclEntry, BfclOutput, load_bfcl_results
-from toolgauge.benchmarks.bfcl.metrics import BfclTally, BfclVerdict, check_bfcl_entry
+from toolgauge.benchmarks.bfcl.metrics import BfclTally, BfclVerdict, check_bfcl_entry, entry_weight
 from toolgauge.engine import EpisodeContext, SampleOutcome, in_step
 from toolgauge.errors import UsageError
 from toolgauge.records import AssistantTurn, ToolCall
@@ -50,6 +51,8 @@ class JudgedEntry:
     output: BfclOutput | None
     missing: bool
     sample_error: str | None
+    # Entries of its category in the run: its weight in the overall accuracy is 1 / this.
+    category_size: int = 1
 
     def sample_score(self) -> SampleScore:
         """The entry's score: 1.0 when BFCL's checker accepts it, with its error type and message."""
@@ -72,7 +75,9 @@ class JudgedEntry:
                 "error_type": v.error_type,
                 "unsatisfiable": v.unsatisfiable,
                 "unparsable": v.unparsable,
+                "accuracy": 1.0 if v.valid else 0.0,
             },
+            weights={"accuracy": entry_weight(self.category_size)},
             explanation=explanation,
             error=self.sample_error,
             metadata=metadata,
@@ -218,6 +223,8 @@ class BfclBenchmark:
         Raises:
             ValueError: an outcome is out of order or belongs to no sample.
         """
+        samples = list(samples)
+        sizes = Counter(entry.category for _, entry in samples)
         for _, entry, mine in in_step(samples, outcomes):
             result = mine.result if mine is not None else None
             output = result.output if result is not None else None
@@ -226,7 +233,7 @@ class BfclBenchmark:
                 entry, output if output is not None else "", underscore_to_dot=self._underscore_to_dot(output)
             )
             error = mine.error if mine is not None else "not run"
-            yield JudgedEntry(verdict, output, result is not None and result.missing, error)
+            yield JudgedEntry(verdict, output, result is not None and result.missing, error, sizes[entry.category])
 
     def replay_table(self, path: Path) -> Mapping[str, Sequence[AssistantTurn]]:
         """BFCL result files at ``path`` as turns, for ``--model replay:PATH`` (pure: reads and returns)."""

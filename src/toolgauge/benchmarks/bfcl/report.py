@@ -25,6 +25,11 @@ def render_bfcl(results: EvalResults, console: Console) -> None:
         n = accuracy.n if accuracy is not None else None
         table.add_row(esc(category), esc("" if correct is None else correct), esc("" if n is None else n),
                       pct(accuracy.value if accuracy is not None else None))  # fmt: skip
+    overall = results.metric("accuracy")
+    if overall is not None:
+        table.add_row(
+            "[bold]all categories (mean)[/]", "", esc("" if overall.n is None else overall.n), pct(overall.value)
+        )
     for aggregate in results.groups("aggregate"):
         table.add_row(f"[italic]{esc(aggregate)} (aggregate)[/]", "", "",
                       pct(results.value("accuracy", aggregate, by="aggregate")))  # fmt: skip

@@ -288,24 +288,79 @@ def dialogue_metrics(dialogues: Sequence[Sequence[bool]]) -> dict[str, float | i
     """
     if not dialogues:
         return {"n_dialogues": 0}
-    successes = 0
-    turn_rates: list[float] = []
-    soft_rates: list[float] = []
-    process_rates: list[float] = []
-    for results in dialogues:
-        if sum(results) == len(results):
-            successes += 1
-        soft = soft_turn_scores(results)
-        soft_rates.append(sum(soft) / len(soft))
-        turn_rates.append(sum(results) / len(results))
-        process_rates.append(task_process_rate(results))
-    return {
-        "success_rate": successes / len(dialogues),
-        "turn_success_rate": sum(turn_rates) / len(turn_rates),
-        "soft_turn_success_rate": sum(soft_rates) / len(soft_rates),
-        "task_process_rate": sum(process_rates) / len(process_rates),
-        "n_dialogues": len(dialogues),
+    per_dialogue = [one_dialogue_scores(results) for results in dialogues]
+    summary: dict[str, float | int] = {
+        name: sum(scores[name] for scores in per_dialogue) / len(per_dialogue) for name in DIALOGUE_METRICS
     }
+    summary["n_dialogues"] = len(dialogues)
+    return summary
+
+
+def one_dialogue_scores(results: Sequence[bool]) -> dict[str, float]:
+    """SR, ATS, SATS and TPR of one dialogue (its correctness by turn): what :func:`dialogue_metrics` averages.
+
+    A unit that stands for the dialogue carries these with weight 1, so that each dialogue metric is
+    the plain mean of them over the dialogues (see :func:`dialogue_unit_scores`).
+    """
+    soft = soft_turn_scores(results)
+    return {
+        "success_rate": 1.0 if sum(results) == len(results) else 0.0,
+        "turn_success_rate": sum(results) / len(results),
+        "soft_turn_success_rate": sum(soft) / len(soft),
+        "task_process_rate": task_process_rate(results),
+    }
+
+
+def dialogue_unit_scores(turns: Sequence[tuple[str, int, bool]]) -> dict[int, dict[str, float]]:
+    """For each dialogue, its last turn's position in ``turns`` -> the dialogue's :func:`one_dialogue_scores`.
+
+    ``turns`` are ``(dialogue id, turn index, correct)`` in unit order, grouped as :func:`dialogue_results`
+    groups them (a later entry for the same turn overwrites the earlier one). The dialogue metrics are
+    carried by one unit per dialogue, its last, so that each is the mean of that unit's score over the
+    units that have it.
+    """
+    last: dict[str, int] = {}
+    for position, (dialogue_id, _, _) in enumerate(turns):
+        last[dialogue_id] = position
+    results = dialogue_results(turns)
+    return {last[dialogue_id]: one_dialogue_scores(r) for dialogue_id, r in zip(last, results, strict=True)}
+
+
+def unit_scores_row(
+    verdict_fields: dict[str, Any], verdict: MtuItemVerdict, dialogue_scores: dict[str, float] | None = None
+) -> dict[str, float | int | bool | str | None]:
+    """A unit's ``SampleScore.scores``: the verdict's scalar fields, then the metrics it counts in.
+
+    A metric the unit does not count in is left out rather than given as None (a single-call item has
+    no ``tool_number_accuracy``), so that "the units that have the metric" are the ones it is over.
+    """
+    row: dict[str, float | int | bool | str | None] = {
+        k: v
+        for k, v in verdict_fields.items()
+        if (isinstance(v, int | float | bool | str) or v is None) and not (v is None and k in TURN_METRICS)
+    }
+    row.update(verdict_unit_scores(verdict))
+    row.update(dialogue_scores or {})
+    return row
+
+
+def verdict_unit_scores(verdict: MtuItemVerdict) -> dict[str, float]:
+    """The turn metrics one verdict counts in, as 0/1 or a fraction, named as the metrics.
+
+    ``tool_accuracy`` / ``parameter_accuracy`` for a single-call item or a dialogue turn, and
+    ``tool_number_accuracy`` / ``tool_order_accuracy`` for a multi-call item or a dialogue turn: each
+    metric over units is the mean of these (weight 1) over the units that have it.
+    """
+    scores: dict[str, float] = {}
+    if verdict.tool_correct is not None:
+        scores["tool_accuracy"] = 1.0 if verdict.tool_correct else 0.0
+    if verdict.parameters_correct is not None:
+        scores["parameter_accuracy"] = 1.0 if verdict.parameters_correct else 0.0
+    if verdict.tool_number_accuracy is not None:
+        scores["tool_number_accuracy"] = verdict.tool_number_accuracy
+    if verdict.tool_order_accuracy is not None:
+        scores["tool_order_accuracy"] = verdict.tool_order_accuracy
+    return scores
 
 
 # --- per-item judgement ---------------------------------------------------------------------

@@ -10,9 +10,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from toolgauge.benchmarks.mtu.loader import load_mtu_predictions, pair_predictions
-from toolgauge.benchmarks.mtu.metrics import MtuItemVerdict, MtuVariant, score_mtu
+from toolgauge.benchmarks.mtu.metrics import (
+    MtuItemVerdict,
+    MtuVariant,
+    dialogue_unit_scores,
+    score_mtu,
+    unit_scores_row,
+)
 from toolgauge.benchmarks.mtu.native import mtu_native_request
-from toolgauge.benchmarks.mtu.records import MTU_SPLITS, MtuItem, MtuPrediction
+from toolgauge.benchmarks.mtu.records import MTU_SPLITS, MULTI_TURN_SPLITS, MtuItem, MtuPrediction
 from toolgauge.engine import EpisodeContext, SampleOutcome, in_step
 from toolgauge.parsing.react import parse_mtu_response, render_react
 from toolgauge.records import AssistantTurn, Message, ToolCall
@@ -72,17 +78,25 @@ class JudgedItem:
     verdict: MtuItemVerdict
     content: str | None
     sample_error: str | None
+    # The dialogue of an M-S / M-M item (its bootstrap cluster), and the dialogue metrics on its last item.
+    dialogue: str | None = None
+    dialogue_scores: dict[str, float] | None = None
 
     def sample_score(self) -> SampleScore:
-        """The item's score: 1.0 when it is right (every call and value), with every verdict field."""
+        """The item's score: 1.0 when it is right (every call and value), with every verdict field.
+
+        ``scores`` also holds the metrics the item counts in, named as the metrics (see
+        :func:`~toolgauge.benchmarks.mtu.metrics.unit_scores_row`), so that each overall metric is their mean.
+        """
         verdict = self.verdict.model_dump(mode="json", exclude={"id", "split"})
         return SampleScore(
             id=self.key,
             sample=self.key,
             value=1.0 if self.verdict.turn_correct else 0.0,
             explanation=self.verdict.error_type,
-            scores={k: v for k, v in verdict.items() if isinstance(v, int | float | bool | str) or v is None},
+            scores=unit_scores_row(verdict, self.verdict, self.dialogue_scores),
             error=self.sample_error,
+            cluster=self.dialogue,
             metadata={"item_id": self.verdict.id, "split": self.verdict.split, "content": self.content,
                       **{k: v for k, v in verdict.items() if isinstance(v, list | dict)}},
         )  # fmt: skip
@@ -180,11 +194,20 @@ class MtuBenchmark:
             warnings=list(self.warnings),
         )
         verdicts = scored.verdicts
+        in_dialogues = [index for index, item in enumerate(items) if item.split in MULTI_TURN_SPLITS]
+        dialogue_scores = {
+            in_dialogues[position]: scores
+            for position, scores in dialogue_unit_scores(
+                [(items[i].dialogue_id, items[i].turn_index, verdicts[i].turn_correct) for i in in_dialogues]
+            ).items()
+        }
 
         def rows() -> Iterator[SampleScore]:
-            for (key, _, result, error), verdict in zip(self._paired(samples, outcomes), verdicts, strict=True):
+            paired = zip(self._paired(samples, outcomes), verdicts, strict=True)
+            for index, ((key, item, result, error), verdict) in enumerate(paired):
                 content = result.content if result is not None else None
-                yield JudgedItem(key, verdict, content, error).sample_score()
+                dialogue = item.dialogue_id if item.split in MULTI_TURN_SPLITS else None
+                yield JudgedItem(key, verdict, content, error, dialogue, dialogue_scores.get(index)).sample_score()
 
         return ScoredRun(results, rows)
 

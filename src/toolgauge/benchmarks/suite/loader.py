@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from toolgauge.errors import DataError
-from toolgauge.jsonl import JsonProblem, parse_json
+from toolgauge.jsonl import JsonProblem, UniqueIds, parse_json
 from toolgauge.records import Message, ToolCall, ToolSpec
 
 __all__ = [
@@ -231,7 +231,7 @@ def load_suite(path: Path) -> list[SuiteDialogue]:
     """
     shown = str(path)
     dialogues: list[SuiteDialogue] = []
-    first_line_of_id: dict[str, int] = {}
+    ids = UniqueIds(shown, what="dialogue id", first="first used on line")
     known_tools = _ToolLists()
     for number, raw in _read_lines(path, shown):
         if not raw.strip():
@@ -240,14 +240,7 @@ def load_suite(path: Path) -> list[SuiteDialogue]:
             dialogue = _parse_dialogue(raw, shown, number, known_tools)
         except _Problem as problem:
             raise DataError(shown, problem.message, line=number, field=problem.field) from None
-        if dialogue.id in first_line_of_id:
-            raise DataError(
-                shown,
-                f"duplicate dialogue id {dialogue.id!r} (first used on line {first_line_of_id[dialogue.id]})",
-                line=number,
-                field="id",
-            )
-        first_line_of_id[dialogue.id] = number
+        ids.add(dialogue.id, number)
         dialogues.append(dialogue)
     if not dialogues:
         raise DataError(shown, "no dialogues: the file is empty")

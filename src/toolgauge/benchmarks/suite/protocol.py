@@ -15,7 +15,9 @@ from toolgauge.benchmarks.mtu.metrics import (
     MtuVariant,
     TurnOutcome,
     judge_turn,
+    one_dialogue_scores,
     tally_metrics,
+    unit_scores_row,
 )
 from toolgauge.benchmarks.suite.loader import SuiteDialogue, turn_histories
 from toolgauge.engine import EpisodeContext, SampleOutcome, in_step
@@ -48,17 +50,24 @@ class JudgedTurn:
     verdict: MtuItemVerdict
     content: str | None
     sample_error: str | None
+    # On the dialogue's last turn: the dialogue's SR, ATS, SATS and TPR (each dialogue metric is their mean).
+    dialogue_scores: dict[str, float] | None = None
 
     def sample_score(self) -> SampleScore:
-        """The turn's per-unit score: 1.0 when the turn is right (tool and parameters), with every verdict field."""
+        """The turn's per-unit score: 1.0 when the turn is right (tool and parameters), with every verdict field.
+
+        ``scores`` also holds the turn metrics named as the metrics and, on the last turn, the dialogue
+        metrics; the cluster is the dialogue.
+        """
         verdict = self.verdict.model_dump(mode="json", exclude={"id", "split"})
         return SampleScore(
             id=f"{self.dialogue_id}#{self.turn}",
             sample=self.dialogue_id,
             value=1.0 if self.verdict.turn_correct else 0.0,
             explanation=self.verdict.error_type,
-            scores={k: v for k, v in verdict.items() if isinstance(v, int | float | bool | str) or v is None},
+            scores=unit_scores_row(verdict, self.verdict, self.dialogue_scores),
             error=self.sample_error,
+            cluster=self.dialogue_id,
             metadata={"dialogue": self.dialogue_id, "turn": self.turn, "content": self.content,
                       **{k: v for k, v in verdict.items() if isinstance(v, list | dict)}},
         )  # fmt: skip
@@ -145,7 +154,7 @@ class SuiteBenchmark:
     def judged_turns(
         self, samples: Iterable[tuple[str, SuiteDialogue]], outcomes: Iterable[SampleOutcome[SuiteResult]]
     ) -> Iterator[JudgedTurn]:
-        """Yield every turn of every sample judged, one at a time (nothing is kept between turns).
+        """Yield every turn of every sample judged, one dialogue in memory at a time.
 
         ``samples`` and ``outcomes`` are read once, in step; see :meth:`score` for the order.
 
@@ -153,20 +162,34 @@ class SuiteBenchmark:
             ValueError: an outcome is out of order or belongs to no sample.
         """
         for _, dialogue, mine in in_step(samples, outcomes):
-            got = mine.result.turns if mine and mine.result else []
-            for index, turn in enumerate(dialogue.turns):
-                answer = got[index] if index < len(got) else None
-                verdict = judge_turn(
-                    TurnOutcome(
-                        dialogue_id=dialogue.id,
-                        turn=index,
-                        expected=turn.expected_calls,
-                        predicted=answer.tool_calls if answer else [],
-                    ),
-                    self.variant,
-                )
-                error = mine.error if mine else "not run"
-                yield JudgedTurn(dialogue.id, index, verdict, answer.content if answer else None, error)
+            yield from self._judged_dialogue(dialogue, mine)
+
+    def _judged_dialogue(self, dialogue: SuiteDialogue, mine: SampleOutcome[SuiteResult] | None) -> list[JudgedTurn]:
+        """Every turn of one dialogue judged; the last carries the dialogue's own scores."""
+        judged = list(self._judged_turns_of(dialogue, mine))
+        if judged:
+            last = judged[-1]
+            scores = one_dialogue_scores([j.verdict.turn_correct for j in judged])
+            judged[-1] = JudgedTurn(last.dialogue_id, last.turn, last.verdict, last.content, last.sample_error, scores)
+        return judged
+
+    def _judged_turns_of(
+        self, dialogue: SuiteDialogue, mine: SampleOutcome[SuiteResult] | None
+    ) -> Iterator[JudgedTurn]:
+        got = mine.result.turns if mine and mine.result else []
+        error = mine.error if mine else "not run"
+        for index, turn in enumerate(dialogue.turns):
+            answer = got[index] if index < len(got) else None
+            verdict = judge_turn(
+                TurnOutcome(
+                    dialogue_id=dialogue.id,
+                    turn=index,
+                    expected=turn.expected_calls,
+                    predicted=answer.tool_calls if answer else [],
+                ),
+                self.variant,
+            )
+            yield JudgedTurn(dialogue.id, index, verdict, answer.content if answer else None, error)
 
     def replay_table(self, path: Path) -> Mapping[str, Sequence[AssistantTurn]]:
         """Read step-level recordings: JSONL lines ``{"id", "turn", "content", "tool_calls"}``."""

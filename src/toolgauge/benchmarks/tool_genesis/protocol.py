@@ -35,7 +35,12 @@ from typing import Any, Literal, TypeVar, TypeVarTuple
 from pydantic import BaseModel, Field
 
 from toolgauge.benchmarks.tool_genesis.loader import UNSAFE_PATH, load_registry, write_registry
-from toolgauge.benchmarks.tool_genesis.metrics import GenesisServerScore, genesis_metrics, genesis_server_score
+from toolgauge.benchmarks.tool_genesis.metrics import (
+    METRIC_LEVELS,
+    GenesisServerScore,
+    genesis_metrics,
+    genesis_server_score,
+)
 from toolgauge.benchmarks.tool_genesis.metrics.compliance import Verdict, check_compliance, check_mcp_valid
 from toolgauge.benchmarks.tool_genesis.metrics.schema import GenesisVariant, SchemaMatch, match_schemas, route_unit_test
 from toolgauge.benchmarks.tool_genesis.metrics.unit_tests import (
@@ -380,7 +385,9 @@ class GenesisBenchmark:
     ) -> Iterator[SampleScore]:
         """Yield one score per server, in sample order (see :func:`server_sample_score`)."""
         for key, result, error in self.server_results(samples, outcomes):
-            yield server_sample_score(key, result, server_score(result, self.variant), error)
+            yield server_sample_score(
+                key, result, server_score(result, self.variant), error, l4_run=self.l4.skip_reason is None
+            )
 
     def server_results(
         self, samples: Iterable[tuple[str, GenesisSample]], outcomes: Iterable[SampleOutcome[GenesisEvalResult]]
@@ -661,17 +668,25 @@ def server_score(result: GenesisEvalResult, variant: GenesisVariant) -> GenesisS
 
 
 def server_sample_score(
-    slug: str, result: GenesisEvalResult, score: GenesisServerScore, error: str | None
+    slug: str, result: GenesisEvalResult, score: GenesisServerScore, error: str | None, *, l4_run: bool = True
 ) -> SampleScore:
     """One server's ``--samples`` row (pure).
 
     ``value`` is the server's UT_hard (0 when it stopped before L3), so the mean over the rows is the run's
-    ``ut_hard``; ``scores`` holds every per-server metric and the counts behind them; ``explanation`` the
-    levels passed and where and why the server stopped; ``metadata`` the levels reached, the failures and
-    each level's raw results (L3 per reference tool).
+    ``ut_hard``; ``scores`` holds every per-server metric and the counts behind them, so that each overall
+    metric is the mean of its per-server scores over the servers that have it (a metric that is unknown,
+    the L4 rates when L4 was skipped for the run (``l4_run`` False) or ``sr_oracle_normalized`` with no
+    reference run, is left out); ``explanation`` the levels passed and where and why the server stopped;
+    ``metadata`` the levels reached, the failures and each level's raw results (L3 per reference tool).
+    The server is its own cluster.
     """
+    per_server = {
+        key: value
+        for key, value in score.metrics().items()
+        if value is not None and (l4_run or METRIC_LEVELS[key] != "L4")
+    }
     scores: dict[str, float | int | bool | str | None] = {
-        **score.metrics(),
+        **per_server,
         "launches": score.launches,
         "launch_attempts": score.launch_attempts,
         "unit_tests_counted": score.unit_tests_counted,
@@ -682,6 +697,7 @@ def server_sample_score(
         sample=slug,
         value=score.ut_hard,
         scores=scores,
+        cluster=slug,
         explanation=score.explanation(),
         error=error,
         metadata={

@@ -12,6 +12,8 @@ from toolgauge.benchmark import BenchmarkSpec, lazy
 from toolgauge.benchmarks.toolgate.report import render_toolgate
 
 SPEC = BenchmarkSpec(
+    # Tries of one sample would share files (generated server folders) or candidate ids: no --epochs yet.
+    repeatable=False,
     name="toolgate",
     title="ToolGate: tool-dependent science items through executable acceptance gates (gate commands)",
     run_names=("toolgate", "toolgate-run"),
@@ -19,7 +21,7 @@ SPEC = BenchmarkSpec(
     build=lazy("toolgauge.benchmarks.toolgate.cli", "build"),
     render=render_toolgate,
     rescore=lazy("toolgauge.benchmarks.toolgate.cli", "rescore"),
-    headline=("accepted", "attempts", "acceptance_rate"),
+    headline=("acceptance_rate",),
     extras=("fem",),
     unit="candidates",
 )

@@ -29,6 +29,16 @@ from toolgauge.benchmarks.toolgate.answers import derive_seed, new_seed, permuta
 from toolgauge.benchmarks.toolgate.audit import AuditReport, audit, pool_candidates
 from toolgauge.benchmarks.toolgate.cli_run import add_run_command
 from toolgauge.benchmarks.toolgate.loader import load_candidates
+from toolgauge.benchmarks.toolgate.options import (
+    GateFlags,
+    NoScriptTimeLimitOpt,
+    SolveTimeLimitOpt,
+    VerifyTimeLimitOpt,
+    domain_filter,
+    found_domains,
+    gate_command,
+    of_domain,
+)
 from toolgauge.benchmarks.toolgate.protocol import (
     DEFAULT_SOLVER_STEPS,
     SOLVER_ROLE,
@@ -47,13 +57,9 @@ from toolgauge.benchmarks.toolgate.screens import ScreenSpec, check_screen_names
 from toolgauge.benchmarks.toolgate.verify import DEFAULT_TIME_LIMIT
 from toolgauge.cli.common import (
     EngineDefaults,
-    JsonOpt,
     RunFlags,
-    StoreOpt,
-    UnsafeNoSandboxOpt,
     check_isolation,
     execute,
-    guarded,
     limit_items,
     out,
     require_finite,
@@ -74,40 +80,6 @@ GATE_ENGINE = EngineDefaults(concurrency=4, timeout=120.0)
 CandidatesOpt = Annotated[
     Path, typer.Option("--candidates", help="A candidates JSONL file (one candidate per line; see docs/toolgate.md).")
 ]
-DomainOpt = Annotated[
-    str | None,
-    typer.Option("--domain", help="The candidates' domain (each must have it); its libraries are checked first."),
-]
-TimeLimitOpt = Annotated[
-    float,
-    typer.Option(
-        "--time-limit", min=0.1, help="Seconds of wall clock for one solution script (gate 1) and one whole solve."
-    ),
-]
-ScreenOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--screen",
-        help="A no-tool screen, SPEC[,temperature=T][,max_tokens=N][,reasoning_effort=E][,name=X] "
-        "(SPEC as for --model: gold, openai:MODEL, URL#MODEL, scripted:PATH); repeat for several, run in order.",
-    ),
-]
-SolverOpt = Annotated[
-    str | None,
-    typer.Option("--solver", help="The tool-enabled solver, SPEC[,temperature=T][,max_tokens=N][,reasoning_effort=E]."),
-]
-FixedOrderOpt = Annotated[
-    bool, typer.Option("--fixed-order", help="Screens see the original option order (the paper's biased protocol).")
-]
-AllScreensOpt = Annotated[
-    bool,
-    typer.Option("--all-screens", help="Run every screen even after one rejected the candidate (agreement audits)."),
-]
-SeedOpt = Annotated[
-    int | None,
-    typer.Option("--seed", help="Derive the screens' permutation seeds from this number (default: fresh seeds)."),
-]
-SolverStepsOpt = Annotated[int, typer.Option("--solver-steps", min=1, help="The most model calls of one solve.")]
 
 
 class PoolChoice(StrEnum):
@@ -162,12 +134,9 @@ def build(
         raise UsageError("give at least one --screen SPEC")
     if "solve" in chosen and solver is None:
         raise UsageError("give the solver: --solver SPEC")
-    if domain is not None:
-        from toolgauge.benchmarks.toolgate.domains import get_domain
-
-        get_domain(domain)  # an unknown domain is a usage error before the file is read
+    domain_filter(domain)  # an unknown domain is a usage error before the file is read
     path = Path(candidates)
-    pool = limit_items(load_candidates(path, domain=domain), limit)
+    pool = limit_items(_of_domain(load_candidates(path), domain, path), limit)
     settings = PoolSettings(
         command=command,
         gates=chosen,
@@ -180,6 +149,33 @@ def build(
         solver_steps=solver_steps,
     )
     return PoolBenchmark.of(pool, settings, source=str(path.resolve()), domain=domain)
+
+
+def _of_domain(candidates: list[Candidate], domain: str | None, path: Path) -> list[Candidate]:
+    """The candidates of ``domain`` (all when None); none left is a usage error naming what the file holds."""
+    kept = of_domain(candidates, domain, lambda c: c.domain)
+    if not kept:
+        raise UsageError(
+            f"{path}: no candidates of domain {domain!r} (the file has: {found_domains(c.domain for c in candidates)})"
+        )
+    return kept
+
+
+def _build(candidates: Path, command: PoolCommand, gate: GateFlags, limit: int | None) -> PoolBenchmark:
+    """:func:`build` from a command's gate options."""
+    return build(
+        candidates=candidates,
+        command=command,
+        domain=gate.domain,
+        time_limit=gate.time_limit,
+        screen=gate.screen,
+        solver=gate.solver,
+        fixed_order=gate.fixed_order,
+        all_screens=gate.all_screens,
+        seed=gate.seed,
+        solver_steps=gate.solver_steps,
+        limit=limit,
+    )
 
 
 def _command_gates(command: PoolCommand) -> tuple[Gate, ...]:
@@ -230,7 +226,8 @@ def rescore(config: Mapping[str, Any], variant: str | None) -> PoolBenchmark | C
     if "ids" in config:
         keys = [str(key) for key in config["ids"]]
     else:
-        keys = [c.id for c in load_candidates(Path(source))][: int(config["n"])]
+        pool = of_domain(load_candidates(Path(source)), config.get("domain"), lambda c: c.domain)
+        keys = [c.id for c in pool][: int(config["n"])]
     return PoolBenchmark(
         settings=settings,
         source=source,
@@ -290,118 +287,81 @@ def _run(bench: PoolBenchmark, flags: RunFlags, unsafe_no_sandbox: bool = False)
 # --- gate verify | screen | solve | check ------------------------------------------------------------------
 
 
-def gate_verify(
-    candidates: CandidatesOpt,
-    domain: DomainOpt = None,
-    time_limit: TimeLimitOpt = DEFAULT_TIME_LIMIT,
-    unsafe_no_sandbox: UnsafeNoSandboxOpt = False,
-    *,
-    flags: RunFlags,
-) -> None:
+@gate_command("domain", "time_limit", "unsafe_no_sandbox", annotations={"time_limit": VerifyTimeLimitOpt})
+def gate_verify(candidates: CandidatesOpt, *, gate: GateFlags, flags: RunFlags) -> None:
     """Gate 1 on a pool: run each solution in the sandbox; its one ANSWER: must select the proposed option."""
-    bench = build(candidates=candidates, command="verify", domain=domain, time_limit=time_limit, limit=flags.limit)
-    _run(bench, flags, unsafe_no_sandbox)
+    _run(_build(candidates, "verify", gate, flags.limit), flags, gate.unsafe_no_sandbox)
 
 
-def gate_screen(
-    candidates: CandidatesOpt,
-    screen: ScreenOpt = None,
-    domain: DomainOpt = None,
-    time_limit: TimeLimitOpt = DEFAULT_TIME_LIMIT,
-    fixed_order: FixedOrderOpt = False,
-    all_screens: AllScreensOpt = False,
-    seed: SeedOpt = None,
-    *,
-    flags: RunFlags,
-) -> None:
+@gate_command(
+    "screen",
+    "domain",
+    "time_limit",
+    "fixed_order",
+    "all_screens",
+    "seed",
+    annotations={"time_limit": NoScriptTimeLimitOpt},
+)
+def gate_screen(candidates: CandidatesOpt, *, gate: GateFlags, flags: RunFlags) -> None:
     """Gate 2 on a pool: each screen answers three shuffled presentations; 2 of 3 right rejects as too_easy."""
-    bench = build(
-        candidates=candidates,
-        command="screen",
-        domain=domain,
-        time_limit=time_limit,
-        screen=screen,
-        fixed_order=fixed_order,
-        all_screens=all_screens,
-        seed=seed,
-        limit=flags.limit,
-    )
-    _run(bench, flags)
+    _run(_build(candidates, "screen", gate, flags.limit), flags)
 
 
-def gate_solve(
-    candidates: CandidatesOpt,
-    solver: SolverOpt = None,
-    domain: DomainOpt = None,
-    time_limit: TimeLimitOpt = DEFAULT_TIME_LIMIT,
-    solver_steps: SolverStepsOpt = DEFAULT_SOLVER_STEPS,
-    unsafe_no_sandbox: UnsafeNoSandboxOpt = False,
-    *,
-    flags: RunFlags,
-) -> None:
+@gate_command(
+    "solver",
+    "domain",
+    "time_limit",
+    "solver_steps",
+    "unsafe_no_sandbox",
+    annotations={"time_limit": SolveTimeLimitOpt},
+)
+def gate_solve(candidates: CandidatesOpt, *, gate: GateFlags, flags: RunFlags) -> None:
     """Gate 3 on a pool: a solver with run_python and submit_answer must find the proposed option in time."""
-    bench = build(
-        candidates=candidates,
-        command="solve",
-        domain=domain,
-        time_limit=time_limit,
-        solver=solver,
-        solver_steps=solver_steps,
-        limit=flags.limit,
-    )
-    _run(bench, flags, unsafe_no_sandbox)
+    _run(_build(candidates, "solve", gate, flags.limit), flags, gate.unsafe_no_sandbox)
 
 
-def gate_check(
-    candidates: CandidatesOpt,
-    screen: ScreenOpt = None,
-    solver: SolverOpt = None,
-    domain: DomainOpt = None,
-    time_limit: TimeLimitOpt = DEFAULT_TIME_LIMIT,
-    fixed_order: FixedOrderOpt = False,
-    all_screens: AllScreensOpt = False,
-    seed: SeedOpt = None,
-    solver_steps: SolverStepsOpt = DEFAULT_SOLVER_STEPS,
-    unsafe_no_sandbox: UnsafeNoSandboxOpt = False,
-    *,
-    flags: RunFlags,
-) -> None:
+@gate_command(
+    "screen",
+    "solver",
+    "domain",
+    "time_limit",
+    "fixed_order",
+    "all_screens",
+    "seed",
+    "solver_steps",
+    "unsafe_no_sandbox",
+)
+def gate_check(candidates: CandidatesOpt, *, gate: GateFlags, flags: RunFlags) -> None:
     """All three gates on a pool, cheapest first (verify, screens, solve), stopping at the first rejection."""
-    bench = build(
-        candidates=candidates,
-        command="check",
-        domain=domain,
-        time_limit=time_limit,
-        screen=screen,
-        solver=solver,
-        fixed_order=fixed_order,
-        all_screens=all_screens,
-        seed=seed,
-        solver_steps=solver_steps,
-        limit=flags.limit,
-    )
-    _run(bench, flags, unsafe_no_sandbox)
+    _run(_build(candidates, "check", gate, flags.limit), flags, gate.unsafe_no_sandbox)
 
 
 # --- stored pools -------------------------------------------------------------------------------------------
 
 
-def read_pool(store_url: str | None, ref: str) -> StoredPool:
+def read_pool(store_url: str | None, ref: str, domain: str | None = None) -> StoredPool:
     """The recorded candidates of the stored run ``ref`` (an id, a unique start of one, or ``latest``).
 
+    With ``domain``, only that domain's candidates (``StoredPool.of_domain``).
+
     Raises:
-        UsageError: no such run, or a run that recorded no candidates.
+        UsageError: an unknown domain, no such run, or a run that recorded no candidates (of that domain).
     """
     from toolgauge.store import open_store
 
+    domain_filter(domain)
     st = open_store(store_url, create=False)
     try:
         run_id = st.resolve_run_id(ref)
-        pool = stored_records(st, run_id)
+        everything = stored_records(st, run_id)
     finally:
         st.close()
+    if not everything.records and not everything.errors:
+        raise UsageError(f"run {run_id} ({everything.benchmark}) recorded no candidates")
+    pool = everything.of_domain(domain)
     if not pool.records and not pool.errors:
-        raise UsageError(f"run {run_id} ({pool.benchmark}) recorded no candidates")
+        found = found_domains(everything.domain_of(r) for _, r in everything.records)
+        raise UsageError(f"run {run_id} has no candidates of domain {domain!r} (it has: {found})")
     return pool
 
 
@@ -422,43 +382,55 @@ def _selected(records: Sequence[tuple[str, RecordedCandidate]], which: PoolChoic
     return chosen
 
 
+PoolChoiceOpt = Annotated[
+    PoolChoice,
+    typer.Option(
+        "--pool",
+        help="verified: every candidate not rejected by its format or local verification; survivors: not "
+        "rejected by any gate; accepted: solved; all: every well-formed candidate.",
+    ),
+]
+
+
+@gate_command(
+    "screen",
+    "domain",
+    "time_limit",
+    "fixed_order",
+    "all_screens",
+    "seed",
+    annotations={"time_limit": NoScriptTimeLimitOpt},
+)
 def gate_rescreen(
     run_id: Annotated[str, typer.Argument(help="The stored pool: a run id, a unique start of one, or 'latest'.")],
-    screen: ScreenOpt = None,
-    pool: Annotated[
-        PoolChoice,
-        typer.Option(
-            "--pool",
-            help="verified: every candidate not rejected by its format or local verification; survivors: not "
-            "rejected by any gate; accepted: solved; all: every well-formed candidate.",
-        ),
-    ] = PoolChoice.verified,
-    fixed_order: FixedOrderOpt = False,
-    all_screens: AllScreensOpt = False,
-    seed: SeedOpt = None,
+    pool: PoolChoiceOpt = PoolChoice.verified,
     *,
+    gate: GateFlags,
     flags: RunFlags,
 ) -> None:
     """New screens on a stored pool, as a new run: a post-hoc audit whose results never reach a generator."""
-    if not screen:
+    if not gate.screen:
         raise UsageError("give at least one --screen SPEC")
-    source = read_pool(flags.store, run_id)
+    source = read_pool(flags.store, run_id, gate.domain)
     chosen = _selected(source.records, pool)
     if not chosen:
-        raise UsageError(f"run {source.run_id} has no {pool.value} candidates to rescreen")
+        of = f" of domain {gate.domain!r}" if gate.domain is not None else ""
+        raise UsageError(f"run {source.run_id} has no {pool.value} candidates{of} to rescreen")
     pairs: list[tuple[str, Candidate | None]] = [(key, record.candidate) for key, record in unique_keys(chosen)]
     settings = PoolSettings(
         command="rescreen",
         gates=("screens",),
-        screens=_screens(screen),
-        fixed_order=fixed_order,
-        all_screens=all_screens,
-        seed=seed,
+        screens=_screens(gate.screen),
+        time_limit=gate.time_limit,
+        fixed_order=gate.fixed_order,
+        all_screens=gate.all_screens,
+        seed=gate.seed,
     )
     bench = PoolBenchmark(
         settings=settings,
         source=f"run:{source.run_id} ({pool.value})",
         pairs=limit_items(pairs, flags.limit),
+        domain=gate.domain,
         source_run=source.run_id,
     )
     _run(bench, flags)
@@ -509,6 +481,7 @@ def _print_audit(report: AuditReport, source: str, console: Console) -> None:
     )
 
 
+@gate_command("domain", "time_limit", offline=True, annotations={"time_limit": NoScriptTimeLimitOpt})
 def gate_audit(
     run_id: Annotated[
         str | None, typer.Argument(help="A stored run (id, unique start of one, or 'latest'); or give --candidates.")
@@ -516,36 +489,37 @@ def gate_audit(
     candidates: Annotated[
         Path | None, typer.Option("--candidates", help="Audit a candidates file instead of a stored run.")
     ] = None,
-    store: StoreOpt = None,
-    as_json: JsonOpt = False,
+    *,
+    gate: GateFlags,
+    flags: RunFlags,
 ) -> None:
     """Audit a pool: screens' letter bias, the middle-value cue, screen agreement, duplicates, topics, funnel."""
-
-    def body() -> None:
-        if (run_id is None) == (candidates is None):
-            raise UsageError("give a run id or --candidates FILE (one of them)")
-        if candidates is not None:
-            pool = load_candidates(candidates)
-            records = [RecordedCandidate(candidate=c, outcome=decide(c.id)) for c in pool]
-            source = str(candidates)
-        else:
-            assert run_id is not None
-            stored = read_pool(store, run_id)
-            records = [record for _, record in stored.records]
-            source = f"run {stored.run_id}"
-        report = audit(records)
-        if as_json:
-            data = {
-                "source": source,
-                "middle_value_share": report.middle_value.middle_value_share,
-                "middle_value_accuracy": report.middle_value.middle_value_accuracy,
-                **report.model_dump(mode="json"),
-            }
-            sys.stdout.write(json.dumps(redact_tree(data), indent=2, ensure_ascii=False) + "\n")
-            return
-        _print_audit(report, source, out)
-
-    guarded(body)
+    if (run_id is None) == (candidates is None):
+        raise UsageError("give a run id or --candidates FILE (one of them)")
+    if candidates is not None:
+        domain_filter(gate.domain)
+        pool = _of_domain(load_candidates(candidates), gate.domain, candidates)
+        records = [RecordedCandidate(candidate=c, outcome=decide(c.id)) for c in pool]
+        source = str(candidates)
+    else:
+        assert run_id is not None
+        stored = read_pool(flags.store, run_id, gate.domain)
+        records = [record for _, record in stored.records]
+        source = f"run {stored.run_id}"
+    if gate.domain is not None:
+        source += f" · domain {gate.domain}"
+    report = audit(records)
+    if flags.as_json:
+        data = {
+            "source": source,
+            "domain": gate.domain,
+            "middle_value_share": report.middle_value.middle_value_share,
+            "middle_value_accuracy": report.middle_value.middle_value_accuracy,
+            **report.model_dump(mode="json"),
+        }
+        sys.stdout.write(json.dumps(redact_tree(data), indent=2, ensure_ascii=False) + "\n")
+        return
+    _print_audit(report, source, out)
 
 
 # --- gate export ----------------------------------------------------------------------------------------------
@@ -598,7 +572,9 @@ def _csv(rows: Sequence[Mapping[str, Any]]) -> str:
     return buffer.getvalue()
 
 
-def export_pool(pool: StoredPool, out_dir: Path, *, seed: int | None, config: Mapping[str, Any]) -> dict[str, Any]:
+def export_pool(
+    pool: StoredPool, out_dir: Path, *, seed: int | None, config: Mapping[str, Any], domain: str | None = None
+) -> dict[str, Any]:
     """Write the release files of a stored pool into ``out_dir``; returns the manifest.
 
     ``accepted.jsonl``: each accepted candidate in the candidate format, options re-shuffled by a fresh seed
@@ -672,6 +648,7 @@ def export_pool(pool: StoredPool, out_dir: Path, *, seed: int | None, config: Ma
         "config": dict(config),
         "exported_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "release_seed": seed,
+        "domain": domain,
         "counts": counts,
         "files": files,
     }
@@ -679,41 +656,40 @@ def export_pool(pool: StoredPool, out_dir: Path, *, seed: int | None, config: Ma
     return manifest
 
 
+@gate_command("domain", "time_limit", offline=True, annotations={"time_limit": NoScriptTimeLimitOpt})
 def gate_export(
     run_id: Annotated[str, typer.Argument(help="The stored pool: a run id, a unique start of one, or 'latest'.")],
     out_dir: Annotated[Path, typer.Option("--out", help="The folder to write the release files into.")],
     seed: Annotated[
         int | None, typer.Option("--seed", help="Derive the release permutations from this number (default: fresh).")
     ] = None,
-    store: StoreOpt = None,
-    as_json: JsonOpt = False,
+    *,
+    gate: GateFlags,
+    flags: RunFlags,
 ) -> None:
     """Export the accepted pool for release (options re-shuffled, answers updated), with every record and rejection."""
+    from toolgauge.store import open_store
 
-    def body() -> None:
-        from toolgauge.store import open_store
-
-        pool = read_pool(store, run_id)
-        st = open_store(store, create=False)
-        try:
-            run = st.get_run(pool.run_id)
-        finally:
-            st.close()
-        manifest = export_pool(pool, out_dir, seed=seed, config=run.config if run is not None else {})
-        if as_json:
-            sys.stdout.write(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
-            return
-        counts = manifest["counts"]
-        if not counts["accepted"]:
-            warn(f"run {pool.run_id} has no accepted candidates: accepted.jsonl is empty")
-        out.print(
-            f"exported run {esc(pool.run_id)} to {esc(out_dir)}: {counts['accepted']} accepted; "
-            f"{counts['rejected']} rejected, {counts['flagged']} flagged, {counts['passed']} passed and "
-            f"{counts['errors']} without a verdict in rejections.jsonl; summary.csv has every candidate",
-            highlight=False,
-        )
-
-    guarded(body)
+    pool = read_pool(flags.store, run_id, gate.domain)
+    st = open_store(flags.store, create=False)
+    try:
+        run = st.get_run(pool.run_id)
+    finally:
+        st.close()
+    config = run.config if run is not None else {}
+    manifest = export_pool(pool, out_dir, seed=seed, config=config, domain=gate.domain)
+    if flags.as_json:
+        sys.stdout.write(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+        return
+    counts = manifest["counts"]
+    if not counts["accepted"]:
+        warn(f"run {pool.run_id} has no accepted candidates: accepted.jsonl is empty")
+    out.print(
+        f"exported run {esc(pool.run_id)} to {esc(out_dir)}: {counts['accepted']} accepted; "
+        f"{counts['rejected']} rejected, {counts['flagged']} flagged, {counts['passed']} passed and "
+        f"{counts['errors']} without a verdict in rejections.jsonl; summary.csv has every candidate",
+        highlight=False,
+    )
 
 
 # --- mounting ------------------------------------------------------------------------------------------------
@@ -725,12 +701,15 @@ def add_commands(groups: CommandGroups) -> None:
         help="ToolGate: build tool-dependent items through executable gates, and audit and export the pools.",
         no_args_is_help=True,
     )
-    pool_command = run_command(model=False, engine=GATE_ENGINE, sampling=False)
-    gate_app.command("verify")(pool_command(gate_verify))
-    gate_app.command("screen")(pool_command(gate_screen))
-    gate_app.command("solve")(pool_command(gate_solve))
-    gate_app.command("check")(pool_command(gate_check))
-    gate_app.command("rescreen")(pool_command(gate_rescreen))
+    pool_command = run_command(model=False, engine=GATE_ENGINE, sampling=False, epochs=False)
+    for name, command in (
+        ("verify", gate_verify),
+        ("screen", gate_screen),
+        ("solve", gate_solve),
+        ("check", gate_check),
+        ("rescreen", gate_rescreen),
+    ):
+        gate_app.command(name)(pool_command(command))
     gate_app.command("audit")(gate_audit)
     gate_app.command("export")(gate_export)
     add_run_command(gate_app)

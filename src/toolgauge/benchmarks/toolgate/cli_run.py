@@ -22,12 +22,13 @@ from toolgauge.benchmarks.toolgate.construction import (
     GateFunctions,
     RoundResult,
     ScreenLike,
+    prepare_resume,
     real_gates,
     screen_role,
-    stored_rounds,
 )
 from toolgauge.benchmarks.toolgate.generator import DEFAULT_MAX_STEPS
 from toolgauge.benchmarks.toolgate.generator import ROLE as GENERATOR_ROLE
+from toolgauge.benchmarks.toolgate.options import RunDomainOpt, RunTimeLimitOpt
 from toolgauge.benchmarks.toolgate.verify import DEFAULT_TIME_LIMIT
 from toolgauge.cli.common import EngineDefaults, RunFlags, UnsafeNoSandboxOpt, check_isolation, execute, run_command
 from toolgauge.errors import UsageError
@@ -113,14 +114,18 @@ def role_clients(
 
 
 def resumed_history(store_url: str | None, run_id: str) -> list[RoundResult]:
-    """The finished rounds of the run to resume, oldest first (none when the store or the run is missing)."""
+    """The finished rounds of the run to resume, oldest first (none when the store or the run is missing).
+
+    Also parks the model calls of the unfinished rounds' recorded gates (:func:`.construction.prepare_resume`),
+    so that a round resumed from its gate records keeps the calls of the gates it does not run again.
+    """
     from toolgauge.store import open_store
 
     store = open_store(store_url)
     try:
         if store.get_run(run_id) is None:
             return []  # the driver says "no such run"
-        return stored_rounds(store, run_id)
+        return prepare_resume(store, run_id)
     finally:
         store.close()
 
@@ -133,16 +138,8 @@ def gate_run(
     ],
     solver: Annotated[str, typer.Option("--solver", help="Model spec of the tool-enabled solver (role solver).")],
     rounds: Annotated[int, typer.Option("--rounds", min=1, help="How many rounds (candidates) to run.")],
-    domain: Annotated[str, typer.Option("--domain", help="The domain (a folder of toolgate/domains).")] = "fem",
-    time_limit: Annotated[
-        float,
-        typer.Option(
-            "--time-limit",
-            min=1.0,
-            help="Seconds of wall clock for one solution run (imports included), each generator run_python, "
-            "and the whole solve.",
-        ),
-    ] = DEFAULT_TIME_LIMIT,
+    domain: RunDomainOpt = "fem",
+    time_limit: RunTimeLimitOpt = DEFAULT_TIME_LIMIT,
     generator_steps: Annotated[
         int, typer.Option("--generator-steps", min=1, help="At most this many generator model calls per round.")
     ] = DEFAULT_MAX_STEPS,
@@ -190,4 +187,4 @@ def gate_run(
 
 def add_run_command(gate_app: typer.Typer) -> None:
     """Mount ``gate run`` on the ``gate`` group."""
-    gate_app.command("run")(run_command(model=False, engine=ENGINE, limit=False)(gate_run))
+    gate_app.command("run")(run_command(model=False, engine=ENGINE, limit=False, epochs=False)(gate_run))

@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from toolgauge.benchmark import lazy
 from toolgauge.benchmarks.toolgate.answers import CALLS_PER_SCREEN, derive_seed
 from toolgauge.benchmarks.toolgate.audit import audit
-from toolgauge.benchmarks.toolgate.gate_store import GateLog
+from toolgauge.benchmarks.toolgate.gate_store import GateLog, park_calls
 from toolgauge.benchmarks.toolgate.generator import (
     DEFAULT_MAX_STEPS,
     GeneratorReport,
@@ -188,6 +188,19 @@ class RoundResult(BaseModel):
         return RecordedCandidate(candidate=self.candidate, outcome=self.outcome, raw=self.raw)
 
 
+def prepare_resume(store: Store, run_id: str) -> list[RoundResult]:
+    """Get a stored ``gate run`` ready to resume; returns its finished rounds (the ``history`` the benchmark takes).
+
+    Before the engine forgets the model calls of the unfinished rounds, the calls of their recorded gates are parked
+    (:func:`.gate_store.park_calls`); a round that reuses a gate's record puts that gate's calls back. Call it
+    before resuming, with the store of the run (``gate run --resume`` does).
+    """
+    store.flush()
+    finished = [key for key, state in store.sample_states(run_id).items() if state.status == "done"]
+    park_calls(store.engine, run_id, finished)
+    return stored_rounds(store, run_id)
+
+
 def stored_rounds(store: Store, run_id: str) -> list[RoundResult]:
     """The finished rounds of a stored ``gate run``, in round order (what ``--resume`` feeds the generator)."""
     rounds: list[RoundResult] = []
@@ -315,12 +328,14 @@ class ConstructionBenchmark:
             except ValidationError:
                 return None  # written by another version: run the gate again
             reused.append(gate)
+            log.restore_calls(gate)  # its calls, parked before the engine forgot this round's, go back in the log
             return record
 
         async def run_gate(gate: str, model: type[M], run: Callable[[], Awaitable[M]]) -> M:
             record = reuse(gate, model)
             if record is None:
                 record = await run()
+                ctx.store.flush()  # the gate's model calls are committed before its record (a kill -9 keeps both)
                 log.put(gate, record.model_dump(mode="json"))
             return record
 
@@ -463,7 +478,12 @@ def round_score(key: str, result: RoundResult | None, error: str | None) -> Samp
         id=key,
         sample=result.candidate_id,
         value=1.0 if outcome.outcome == "accepted" else 0.0,
-        scores={"outcome": outcome.outcome, "rejected_by": outcome.rejected_by, "reason": outcome.reason},
+        scores={
+            "outcome": outcome.outcome,
+            "rejected_by": outcome.rejected_by,
+            "reason": outcome.reason,
+            "acceptance_rate": 1.0 if outcome.outcome == "accepted" else 0.0,  # the run's rate over its rounds
+        },
         explanation=why,
         metadata={
             "candidate": result.candidate.model_dump(mode="json") if result.candidate is not None else None,

@@ -13,7 +13,7 @@ from typing import Any
 
 from toolgauge.benchmarks.toolgate.records import LETTERS, Candidate, options_problem
 from toolgauge.errors import DataError
-from toolgauge.jsonl import read_jsonl_objects
+from toolgauge.jsonl import UniqueIds, read_jsonl_objects
 
 FIELDS = ("id", "domain", "question", "options", "answer", "solution", "meta")
 _TEXT_FIELDS = ("id", "domain", "question")
@@ -121,19 +121,12 @@ def load_candidates(path: Path, *, domain: str | None = None) -> list[Candidate]
     """
     shown = str(path)
     candidates: list[Candidate] = []
-    first_line: dict[str, int] = {}
+    ids = UniqueIds(shown)
     for line, data in read_jsonl_objects(Path(path), what="candidates"):
         try:
             candidate = validate_candidate(data, domain=domain)
         except CandidateProblem as problem:
             raise DataError(shown, problem.message, line=line, field=problem.field) from None
-        if candidate.id in first_line:
-            raise DataError(
-                shown,
-                f"duplicate id {candidate.id!r} (first on line {first_line[candidate.id]})",
-                line=line,
-                field="id",
-            )
-        first_line[candidate.id] = line
+        ids.add(candidate.id, line)
         candidates.append(candidate)
     return candidates

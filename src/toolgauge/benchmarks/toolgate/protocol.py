@@ -240,7 +240,9 @@ def document_of(results: EvalResults) -> dict[str, Any]:
     return {"candidates": list(results.details.get("candidates", [])), "counts": dict(counts)}
 
 
-def _sample_score(key: str, record: RecordedCandidate | None, error: str | None) -> SampleScore:
+def _sample_score(
+    key: str, record: RecordedCandidate | None, error: str | None, solve_gate: bool = False
+) -> SampleScore:
     if record is None:
         return SampleScore(id=key, sample=key, error=error or "no result", explanation="no verdict")
     outcome = record.outcome
@@ -256,6 +258,10 @@ def _sample_score(key: str, record: RecordedCandidate | None, error: str | None)
         scores[f"screen:{screen.screen}"] = screen.correct
     if gates.solve is not None:
         scores["solved"] = gates.solve.solved
+    # The overall rates as means over the candidates with a verdict (acceptance only when the solve gate ran).
+    scores["survival_rate"] = 0.0 if outcome.outcome == "rejected" else 1.0
+    if solve_gate:
+        scores["acceptance_rate"] = 1.0 if outcome.outcome == "accepted" else 0.0
     explanation = outcome.outcome if outcome.reason is None else f"{outcome.outcome}: {outcome.reason}"
     metadata = outcome.to_json()
     metadata["topic"] = record.candidate.topic if record.candidate is not None else None
@@ -322,7 +328,8 @@ def score_records(benchmark: str, settings: dict[str, Any], outcomes: Sequence[S
         warnings=warnings,
     )
     rows = list(outcomes)
-    return ScoredRun(results, lambda: (_sample_score(key, record, error) for key, record, error in rows))
+    solve_gate = "solve" in settings.get("gates", ())
+    return ScoredRun(results, lambda: (_sample_score(key, record, error, solve_gate) for key, record, error in rows))
 
 
 def audit_of(results: EvalResults) -> AuditReport | None:
@@ -354,6 +361,31 @@ class StoredPool:
     benchmark: str
     records: list[tuple[str, RecordedCandidate]]
     errors: list[tuple[str, str]]
+    domain: str | None = None  # the run's own domain (``gate run``; a pool run's --domain), None when mixed
+
+    def domain_of(self, record: RecordedCandidate) -> str | None:
+        """A record's domain: its candidate's; for a malformed proposal, the run's (else what it claimed)."""
+        if record.candidate is not None:
+            return record.candidate.domain
+        if self.domain is not None:
+            return self.domain
+        claimed = record.raw.get("domain") if isinstance(record.raw, dict) else None
+        return claimed if isinstance(claimed, str) else None
+
+    def of_domain(self, domain: str | None) -> StoredPool:
+        """Only the records of ``domain`` (all when None).
+
+        Samples without a record stay only when the whole run is of that domain (their candidate is unknown).
+        """
+        if domain is None:
+            return self
+        return StoredPool(
+            run_id=self.run_id,
+            benchmark=self.benchmark,
+            records=[(key, r) for key, r in self.records if self.domain_of(r) == domain],
+            errors=self.errors if self.domain == domain else [],
+            domain=domain,
+        )
 
     def outcomes(self) -> list[StoredOutcome]:
         """Every sample as (key, record or None, error), in key order."""
@@ -382,7 +414,14 @@ def stored_records(store: Store, run_id: str) -> StoredPool:
             continue
         records.append((key, RecordedCandidate.model_validate(data)))
     errors = [(key, states[key].error or "not finished") for key in keys if states[key].status != "done"]
-    return StoredPool(run_id=run_id, benchmark=benchmark, records=records, errors=errors)
+    domain = run.config.get("domain") if run is not None else None
+    return StoredPool(
+        run_id=run_id,
+        benchmark=benchmark,
+        records=records,
+        errors=errors,
+        domain=domain if isinstance(domain, str) else None,
+    )
 
 
 def unique_keys(records: Iterable[RecordedCandidate]) -> Iterator[tuple[str, RecordedCandidate]]:

@@ -505,6 +505,42 @@ def _accuracy_metrics(tally: _Tally, key: str, by: str, empty: float | None) -> 
     ]
 
 
+def task_unit_scores(
+    facts: WildTaskFacts, score: WildTaskScore | None, variant: WildVariant = "reference"
+) -> tuple[dict[str, float], dict[str, float]]:
+    """The overall rates one task counts in, named as the metrics, with their weights: (scores, weights).
+
+    Each overall rate of :func:`summarise_wild` is ``sum(score * w) / sum(w)`` over the tasks that have
+    it (``w`` 1 unless given): ``task_accuracy`` (every task, 0/1); ``optimal_path_rate`` (Parallel and
+    Mixed tasks, 0/1); ``accomplish_progress_rate`` (Sequential and Mixed tasks: ``complete / gold
+    nodes``, with weight ``gold nodes`` in ``reference``, where AP pools steps, and weight 1 over the
+    tasks with gold nodes in ``strict``, where AP is the mean of ratios). ``session_accuracy`` is not
+    here: it is carried by a session's last task (see :func:`session_unit_score`). A task with no
+    score (its sample failed) counts as failed, as in :func:`summarise_wild`.
+    """
+    correct = score is not None and score.label == "correct"
+    scores: dict[str, float] = {"task_accuracy": 1.0 if correct else 0.0}
+    weights: dict[str, float] = {}
+    if facts.task_type in OPTIMAL_PATH_TYPES:
+        scores["optimal_path_rate"] = 1.0 if score is not None and score.is_optimal else 0.0
+    if facts.task_type in PROGRESS_TYPES:
+        done = score.complete_step if score is not None else 0
+        nodes = facts.n_gold_nodes
+        if variant == "reference":
+            # Pooled steps: a task adds ``done`` and ``nodes``. With no gold node (none in the data) the task
+            # weighs 0; its done steps, which the pooled sum would still count, cannot be carried by a mean.
+            scores["accomplish_progress_rate"] = done / nodes if nodes else 0.0
+            weights["accomplish_progress_rate"] = float(nodes)
+        elif nodes:
+            scores["accomplish_progress_rate"] = done / nodes
+    return scores, weights
+
+
+def session_unit_score(task_correct: Sequence[bool]) -> dict[str, float]:
+    """``session_accuracy`` of one session (1 when every task is correct), for the session's last task."""
+    return {"session_accuracy": 1.0 if all(task_correct) else 0.0}
+
+
 def summarise_wild(
     task_scores: Sequence[WildTaskScore], sessions_facts: Sequence[WildTaskFacts], variant: WildVariant = "reference"
 ) -> list[Metric]:

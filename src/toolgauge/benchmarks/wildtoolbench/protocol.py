@@ -61,7 +61,9 @@ from toolgauge.benchmarks.wildtoolbench.metrics import (
     WildTaskScore,
     WildVariant,
     score_task_log,
+    session_unit_score,
     summarise_wild,
+    task_unit_scores,
 )
 from toolgauge.benchmarks.wildtoolbench.records import WildNode, WildSession
 from toolgauge.engine import EpisodeContext, SampleOutcome, in_step
@@ -526,21 +528,31 @@ class WildBenchmark:
             result = outcome.result.session if outcome is not None and outcome.result is not None else None
             logs = result.result if result is not None else []
             error = outcome.error if outcome is not None else "not run"
+            session_rows: list[SampleScore] = []
             for fact in task_facts(session):
                 facts.append(fact)
                 log = logs[fact.task_index] if fact.task_index < len(logs) else None
                 score = score_task_log(log, fact, self.variant) if log is not None else None
                 if score is not None:
                     scores.append(score)
-                rows.append(task_sample_score(session, fact, log, score, error))
+                row = task_sample_score(session, fact, log, score, error)
+                # The units of the overall rates: each rate is the weighted mean of these over the tasks,
+                # session accuracy is carried by the session's last task, and the session is the cluster.
+                unit_scores, weights = task_unit_scores(fact, score, self.variant)
+                row.scores.update(unit_scores)
+                row.weights.update(weights)
+                row.cluster = session.id
+                session_rows.append(row)
+            if session_rows:
+                last = max(session_rows, key=lambda r: int(r.metadata["task"]))
+                last.scores.update(session_unit_score([r.value == 1.0 for r in session_rows]))
+            rows.extend(session_rows)
         results = EvalResults(
             benchmark=self.name,
             settings={"variant": self.variant, "language": self.language, "data": self.data_label},
             metrics=summarise_wild(scores, facts, self.variant),
         )
         return WildScoredRun(results, rows, lambda: _session_logs(outcomes))
-
-
 
 
 def _session_logs(outcomes: Iterable[SampleOutcome[WildResult]]) -> Iterator[WildSessionResult]:

@@ -1,0 +1,98 @@
+"""``toolgauge compare RUN_A RUN_B``: run B against run A on the units both scored (no model is asked)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich import box
+from rich.table import Table
+
+from toolgauge.cli.common import JsonOpt, StoreOpt, guarded, out
+from toolgauge.redact import redact_tree
+from toolgauge.report.terminal import esc
+
+if TYPE_CHECKING:  # toolgauge.compare loads numpy: only when the command runs
+    from toolgauge.compare import RunComparison
+    from toolgauge.stats.paired import MetricComparison
+
+RunA = Annotated[str, typer.Argument(help="Run A (the baseline): an id, a unique start of one, or 'latest'.")]
+RunB = Annotated[str, typer.Argument(help="Run B, compared with A: an id, a unique start of one, or 'latest'.")]
+# Flipped units listed in the terminal (``--json`` lists them all).
+SHOWN_FLIPS = 10
+
+
+def compare_cmd(
+    run_a: RunA,
+    run_b: RunB,
+    metric: Annotated[
+        list[str] | None,
+        typer.Option("--metric", help="A per-unit metric to compare (repeatable; default: the benchmark's headline)."),
+    ] = None,
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Compare two runs of one benchmark: B - A per metric, its 95% interval and a paired test.
+
+    Units are paired by id (averaged over their epochs first); units only one run has are counted.
+    Both runs are scored again from their stored outputs; their data files must still be where they were.
+    """
+
+    def body() -> None:
+        from toolgauge.compare import compare_runs
+        from toolgauge.store import open_store
+
+        st = open_store(store, create=False)
+        try:
+            comparison = compare_runs(st, run_a, run_b, metric or None)
+        finally:
+            st.close()
+        if as_json:
+            sys.stdout.write(json.dumps(redact_tree(comparison.model_dump(mode="json")), indent=2) + "\n")
+        else:
+            render_comparison(comparison)
+
+    guarded(body)
+
+
+def _number(value: float | None, *, signed: bool = False) -> str:
+    """A rate in percent (or percentage points with ``signed``), two decimals; "—" when absent."""
+    if value is None:
+        return "—"
+    return f"{value * 100:+.2f}" if signed else f"{value * 100:.2f}"
+
+
+def _p_value(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return "<0.0001" if value < 1e-4 else f"{value:.4f}"
+
+
+def _verdict(row: MetricComparison) -> str:
+    if row.p_value is None:
+        return "no paired unit"
+    return "[bold]significant[/]" if row.significant else "not significant"
+
+
+def render_comparison(comparison: RunComparison) -> None:
+    """Print the metric table, the flipped units and the units only one run has."""
+    table = Table(
+        title=f"{esc(comparison.benchmark)}: B {esc(comparison.b)} vs A {esc(comparison.a)} (percent; diff = B - A)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+    )
+    for column in ("metric", "n", "A", "B", "diff", "95% CI", "test", "p", ""):
+        table.add_column(column, justify="left" if column in ("metric", "test", "") else "right")
+    for name, row in comparison.metrics.items():
+        interval = "—"
+        if row.ci_low is not None:
+            interval = f"[{_number(row.ci_low, signed=True)}, {_number(row.ci_high, signed=True)}]"
+        table.add_row(esc(name), str(row.n), _number(row.a), _number(row.b), _number(row.diff, signed=True), interval,
+                      esc(row.test or "—"), _p_value(row.p_value), _verdict(row))  # fmt: skip
+    out.print(table)
+    for label, ids in (("fail -> pass", comparison.flipped.to_pass), ("pass -> fail", comparison.flipped.to_fail)):
+        shown = ", ".join(ids[:SHOWN_FLIPS]) + (", ..." if len(ids) > SHOWN_FLIPS else "")
+        out.print(f"{label}: {len(ids)}" + (f" ({esc(shown)})" if ids else ""), highlight=False)
+    out.print(f"units only in A: {comparison.only_in_a} · only in B: {comparison.only_in_b}", highlight=False)

@@ -1,0 +1,74 @@
+"""``export``: a stored run as an Inspect AI log, BFCL score files, or per-sample tables (no model is asked)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.text import Text
+
+from toolgauge.cli.common import StoreOpt, guarded, out, warn
+from toolgauge.errors import DataError
+from toolgauge.results import SampleScore
+from toolgauge.store.store import RunInfo
+
+
+def stored_verdicts(run: RunInfo, store_url: str | None) -> tuple[list[SampleScore] | None, str | None]:
+    """The run's per-unit verdicts recomputed from its stored outputs (``toolgauge rescore``), or None and why not.
+
+    A run of a benchmark this toolgauge does not know or cannot rescore, or whose data files are gone,
+    has none: it is exported from what the store has.
+    """
+    from toolgauge.api import rescore
+    from toolgauge.benchmarks.registry import spec_for_run
+
+    spec = spec_for_run(run.benchmark)
+    if spec is None or spec.rescore is None:
+        return None, f"run {run.id} ({run.benchmark}) cannot be rescored, so it has no per-sample verdicts"
+    try:
+        return rescore(run.id, store=store_url, keep_samples=True).samples, None
+    except DataError as exc:
+        return None, f"run {run.id} could not be rescored, so it has no per-sample verdicts: {exc.render()}"
+
+
+def headline_of(benchmark: str) -> tuple[str, ...]:
+    """The headline metric names of the benchmark whose runs are stored as ``benchmark`` (none if unknown)."""
+    from toolgauge.benchmarks.registry import spec_for_run
+
+    spec = spec_for_run(benchmark)
+    return tuple(spec.headline) if spec is not None else ()
+
+
+def export_cmd(
+    run_id: Annotated[str, typer.Argument(help="Run id, a unique start of one, or 'latest' (see: toolgauge runs).")],
+    fmt: Annotated[str, typer.Option("--format", help="inspect | bfcl | csv | jsonl | parquet")],
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder to write (must not exist or be empty).")],
+    store: StoreOpt = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace a non-empty --out folder.")] = False,
+    model_name: Annotated[
+        str | None,
+        typer.Option("--model-name", help="bfcl: the model folder and model_name (default: the run's model)."),
+    ] = None,
+) -> None:
+    """Write a stored run as an Inspect AI eval log, BFCL's score files, or per-sample tables.
+
+    The per-sample verdicts are recomputed from the stored outputs, as `toolgauge rescore` does (no
+    model call). --out is written whole or not at all.
+    """
+
+    def body() -> None:
+        from toolgauge.export import export_run
+
+        report = export_run(
+            run_id, fmt, out_dir, store_url=store, verdicts=stored_verdicts, force=force, headline_of=headline_of,
+            model_name=model_name,
+        )  # fmt: skip
+        for note in report.notes:
+            warn(note)
+        shown = f"{len(report.files)} file" + ("" if len(report.files) == 1 else "s")
+        out.print(Text(f"run {report.run_id} → {report.out} ({fmt}, {shown})"), highlight=False)
+        for path in report.files:
+            out.print(Text(f"  {path}"), highlight=False)
+
+    guarded(body)

@@ -1,0 +1,144 @@
+"""``view``: the web viewer over a store; and what the viewer and ``report --html`` need from the benchmarks."""
+
+from __future__ import annotations
+
+import importlib.util
+import ipaddress
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from toolgauge.cli.common import StoreOpt, err, guarded
+from toolgauge.errors import UsageError
+from toolgauge.results import SampleScore
+from toolgauge.store.store import RunInfo, Store
+from toolgauge.view.data import Benchmarks
+
+VIEW_PACKAGES = ("starlette", "uvicorn", "altair", "vl_convert")
+LOCALHOST = "127.0.0.1"
+
+
+def stored_verdicts(store: Store, run: RunInfo) -> Iterator[SampleScore]:
+    """A stored run's per-unit scores, recomputed by its benchmark from the stored outputs (no model call)."""
+    from toolgauge.benchmarks.registry import spec_for_run
+    from toolgauge.engine import stored_outcomes
+
+    spec = spec_for_run(run.benchmark)
+    if spec is None or spec.rescore is None:
+        raise UsageError(f"run {run.id} ({run.benchmark}) cannot be rescored from the store")
+    bench = spec.rescore(run.config, None)
+    pairs = bench.samples()
+    scored = bench.score(pairs, stored_outcomes(store, run.id, [k for k, _ in pairs], bench.result_type))
+    return scored.iter_samples()
+
+
+def headline_of(benchmark: str) -> tuple[str, ...]:
+    """The headline metric names of the benchmark whose runs are stored as ``benchmark`` (none if unknown)."""
+    from toolgauge.benchmarks.registry import spec_for_run
+
+    spec = spec_for_run(benchmark)
+    return spec.headline if spec is not None else ()
+
+
+def registry_benchmarks() -> Benchmarks:
+    """The viewer's access to the registered benchmarks."""
+    return Benchmarks(verdicts=stored_verdicts, headline=headline_of)
+
+
+def require_view_packages() -> None:
+    """Raise ``UsageError`` naming the install when the ``view`` extra is missing."""
+    missing = [p for p in VIEW_PACKAGES if importlib.util.find_spec(p) is None]
+    if missing:
+        raise UsageError(
+            f"the viewer needs {', '.join(missing)}: pip install 'toolgauge[view]' (make setup-dev installs it)"
+        )
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def access_token(host: str, token: str | None) -> str | None:
+    """The token the server will require: the one given, else a new one when ``host`` is not loopback."""
+    if token:
+        return token
+    return None if _is_loopback(host) else secrets.token_urlsafe(24)
+
+
+def view_cmd(
+    store: StoreOpt = None,
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port (0: any free one).")] = 8765,
+    host: Annotated[
+        str, typer.Option("--host", help="Address to bind; anything but loopback needs a token (--token).")
+    ] = LOCALHOST,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--token",
+            help="Required on every request (?token= once, then a cookie); generated when "
+            "--host is not loopback and none is given.",
+            envvar="TOOLGAUGE_VIEW_TOKEN",
+        ),
+    ] = None,
+) -> None:
+    """Serve a local web app to browse stored runs: metrics, charts, verdicts and transcripts (updates live)."""
+
+    def body() -> None:
+        require_view_packages()
+        import uvicorn
+
+        from toolgauge.store import open_store
+        from toolgauge.view.app import create_app
+        from toolgauge.view.data import ViewData
+
+        chosen = access_token(host, token)
+        st = open_store(store, create=False)
+        allowed = None if not _is_loopback(host) else ["127.0.0.1", "localhost", "[::1]", "::1"]
+        app = create_app(ViewData(st, registry_benchmarks()), token=chosen, allowed_hosts=allowed)
+        config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
+        server = uvicorn.Server(config)
+        shown_host = f"[{host}]" if ":" in host else host
+
+        # The bound port (with --port 0, only known once listening) is printed when the server is up.
+        original_startup = server.startup
+
+        async def startup(sockets: object = None) -> None:
+            await original_startup(sockets=sockets)  # type: ignore[arg-type]
+            bound = port
+            for s in server.servers:
+                for sock in s.sockets:
+                    bound = sock.getsockname()[1]
+            suffix = f"/?token={chosen}" if chosen else "/"
+            err.print(f"toolgauge view: http://{shown_host}:{bound}{suffix}  (Ctrl-C stops it)", highlight=False,
+                      soft_wrap=True)  # fmt: skip
+
+        server.startup = startup  # type: ignore[method-assign]
+        try:
+            server.run()
+        finally:
+            st.close()
+
+    guarded(body)
+
+
+def write_run_html(store: str | None, run_id: str, out_path: Path, *, transcripts: int | None = None) -> None:
+    """``report RUN --html OUT``: write the run's self-contained page and say where."""
+    require_view_packages()
+    from toolgauge.store import open_store
+    from toolgauge.view.html_report import DEFAULT_TRANSCRIPTS, write_html_report
+
+    st = open_store(store, create=False)
+    try:
+        write_html_report(st, run_id, out_path, registry_benchmarks(),
+                          transcripts=DEFAULT_TRANSCRIPTS if transcripts is None else transcripts)  # fmt: skip
+    finally:
+        st.close()
+    err.print(f"wrote {out_path}", highlight=False, soft_wrap=True)

@@ -1,0 +1,178 @@
+"""Compare two stored runs of one benchmark on the units they share (``toolgauge compare``, the sweep).
+
+Each run's per-unit scores (:class:`~toolgauge.results.SampleScore`) are read by scoring its stored
+outputs again (no model call, as ``toolgauge rescore``). Units are paired by ``id``; a unit scored in
+several epochs is first averaged over them. For each metric ``m`` the units that have ``m`` in both
+runs are compared with :func:`toolgauge.stats.paired.compare_paired`: both weighted means, B - A, its
+95% interval (bootstrap over clusters) and a paired test. Units that only one run has are counted,
+not dropped silently; units whose ``value`` went from 0 to 1 or from 1 to 0 are listed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, Field
+
+from toolgauge.errors import UsageError
+from toolgauge.results import SampleScore
+from toolgauge.stats.paired import MetricComparison, PairedUnit, compare_paired
+
+if TYPE_CHECKING:
+    from toolgauge.store.store import Store
+
+
+class Flipped(BaseModel):
+    """Units whose ``value`` went from fail (0) to pass (1), and from pass to fail, in A's order."""
+
+    to_pass: list[str] = Field(default_factory=list)
+    to_fail: list[str] = Field(default_factory=list)
+
+
+class RunComparison(BaseModel):
+    """Run B against run A (``toolgauge compare A B --json``)."""
+
+    a: str
+    b: str
+    benchmark: str
+    metrics: dict[str, MetricComparison]
+    flipped: Flipped
+    only_in_a: int
+    only_in_b: int
+
+
+@dataclass
+class Unit:
+    """One unit of one run, averaged over its epochs: its cluster, value, and per-metric scores and weights."""
+
+    cluster: str
+    value: float | None
+    scores: dict[str, float] = field(default_factory=dict)
+    weights: dict[str, float] = field(default_factory=dict)
+
+
+def units_by_id(samples: Iterable[SampleScore]) -> dict[str, Unit]:
+    """The units of a run by id, in first-seen order; each numeric score is averaged over the unit's epochs.
+
+    A metric counts for a unit when ``scores[m]`` is a number (bools as 0/1; None and text are not
+    scores); its weight is the first epoch's (the weights of a unit do not change between epochs).
+    """
+    sums: dict[str, dict[str, list[float]]] = {}
+    values: dict[str, list[float]] = {}
+    units: dict[str, Unit] = {}
+    for sample in samples:
+        unit = units.get(sample.id)
+        if unit is None:
+            unit = units[sample.id] = Unit(cluster=sample.cluster or sample.sample, value=None)
+            sums[sample.id] = {}
+            values[sample.id] = []
+        if sample.value is not None:
+            values[sample.id].append(float(sample.value))
+        for name, score in sample.scores.items():
+            if isinstance(score, int | float):  # bool is an int: a pass/fail score
+                sums[sample.id].setdefault(name, []).append(float(score))
+                unit.weights.setdefault(name, sample.weights.get(name, 1.0))
+    for key, unit in units.items():
+        unit.scores = {name: sum(got) / len(got) for name, got in sums[key].items()}
+        unit.value = sum(values[key]) / len(values[key]) if values[key] else None
+    return units
+
+
+def compare_units(
+    a: dict[str, Unit], b: dict[str, Unit], metric: str, *, seed: int = 0, resamples: int = 2000
+) -> MetricComparison:
+    """``metric`` compared on the units that have it in both runs (A's cluster and weight)."""
+    paired = [
+        PairedUnit(id=key, cluster=unit.cluster, a=unit.scores[metric], b=b[key].scores[metric],
+                   weight=unit.weights.get(metric, 1.0))
+        for key, unit in a.items()
+        if metric in unit.scores and key in b and metric in b[key].scores
+    ]  # fmt: skip
+    result = compare_paired(paired, seed=seed, resamples=resamples)
+    return MetricComparison(**result.model_dump(include=set(MetricComparison.model_fields)))
+
+
+def flipped_units(a: dict[str, Unit], b: dict[str, Unit]) -> Flipped:
+    """The shared units whose ``value`` is 0 or 1 in both runs and differs, in A's order."""
+    flipped = Flipped()
+    for key, unit in a.items():
+        other = b.get(key)
+        if other is None or unit.value not in (0.0, 1.0) or other.value not in (0.0, 1.0):
+            continue
+        if unit.value == 0.0 and other.value == 1.0:
+            flipped.to_pass.append(key)
+        elif unit.value == 1.0 and other.value == 0.0:
+            flipped.to_fail.append(key)
+    return flipped
+
+
+def compare_scores(
+    run_a: str,
+    run_b: str,
+    benchmark: str,
+    samples_a: Iterable[SampleScore],
+    samples_b: Iterable[SampleScore],
+    metrics: Sequence[str],
+    *,
+    seed: int = 0,
+    resamples: int = 2000,
+    required: bool = True,
+) -> RunComparison:
+    """Compare two runs' per-unit scores on ``metrics`` (pure).
+
+    With ``required`` False (the benchmark's own headline), a metric no unit carries (MTU-Bench's
+    dialogue metrics on single-turn splits) is compared on no unit: ``n`` 0 and every number None.
+
+    Raises:
+        UsageError: with ``required``, a metric is a per-unit score of neither run.
+    """
+    a, b = units_by_id(samples_a), units_by_id(samples_b)
+    known = sorted({name for unit in (*a.values(), *b.values()) for name in unit.scores})
+    for metric in metrics:
+        if required and metric not in known:
+            raise UsageError(f"metric {metric!r} is not a per-unit score of these runs (they have: {', '.join(known)})")
+    return RunComparison(
+        a=run_a,
+        b=run_b,
+        benchmark=benchmark,
+        metrics={m: compare_units(a, b, m, seed=seed, resamples=resamples) for m in metrics},
+        flipped=flipped_units(a, b),
+        only_in_a=sum(1 for key in a if key not in b),
+        only_in_b=sum(1 for key in b if key not in a),
+    )
+
+
+def compare_runs(
+    store: Store, run_a: str, run_b: str, metrics: Sequence[str] | None = None, *, seed: int = 0
+) -> RunComparison:
+    """Compare stored run B with run A (ids, unique prefixes or ``latest``) on ``metrics``.
+
+    ``metrics`` defaults to the benchmark's headline metrics (``BenchmarkSpec.headline``). Both runs are
+    scored again from their stored outputs (their data files must still be where they were); nothing is
+    written.
+
+    Raises:
+        UsageError: a run is unknown, cannot be rescored, the runs are of different benchmarks, or a
+            metric is a per-unit score of neither run.
+    """
+    from toolgauge.api import stored_units
+
+    ids = (store.resolve_run_id(run_a), store.resolve_run_id(run_b))
+    infos = [store.get_run(run_id) for run_id in ids]
+    for ref, info in zip((run_a, run_b), infos, strict=True):
+        if info is None:
+            raise UsageError(f"no run {ref!r} in the store (see: toolgauge runs)")
+    info_a, info_b = infos
+    assert info_a is not None and info_b is not None
+    if info_a.benchmark != info_b.benchmark:
+        raise UsageError(
+            f"run {info_a.id} is {info_a.benchmark} and run {info_b.id} is {info_b.benchmark}: "
+            "compare runs of the same benchmark"
+        )
+    headline, samples_a = stored_units(store, info_a)
+    _, samples_b = stored_units(store, info_b)
+    named = bool(metrics)
+    return compare_scores(info_a.id, info_b.id, info_a.benchmark, samples_a, samples_b,
+                          list(metrics) if metrics else list(headline), seed=seed, required=named)  # fmt: skip

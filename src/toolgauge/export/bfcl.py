@@ -1,0 +1,338 @@
+"""BFCL's score files for a stored BFCL run, as ``bfcl evaluate`` writes them (bfcl-eval 2026.3.23, BFCL v4).
+
+The layout is BFCL's score folder (``--score-dir``)::
+
+    <out>/<model_name>/non_live/BFCL_v4_<category>_score.json
+    <out>/<model_name>/live/BFCL_v4_<category>_score.json
+    <out>/data_overall.csv, data_non_live.csv, data_live.csv
+
+A score file is JSONL: the first line ``{"accuracy", "correct_count", "total_count"}``, then one line
+per failed entry with the fields BFCL's runner writes for it, in its order
+(``eval_checker/eval_runner.py``: ``_evaluate_single_ast_entry``, ``_evaluate_single_relevance_entry``;
+``eval_runner_helper.py::save_eval_results``). Entries are in BFCL's order (``utils.sort_key``).
+``prompt`` is the entry as BFCL loads it (the data line itself, for these categories) and
+``possible_answer`` its ground truth, read from the run's data folder; the verdicts, error types,
+messages and decoded calls are toolgauge's (which agree with BFCL's checker: docs/benchmarks.md).
+
+The CSVs follow ``generate_leaderboard_csv``: BFCL's aggregates (a category the run lacks counts 0 and
+shows N/A), its column headers and its formatting, for one row. BFCL takes the model's display name,
+link, organisation, licence and prices from its registry; toolgauge has none of these (N/A, and no
+cost), and latency statistics come from the run's per-sample latencies.
+
+Known differences from BFCL's own files (docs/exports.md): error message texts that quote a decoder's
+exception are toolgauge's decoder's; ``model_result_decoded`` of a ``decoder_wrong_output_format``
+entry is ``"None"`` (toolgauge keeps no decoded value of the wrong shape). The nested error list of a
+parallel ``cannot_find_match`` is rebuilt from toolgauge's message.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import statistics
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from toolgauge.errors import DataError, UsageError
+from toolgauge.export.source import RunSource
+from toolgauge.jsonl import read_jsonl_objects
+from toolgauge.redact import redact_tree, secret_values
+from toolgauge.results import SampleScore
+
+VERSION_PREFIX = "BFCL_v4"
+RELEVANCE_CATEGORIES = frozenset({"irrelevance", "live_irrelevance", "live_relevance"})
+WRONG_FORMAT = "ast_decoder:decoder_wrong_output_format"
+# What BFCL's runner writes as the error of every such entry (_evaluate_single_ast_entry).
+WRONG_FORMAT_MESSAGE = (
+    "Did not output in the specified format. Note: the model_result is wrapped in a string to ensure json "
+    "serializability."
+)
+NO_MATCH = "parallel_function_checker_no_order:cannot_find_match"
+
+# Entries per category in BFCL v4 (bfcl-eval 2026.3.23): what a category the run lacks weighs in BFCL's
+# entry-weighted aggregates (get_category_score loads the whole category to count it).
+BFCL_V4_ENTRIES: dict[str, int] = {
+    "simple_python": 400, "simple_java": 100, "simple_javascript": 50, "multiple": 200, "parallel": 200,
+    "parallel_multiple": 200, "irrelevance": 240, "live_simple": 258, "live_multiple": 1053, "live_parallel": 16,
+    "live_parallel_multiple": 24, "live_irrelevance": 884, "live_relevance": 16, "multi_turn_base": 200,
+    "multi_turn_miss_func": 200, "multi_turn_miss_param": 200, "multi_turn_long_context": 200,
+    "web_search_base": 100, "web_search_no_snippet": 100, "memory_kv": 155, "memory_vector": 155,
+    "memory_rec_sum": 155,
+}  # fmt: skip
+
+# bfcl_eval/constants/column_headers.py
+COLUMNS_NON_LIVE = [
+    "Rank", "Model", "Non-Live Overall Acc", "AST Summary", "Simple AST", "Python Simple AST", "Java Simple AST",
+    "JavaScript Simple AST", "Multiple AST", "Parallel AST", "Parallel Multiple AST", "Irrelevance Detection",
+]  # fmt: skip
+COLUMNS_LIVE = [
+    "Rank", "Model", "Live Overall Acc", "AST Summary", "Python Simple AST", "Python Multiple AST",
+    "Python Parallel AST", "Python Parallel Multiple AST", "Irrelevance Detection", "Relevance Detection",
+]  # fmt: skip
+COLUMNS_OVERALL = [
+    "Rank", "Overall Acc", "Model", "Model Link", "Total Cost ($)", "Latency Mean (s)",
+    "Latency Standard Deviation (s)", "Latency 95th Percentile (s)", "Non-Live AST Acc", "Non-Live Simple AST",
+    "Non-Live Multiple AST", "Non-Live Parallel AST", "Non-Live Parallel Multiple AST", "Live Acc",
+    "Live Simple AST", "Live Multiple AST", "Live Parallel AST", "Live Parallel Multiple AST", "Multi Turn Acc",
+    "Multi Turn Base", "Multi Turn Miss Func", "Multi Turn Miss Param", "Multi Turn Long Context",
+    "Web Search Acc", "Web Search Base", "Web Search No Snippet", "Memory Acc", "Memory KV", "Memory Vector",
+    "Memory Recursive Summarization", "Relevance Detection", "Irrelevance Detection",
+    "Format Sensitivity Max Delta", "Format Sensitivity Standard Deviation", "Organization", "License",
+]  # fmt: skip
+NA = "N/A"
+
+
+def model_dir_name(model: str) -> str:
+    """A model spec as a BFCL model folder name: ``/`` as ``_`` (as BFCL does), other unsafe characters as ``-``."""
+    name = model.replace("/", "_")
+    return "".join(c if c.isalnum() or c in "._-" else "-" for c in name).strip(".") or "model"
+
+
+def group_of(category: str) -> str:
+    """BFCL's folder for a category (``get_directory_structure_by_category`` for single-turn ones)."""
+    return "live" if "live" in category else "non_live"
+
+
+def sort_key(entry_id: str) -> tuple[str, int]:
+    """BFCL's ``utils.sort_key`` for single-turn ids: (category, index), ``live_x_12-3-4`` by its 12."""
+    category, index = entry_id.split(":")[0].rsplit("_", 1)
+    return category, int(index.split("-")[0])
+
+
+def write_bfcl_scores(folder: Path, source: RunSource, *, model_name: str | None = None) -> list[Path]:
+    """Write the run's BFCL score files and leaderboard CSVs into ``folder``; return the files written.
+
+    Raises:
+        UsageError: the run is not a BFCL run, or has no verdicts (it could not be rescored).
+        DataError: the run's data folder lacks a category's files.
+    """
+    run = source.run
+    if run.benchmark != "bfcl":
+        raise UsageError(f"run {run.id} is a {run.benchmark} run: --format bfcl exports BFCL runs only")
+    if source.scores is None:
+        raise UsageError(f"--format bfcl needs the run's verdicts: {source.note}")
+    name = model_name or model_dir_name(run.model)
+    data = Path(str(run.config["data"]))
+    by_category: dict[str, list[SampleScore]] = {}
+    for unit in source.scores:
+        by_category.setdefault(str(unit.metadata["category"]), []).append(unit)
+    written: list[Path] = []
+    table: dict[str, tuple[float, int]] = {}
+    secrets = secret_values()  # model outputs may quote a key a server echoed
+    for category, units in by_category.items():
+        units.sort(key=lambda u: sort_key(u.id))
+        prompts, answers = _category_data(data, category)
+        lines: list[dict[str, Any]] = []
+        correct = 0
+        for unit in units:
+            if unit.value == 1.0:
+                correct += 1
+                continue
+            lines.append(_failed_entry(unit, category, name, prompts, answers))
+        accuracy = correct / len(units)
+        table[category] = (accuracy, len(units))
+        header = {"accuracy": accuracy, "correct_count": correct, "total_count": len(units)}
+        path = folder / name / group_of(category) / f"{VERSION_PREFIX}_{category}_score.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("w", encoding="utf-8") as fh:
+            for line in (header, *lines):
+                fh.write(json.dumps(redact_tree(line, secrets=secrets), ensure_ascii=False) + "\n")
+        written.append(path)
+    latencies = [s.latency_s for s in source.states.values() if s.latency_s]
+    for file_name, header_row, row in leaderboard_rows(table, name, latencies):
+        path = folder / file_name
+        path.write_text(_score_csv(header_row, row, file_name), encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def _category_data(data: Path, category: str) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """The category's entries as BFCL loads them (id -> the data line) and ground truths (id -> list)."""
+    prompt_path = data / f"{VERSION_PREFIX}_{category}.json"
+    prompts_list = [record for _, record in read_jsonl_objects(prompt_path, what="samples")]
+    prompts = {str(p.get("id")): p for p in prompts_list}
+    if category in RELEVANCE_CATEGORIES:
+        return prompts, {}
+    answer_path = data / "possible_answer" / f"{VERSION_PREFIX}_{category}.json"
+    answer_list = [record for _, record in read_jsonl_objects(answer_path, what="possible answers")]
+    if len(answer_list) != len(prompts_list):
+        raise DataError(str(answer_path), f"{len(answer_list)} possible answers for {len(prompts_list)} entries")
+    # BFCL pairs prompts and ground truths by position, not by id.
+    answers = {str(p.get("id")): a.get("ground_truth") for p, a in zip(prompts_list, answer_list, strict=True)}
+    return prompts, answers
+
+
+def _failed_entry(
+    unit: SampleScore, category: str, model_name: str, prompts: Mapping[str, Any], answers: Mapping[str, Any]
+) -> dict[str, Any]:
+    """One failed entry's line, with BFCL's fields in BFCL's order."""
+    error_type = unit.scores.get("error_type")
+    errors = list(unit.metadata.get("errors") or [])
+    output = unit.metadata.get("output")
+    decoded = unit.metadata.get("decoded")
+    head: dict[str, Any] = {"id": unit.id, "model_name": model_name, "test_category": category, "valid": False}
+    prompt = prompts.get(unit.id)
+    if category in RELEVANCE_CATEGORIES:
+        return {**head, "prompt": prompt, "model_result": output, "decoded_result": decoded, "error": errors,
+                "error_type": error_type}  # fmt: skip
+    ground_truth = answers.get(unit.id)
+    if error_type == WRONG_FORMAT:
+        errors = [WRONG_FORMAT_MESSAGE]
+    elif error_type == NO_MATCH and errors:
+        errors = _no_match_errors(str(errors[0]), decoded, ground_truth)
+    entry = {**head, "error": errors, "error_type": error_type, "prompt": prompt}
+    if error_type == "ast_decoder:decoder_failed":
+        return {**entry, "model_result_raw": output, "possible_answer": ground_truth}
+    if error_type == WRONG_FORMAT:
+        return {**entry, "model_result_raw": str(output), "model_result_decoded": str(decoded),
+                "possible_answer": ground_truth}  # fmt: skip
+    return {
+        **entry,
+        "model_result_raw": output,
+        "model_result_decoded": decoded,
+        "possible_answer": ground_truth,
+    }
+
+
+def _no_match_errors(message: str, decoded: Any, ground_truth: Any) -> list[Any]:
+    """BFCL's error list of a parallel ``cannot_find_match``, rebuilt from toolgauge's one-line message.
+
+    BFCL writes the head sentence, then one ``{"Model Result Index i": {sub_error, sub_error_type,
+    model_output_item, possible_answer_item}}`` per model call it tried; toolgauge's checker writes the
+    same facts as ``<head> model call i: <type>: <message> | ...`` (``benchmarks/bfcl/metrics.py``).
+    """
+    head, sep, rest = message.partition(" of possible answers. ")
+    found = re.search(r"for index (\d+)$", head)
+    if not sep or found is None:
+        return [message]
+    answer = int(found.group(1))
+    out: list[Any] = [head + " of possible answers."]
+    for part in re.split(r" \| (?=model call \d+: )", rest):
+        tried = re.fullmatch(r"model call (\d+): (\S+): (.*)", part, flags=re.DOTALL)
+        if tried is None:
+            return [message]
+        index = int(tried.group(1))
+        item = {
+            "sub_error": [tried.group(3)],
+            "sub_error_type": tried.group(2),
+            "model_output_item": decoded[index] if isinstance(decoded, list) and index < len(decoded) else None,
+            "possible_answer_item": ground_truth[answer]
+            if isinstance(ground_truth, list) and answer < len(ground_truth)
+            else None,
+        }
+        out.append({f"Model Result Index {index}": item})
+    return out
+
+
+# -- the leaderboard CSVs (eval_runner_helper.py::generate_leaderboard_csv) ---------------------------------------
+
+
+def _score(table: Mapping[str, tuple[float, int]], category: str) -> dict[str, Any]:
+    if category in table:
+        accuracy, n = table[category]
+        return {"accuracy": accuracy, "total_count": n, "display_accuracy": accuracy}
+    return {"accuracy": 0, "total_count": BFCL_V4_ENTRIES.get(category, 0), "display_accuracy": NA}
+
+
+def _combined(parts: Sequence[dict[str, Any]], accuracy: float, na_if_missing: bool) -> dict[str, Any]:
+    has_na = any(p["display_accuracy"] == NA for p in parts)
+    total = sum(p["total_count"] for p in parts)
+    return {
+        "accuracy": accuracy,
+        "total_count": total,
+        "display_accuracy": NA if has_na and na_if_missing else accuracy,
+    }
+
+
+def _unweighted(parts: Sequence[dict[str, Any]], na_if_missing: bool = True) -> dict[str, Any]:
+    return _combined(parts, sum(p["accuracy"] for p in parts) / len(parts), na_if_missing)
+
+
+def _weighted(parts: Sequence[dict[str, Any]], na_if_missing: bool = True) -> dict[str, Any]:
+    total = sum(p["total_count"] for p in parts)
+    return _combined(parts, sum(p["accuracy"] * p["total_count"] for p in parts) / total, na_if_missing)
+
+
+def _percentage_weighted(parts: Sequence[dict[str, Any]], weights: Sequence[float]) -> dict[str, Any]:
+    norm = [w / sum(weights) for w in weights]
+    return _combined(parts, sum(p["accuracy"] * w for p, w in zip(parts, norm, strict=True)), False)
+
+
+def _latency_stats(latencies: Sequence[float]) -> tuple[Any, Any, Any]:
+    """Mean, standard deviation and 95th percentile (numpy's linear rule), rounded to 2 places; N/A when too few."""
+    if len(latencies) < 2:
+        return NA, NA, NA
+    ordered = sorted(latencies)
+    rank = 0.95 * (len(ordered) - 1)
+    low = math.floor(rank)
+    high = min(low + 1, len(ordered) - 1)
+    p95 = ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+    return round(statistics.mean(latencies), 2), round(statistics.stdev(latencies), 2), round(p95, 2)
+
+
+def leaderboard_rows(
+    table: Mapping[str, tuple[float, int]], model: str, latencies: Sequence[float]
+) -> list[tuple[str, list[str], list[Any]]]:
+    """``(file name, header, row)`` for data_overall.csv, data_non_live.csv and data_live.csv."""
+    s = {c: _score(table, c) for c in BFCL_V4_ENTRIES}
+    simple = _unweighted([s["simple_python"], s["simple_java"], s["simple_javascript"]])
+    ast_parts = [simple, s["multiple"], s["parallel"], s["parallel_multiple"]]
+    summary_non_live = _unweighted(ast_parts)
+    overall_non_live = _unweighted(ast_parts, na_if_missing=False)
+    live_parts = [s["live_simple"], s["live_multiple"], s["live_parallel"], s["live_parallel_multiple"]]
+    summary_live = _weighted(live_parts)
+    overall_live = _weighted(live_parts, na_if_missing=False)
+    multi_turn = [s["multi_turn_base"], s["multi_turn_miss_func"], s["multi_turn_miss_param"],
+                  s["multi_turn_long_context"]]  # fmt: skip
+    overall_multi_turn = _unweighted(multi_turn, na_if_missing=False)
+    web_search = _unweighted([s["web_search_base"], s["web_search_no_snippet"]])
+    memory = _unweighted([s["memory_kv"], s["memory_vector"], s["memory_rec_sum"]])
+    overall_agentic = _unweighted([web_search, memory], na_if_missing=False)
+    irrelevance = _unweighted([s["irrelevance"], s["live_irrelevance"]])
+    overall = _percentage_weighted(
+        [overall_non_live, overall_live, irrelevance, overall_multi_turn, overall_agentic], [10, 10, 10, 30, 40]
+    )
+    mean, std, p95 = _latency_stats(latencies)
+
+    def d(x: dict[str, Any]) -> Any:
+        return x["display_accuracy"]
+
+    non_live_row = [NA, model, d(overall_non_live), d(summary_non_live), d(simple), d(s["simple_python"]),
+                    d(s["simple_java"]), d(s["simple_javascript"]), d(s["multiple"]), d(s["parallel"]),
+                    d(s["parallel_multiple"]), d(s["irrelevance"])]  # fmt: skip
+    live_row = [NA, model, d(overall_live), d(summary_live), *(d(p) for p in live_parts), d(s["live_irrelevance"]),
+                d(s["live_relevance"])]  # fmt: skip
+    overall_row = [
+        NA, d(overall), model, NA, NA, mean, std, p95,
+        d(summary_non_live), d(simple), d(s["multiple"]), d(s["parallel"]), d(s["parallel_multiple"]),
+        d(overall_live), *(d(p) for p in live_parts),
+        d(overall_multi_turn), *(d(p) for p in multi_turn),
+        d(web_search), d(s["web_search_base"]), d(s["web_search_no_snippet"]),
+        d(memory), d(s["memory_kv"]), d(s["memory_vector"]), d(s["memory_rec_sum"]),
+        d(s["live_relevance"]), d(irrelevance), NA, NA, NA, NA,
+    ]  # fmt: skip
+    return [
+        ("data_overall.csv", COLUMNS_OVERALL, overall_row),
+        ("data_non_live.csv", COLUMNS_NON_LIVE, non_live_row),
+        ("data_live.csv", COLUMNS_LIVE, live_row),
+    ]
+
+
+# Columns write_score_csv_file leaves as plain numbers (latency), per file.
+_PLAIN_COLUMNS = {"data_overall.csv": {4, 5, 6, 7, 32, 33}}
+
+
+def _score_csv(header: Sequence[str], row: Sequence[Any], file_name: str) -> str:
+    """BFCL's ``write_score_csv_file`` for one row: rank 1, numbers as percentages, no newline at the end."""
+    plain = _PLAIN_COLUMNS.get(file_name, set())
+    cells = ["1"]
+    for j, value in enumerate(row[1:], start=1):
+        if isinstance(value, str):
+            cells.append(value)
+        elif j in plain:
+            cells.append(str(value))
+        else:
+            cells.append(f"{value * 100:.2f}%")
+    return ",".join(header) + "\n" + ",".join(cells)

@@ -1,0 +1,105 @@
+"""A clustered bootstrap of weighted means over repeated tries (docs/statistics.md).
+
+The data is one ``(sum of score * weight, sum of weight)`` pair per cluster and epoch: the units of a
+cluster (a WildToolBench session, a Tool-Genesis server, an MTU-Bench dialogue; by default the sample)
+added up within each try. The statistic is the mean over epochs of each epoch's weighted mean
+``sum(score * w) / sum(w)``. A bootstrap resample draws clusters with replacement, each drawn cluster
+carrying all of its units of every epoch; the standard error is the standard deviation of the resampled
+statistics and the 95% interval their 2.5th and 97.5th percentiles (Efron & Tibshirani 1993, ch. 6 and
+13; clusters as in Field & Welsh 2007).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+# Resamples drawn per chunk are bounded so that chunk x clusters stays near this many counts in memory.
+_CHUNK_CELLS = 1_000_000
+
+
+@dataclass(frozen=True)
+class Spread:
+    """A statistic with its bootstrap standard error and interval over ``n`` clusters (None: not defined)."""
+
+    mean: float | None
+    stderr: float | None
+    ci_low: float | None
+    ci_high: float | None
+    n: int
+
+
+def weighted_mean(units: Iterable[tuple[float, float]]) -> float | None:
+    """``sum(score * w) / sum(w)`` over (score, weight) pairs; None when the weights add up to 0."""
+    total = weight = 0.0
+    for score, w in units:
+        total += score * w
+        weight += w
+    return total / weight if weight > 0 else None
+
+
+def epoch_mean(totals: Sequence[Sequence[tuple[float, float]]]) -> float | None:
+    """The statistic: the mean over epochs of each epoch's pooled ratio over every cluster.
+
+    ``totals[c][e]`` is cluster c's (sum of score * weight, sum of weight) in epoch e. Epochs whose
+    weights add up to 0 are left out; None when every epoch is.
+    """
+    epochs = max((len(row) for row in totals), default=0)
+    ratios: list[float] = []
+    for e in range(epochs):
+        ratio = _ratio(
+            sum(row[e][0] for row in totals if e < len(row)), sum(row[e][1] for row in totals if e < len(row))
+        )
+        if ratio is not None:
+            ratios.append(ratio)
+    return sum(ratios) / len(ratios) if ratios else None
+
+
+def _ratio(total: float, weight: float) -> float | None:
+    return total / weight if weight > 0 else None
+
+
+def clustered_bootstrap(
+    totals: Sequence[Sequence[tuple[float, float]]],
+    *,
+    resamples: int = 2000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> Spread:
+    """:func:`epoch_mean` with its clustered-bootstrap standard error and percentile interval.
+
+    ``totals[c][e]`` is cluster c's (sum of score * weight, sum of weight) in epoch e (see the module).
+    Clusters whose weights are 0 in every epoch do not count. The spread needs at least 2 clusters
+    (else None); the same ``seed`` gives the same numbers.
+    """
+    import numpy as np
+
+    kept = [row for row in totals if any(w > 0 for _, w in row)]
+    mean = epoch_mean(kept)
+    n = len(kept)
+    if mean is None or n < 2 or resamples < 2:
+        return Spread(mean, None, None, None, n)
+    epochs = max(len(row) for row in kept)
+    sw = np.zeros((n, epochs))
+    w = np.zeros((n, epochs))
+    for c, row in enumerate(kept):
+        for e, (s, weight) in enumerate(row):
+            sw[c, e], w[c, e] = s, weight
+    rng = np.random.default_rng(seed)
+    chunk = max(1, min(resamples, _CHUNK_CELLS // n))
+    stats: list[np.ndarray] = []
+    drawn = 0
+    while drawn < resamples:
+        size = min(chunk, resamples - drawn)
+        counts = rng.multinomial(n, np.full(n, 1.0 / n), size=size).astype(float)  # clusters drawn, per resample
+        num, den = counts @ sw, counts @ w
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratio = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+        present = ~np.isnan(ratio)
+        # The mean over the epochs with weight in this resample (an epoch drawn with no weight is left out).
+        stats.append(np.where(present, ratio, 0.0).sum(axis=1) / np.maximum(present.sum(axis=1), 1))
+        drawn += size
+    values = np.concatenate(stats)
+    tail = (1.0 - level) / 2 * 100
+    low, high = np.percentile(values, [tail, 100 - tail])
+    return Spread(mean, float(np.std(values, ddof=1)), float(low), float(high), n)

@@ -1,0 +1,283 @@
+"""The sweep file: TOML read with tomllib into pydantic records, every option checked before anything runs.
+
+```toml
+epochs = 3
+seed = 0
+[[model]]
+spec = "http://127.0.0.1:8000/v1#qwen"
+temperature = 0.7
+[[benchmark]]
+name = "bfcl"
+data = "path/to/bfcl"
+categories = ["simple_python", "multiple"]
+limit = 50
+```
+
+Option keys are the ``eval`` command's option names with ``-`` as ``_``. A benchmark entry takes the options
+of its benchmark's ``build`` (what ``toolgauge.api.evaluate`` passes on) and the engine options below; a model
+entry takes the engine options and any option every benchmark of the file accepts (``temperature``,
+``max_tokens``). An option set by both a model and a benchmark entry is an error. Entries are counted from 1
+in messages (``benchmark[1]`` is the first ``[[benchmark]]``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import math
+import tomllib
+import typing
+from collections.abc import Callable, Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from toolgauge.benchmark import BenchmarkSpec
+from toolgauge.errors import UsageError
+
+
+class SweepFileError(UsageError):
+    """A bad sweep file: the message is one line, ``FILE: where: what is wrong``."""
+
+
+class EngineOptions(BaseModel):
+    """The engine options a model or benchmark entry may set (``eval``'s ``--concurrency`` and so on)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    # For a model: the most requests in flight to its endpoint across the whole sweep (every worker of a
+    # cluster), and its runs' samples at once. For a benchmark: its runs' samples at once.
+    concurrency: int | None = Field(default=None, ge=1)
+    timeout: float | None = Field(default=None, gt=0)
+    max_retries: int | None = Field(default=None, ge=0)
+    no_cache: bool | None = None
+
+
+ENGINE_KEYS = tuple(EngineOptions.model_fields)
+
+
+class ModelEntry(BaseModel):
+    """One ``[[model]]``: its spec, engine options and the benchmark options it sets for every benchmark."""
+
+    spec: str
+    engine: EngineOptions = Field(default_factory=EngineOptions)
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class BenchmarkEntry(BaseModel):
+    """One ``[[benchmark]]``: its registered name, engine options and its own options."""
+
+    name: str
+    engine: EngineOptions = Field(default_factory=EngineOptions)
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class SweepFile(BaseModel):
+    """A checked sweep file."""
+
+    epochs: int = 1
+    seed: int = 0
+    models: list[ModelEntry]
+    benchmarks: list[BenchmarkEntry]
+
+
+TOP_KEYS = ("epochs", "seed", "model", "benchmark")
+
+
+def read_sweep_file(path: Path) -> tuple[SweepFile, str]:
+    """Read and check a sweep file; return it and its text. Raises ``SweepFileError`` (one line)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SweepFileError(f"{path}: cannot read the sweep file: {exc}") from None
+    return parse_sweep(text, str(path)), text
+
+
+def parse_sweep(text: str, where: str) -> SweepFile:
+    """Parse and check the text of a sweep file (``where`` names it in messages)."""
+
+    def bad(field: str, message: str) -> SweepFileError:
+        return SweepFileError(f"{where}: {field}: {message}" if field else f"{where}: {message}")
+
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise bad("", f"not valid TOML: {exc}") from None
+    unknown = [k for k in data if k not in TOP_KEYS]
+    if unknown:
+        raise bad(unknown[0], f"unknown key (a sweep file has {', '.join(TOP_KEYS)})")
+    epochs = _integer(data.get("epochs", 1), "epochs", bad, minimum=1)
+    seed = _integer(data.get("seed", 0), "seed", bad, minimum=0)
+    models_raw = _tables(data.get("model"), "model", bad)
+    benches_raw = _tables(data.get("benchmark"), "benchmark", bad)
+    benchmarks = [_benchmark_entry(i, raw, bad) for i, raw in enumerate(benches_raw, 1)]
+    specs = {b.name: _spec(b.name) for b in benchmarks}
+    models = [_model_entry(i, raw, [specs[b.name] for b in benchmarks], bad) for i, raw in enumerate(models_raw, 1)]
+    for m_index, model in enumerate(models, 1):
+        for b_index, bench in enumerate(benchmarks, 1):
+            both = sorted(set(model.options) & set(bench.options))
+            both += sorted(k for k in ENGINE_KEYS if k != "concurrency" and k in model.engine.model_fields_set
+                           and k in bench.engine.model_fields_set)  # fmt: skip
+            if both:
+                raise bad(
+                    f"model[{m_index}].{both[0]}",
+                    f"also set by benchmark[{b_index}] ({bench.name}); set it in one place",
+                )
+    return SweepFile(epochs=epochs, seed=seed, models=models, benchmarks=benchmarks)
+
+
+def _integer(value: Any, field: str, bad: Callable[[str, str], SweepFileError], *, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise bad(field, f"must be an integer, got {value!r}")
+    if value < minimum:
+        raise bad(field, f"must be at least {minimum}, got {value}")
+    return value
+
+
+def _tables(value: Any, key: str, bad: Callable[[str, str], SweepFileError]) -> list[dict[str, Any]]:
+    if value is None:
+        raise bad(key, f"no [[{key}]] entry; a sweep needs at least one")
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise bad(key, f"must be [[{key}]] tables")
+    if not value:
+        raise bad(key, f"no [[{key}]] entry; a sweep needs at least one")
+    return value
+
+
+def _engine(raw: Mapping[str, Any], where: str, bad: Callable[[str, str], SweepFileError]) -> EngineOptions:
+    picked = {k: raw[k] for k in ENGINE_KEYS if k in raw}
+    if "timeout" in picked and isinstance(picked["timeout"], int) and not isinstance(picked["timeout"], bool):
+        picked["timeout"] = float(picked["timeout"])
+    try:
+        engine = EngineOptions.model_validate(picked)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise bad(f"{where}.{first['loc'][0]}", _lower(first["msg"])) from None
+    if engine.timeout is not None and not math.isfinite(engine.timeout):
+        raise bad(f"{where}.timeout", "must be a finite number")
+    return engine
+
+
+def _benchmark_entry(index: int, raw: dict[str, Any], bad: Callable[[str, str], SweepFileError]) -> BenchmarkEntry:
+    where = f"benchmark[{index}]"
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        raise bad(f"{where}.name", "missing: name the benchmark (e.g. name = \"bfcl\")")
+    spec = _spec(name)
+    if spec is None:
+        from toolgauge.api import benchmark_names
+
+        raise bad(f"{where}.name", f"unknown benchmark {name!r} (known: {', '.join(benchmark_names())})")
+    engine = _engine(raw, where, bad)
+    params = build_parameters(spec)
+    options: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key == "name" or key in ENGINE_KEYS:
+            continue
+        if key in ("epochs", "seed"):
+            raise bad(f"{where}.{key}", "set it at the top of the file, for the whole sweep")
+        if key not in params:
+            raise bad(f"{where}.{key}", f"not an option of {name} (options: {', '.join(sorted(params))})")
+        options[key] = _absolute(_checked(value, params[key], f"{where}.{key}", bad), params[key])
+    missing = [k for k, p in params.items() if p.default is inspect.Parameter.empty and k not in options]
+    if missing:
+        raise bad(f"{where}.{missing[0]}", f"missing: {name} needs it")
+    return BenchmarkEntry(name=name, engine=engine, options=options)
+
+
+def _model_entry(
+    index: int, raw: dict[str, Any], specs: list[BenchmarkSpec | None], bad: Callable[[str, str], SweepFileError]
+) -> ModelEntry:
+    where = f"model[{index}]"
+    spec = raw.get("spec")
+    if not isinstance(spec, str) or not spec.strip():
+        raise bad(f"{where}.spec", 'missing: give the model spec (e.g. spec = "gold")')
+    engine = _engine(raw, where, bad)
+    options: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key == "spec" or key in ENGINE_KEYS:
+            continue
+        if key in ("epochs", "seed"):
+            raise bad(f"{where}.{key}", "set it at the top of the file, for the whole sweep")
+        for bench in specs:
+            assert bench is not None
+            params = build_parameters(bench)
+            if key not in params:
+                raise bad(f"{where}.{key}", f"not an option of benchmark {bench.name}, which this model runs")
+            _checked(value, params[key], f"{where}.{key}", bad)
+        options[key] = value
+    return ModelEntry(spec=spec.strip(), engine=engine, options=options)
+
+
+def _checked(value: Any, param: inspect.Parameter, where: str, bad: Callable[[str, str], SweepFileError]) -> Any:
+    """The value as the build function's annotation accepts it (lax: a TOML integer for a float)."""
+    annotation = param.annotation
+    if annotation is inspect.Parameter.empty or annotation is Any:
+        return value
+    try:
+        return TypeAdapter(annotation).validate_python(value)
+    except ValidationError as exc:
+        errors = exc.errors()
+        # A union reports one error per member: the member the value's type names says it best.
+        first = next((e for e in errors if "int" in e["type"] or "literal" in e["type"]), errors[0])
+        raise bad(where, _lower(first["msg"])) from None
+
+
+def _absolute(value: Any, param: inspect.Parameter) -> Any:
+    """A relative path option made absolute (from the working directory, as on the command line).
+
+    Workers (Ray tasks) may start in another folder; the path must name the same file there.
+    """
+    annotation = param.annotation
+    takes_path = annotation is Path or Path in typing.get_args(annotation)
+    if takes_path and isinstance(value, str) and value and not Path(value).expanduser().is_absolute():
+        return str(Path(value).resolve())
+    return value
+
+
+def _lower(message: str) -> str:
+    return message[:1].lower() + message[1:]
+
+
+def _spec(name: str) -> BenchmarkSpec | None:
+    from toolgauge.benchmarks.registry import spec_named
+
+    return spec_named(name)
+
+
+def build_parameters(spec: BenchmarkSpec) -> dict[str, inspect.Parameter]:
+    """The keyword options ``spec.build`` takes, with their annotations evaluated where that is possible."""
+    return _build_parameters(spec.name)
+
+
+@cache
+def _build_parameters(name: str) -> dict[str, inspect.Parameter]:
+    spec = _spec(name)
+    assert spec is not None
+    fn = build_function(spec)
+    params = inspect.signature(fn).parameters
+    module = importlib.import_module(fn.__module__)
+    out: dict[str, inspect.Parameter] = {}
+    for name, param in params.items():
+        if param.kind not in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
+            continue
+        annotation = param.annotation
+        if isinstance(annotation, str):
+            try:
+                annotation = eval(annotation, vars(module))
+            except Exception:  # a name imported only for type checkers: the build function checks the value
+                annotation = Any
+        out[name] = param.replace(annotation=annotation)
+    return out
+
+
+def build_function(spec: BenchmarkSpec) -> Callable[..., Any]:
+    """The function behind ``spec.build`` (a ``lazy`` one is imported here)."""
+    target = getattr(spec.build, "lazy_target", None)
+    if target is None:
+        return spec.build
+    module, name = target
+    fn: Callable[..., Any] = getattr(importlib.import_module(module), name)
+    return fn

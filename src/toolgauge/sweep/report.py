@@ -1,0 +1,221 @@
+"""A sweep's leaderboard, read back from the store: per benchmark, the models ranked by its first headline metric.
+
+Each cell shows its benchmark's headline metrics as mean, standard error and 95% interval (the run's
+``EvalResults.summary``; a run without one shows its plain value). A model whose difference with the best model
+of its benchmark is not significant is marked: by the paired comparison of the two runs where toolgauge has
+one (``compare_runs``), else by overlapping 95% intervals (a coarser test: it says "not significant" more often).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from toolgauge.errors import UsageError
+from toolgauge.results import EvalResults
+from toolgauge.store import Store
+from toolgauge.store.sweeps import SweepRecord, get_sweep
+
+
+class MetricStat(BaseModel):
+    """One headline metric of one cell."""
+
+    mean: float | None
+    stderr: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    n: int = 0
+
+
+class CellReport(BaseModel):
+    """One cell of the leaderboard (``--json``'s ``cells`` entries)."""
+
+    model: str
+    benchmark: str
+    run: str
+    status: str
+    metrics: dict[str, MetricStat] = Field(default_factory=dict)
+    # Whether the difference with the best model of the benchmark is significant (None: this is the best, or
+    # it cannot be told), and how that was decided.
+    significant: bool | None = None
+    test: Literal["paired", "intervals"] | None = None
+
+
+class SweepReport(BaseModel):
+    """A sweep's cells with their headline metrics."""
+
+    sweep: str
+    status: str
+    cells: list[CellReport]
+
+    def document(self) -> dict[str, Any]:
+        """The ``--json`` document: ``{"sweep", "status", "cells": [{"model", "benchmark", "run", "status", ...}]}``.
+
+        Each cell has ``metrics``: per headline metric ``{"mean", "stderr", "ci_low", "ci_high", "n"}``.
+        """
+        return {
+            "sweep": self.sweep,
+            "status": self.status,
+            "cells": [c.model_dump(mode="json", include={"model", "benchmark", "run", "status", "metrics"})
+                      for c in self.cells],
+        }  # fmt: skip
+
+
+def headline_of(benchmark: str, results: EvalResults | None) -> tuple[str, ...]:
+    """The benchmark's headline metric names (the results' first overall metric where it declares none)."""
+    from toolgauge.benchmarks.registry import spec_named
+
+    spec = spec_named(benchmark)
+    if spec is not None and spec.headline:
+        return spec.headline
+    if results is not None and results.overall():
+        return (results.overall()[0].name,)
+    return ()
+
+
+def cell_metrics(results: EvalResults, names: Sequence[str]) -> dict[str, MetricStat]:
+    """The headline metrics of a run's results, from its summary where it has one."""
+    out: dict[str, MetricStat] = {}
+    for name in names:
+        summary = results.summary.get(name)
+        if summary is not None:
+            out[name] = MetricStat(mean=summary.mean, stderr=summary.stderr, ci_low=summary.ci_low,
+                                   ci_high=summary.ci_high, n=summary.n)  # fmt: skip
+            continue
+        metric = results.metric(name)
+        if metric is not None and metric.value is not None:
+            out[name] = MetricStat(mean=float(metric.value), stderr=metric.stderr, ci_low=metric.ci_low,
+                                   ci_high=metric.ci_high, n=metric.n or 0)  # fmt: skip
+    return out
+
+
+def sweep_report(store: Store, sweep_id: str) -> SweepReport:
+    """Read a sweep's leaderboard from the store (its cells' stored results)."""
+    record = get_sweep(store, sweep_id)
+    if record is None:
+        raise UsageError(f"no sweep {sweep_id!r} in the store (see: toolgauge sweeps)")
+    return _report(store, record)
+
+
+def _report(store: Store, record: SweepRecord) -> SweepReport:
+    cells: list[CellReport] = []
+    for cell in record.cells:
+        run = store.get_run(cell.run_id)
+        results = run.results if run is not None else None
+        status = cell.status if run is None or cell.status in ("pending", "running") else run.status
+        metrics = cell_metrics(results, headline_of(cell.benchmark, results)) if results is not None else {}
+        cells.append(CellReport(model=cell.model, benchmark=cell.benchmark, run=cell.run_id, status=status,
+                                metrics=metrics))  # fmt: skip
+    _mark_significance(store, cells)
+    return SweepReport(sweep=record.id, status=record.status, cells=cells)
+
+
+def ranked(cells: Sequence[CellReport], benchmark: str) -> list[CellReport]:
+    """A benchmark's cells, best first by its first headline metric (cells without a value last)."""
+    mine = [c for c in cells if c.benchmark == benchmark]
+    names = headline_of(benchmark, None)
+    first = names[0] if names else next((n for c in mine for n in c.metrics), None)
+
+    def key(c: CellReport) -> tuple[int, float]:
+        stat = c.metrics.get(first) if first else None
+        return (0, -stat.mean) if stat is not None and stat.mean is not None else (1, 0.0)
+
+    return sorted(mine, key=key)
+
+
+def _mark_significance(store: Store, cells: list[CellReport]) -> None:
+    """Mark each cell's difference with its benchmark's best cell: significant or not, and by which test."""
+    paired = paired_comparison()
+    for benchmark in dict.fromkeys(c.benchmark for c in cells):
+        order = ranked(cells, benchmark)
+        names = headline_of(benchmark, None)
+        if not order or not names or order[0].metrics.get(names[0]) is None:
+            continue
+        best, metric = order[0], names[0]
+        for cell in order[1:]:
+            stat = cell.metrics.get(metric)
+            if stat is None or stat.mean is None:
+                continue
+            verdict = paired(store, best.run, cell.run, metric) if paired is not None else None
+            if verdict is not None:
+                cell.significant, cell.test = verdict, "paired"
+                continue
+            low, high = best.metrics[metric], stat
+            if None in (low.ci_low, low.ci_high, high.ci_low, high.ci_high):
+                continue
+            assert low.ci_low is not None and high.ci_high is not None
+            cell.significant, cell.test = high.ci_high < low.ci_low, "intervals"
+
+
+def paired_comparison() -> Callable[[Store, str, str, str], bool | None] | None:
+    """The paired test of two runs on one metric, where toolgauge has one (``toolgauge.compare``), else None.
+
+    Returns a function giving whether run B's difference with run A is significant (McNemar for pass/fail
+    metrics, a paired bootstrap otherwise), None where the test cannot tell (no paired unit, a run that
+    cannot be rescored).
+    """
+    try:
+        # By name: the comparison is an optional part of the tree this module does not depend on.
+        module = importlib.import_module("toolgauge.compare")
+    except ImportError:
+        return None
+    compare_runs: Callable[..., Any] | None = getattr(module, "compare_runs", None)
+    if compare_runs is None:
+        return None
+
+    def significant(store: Store, run_a: str, run_b: str, metric: str) -> bool | None:
+        try:
+            found = compare_runs(store, run_a, run_b, [metric])
+        except Exception:  # a run that cannot be rescored (data moved, a broken install): fall back, never fail
+            return None
+        item = getattr(found, "metrics", {}).get(metric)
+        if item is None or getattr(item, "p_value", None) is None:
+            return None
+        return bool(item.significant)
+
+    return significant
+
+
+def _interval(stat: MetricStat) -> str:
+    if stat.mean is None:
+        return "-"
+    text = f"{stat.mean:.3f}"
+    if stat.ci_low is not None and stat.ci_high is not None:
+        text += f" [{stat.ci_low:.3f}, {stat.ci_high:.3f}]"
+    elif stat.stderr is not None:
+        text += f" ± {stat.stderr:.3f}"
+    return text
+
+
+def render_leaderboard(report: SweepReport, console: Console) -> None:
+    """Print one table per benchmark: rank, model, headline metrics (mean [95% interval]), vs the best, run."""
+    any_intervals = False
+    for benchmark in dict.fromkeys(c.benchmark for c in report.cells):
+        order = ranked(report.cells, benchmark)
+        names = headline_of(benchmark, None) or tuple(dict.fromkeys(n for c in order for n in c.metrics))
+        table = Table(title=f"{benchmark}: ranked by {names[0] if names else '-'}", title_justify="left")
+        for col in ("#", "model", *names, "vs best", "run", "status"):
+            # Model specs and run ids are what a reader copies: folded, never cut.
+            table.add_column(col, justify="right" if col in names or col == "#" else "left", overflow="fold")
+        for rank, cell in enumerate(order, 1):
+            if rank == 1:
+                mark = "best"
+            elif cell.significant is None:
+                mark = "?"
+            else:
+                mark = "significant" if cell.significant else "not significant"
+                any_intervals = any_intervals or cell.test == "intervals"
+            values = [_interval(cell.metrics[n]) if n in cell.metrics else "-" for n in names]
+            table.add_row(str(rank), escape(cell.model), *values, mark, cell.run, cell.status)
+        console.print(table)
+    console.print(
+        f"sweep {report.sweep}: {report.status}; metrics as mean [95% interval]"
+        + ("; 'not significant' by overlapping intervals (no paired comparison in this toolgauge)"
+           if any_intervals else "")
+    , highlight=False)  # fmt: skip

@@ -1,0 +1,222 @@
+"""The viewer's web app (starlette): JSON endpoints over :class:`~toolgauge.view.data.ViewData` and the front end.
+
+Every answer carries a strict Content-Security-Policy (scripts and styles only from this server, no inline
+code), so text from models and tool servers can never run even if a page showed it as markup (the front end
+shows it as text). With a token every request must carry it: ``?token=`` (the first page; the answer sets a
+same-site cookie), the cookie, or ``Authorization: Bearer``. Requests naming another host than the one served
+are refused (a DNS-rebinding page cannot read the store through a browser on this machine).
+"""
+
+from __future__ import annotations
+
+import hmac
+import threading
+from collections import OrderedDict
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from toolgauge.errors import UsageError
+from toolgauge.view.charts import ERROR_CLASSES, ChartSpec, error_class_chart, render_svg, run_charts
+from toolgauge.view.data import ViewData
+
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+    "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'none'"
+)
+SECURITY_HEADERS = {
+    "content-security-policy": CSP,
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "x-frame-options": "DENY",
+    "cache-control": "no-store",
+}
+TOKEN_COOKIE = "toolgauge_token"
+# Rendered chart SVGs kept (run, state, chart) -> text.
+CACHED_CHARTS = 64
+
+
+def static_dir() -> Path:
+    """The front end's files, shipped in the package."""
+    return Path(str(resources.files("toolgauge.view") / "static"))
+
+
+class _Guard:
+    """Adds the security headers to every answer and, with a token, refuses requests without it."""
+
+    def __init__(self, app: ASGIApp, token: str | None):
+        self.app = app
+        self.token = token
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        set_cookie = False
+        if self.token is not None:
+            given = _given_token(request)
+            if given is None or not hmac.compare_digest(given.encode(), self.token.encode()):
+                await _with_headers(PlainTextResponse("a valid token is required", status_code=401))(
+                    scope, receive, send
+                )
+                return
+            set_cookie = request.query_params.get("token") is not None
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = [(k, v) for k, v in message.get("headers", []) if k.decode().lower() not in SECURITY_HEADERS]
+                headers += [(k.encode(), v.encode()) for k, v in SECURITY_HEADERS.items()]
+                if set_cookie and self.token is not None:
+                    cookie = f"{TOKEN_COOKIE}={self.token}; HttpOnly; SameSite=Strict; Path=/"
+                    headers.append((b"set-cookie", cookie.encode()))
+                message["headers"] = headers
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def _given_token(request: Request) -> str | None:
+    auth = request.headers.get("authorization", "")
+    if auth.lower().startswith("bearer "):
+        return auth[7:].strip()
+    return request.query_params.get("token") or request.cookies.get(TOKEN_COOKIE)
+
+
+def _with_headers(response: Response) -> Response:
+    for key, value in SECURITY_HEADERS.items():
+        response.headers[key] = value
+    return response
+
+
+def _day(text: str | None, *, end: bool = False) -> float | None:
+    """``YYYY-MM-DD`` (UTC) as seconds since the epoch; with ``end``, the start of the next day."""
+    if not text:
+        return None
+    try:
+        day = datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=UTC)
+    except ValueError as exc:
+        raise UsageError(f"date {text!r}: expected YYYY-MM-DD") from exc
+    return day.timestamp() + (86400 if end else 0)
+
+
+def _int(text: str | None, default: int, name: str) -> int:
+    if text is None or text == "":
+        return default
+    try:
+        return int(text)
+    except ValueError as exc:
+        raise UsageError(f"{name} {text!r}: expected a whole number") from exc
+
+
+def create_app(data: ViewData, *, token: str | None = None, allowed_hosts: list[str] | None = None) -> Starlette:
+    """The viewer app over ``data``; ``token`` (when given) is required on every request."""
+    charts: OrderedDict[tuple[str, ...], str] = OrderedDict()
+    charts_lock = threading.Lock()
+
+    def run_chart_specs(run_id: str) -> tuple[tuple[str, ...], list[ChartSpec]]:
+        run = data.run_info(run_id)
+        if run.results is None:
+            return (run.id, run.status), []
+        key = (run.id, run.status, str(run.finished_at))
+        return key, run_charts(run.results, data.benchmarks.headline(run.benchmark))
+
+    def runs(request: Request) -> Response:
+        q = request.query_params
+        rows = data.runs(
+            benchmark=q.get("benchmark") or None,
+            model=q.get("model") or None,
+            status=q.get("status") or None,
+            since=_day(q.get("since")),
+            until=_day(q.get("until"), end=True),
+        )
+        every = data.runs()
+        return JSONResponse(
+            {
+                "runs": [r.model_dump(mode="json") for r in rows],
+                "benchmarks": sorted({r.benchmark for r in every}),
+                "statuses": sorted({r.status for r in every}),
+            }
+        )
+
+    def run(request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        page = data.run(run_id)
+        data.prepare(run_id)
+        _key, specs = run_chart_specs(run_id)
+        page["charts"] = [{"name": c.name, "title": c.title} for c in specs]
+        return JSONResponse(page)
+
+    def units(request: Request) -> Response:
+        q = request.query_params
+        found = data.units(
+            request.path_params["run_id"],
+            verdict=q.get("verdict") or None,
+            error_class=q.get("error_class") or None,
+            query=q.get("q") or None,
+            page=_int(q.get("page"), 1, "page"),
+            per_page=_int(q.get("per_page"), 50, "per_page"),
+            wait=q.get("wait") == "1",
+        )
+        return JSONResponse(found.model_dump(mode="json"))
+
+    def sample(request: Request) -> Response:
+        run_id, key = request.path_params["run_id"], request.path_params["sample_key"]
+        return JSONResponse(data.sample(run_id, key, wait=request.query_params.get("wait") == "1"))
+
+    def chart(request: Request) -> Response:
+        run_id, name = request.path_params["run_id"], request.path_params["name"]
+        if name == ERROR_CLASSES:  # from the verdicts (the sample list asks for it once they are ready)
+            counts = data.units(run_id, per_page=1).error_classes
+            key: tuple[str, ...] = (run_id, *(f"{k}={v}" for k, v in counts.items()))
+            made = error_class_chart(counts)
+            specs = [made] if made is not None else []
+        else:
+            key, specs = run_chart_specs(run_id)
+        wanted = next((c for c in specs if c.name == name), None)
+        if wanted is None:
+            raise UsageError(f"run {run_id} has no chart {name!r}")
+        with charts_lock:
+            svg = charts.get((*key, name))
+        if svg is None:
+            svg = render_svg(wanted.spec)
+            with charts_lock:
+                charts[(*key, name)] = svg
+                while len(charts) > CACHED_CHARTS:
+                    charts.popitem(last=False)
+        return Response(svg, media_type="image/svg+xml")
+
+    def index(_request: Request) -> Response:
+        return FileResponse(static_dir() / "index.html", media_type="text/html")
+
+    def no_icon(_request: Request) -> Response:
+        return Response(status_code=204)
+
+    async def usage_error(_request: Request, exc: Exception) -> Response:
+        return JSONResponse({"error": str(exc)}, status_code=404)
+
+    routes = [
+        Route("/", index),
+        Route("/favicon.ico", no_icon),
+        Route("/api/runs", runs),
+        Route("/api/runs/{run_id}", run),
+        Route("/api/runs/{run_id}/units", units),
+        Route("/api/runs/{run_id}/charts/{name}.svg", chart),
+        Route("/api/runs/{run_id}/samples/{sample_key:path}", sample),
+        Mount("/static", StaticFiles(directory=static_dir()), name="static"),
+    ]
+    middleware = [Middleware(_Guard, token=token)]
+    if allowed_hosts is not None:
+        middleware.insert(0, Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts))
+    handlers: dict[Any, Any] = {UsageError: usage_error}
+    return Starlette(routes=routes, middleware=middleware, exception_handlers=handlers)

@@ -1,0 +1,153 @@
+"""A run's charts: Vega-Lite specs made with altair, rendered to SVG here and offline with vl-convert.
+
+Every breakdown (``Metric.by``) gets a bar chart of its rates per group (the headline metrics when the
+breakdown has them; its counts when it has no rate, as an error taxonomy); the funnels (Tool-Genesis's
+cascade, ToolGate's gate funnel) are drawn as counts per step, in order. The SVG text is made by
+vl-convert, which escapes the data's text; the front end still parses it as an XML document and drops
+scripts and event attributes before showing it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from toolgauge.results import EvalResults, Metric
+
+# Breakdowns that are a funnel: the count metric drawn per step, in the order the steps are stored.
+FUNNELS = {"cascade": "servers", "funnel": "funnel_passed"}
+# Rates drawn per breakdown when it has no headline metric among them.
+MAX_SERIES = 6
+# More groups than this: horizontal bars (labels stay readable).
+HORIZONTAL_AFTER = 12
+BAR_STEP = 18
+SHORT_LABEL = 10
+
+
+@dataclass(frozen=True)
+class ChartSpec:
+    """One chart of a run: a name unique in the run (for URLs), a title and its Vega-Lite spec."""
+
+    name: str
+    title: str
+    spec: dict[str, Any]
+
+
+def run_charts(results: EvalResults, headline: tuple[str, ...] = ()) -> list[ChartSpec]:
+    """The run's charts: one per breakdown that has something to draw."""
+    charts = []
+    for by in results.breakdowns():
+        metrics = [m for m in results.metrics if m.by == by and m.group is not None and m.value is not None]
+        chart = _funnel(by, metrics) if by in FUNNELS else _bars(by, metrics, headline)
+        if chart is not None:
+            charts.append(chart)
+    return charts
+
+
+def _whole_axis() -> Any:
+    import altair as alt
+
+    return alt.Axis(tickMinStep=1, format="d")
+
+
+def _bars(by: str, metrics: list[Metric], headline: tuple[str, ...]) -> ChartSpec | None:
+    import altair as alt
+
+    drawn = [m for m in metrics if m.kind == "rate" and isinstance(m.value, int | float) and 0 <= m.value <= 1]
+    is_rate = bool(drawn)
+    if not is_rate:  # a breakdown of counts only (an error taxonomy): its counts
+        drawn = [m for m in metrics if m.kind == "count" and isinstance(m.value, int | float)]
+    if not drawn:
+        return None
+    names = list(dict.fromkeys(m.name for m in drawn))
+    shown = [n for n in headline if n in names] or names[:MAX_SERIES]
+    rows = [{"group": m.group, "metric": m.name, "value": m.value, "n": m.n} for m in drawn if m.name in shown]
+    groups = list(dict.fromkeys(str(r["group"]) for r in rows))
+    horizontal = len(groups) > HORIZONTAL_AFTER
+    # Short labels read level under their bars; longer ones slanted.
+    angle = 0 if horizontal or max(map(len, groups)) <= SHORT_LABEL else -40
+    group = alt.X if not horizontal else alt.Y
+    value = alt.Y if not horizontal else alt.X
+    offset = alt.XOffset if not horizontal else alt.YOffset
+    whole = {} if is_rate else {"axis": _whole_axis()}
+    chart = (
+        alt.Chart(_inline(rows), title=f"by {by}")
+        .mark_bar()
+        .encode(
+            group("group:N", sort=groups, title=by, axis=alt.Axis(labelLimit=220, labelAngle=angle)),
+            value(
+                "value:Q",
+                **whole,
+                scale=alt.Scale(domain=[0, 1]) if is_rate else alt.Undefined,
+                title="rate" if is_rate else "count",
+            ),
+            offset("metric:N", sort=shown),
+            alt.Color("metric:N", sort=shown, title="metric"),
+            tooltip=["group:N", "metric:N", alt.Tooltip("value:Q", format=".3f"), "n:Q"],
+        )
+    )
+    # With an offset channel the step is the width of one bar: a group is as wide as its metrics.
+    bar = alt.Step(BAR_STEP)
+    chart = chart.properties(height=bar) if horizontal else chart.properties(width=bar, height=220)
+    return ChartSpec(name=f"by-{by}", title=f"by {by}", spec=chart.to_dict())
+
+
+def _funnel(by: str, metrics: list[Metric]) -> ChartSpec | None:
+    import altair as alt
+
+    wanted = FUNNELS[by]
+    rows = [{"step": m.group, "count": m.value, "entered": m.n} for m in metrics if m.name == wanted]
+    if not rows:
+        return None
+    steps = [str(r["step"]) for r in rows]
+    chart = (
+        alt.Chart(_inline(rows), title=f"{by}: {wanted} per step")
+        .mark_bar()
+        .encode(
+            alt.Y("step:N", sort=steps, title=None, axis=alt.Axis(labelLimit=260)),
+            alt.X("count:Q", title=wanted, axis=_whole_axis()),
+            tooltip=["step:N", "count:Q", "entered:Q"],
+        )
+        .properties(height=alt.Step(BAR_STEP + 4), width=360)
+    )
+    text = chart.mark_text(align="left", dx=3).encode(text="count:Q")
+    return ChartSpec(name=f"funnel-{by}", title=f"{by} funnel", spec=(chart + text).to_dict())
+
+
+ERROR_CLASSES = "error-classes"
+
+
+def error_class_chart(counts: dict[str, int]) -> ChartSpec | None:
+    """The run's failing units per error class (the benchmark's error types or failure classes), most first."""
+    import altair as alt
+
+    if not counts:
+        return None
+    rows = [{"error_class": name, "units": n} for name, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+    order = [str(r["error_class"]) for r in rows]
+    chart = (
+        alt.Chart(_inline(rows), title="failing units by error class")
+        .mark_bar(color="#cf222e")
+        .encode(
+            alt.Y("error_class:N", sort=order, title=None, axis=alt.Axis(labelLimit=260)),
+            alt.X("units:Q", title="units", axis=_whole_axis()),
+            tooltip=["error_class:N", "units:Q"],
+        )
+        .properties(height=alt.Step(BAR_STEP + 4), width=360)
+    )
+    text = chart.mark_text(align="left", dx=3, color="#1d2430").encode(text="units:Q")
+    return ChartSpec(name=ERROR_CLASSES, title="error classes", spec=(chart + text).to_dict())
+
+
+def _inline(rows: list[dict[str, Any]]) -> Any:
+    """The rows as Vega-Lite inline data (no pandas needed)."""
+    import altair as alt
+
+    return alt.Data(values=rows)  # type: ignore[no-untyped-call]
+
+
+def render_svg(spec: dict[str, Any]) -> str:
+    """The chart as SVG text, rendered in-process without any network access."""
+    import vl_convert
+
+    return str(vl_convert.vegalite_to_svg(spec))

@@ -1,0 +1,447 @@
+// toolgauge viewer: renders the JSON of the viewer's API (or, in an HTML report, the same JSON embedded in the page).
+// Every text that comes from a run (model output, tool results, sample keys, explanations) is set with
+// textContent or as a text node, never parsed as HTML; charts are SVG documents parsed as XML with scripts,
+// event attributes and links removed before they are shown.
+"use strict";
+
+(function () {
+  const POLL_MS = 2000;
+  const PER_PAGE = 50;
+  const SVG_NS = "http://www.w3.org/2000/svg";
+  const embedded = document.getElementById("toolgauge-data");
+  const REPORT = embedded ? JSON.parse(embedded.textContent) : null;
+  let pollTimer = null;
+  let renderSerial = 0;
+
+  // --- DOM helpers: text only ---------------------------------------------------------------------------------
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (value === null || value === undefined || value === false) continue;
+      if (key === "text") node.textContent = String(value);
+      else if (key === "href") node.setAttribute("href", internalHref(value));
+      else node.setAttribute(key, String(value));
+    }
+    for (const child of children) append(node, child);
+    return node;
+  }
+
+  function append(node, child) {
+    if (child === null || child === undefined || child === false) return;
+    if (Array.isArray(child)) child.forEach((c) => append(node, c));
+    else if (child instanceof Node) node.appendChild(child);
+    else node.appendChild(document.createTextNode(String(child)));
+  }
+
+  // Only links inside the viewer: "#/..." (never a URL taken from the data).
+  function internalHref(value) {
+    const text = String(value);
+    return text.startsWith("#/") ? text : "#/";
+  }
+
+  function runLink(id) { return "#/run/" + encodeURIComponent(id); }
+  function samplesLink(id, params) { return runLink(id) + "/samples" + query(params || {}); }
+  function sampleLink(id, key) { return runLink(id) + "/sample/" + encodeURIComponent(key); }
+
+  function query(params) {
+    const parts = Object.entries(params).filter(([, v]) => v !== null && v !== undefined && v !== "");
+    return parts.length ? "?" + parts.map(([k, v]) => encodeURIComponent(k) + "=" + encodeURIComponent(v)).join("&") : "";
+  }
+
+  function fmt(value, kind) {
+    if (value === null || value === undefined) return "–";
+    if (typeof value !== "number") return String(value);
+    if (kind === "rate") return (value * 100).toFixed(1) + "%";
+    if (kind === "count" || Number.isInteger(value)) return String(value);
+    return value.toFixed(3);
+  }
+
+  function interval(row) {
+    if (row.ci_low === null || row.ci_low === undefined || row.ci_high === null || row.ci_high === undefined) return "";
+    return "[" + fmt(row.ci_low, row.kind) + ", " + fmt(row.ci_high, row.kind) + "]";
+  }
+
+  function when(seconds) {
+    if (!seconds) return "–";
+    return new Date(seconds * 1000).toISOString().replace("T", " ").slice(0, 16) + " UTC";
+  }
+
+  function badge(verdict) { return el("span", { class: "badge v-" + verdict, text: verdict }); }
+  function statusBadge(status) { return el("span", { class: "badge s-" + status, text: status }); }
+
+  function table(headers, rows, cls) {
+    return el("table", { class: cls || "grid" },
+      el("thead", {}, el("tr", {}, headers.map((h) => el("th", { text: h })))),
+      el("tbody", {}, rows));
+  }
+
+  function pre(text, cls) { return el("pre", { class: cls || "text" }, String(text)); }
+
+  function json(value) { return JSON.stringify(value, null, 2); }
+
+  // --- data: the API, or the report's embedded copy -----------------------------------------------------------
+
+  async function get(path, params) {
+    if (REPORT) return fromReport(path, params || {});
+    const response = await fetch("api/" + path + query(params || {}), { credentials: "same-origin" });
+    const body = await response.json().catch(() => ({ error: "HTTP " + response.status }));
+    if (!response.ok) throw new Error(body.error || "HTTP " + response.status);
+    return body;
+  }
+
+  function fromReport(path, params) {
+    const parts = path.split("/").map(decodeURIComponent);
+    if (parts[2] === "units") return reportUnits(params);
+    if (parts[2] === "samples") {
+      const found = REPORT.samples[parts.slice(3).join("/")];
+      if (!found) throw new Error("this report includes the transcripts of the first " + REPORT.transcripts + " failing samples only");
+      return found;
+    }
+    return REPORT.run;
+  }
+
+  function reportUnits(params) {
+    const rows = REPORT.units.rows.filter((r) =>
+      (!params.verdict || r.verdict === params.verdict) &&
+      (!params.error_class || r.error_class === params.error_class) &&
+      (!params.q || r.id.toLowerCase().includes(String(params.q).toLowerCase())));
+    const page = Math.max(1, Number(params.page) || 1);
+    return Object.assign({}, REPORT.units, {
+      total: rows.length, page: page, per_page: PER_PAGE, rows: rows.slice((page - 1) * PER_PAGE, page * PER_PAGE),
+    });
+  }
+
+  async function chartNode(runId, name) {
+    let text;
+    if (REPORT) text = REPORT.charts[name];
+    else {
+      const response = await fetch("api/runs/" + encodeURIComponent(runId) + "/charts/" + encodeURIComponent(name) + ".svg",
+        { credentials: "same-origin" });
+      if (!response.ok) throw new Error("chart " + name + ": HTTP " + response.status);
+      text = await response.text();
+    }
+    const doc = new DOMParser().parseFromString(text, "image/svg+xml");
+    const svg = doc.documentElement;
+    if (!svg || svg.namespaceURI !== SVG_NS || svg.localName !== "svg") throw new Error("chart " + name + " is not an SVG");
+    // The SVG comes from vl-convert (which escapes the data's text); drop anything active all the same.
+    for (const node of Array.from(svg.querySelectorAll("script, foreignObject, a, iframe"))) node.remove();
+    for (const node of [svg, ...svg.querySelectorAll("*")]) {
+      for (const attr of Array.from(node.attributes)) {
+        const value = attr.value.trim().toLowerCase();
+        if (attr.name.toLowerCase().startsWith("on") || ((attr.localName === "href") && !value.startsWith("#"))) {
+          node.removeAttribute(attr.name);
+        }
+      }
+    }
+    return document.importNode(svg, true);
+  }
+
+  // --- routing ------------------------------------------------------------------------------------------------
+
+  function route() {
+    const hash = location.hash.replace(/^#/, "") || (REPORT ? "/run/" + encodeURIComponent(REPORT.run.run.id) : "/");
+    const [path, search] = hash.split("?");
+    const params = Object.fromEntries(new URLSearchParams(search || ""));
+    const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
+    if (parts[0] === "run" && parts.length >= 2) {
+      if (parts[2] === "samples") return { page: "samples", run: parts[1], params };
+      if (parts[2] === "sample") return { page: "sample", run: parts[1], key: parts.slice(3).join("/"), params };
+      return { page: "run", run: parts[1], params };
+    }
+    return { page: "runs", params };
+  }
+
+  async function render() {
+    const serial = ++renderSerial;
+    stopPolling();
+    const where = route();
+    const main = document.getElementById("main");
+    // data-ready holds the hash of the page shown once it is complete (charts included): what tests wait for.
+    main.removeAttribute("data-ready");
+    try {
+      let view;
+      if (where.page === "runs") view = await runsPage(where.params);
+      else if (where.page === "run") view = await runPage(where.run);
+      else if (where.page === "samples") view = await samplesPage(where.run, where.params);
+      else view = await samplePage(where.run, where.key);
+      if (serial !== renderSerial) return; // a newer navigation won
+      setCrumbs(where);
+      main.replaceChildren(view.node);
+      if (view.after) await view.after();
+      if ((view.poll || view.pending) && !REPORT) startPolling();
+      // A page still waiting for the run's verdicts is not complete: it is shown again when they are ready.
+      if (!view.pending) main.setAttribute("data-ready", location.hash);
+    } catch (error) {
+      if (serial !== renderSerial) return;
+      main.replaceChildren(el("p", { class: "error", text: String(error.message || error) }));
+      main.setAttribute("data-ready", location.hash);
+    }
+  }
+
+  function setCrumbs(where) {
+    const crumbs = document.getElementById("crumbs");
+    const items = [];
+    if (!REPORT) items.push(el("a", { href: "#/", text: "runs" }));
+    if (where.run) items.push(el("a", { href: runLink(where.run), text: where.run }));
+    if (where.page === "samples" || where.page === "sample") items.push(el("a", { href: samplesLink(where.run), text: "samples" }));
+    if (where.page === "sample") items.push(el("span", { text: where.key }));
+    crumbs.replaceChildren(...items.flatMap((item, i) => (i ? [el("span", { class: "sep", text: " / " }), item] : [item])));
+  }
+
+  function startPolling() {
+    document.getElementById("live").hidden = false;
+    pollTimer = setTimeout(pollTick, POLL_MS);
+  }
+
+  // Not while the user is typing in a filter: the page would be drawn anew under the cursor.
+  function pollTick() {
+    const active = document.activeElement;
+    if (active && active.closest && active.closest("form")) pollTimer = setTimeout(pollTick, POLL_MS);
+    else render();
+  }
+
+  function stopPolling() {
+    if (pollTimer !== null) clearTimeout(pollTimer);
+    pollTimer = null;
+    document.getElementById("live").hidden = true;
+  }
+
+  // --- runs -----------------------------------------------------------------------------------------------------
+
+  async function runsPage(params) {
+    const data = await get("runs", params);
+    const select = (name, options) => el("select", { name: name, id: "f-" + name },
+      el("option", { value: "", text: "any " + name }),
+      options.map((o) => el("option", { value: o, selected: params[name] === o ? "selected" : null, text: o })));
+    const form = el("form", { class: "filters", id: "run-filters" },
+      select("benchmark", data.benchmarks),
+      el("input", { name: "model", id: "f-model", placeholder: "model contains", value: params.model || "" }),
+      select("status", data.statuses),
+      el("label", {}, "from ", el("input", { type: "date", name: "since", id: "f-since", value: params.since || "" })),
+      el("label", {}, "to ", el("input", { type: "date", name: "until", id: "f-until", value: params.until || "" })),
+      el("button", { type: "submit", text: "filter" }));
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      location.hash = "#/" + query(Object.fromEntries(new FormData(form)));
+    });
+    form.addEventListener("change", () => form.requestSubmit());
+    const rows = data.runs.map((r) => el("tr", {},
+      el("td", {}, el("a", { href: runLink(r.id), class: "run-link", text: r.id })),
+      el("td", { text: r.benchmark }), el("td", { text: r.model }), el("td", {}, statusBadge(r.status)),
+      el("td", { class: "num", text: r.samples }), el("td", { text: when(r.created_at) }),
+      el("td", { text: Object.entries(r.headline).map(([k, v]) => k + " " + fmt(v, "rate")).join(" · ") })));
+    const node = el("section", {}, el("h1", { text: "runs" }), form,
+      rows.length ? table(["run", "benchmark", "model", "status", "samples", "started", "headline"], rows, "grid runs")
+        : el("p", { class: "muted", text: "no run matches" }));
+    return { node, poll: data.runs.some((r) => r.status === "running") };
+  }
+
+  // --- one run --------------------------------------------------------------------------------------------------
+
+  async function runPage(runId) {
+    const data = await get("runs/" + encodeURIComponent(runId));
+    const run = data.run;
+    const results = data.results;
+    const stats = results && results.run;
+    const node = el("section", { class: "run" },
+      el("h1", {}, run.benchmark + " · ", el("span", { class: "model", text: run.model }), " ", statusBadge(run.status)),
+      el("p", { class: "muted" },
+        "run " + run.id + " · " + run.samples + " samples · started " + when(run.created_at) +
+        (run.finished_at ? " · finished " + when(run.finished_at) : "")));
+    if (stats) {
+      node.appendChild(el("p", { class: "stats" },
+        [["sample errors", stats.sample_errors], ["model calls", stats.model_calls], ["cached calls", stats.cached_calls],
+          ["input tokens", stats.input_tokens], ["output tokens", stats.output_tokens], ["epochs", stats.epochs],
+          ["wall", stats.wall_seconds.toFixed(1) + " s"]].map(([k, v]) => el("span", { class: "stat" }, el("b", { text: v }), " " + k))));
+    }
+    node.appendChild(el("p", {}, el("a", { href: samplesLink(run.id), class: "samples-link", text: "samples and verdicts →" }),
+      " ", el("a", { href: samplesLink(run.id, { verdict: "fail" }), text: "failures" }),
+      " ", el("a", { href: samplesLink(run.id, { verdict: "error" }), text: "errors" })));
+    if (!results) {
+      node.appendChild(el("p", { class: "muted", text: run.status === "running"
+        ? "running: the metrics appear when it is scored; this page updates every " + POLL_MS / 1000 + " s"
+        : "this run has no stored results (status " + run.status + ")" }));
+      return { node, poll: run.status === "running" };
+    }
+    for (const warning of results.warnings) node.appendChild(el("p", { class: "warning", text: "⚠ " + warning }));
+    node.appendChild(el("h2", { text: "metrics" }));
+    node.appendChild(table(["metric", "value", "95% interval", "n"], data.overall.map((m) => el("tr", { class: m.headline ? "headline" : null },
+      el("td", { text: m.name }), el("td", { class: "num", text: fmt(m.value, m.kind) }),
+      el("td", { class: "num", text: interval(m) }), el("td", { class: "num", text: m.n === null ? "" : m.n }))), "grid metrics"));
+    const passk = Object.keys(results.pass_at_k || {});
+    if (passk.length) {
+      node.appendChild(table(["k", "pass@k", "pass^k"], passk.map((k) => el("tr", {}, el("td", { text: k }),
+        el("td", { class: "num", text: fmt(results.pass_at_k[k], "rate") }),
+        el("td", { class: "num", text: fmt((results.pass_hat_k || {})[k], "rate") }))), "grid passk"));
+    }
+    const chartBox = el("div", { class: "charts" });
+    if (data.charts.length) node.append(el("h2", { text: "charts" }), chartBox);
+    for (const b of data.breakdowns) {
+      // A breakdown that has its own "n" metric shows it as one of its columns.
+      const nColumn = !b.metrics.some((m) => m.name === "n");
+      const rows = b.rows.map((r) => el("tr", {}, el("td", { text: r.group }),
+        nColumn ? el("td", { class: "num", text: r.n === null ? "" : r.n }) : null,
+        b.metrics.map((m) => el("td", { class: "num", text: fmt(r.values[m.name], m.kind) }))));
+      node.appendChild(el("details", { class: "breakdown", open: b.rows.length <= 40 ? "open" : null },
+        el("summary", { text: "by " + b.by + " (" + b.rows.length + " groups)" }),
+        el("div", { class: "scroll" }, table([b.by, ...(nColumn ? ["n"] : []), ...b.metrics.map((m) => m.name)], rows, "grid"))));
+    }
+    node.appendChild(el("details", { class: "config" }, el("summary", { text: "settings and config" }),
+      pre(json({ settings: results.settings, config: data.config, provenance: results.provenance }))));
+    const after = async () => {
+      for (const c of data.charts) {
+        const figure = el("figure", { class: "chart", "data-chart": c.name });
+        chartBox.appendChild(figure);
+        try { figure.appendChild(await chartNode(run.id, c.name)); } catch (error) {
+          figure.appendChild(el("p", { class: "error", text: String(error.message || error) }));
+        }
+      }
+    };
+    return { node, after, poll: run.status === "running" };
+  }
+
+  // --- the sample list --------------------------------------------------------------------------------------
+
+  async function samplesPage(runId, params) {
+    const page = Math.max(1, Number(params.page) || 1);
+    const data = await get("runs/" + encodeURIComponent(runId) + "/units", Object.assign({}, params, { page, per_page: PER_PAGE }));
+    const verdict = el("select", { name: "verdict", id: "f-verdict" }, el("option", { value: "", text: "any verdict" }),
+      Object.entries(data.verdicts).map(([v, n]) => el("option", { value: v, selected: params.verdict === v ? "selected" : null, text: v + " (" + n + ")" })));
+    const klass = el("select", { name: "error_class", id: "f-error-class" }, el("option", { value: "", text: "any error class" }),
+      Object.entries(data.error_classes).map(([c, n]) => el("option", { value: c, selected: params.error_class === c ? "selected" : null, text: c + " (" + n + ")" })));
+    const search = el("input", { name: "q", id: "f-q", placeholder: "id contains", value: params.q || "" });
+    const form = el("form", { class: "filters", id: "unit-filters" }, verdict, klass, search, el("button", { type: "submit", text: "filter" }));
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      location.hash = samplesLink(runId, Object.fromEntries(new FormData(form)));
+    });
+    verdict.addEventListener("change", () => form.requestSubmit());
+    klass.addEventListener("change", () => form.requestSubmit());
+    const rows = data.rows.map((u) => el("tr", {},
+      el("td", {}, el("a", { href: sampleLink(runId, u.sample), class: "unit-link", text: u.id })),
+      el("td", {}, badge(u.verdict)), el("td", { text: u.error_class || "" }),
+      el("td", { class: "wrap", text: u.error || u.explanation || "" })));
+    const pages = Math.max(1, Math.ceil(data.total / data.per_page));
+    const nav = el("p", { class: "pager" },
+      page > 1 ? el("a", { href: samplesLink(runId, Object.assign({}, params, { page: page - 1 })), id: "prev", text: "← previous" }) : null,
+      " page " + page + " of " + pages + " · " + data.total + " units ",
+      page < pages ? el("a", { href: samplesLink(runId, Object.assign({}, params, { page: page + 1 })), id: "next", text: "next →" }) : null);
+    const errorChart = !data.pending && Object.keys(data.error_classes).length
+      ? el("figure", { class: "chart", "data-chart": "error-classes" }) : null;
+    const node = el("section", {}, el("h1", { text: "samples of " + runId }),
+      data.note ? el("p", { class: "warning", text: data.note }) : null, errorChart, form, nav,
+      rows.length ? table(["unit", "verdict", "error class", "why"], rows, "grid units")
+        : el("p", { class: "muted", text: data.pending ? "…" : "no unit matches" }));
+    const after = async () => {
+      if (!errorChart) return;
+      try { errorChart.appendChild(await chartNode(runId, "error-classes")); } catch (error) {
+        errorChart.appendChild(el("p", { class: "error", text: String(error.message || error) }));
+      }
+    };
+    return { node, after, pending: data.pending };
+  }
+
+  // --- one sample ---------------------------------------------------------------------------------------------
+
+  async function samplePage(runId, key) {
+    const data = await get("runs/" + encodeURIComponent(runId) + "/samples/" + encodeURIComponent(key));
+    const node = el("section", { class: "sample" }, el("h1", {}, "sample ", el("span", { class: "key", text: key })));
+    if (data.state) {
+      node.appendChild(el("p", { class: "muted" }, "status " + data.state.status +
+        (data.state.latency_s !== null ? " · " + data.state.latency_s.toFixed(2) + " s" : "")));
+      if (data.state.error) node.appendChild(pre("error: " + data.state.error, "text error"));
+    }
+    if (data.note) node.appendChild(el("p", { class: "warning", text: data.note }));
+    node.appendChild(el("h2", { text: "verdicts" }));
+    for (const unit of data.units) node.appendChild(unitBox(unit));
+    if (!data.units.length && !data.pending) node.appendChild(el("p", { class: "muted", text: "no verdict on this sample" }));
+    node.appendChild(el("h2", { text: "transcript (" + data.calls.length + " model calls)" }));
+    node.appendChild(transcript(data.calls));
+    return { node, pending: data.pending };
+  }
+
+  function unitBox(unit) {
+    const box = el("div", { class: "unit", "data-unit": unit.id },
+      el("h3", {}, badge(unit.verdict), " ", el("span", { text: unit.id })),
+      unit.explanation ? el("p", {}, el("b", { text: "why: " }), el("span", { class: "explanation", text: unit.explanation })) : null,
+      unit.error ? pre("run error: " + unit.error, "text error") : null);
+    const scores = Object.entries(unit.scores || {});
+    if (scores.length) box.appendChild(el("p", { class: "scores" }, scores.map(([k, v]) => el("span", { class: "score" }, el("b", { text: k }), " " + fmt(v)))));
+    const meta = Object.assign({}, unit.metadata || {});
+    const gold = meta.expected !== undefined ? meta.expected : meta.gold;
+    const model = meta.predicted !== undefined ? meta.predicted : meta.decoded;
+    if (gold !== undefined || model !== undefined) {
+      box.appendChild(el("div", { class: "versus" },
+        el("div", { class: "side gold" }, el("h4", { text: "gold" }), callsBlock(gold)),
+        el("div", { class: "side model" }, el("h4", { text: "model" }), callsBlock(model))));
+      delete meta.expected; delete meta.gold; delete meta.predicted; delete meta.decoded;
+    }
+    if (Object.keys(meta).length) box.appendChild(el("details", {}, el("summary", { text: "details" }), pre(json(meta))));
+    return box;
+  }
+
+  function callsBlock(calls) {
+    if (calls === undefined || calls === null) return el("p", { class: "muted", text: "–" });
+    if (!Array.isArray(calls)) return pre(json(calls));
+    if (!calls.length) return el("p", { class: "muted", text: "no call" });
+    return el("div", {}, calls.map((c) => toolCall(c)));
+  }
+
+  function toolCall(call) {
+    if (!call || typeof call !== "object") return pre(json(call));
+    const args = call.parse_error ? (call.raw || "") : json(call.arguments === undefined ? {} : call.arguments);
+    return el("div", { class: "call" },
+      el("div", { class: "call-head" }, el("b", { class: "call-name", text: call.name || "(no name)" }),
+        call.id ? el("span", { class: "muted", text: " id " + call.id }) : null),
+      pre(args, "text args"),
+      call.parse_error ? el("p", { class: "error", text: "arguments not decoded: " + call.parse_error }) : null);
+  }
+
+  function transcript(calls) {
+    const box = el("div", { class: "transcript" });
+    const last = {};
+    for (const call of calls) {
+      const previous = last[call.role];
+      last[call.role] = call;
+      const head = ["step " + call.step, call.role, call.cached ? "from the cache" : (call.latency_s * 1000).toFixed(1) + " ms",
+        call.usage.input_tokens + " in / " + call.usage.output_tokens + " out tokens"];
+      if (call.attempts > 1) head.push(call.attempts + " attempts");
+      const block = el("div", { class: "call-block" }, el("div", { class: "call-title", text: head.join(" · ") }));
+      if (call.tools) {
+        const same = previous && JSON.stringify(previous.tools) === JSON.stringify(call.tools);
+        block.appendChild(el("details", { class: "tools" }, el("summary", { text: same ? "tools: as in step " + previous.step
+          : "tools: " + (call.tools.map((t) => t.name).join(", ") || "none") }), same ? null : pre(json(call.tools))));
+      }
+      const messages = call.messages || [];
+      let start = 0;
+      if (previous && previous.messages && previous.messages.length <= messages.length &&
+          JSON.stringify(messages.slice(0, previous.messages.length)) === JSON.stringify(previous.messages)) {
+        start = previous.messages.length;
+        if (start) block.appendChild(el("p", { class: "muted", text: "… " + start + " messages as in step " + previous.step }));
+      }
+      if (call.messages === null) block.appendChild(el("p", { class: "muted", text: "request not stored" }));
+      for (const message of messages.slice(start)) block.appendChild(messageBox(message));
+      if (call.response) block.appendChild(messageBox(Object.assign({ role: "assistant", answer: true }, call.response)));
+      if (call.error) block.appendChild(pre("error: " + call.error, "text error"));
+      box.appendChild(block);
+    }
+    if (!calls.length) box.appendChild(el("p", { class: "muted", text: "no stored model call" }));
+    return box;
+  }
+
+  function messageBox(message) {
+    let label = message.answer ? "→ assistant (answer)" : message.role;
+    if (message.role === "tool") label = "tool result" + (message.name ? " " + message.name : "") + (message.tool_call_id ? " (" + message.tool_call_id + ")" : "");
+    const box = el("div", { class: "msg role-" + message.role + (message.answer ? " answer" : "") },
+      el("div", { class: "msg-role", text: label }));
+    if (message.content) box.appendChild(pre(message.content));
+    for (const call of message.tool_calls || []) box.appendChild(toolCall(call));
+    if (!message.content && !(message.tool_calls || []).length) box.appendChild(el("p", { class: "muted", text: "(empty)" }));
+    if (message.finish_reason) box.appendChild(el("p", { class: "muted", text: "finish: " + message.finish_reason }));
+    return box;
+  }
+
+  window.addEventListener("hashchange", render);
+  render();
+})();

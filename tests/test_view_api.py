@@ -1,0 +1,265 @@
+"""``toolgauge view`` as a real server on 127.0.0.1: its JSON, its charts, its headers and its token check."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import pytest
+
+from cli_helpers import invoke
+from toolgauge.cli.view import access_token
+from view_runs import HOSTILE_ID, KNOWN_SAMPLE, Runs, make_runs, skip_or_fail_without, view_missing, view_server
+
+skip_or_fail_without(view_missing(browser=False))
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
+    from conftest import shared_data_dir
+
+    return make_runs(tmp_path_factory.mktemp("view"), shared_data_dir() / "mtu-bench")
+
+
+@pytest.fixture(scope="module")
+def base(runs: Runs) -> Iterator[str]:
+    with view_server(runs.url) as url:
+        yield url
+
+
+def fetch(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+    request = urllib.request.Request(url, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, {k.lower(): v for k, v in response.headers.items()}, response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, {k.lower(): v for k, v in exc.headers.items()}, exc.read()
+
+
+def api(base: str, path: str, **params: Any) -> Any:
+    """The JSON of an API path; a page that is still computing its run's verdicts is asked again until ready."""
+    deadline = time.monotonic() + 300
+    while True:
+        status, _headers, body = fetch(base + "api/" + path + ("?" + urlencode(params) if params else ""))
+        assert status == 200, body
+        answer = json.loads(body)
+        if not (isinstance(answer, dict) and answer.get("pending")):
+            return answer
+        assert time.monotonic() < deadline, f"{path}: verdicts still pending"
+        time.sleep(0.1)
+
+
+def test_runs_are_listed_newest_first_and_filtered(base: str, runs: Runs):
+    every = api(base, "runs")
+    ids = [r["id"] for r in every["runs"]]
+    assert set(ids) >= {runs.gold, runs.mixed, runs.hostile}
+    started = [r["created_at"] for r in every["runs"]]
+    assert started == sorted(started, reverse=True)
+    assert "suite" in every["benchmarks"] and every["statuses"] == ["finished"]
+    suite = api(base, "runs", benchmark="suite")["runs"]
+    assert {r["benchmark"] for r in suite} == {"suite"} and len(suite) == 3
+    assert [r["id"] for r in api(base, "runs", model="weather-bot")["runs"]] == [runs.mixed]
+    assert api(base, "runs", status="running")["runs"] == []
+    assert api(base, "runs", since="2000-01-01", until="2000-01-02")["runs"] == []
+    gold = next(r for r in every["runs"] if r["id"] == runs.gold)
+    assert gold["headline"] == {"tool_accuracy": 1.0, "parameter_accuracy": 1.0, "success_rate": 1.0}
+
+
+def test_a_bad_date_is_one_error_not_a_crash(base: str):
+    status, _h, body = fetch(base + "api/runs?since=yesterday")
+    assert status == 404 and "YYYY-MM-DD" in json.loads(body)["error"]
+
+
+def test_the_run_page_has_every_breakdown_and_a_chart_for_each(base: str, runs: Runs):
+    if runs.mtu is None:
+        pytest.skip("MTU-Bench data not found (set TOOLGAUGE_DATA_DIR)")
+    page = api(base, f"runs/{runs.mtu}")
+    assert [b["by"] for b in page["breakdowns"]] == ["split"]
+    assert [r["group"] for r in page["breakdowns"][0]["rows"]] == ["S-S", "S-M", "M-S", "M-M", "OOD"]
+    assert page["overall"][0]["headline"] and page["overall"][0]["name"] == "tool_accuracy"
+    assert page["charts"] == [{"name": "by-split", "title": "by split"}]
+    status, headers, svg = fetch(base + f"api/runs/{runs.mtu}/charts/by-split.svg")
+    assert status == 200 and headers["content-type"].startswith("image/svg+xml")
+    assert svg.startswith(b"<svg") and b"S-S" in svg and b"tool_accuracy" in svg
+    assert fetch(base + f"api/runs/{runs.mtu}/charts/nope.svg")[0] == 404
+
+
+def test_bfcl_gets_a_per_category_chart(base: str, runs: Runs):
+    if runs.bfcl is None:
+        pytest.skip("BFCL data not found (set TOOLGAUGE_DATA_DIR)")
+    page = api(base, f"runs/{runs.bfcl}")
+    category = next(b for b in page["breakdowns"] if b["by"] == "category")
+    assert [r["group"] for r in category["rows"]] == ["simple_python", "multiple", "parallel", "irrelevance"]
+    assert {"name": "by-category", "title": "by category"} in page["charts"]
+    status, _h, svg = fetch(base + f"api/runs/{runs.bfcl}/charts/by-category.svg")
+    assert status == 200 and svg.count(b'aria-roledescription="bar"') == 4 and b"simple_python" in svg
+
+
+def test_the_unit_list_pages_and_filters_by_verdict_and_error_class(base: str, runs: Runs):
+    first = api(base, f"runs/{runs.mixed}/units", per_page=5)
+    assert first["page"] == 1 and len(first["rows"]) == 5 and first["total"] == sum(first["verdicts"].values())
+    assert first["verdicts"]["pass"] >= 1 and first["verdicts"]["fail"] >= 1
+    second = api(base, f"runs/{runs.mixed}/units", per_page=5, page=2)
+    assert {r["id"] for r in first["rows"]}.isdisjoint(r["id"] for r in second["rows"])
+    failed = api(base, f"runs/{runs.mixed}/units", verdict="fail", per_page=500)
+    assert failed["total"] == first["verdicts"]["fail"] and {r["verdict"] for r in failed["rows"]} == {"fail"}
+    classes = first["error_classes"]
+    assert "wrong_tool" in classes
+    wrong = api(base, f"runs/{runs.mixed}/units", error_class="wrong_tool", per_page=500)
+    assert wrong["total"] == classes["wrong_tool"] and {r["error_class"] for r in wrong["rows"]} == {"wrong_tool"}
+    assert api(base, f"runs/{runs.mixed}/units", q="weather-001")["rows"][0]["id"] == "weather-001#0"
+    status, _h, svg = fetch(base + f"api/runs/{runs.mixed}/charts/error-classes.svg")
+    assert status == 200 and svg.startswith(b"<svg")
+    assert all(name.encode() in svg for name in classes)
+    assert svg.count(b'aria-roledescription="bar"') == len(classes)
+
+
+def test_the_sample_shows_its_transcript_gold_beside_the_models_calls_and_each_verdict(base: str, runs: Runs):
+    sample = api(base, f"runs/{runs.mixed}/samples/{KNOWN_SAMPLE}")
+    assert sample["state"]["status"] == "done"
+    [call] = sample["calls"]
+    assert [m["role"] for m in call["messages"]] == ["system", "user"]
+    assert call["messages"][1]["content"] == "What's the weather in Lisbon right now?"
+    assert call["response"]["tool_calls"][0]["name"] == "get_current_weather"
+    [unit] = sample["units"]
+    assert unit["verdict"] == "pass"
+    assert unit["metadata"]["expected"][0]["arguments"] == {"city": "Lisbon"}
+    assert unit["metadata"]["predicted"][0]["name"] == "get_current_weather"
+    other = api(base, f"runs/{runs.mixed}/samples/weather-002")
+    assert any(u["verdict"] == "fail" and u["explanation"] for u in other["units"])
+
+
+def test_a_hostile_sample_key_is_an_ordinary_path(base: str, runs: Runs):
+    sample = api(base, f"runs/{runs.hostile}/samples/{quote(HOSTILE_ID, safe='')}")
+    assert sample["sample"] == HOSTILE_ID and len(sample["calls"]) == 2
+
+
+def test_a_page_that_waits_has_the_verdicts_at_once(runs: Runs):
+    with view_server(runs.url) as fresh:  # a new server: nothing computed yet
+        status, _h, body = fetch(fresh + f"api/runs/{runs.mixed}/units?wait=1")
+        page = json.loads(body)
+        assert status == 200 and not page["pending"] and page["total"] == sum(page["verdicts"].values()) > 0
+
+
+def test_unknown_runs_and_samples_are_404_with_a_reason(base: str, runs: Runs):
+    status, _h, body = fetch(base + "api/runs/no-such-run")
+    assert status == 404 and "no run" in json.loads(body)["error"]
+    status, _h, body = fetch(base + f"api/runs/{runs.gold}/samples/no-such-sample")
+    assert status == 404 and "no sample" in json.loads(body)["error"]
+
+
+def test_every_answer_has_a_strict_csp_and_the_front_end_has_no_inline_code(base: str, runs: Runs):
+    for path in ("", "static/app.js", "api/runs", f"api/runs/{runs.gold}", "api/runs/none"):
+        _status, headers, _body = fetch(base + path)
+        csp = headers["content-security-policy"]
+        assert "default-src 'self'" in csp and "script-src 'self'" in csp and "unsafe" not in csp
+        assert headers["x-content-type-options"] == "nosniff"
+    _s, _h, index = fetch(base)
+    assert b"<script src=" in index and b"<script>" not in index and b" on" not in index.split(b"<body>")[1]
+
+
+def test_a_foreign_host_header_is_refused(base: str):
+    status, _h, _body = fetch(base + "api/runs", headers={"Host": "evil.example"})
+    assert status == 400
+
+
+def test_with_a_token_every_request_needs_it(runs: Runs):
+    with view_server(runs.url, "--token", "s3cret-token") as url:
+        assert url.endswith("/?token=s3cret-token")
+        root = url.split("?")[0]
+        for path in ("", "static/app.js", "api/runs", f"api/runs/{runs.gold}/units"):
+            assert fetch(root + path)[0] == 401
+            assert fetch(root + path + "?token=wrong")[0] == 401
+            assert fetch(root + path, headers={"Authorization": "Bearer s3cret-token"})[0] == 200
+        status, headers, _ = fetch(root + "?token=s3cret-token")
+        assert status == 200 and "toolgauge_token=s3cret-token" in headers["set-cookie"]
+        assert "HttpOnly" in headers["set-cookie"] and "SameSite=Strict" in headers["set-cookie"]
+        assert fetch(root + "api/runs", headers={"Cookie": "toolgauge_token=s3cret-token"})[0] == 200
+
+
+def test_binding_beyond_loopback_requires_a_token():
+    assert access_token("127.0.0.1", None) is None and access_token("::1", None) is None
+    assert access_token("localhost", None) is None
+    made = access_token("0.0.0.0", None)
+    assert made is not None and len(made) >= 32 and made != access_token("192.168.1.5", None)
+    assert access_token("0.0.0.0", "mine") == "mine"
+
+
+def test_report_html_is_one_file_with_the_data_inlined(runs: Runs, tmp_path: Path):
+    out = tmp_path / "r.html"
+    res = invoke("report", runs.mixed, "--store", runs.url, "--html", out)
+    assert res.exit_code == 0, res.output
+    text = out.read_text()
+    assert "<script src" not in text and "<link" not in text and "@import" not in text
+    assert "Content-Security-Policy" in text and "default-src 'none'" in text
+    data = text.split('<script type="application/json" id="toolgauge-data">')[1].split("</script>")[0]
+    payload = json.loads(data)
+    assert payload["run"]["run"]["id"] == runs.mixed
+    assert len(payload["units"]["rows"]) == sum(payload["units"]["verdicts"].values())
+    assert payload["samples"] and all(s["calls"] for s in payload["samples"].values())
+
+
+def test_report_html_of_a_hostile_run_cannot_close_its_data_block(runs: Runs, tmp_path: Path):
+    out = tmp_path / "h.html"
+    assert invoke("report", runs.hostile, "--store", runs.url, "--html", out).exit_code == 0
+    text = out.read_text()
+    data = text.split('<script type="application/json" id="toolgauge-data">')[1]
+    # The only "</script>" after the data block's start are the two the page itself closes with.
+    assert data.count("</script>") == 2 and "<script>alert" not in data.split("</script>")[0]
+
+
+def test_the_viewer_reads_a_postgresql_store(pg_url: str):
+    res = invoke("eval", "suite", "--model", "gold", "--store", pg_url, "--limit", "3", "-q")
+    assert res.exit_code == 0, res.output
+    with view_server(pg_url) as base:
+        [run] = api(base, "runs")["runs"]
+        assert run["benchmark"] == "suite" and run["samples"] == 3
+        units = api(base, f"runs/{run['id']}/units")
+        assert units["verdicts"] == {"pass": units["total"]} and units["total"] >= 3
+        sample = api(base, f"runs/{run['id']}/samples/{KNOWN_SAMPLE}")
+        assert sample["calls"][0]["messages"][1]["content"] == "What's the weather in Lisbon right now?"
+
+
+def test_without_its_data_file_a_run_lists_its_samples_and_says_why_there_are_no_verdicts(tmp_path: Path):
+    from toolgauge.benchmarks.suite.loader import builtin_suite_path
+
+    data = tmp_path / "suite.jsonl"
+    data.write_text("".join(builtin_suite_path().read_text().splitlines(keepends=True)[:3]))
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    assert invoke("eval", "suite", "--data", data, "--model", "gold", "--store", url, "-q").exit_code == 0
+    data.unlink()
+    with view_server(url) as base:
+        [run] = api(base, "runs")["runs"]
+        units = api(base, f"runs/{run['id']}/units")
+        assert units["note"].startswith("verdicts not available: ") and str(data) in units["note"]
+        assert [r["id"] for r in units["rows"]] == ["weather-001", "weather-002", "weather-003"]
+        assert {r["verdict"] for r in units["rows"]} == {"unscored"}
+        sample = api(base, f"runs/{run['id']}/samples/weather-001")
+        assert sample["units"][0]["verdict"] == "unscored" and sample["calls"]  # the transcript is still there
+
+
+def test_intervals_from_the_runs_summary_are_shown_with_its_headline(tmp_path: Path):
+    from toolgauge.results import MetricSummary
+    from toolgauge.store import open_store
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    assert invoke("eval", "suite", "--model", "gold", "--store", url, "--limit", "2", "-q").exit_code == 0
+    st = open_store(url, create=False)
+    try:  # the summary a run with repeats (--epochs) stores beside its metrics
+        run = st.list_runs(1)[0]
+        assert run.results is not None
+        summary = {"success_rate": MetricSummary(mean=1.0, stderr=0.0, ci_low=0.8, ci_high=1.0, n=2, epochs=3)}
+        st.save_results(run.id, run.results.model_copy(update={"summary": summary}))
+    finally:
+        st.close()
+    with view_server(url) as base:
+        rows = {r["name"]: r for r in api(base, f"runs/{run.id}")["overall"]}
+        assert (rows["success_rate"]["ci_low"], rows["success_rate"]["ci_high"]) == (0.8, 1.0)
+        assert rows["success_rate"]["epochs"] == 3 and rows["tool_accuracy"]["ci_low"] is None

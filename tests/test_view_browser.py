@@ -1,0 +1,391 @@
+"""The viewer and the HTML report in headless Chromium (Debian's ``chromium``, driven by Playwright).
+
+Every page is loaded with the network cut off: a route aborts every request that is not to 127.0.0.1 (or the
+report's own file) and records it, and a test fails on any such request, on any dialog (``alert``), on any
+uncaught page error and on any console error. Screenshots of the main pages go to a temporary directory, and
+into ``$TOOLGAUGE_SCREENSHOTS`` when set (``make screenshots`` sets it to docs/img).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlparse
+
+import pytest
+
+from view_runs import skip_or_fail_without, view_missing
+
+skip_or_fail_without(view_missing(browser=True))
+
+from playwright.sync_api import Browser, ConsoleMessage, Page, Route, sync_playwright  # noqa: E402
+
+from chat_stub import ChatStub, completion, is_probe  # noqa: E402
+from cli_helpers import invoke  # noqa: E402
+from toolgauge.errors import UsageError  # noqa: E402
+from toolgauge.store import open_store  # noqa: E402
+from view_runs import (  # noqa: E402
+    CHROMIUM,
+    ENTITIES,
+    HOSTILE_ID,
+    HOSTILE_TOOL,
+    IMG,
+    JS_URL,
+    KNOWN_SAMPLE,
+    LONG_LINE,
+    SCRIPT,
+    Runs,
+    make_runs,
+    view_server,
+)
+
+pytestmark = pytest.mark.slow
+WIDTH = 1280
+WAIT_MS = 60_000
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
+    from conftest import shared_data_dir
+
+    return make_runs(tmp_path_factory.mktemp("view"), shared_data_dir() / "mtu-bench")
+
+
+@pytest.fixture(scope="module")
+def base(runs: Runs) -> Iterator[str]:
+    with view_server(runs.url) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Where screenshots are written; copied into ``$TOOLGAUGE_SCREENSHOTS`` at the end when set."""
+    folder = tmp_path_factory.mktemp("shots")
+    yield folder
+    target = os.environ.get("TOOLGAUGE_SCREENSHOTS")
+    if target:
+        Path(target).mkdir(parents=True, exist_ok=True)
+        for shot in folder.glob("*.png"):
+            shutil.copy2(shot, Path(target) / shot.name)
+
+
+class Watched:
+    """A page with the network cut off and every dialog, page error, console error and outside request kept."""
+
+    def __init__(self, page: Page):
+        self.page = page
+        self.outside: list[str] = []
+        self.dialogs: list[str] = []
+        self.errors: list[str] = []
+        page.route("**/*", self._route)
+        page.on("dialog", self._dialog)
+        page.on("pageerror", lambda exc: self.errors.append(f"page error: {exc}"))
+        page.on("console", self._console)
+
+    def _route(self, route: Route) -> None:
+        url = urlparse(route.request.url)
+        if url.scheme == "file" or (url.scheme == "http" and url.hostname == "127.0.0.1"):
+            route.continue_()
+        else:
+            self.outside.append(route.request.url)
+            route.abort()
+
+    def _dialog(self, dialog: Any) -> None:
+        self.dialogs.append(f"{dialog.type}: {dialog.message}")
+        dialog.dismiss()
+
+    def _console(self, message: ConsoleMessage) -> None:
+        if message.type == "error":
+            self.errors.append(f"console: {message.text}")
+
+    def open(self, url: str) -> None:
+        """Go to ``url`` and wait until the viewer has shown that page completely."""
+        self.page.goto(url)
+        self.ready()
+
+    def ready(self) -> None:
+        self.page.wait_for_function("() => document.querySelector('main').dataset.ready === location.hash",
+                                    timeout=WAIT_MS)  # fmt: skip
+
+    def main_text(self) -> str:
+        return str(self.page.locator("main").text_content())
+
+    def check_clean(self) -> None:
+        assert self.outside == [], f"requests beyond 127.0.0.1: {self.outside}"
+        assert self.dialogs == [], f"a script ran: {self.dialogs}"
+        assert self.errors == []
+
+
+@pytest.fixture()
+def watched(browser: Browser) -> Iterator[Watched]:
+    context = browser.new_context(viewport={"width": WIDTH, "height": 900})
+    page = Watched(context.new_page())
+    yield page
+    context.close()
+    page.check_clean()
+
+
+def link(base: str, hash_path: str) -> str:
+    return base + "#" + hash_path
+
+
+# -- pages, filters and links --------------------------------------------------------------------------------
+
+
+def test_the_runs_page_lists_every_run_and_its_filters_narrow_it(base: str, runs: Runs, watched: Watched, shots: Path):
+    page = watched.page
+    watched.open(base)
+    ids = page.locator("a.run-link").all_text_contents()
+    assert {runs.gold, runs.mixed, runs.hostile} <= set(ids)
+    page.screenshot(path=str(shots / "runs.png"))
+    page.select_option("#f-benchmark", "suite")
+    watched.ready()
+    assert set(page.locator("a.run-link").all_text_contents()) == {runs.gold, runs.mixed, runs.hostile}
+    page.fill("#f-model", "weather")
+    page.press("#f-model", "Enter")
+    page.wait_for_function("() => location.hash.includes('model=weather')")
+    watched.ready()
+    assert page.locator("a.run-link").all_text_contents() == [runs.mixed]
+    page.fill("#f-since", "2000-01-01")
+    page.fill("#f-until", "2000-01-02")
+    page.press("#f-until", "Enter")
+    page.wait_for_function("() => location.hash.includes('until=2000-01-02')")
+    watched.ready()
+    assert page.locator("a.run-link").count() == 0 and "no run matches" in watched.main_text()
+    watched.open(base + "#/?model=weather")
+    page.locator("a.run-link", has_text=runs.mixed).click()
+    page.wait_for_function(f"() => location.hash === '#/run/{runs.mixed}'")
+    watched.ready()
+    assert "weather-bot" in page.locator("h1").text_content()
+
+
+def test_the_run_page_shows_metrics_and_draws_a_chart_per_breakdown(
+    base: str, runs: Runs, watched: Watched, shots: Path
+):
+    if runs.mtu is None:
+        pytest.skip("MTU-Bench data not found (set TOOLGAUGE_DATA_DIR)")
+    page = watched.page
+    watched.open(link(base, f"/run/{runs.mtu}"))
+    assert page.locator("table.metrics tr.headline").count() >= 3
+    chart = page.locator('figure.chart[data-chart="by-split"] > svg')
+    assert chart.count() == 1
+    box = chart.bounding_box()
+    assert box is not None and box["width"] > 100 and box["height"] > 100
+    assert chart.locator("path[aria-roledescription='bar']").count() >= 5
+    assert "S-S" in str(chart.text_content()) and "by split" in str(chart.text_content())
+    assert page.locator("details.breakdown table tbody tr").count() == 5
+    page.screenshot(path=str(shots / "run.png"), full_page=True)
+
+
+def test_the_sample_list_filters_by_verdict_and_error_class_pages_and_links(
+    base: str, runs: Runs, watched: Watched, shots: Path
+):
+    page = watched.page
+    watched.open(link(base, f"/run/{runs.mixed}"))
+    page.locator("a.samples-link").click()
+    page.wait_for_function("() => location.hash.endsWith('/samples')")
+    watched.ready()
+    everything = page.locator("a.unit-link").count()
+    assert everything > 1
+    page.select_option("#f-verdict", "fail")
+    page.wait_for_function("() => location.hash.includes('verdict=fail')")
+    watched.ready()
+    badges = page.locator("table.units .badge").all_text_contents()
+    assert badges and set(badges) == {"fail"}
+    error_chart = page.locator('figure.chart[data-chart="error-classes"] > svg')
+    assert error_chart.locator("path[aria-roledescription='bar']").count() >= 2
+    assert "wrong_tool" in str(error_chart.text_content())
+    page.screenshot(path=str(shots / "samples.png"), full_page=True)
+    page.select_option("#f-error-class", "wrong_tool")
+    page.wait_for_function("() => location.hash.includes('error_class=wrong_tool')")
+    watched.ready()
+    classes = page.locator("table.units tbody tr td:nth-child(3)").all_text_contents()
+    assert classes and set(classes) == {"wrong_tool"}
+    # Pages of 50: the 4 runs' units fit one page, so the pager says so and offers no next page.
+    assert "page 1 of 1" in str(page.locator(".pager").text_content()) and page.locator("#next").count() == 0
+    watched.open(link(base, f"/run/{runs.mixed}/samples?q=weather-002"))
+    page.locator("a.unit-link").first.click()
+    page.wait_for_function("() => location.hash.includes('/sample/weather-002')")
+    watched.ready()
+    assert page.locator(".unit").count() >= 1
+
+
+def test_the_sample_page_shows_the_known_transcript_and_gold_beside_the_model(
+    base: str, runs: Runs, watched: Watched, shots: Path
+):
+    page = watched.page
+    watched.open(link(base, f"/run/{runs.mixed}/sample/{KNOWN_SAMPLE}"))
+    transcript = str(page.locator(".transcript").text_content())
+    assert "What's the weather in Lisbon right now?" in transcript
+    assert "get_current_weather" in transcript and '"city": "Lisbon"' in transcript
+    assert page.locator(".unit .badge").all_text_contents() == ["pass"]
+    assert '"city": "Lisbon"' in str(page.locator(".versus .gold").text_content())
+    assert "get_current_weather" in str(page.locator(".versus .model").text_content())
+    watched.open(link(base, f"/run/{runs.mixed}/sample/weather-002"))
+    assert "fail" in page.locator(".unit .badge").all_text_contents()
+    assert page.locator(".unit .explanation").count() >= 1
+    assert page.locator(".transcript .role-tool").count() >= 1  # a tool result in the history of its 2nd turn
+    page.screenshot(path=str(shots / "sample.png"), full_page=True)
+
+
+# -- untrusted text ------------------------------------------------------------------------------------------
+
+
+def _assert_inert(watched: Watched) -> None:
+    page = watched.page
+    text = watched.main_text()
+    for literal in (SCRIPT, IMG, JS_URL, ENTITIES, HOSTILE_TOOL):
+        assert literal in text, literal
+    assert LONG_LINE in text
+    # Nothing from the data became an element: no image, script, frame, event attribute or javascript: link.
+    assert page.locator("main img, main script, main iframe, main object, main [onerror]").count() == 0
+    assert page.locator('a[href^="javascript"]').count() == 0
+    # The 100,000-character line wraps: the page is no wider than the window.
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= WIDTH
+
+
+def test_a_hostile_transcript_runs_no_script_and_reads_literally(base: str, runs: Runs, watched: Watched, shots: Path):
+    page = watched.page
+    watched.open(link(base, f"/run/{runs.hostile}/sample/{quote(HOSTILE_ID, safe='')}"))
+    _assert_inert(watched)
+    assert HOSTILE_ID in str(page.locator("h1").text_content())
+    page.screenshot(path=str(shots / "hostile.png"))
+    watched.open(link(base, f"/run/{runs.hostile}/samples"))  # the hostile id as a link
+    page.locator("a.unit-link").first.click()
+    page.wait_for_function("() => location.hash.includes('/sample/')")
+    watched.ready()
+    assert HOSTILE_ID in str(page.locator("h1").text_content())
+    watched.open(link(base, f"/run/{runs.hostile}"))
+    watched.open(base)
+
+
+# -- the HTML report -----------------------------------------------------------------------------------------
+
+
+def test_the_html_report_opens_offline_with_its_charts_samples_and_transcripts(
+    runs: Runs, watched: Watched, tmp_path: Path, shots: Path
+):
+    if runs.mtu is None:
+        pytest.skip("MTU-Bench data not found (set TOOLGAUGE_DATA_DIR)")
+    out = tmp_path / "mtu.html"
+    assert invoke("report", runs.mtu, "--store", runs.url, "--html", out).exit_code == 0
+    page = watched.page
+    watched.open(out.as_uri())
+    assert page.locator('figure.chart[data-chart="by-split"] > svg path[aria-roledescription="bar"]').count() >= 5
+    page.screenshot(path=str(shots / "report.png"), full_page=True)
+    page.locator("a.samples-link").click()
+    page.wait_for_function("() => location.hash.endsWith('/samples')")
+    watched.ready()
+    assert page.locator("a.unit-link").count() == 20
+    mixed = tmp_path / "mixed.html"
+    assert invoke("report", runs.mixed, "--store", runs.url, "--html", mixed).exit_code == 0
+    watched.open(mixed.as_uri() + f"#/run/{runs.mixed}/sample/weather-002")
+    assert "fail" in page.locator(".unit .badge").all_text_contents()
+    assert page.locator(".transcript .call-block").count() >= 2
+    watched.open(mixed.as_uri() + f"#/run/{runs.mixed}/sample/{KNOWN_SAMPLE}")  # passed: no transcript kept
+    assert "failing samples only" in watched.main_text()
+
+
+def test_the_html_report_of_a_hostile_run_runs_no_script(runs: Runs, watched: Watched, tmp_path: Path):
+    out = tmp_path / "hostile.html"
+    assert invoke("report", runs.hostile, "--store", runs.url, "--html", out).exit_code == 0
+    watched.open(out.as_uri() + f"#/run/{runs.hostile}/sample/{quote(HOSTILE_ID, safe='')}")
+    _assert_inert(watched)
+
+
+# -- the token and live updates --------------------------------------------------------------------------------
+
+
+def test_a_token_server_shows_nothing_without_it_and_everything_with_it(runs: Runs, watched: Watched):
+    with view_server(runs.url, "--token", "browser-token") as url:
+        root = url.split("?")[0]
+        page = watched.page
+        answer = page.goto(root)
+        assert answer is not None and answer.status == 401
+        assert "token" in str(page.text_content("body")) and page.locator("a.run-link").count() == 0
+        assert watched.errors == ["console: Failed to load resource: the server responded with a status of 401 "
+                                  "(Unauthorized)"]  # fmt: skip
+        watched.errors.clear()
+        watched.open(url)  # ?token= once: the cookie carries it for the API calls after
+        assert runs.gold in page.locator("a.run-link").all_text_contents()
+        watched.open(root + f"#/run/{runs.gold}/sample/{KNOWN_SAMPLE}")
+        assert "What's the weather in Lisbon right now?" in watched.main_text()
+
+
+def _wait(check: Any, what: str, seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def test_the_run_page_follows_a_running_run_until_it_finishes(runs: Runs, watched: Watched, tmp_path: Path):
+    url = f"sqlite:///{tmp_path / 'live.db'}"
+    gate = threading.Event()
+    answered: list[int] = []
+
+    def held(request: dict[str, Any], _headers: Mapping[str, str]) -> tuple[int, bytes]:
+        if is_probe(request):
+            return 200, completion("ok")
+        answered.append(1)
+        if len(answered) > 1:
+            gate.wait(120)  # the first sample finishes, the next is held until the page has seen the run
+        return 200, completion("no tool")
+
+    with ChatStub(held) as stub:
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "toolgauge.cli", "eval", "suite", "--model", stub.model("live"), "--store", url,
+             "--limit", "3", "--concurrency", "1", "--max-retries", "0", "-q"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        )  # fmt: skip
+        try:
+
+            def one_done() -> bool:
+                if not Path(url.removeprefix("sqlite:///")).exists():
+                    return False
+                try:
+                    st = open_store(url, create=False)
+                except UsageError:  # the eval is still creating the store's tables
+                    return False
+                try:
+                    runs_now = st.list_runs(1)
+                    return bool(runs_now) and any(s.status == "done" for s in st.sample_states(runs_now[0].id).values())
+                finally:
+                    st.close()
+
+            _wait(lambda: one_done() or proc.poll() is not None, "the first finished sample")
+            assert proc.poll() is None, proc.communicate()
+            with view_server(url) as base:
+                st = open_store(url, create=False)
+                run_id = st.list_runs(1)[0].id
+                st.close()
+                page = watched.page
+                watched.open(link(base, f"/run/{run_id}"))
+                assert page.locator("h1 .s-running").count() == 1 and page.locator("#live").is_visible()
+                page.evaluate("() => { document.body.dataset.sameDocument = 'yes'; }")
+                gate.set()
+                page.wait_for_selector("h1 .s-finished", timeout=WAIT_MS)
+                assert page.evaluate("() => document.body.dataset.sameDocument") == "yes"  # updated, not reloaded
+                assert page.locator("table.metrics").count() == 1 and not page.locator("#live").is_visible()
+            assert proc.wait(timeout=120) in (0, 1)
+        finally:
+            gate.set()
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()

@@ -1,0 +1,189 @@
+"""Stored runs for the viewer's tests, and the viewer itself started as a real server on 127.0.0.1.
+
+:func:`make_runs` fills a store with real runs: the built-in suite with the gold model, MTU-Bench (real data,
+gold, a few items per split: a per-split chart), BFCL (real data, gold, a few entries of four categories: a
+per-category chart), the suite against a real endpoint (tests/chat_stub.py) that
+always calls one weather tool (some turns right, most wrong: verdicts and error classes to filter), and a
+planted hostile dialogue whose data, model answer and tool call carry markup, script, ``javascript:`` URLs,
+entities and a 100,000-character line.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chat_stub import ChatStub, completion, is_probe
+from cli_helpers import invoke
+from toolgauge.benchmarks.suite.loader import builtin_suite_path
+from toolgauge.store import open_store
+
+SCRIPT = "<script>alert('script')</script>"
+IMG = '<img src=x onerror=alert("img")>'
+JS_URL = "javascript:alert('url')"
+ENTITIES = "&lt;b&gt;not bold&lt;/b&gt; &amp; &#60;i&#62;"
+LONG_LINE = "L" * 100_000
+HOSTILE = f'{SCRIPT} {IMG} <a href="{JS_URL}">click</a> {ENTITIES}'
+HOSTILE_ID = 'hostile-<img src=x onerror=alert("id")>'
+HOSTILE_TOOL = "<script>alert('tool')</script>"
+KNOWN_SAMPLE = "weather-001"
+BFCL_CATEGORIES = "simple_python,multiple,parallel,irrelevance"
+
+
+VIEW_MODULES = ("starlette", "uvicorn", "altair", "vl_convert")
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+def view_missing(*, browser: bool) -> str | None:
+    """Why the viewer's tests cannot run here (the [view] extra, and for ``browser`` playwright and chromium)."""
+    for module in (*VIEW_MODULES, *(("playwright",) if browser else ())):
+        if importlib.util.find_spec(module) is None:
+            return f"{module} is not installed (pip install -e '.[view,dev]'; make setup-dev does)"
+    if browser and not Path(CHROMIUM).exists():
+        return "Debian's chromium is not installed (apt-get install chromium; make setup-dev does)"
+    return None
+
+
+def skip_or_fail_without(missing: str | None) -> None:
+    """Skip the module with the reason where the viewer's packages are missing; fail in CI, which must run it."""
+    if missing is None:
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI must run the viewer's tests: {missing}", pytrace=False)
+    pytest.skip(missing, allow_module_level=True)
+
+
+@dataclass(frozen=True)
+class Runs:
+    """The store URL and the id of each run :func:`make_runs` made."""
+
+    url: str
+    gold: str
+    mtu: str | None
+    bfcl: str | None
+    mixed: str
+    hostile: str
+
+
+def _run_id(res: Any) -> str:
+    assert res.exit_code in (0, 1), res.output
+    match = re.search(r"run (\d{8}-\d{6}-[0-9a-f]{6})", res.output)
+    assert match, res.output
+    return match.group(1)
+
+
+def hostile_suite(path: Path) -> Path:
+    """A suite file of one dialogue whose every text is hostile (user, tool result, assistant, id)."""
+    first = json.loads(builtin_suite_path().read_text().splitlines()[0])
+    turn = dict(first["turns"][0])
+    turn["user"] = f"{HOSTILE}\n{LONG_LINE}"
+    turn["tool_results"] = [json.dumps({"html": HOSTILE, "link": JS_URL})]
+    turn["assistant"] = HOSTILE
+    second = {"user": f"again {SCRIPT}", "expected_calls": [], "assistant": ENTITIES}
+    path.write_text(json.dumps({**first, "id": HOSTILE_ID, "turns": [turn, second]}) + "\n")
+    return path
+
+
+def _tool_call_answer(name: str, arguments: Mapping[str, Any]) -> bytes:
+    return json.dumps(
+        {
+            "id": "c", "object": "chat.completion", "created": 0, "model": "m",
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                "role": "assistant", "content": None,
+                "tool_calls": [{"id": "call_1", "type": "function",
+                                "function": {"name": name, "arguments": json.dumps(arguments)}}]}}],
+            "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
+        }
+    ).encode()  # fmt: skip
+
+
+def make_runs(tmp: Path, mtu_dir: Path | None) -> Runs:
+    """Fill a SQLite store under ``tmp`` with the runs (MTU-Bench and BFCL only when their data is there)."""
+    url = f"sqlite:///{tmp / 'view.db'}"
+    gold = _run_id(invoke("eval", "suite", "--model", "gold", "--store", url, "-q"))
+    mtu = None
+    if mtu_dir is not None and mtu_dir.is_dir():
+        mtu = _run_id(invoke("eval", "mtu-bench", "--data", mtu_dir, "--model", "gold", "--limit", "4", "--store", url,
+                             "-q"))  # fmt: skip
+
+    bfcl = None
+    bfcl_dir = None if mtu_dir is None else mtu_dir.parent / "bfcl"
+    if bfcl_dir is not None and bfcl_dir.is_dir():
+        bfcl = _run_id(invoke("eval", "bfcl", "--data", bfcl_dir, "--categories", BFCL_CATEGORIES, "--model", "gold",
+                              "--limit", "3", "--store", url, "-q"))  # fmt: skip
+
+    def weather_always(request: dict[str, Any], _headers: Mapping[str, str]) -> tuple[int, bytes]:
+        if is_probe(request):
+            return 200, completion("ok")
+        return 200, _tool_call_answer("get_current_weather", {"city": "Lisbon"})
+
+    with ChatStub(weather_always) as stub:
+        mixed = _run_id(invoke("eval", "suite", "--model", stub.model("weather-bot"), "--store", url, "--limit", "6",
+                               "--max-retries", "0", "-q"))  # fmt: skip
+    answers = iter(range(1_000_000))
+
+    def hostile(request: dict[str, Any], _headers: Mapping[str, str]) -> tuple[int, bytes]:
+        if is_probe(request):
+            return 200, completion("ok")
+        if next(answers) % 2 == 0:
+            return 200, _tool_call_answer(HOSTILE_TOOL, {"q": HOSTILE, "url": JS_URL, "long": LONG_LINE})
+        return 200, completion(f"{HOSTILE}\n{LONG_LINE}")
+
+    data = hostile_suite(tmp / "hostile.jsonl")
+    with ChatStub(hostile) as stub:
+        bad = _run_id(invoke("eval", "suite", "--data", data, "--model", stub.model("hostile-model"), "--store", url,
+                             "--max-retries", "0", "--concurrency", "1", "-q"))  # fmt: skip
+    return Runs(url=url, gold=gold, mtu=mtu, bfcl=bfcl, mixed=mixed, hostile=bad)
+
+
+@contextmanager
+def view_server(store_url: str, *args: str, timeout: float = 60.0) -> Iterator[str]:
+    """``toolgauge view`` in a subprocess on a free port; yields the URL it printed (with ``?token=`` if any)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[1] / "src"),
+                                                        os.environ.get("PYTHONPATH", "")])}  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "toolgauge.cli", "view", "--store", store_url, "--port", "0", *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    try:
+        assert proc.stderr is not None
+        deadline = time.monotonic() + timeout
+        line = ""
+        while time.monotonic() < deadline:
+            line = proc.stderr.readline()
+            if "toolgauge view: " in line or not line:
+                break
+        match = re.search(r"(http://\S+)", line)
+        if match is None:
+            proc.kill()
+            raise AssertionError(f"the viewer did not start: {line!r} {proc.stderr.read()}")
+        yield match.group(1)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def store_sample_keys(url: str, run_id: str) -> list[str]:
+    """The stored sample keys of a run."""
+    st = open_store(url, create=False)
+    try:
+        return sorted(st.sample_states(run_id))
+    finally:
+        st.close()
