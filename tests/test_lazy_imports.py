@@ -56,28 +56,14 @@ def test_importing_the_driver_and_the_engine_loads_no_sqlalchemy(tmp_path):
     assert opened["sqlalchemy"] is True
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cli/export.py (mounted by toolgauge.cli) imports toolgauge.store.store at load; the export helper owns it "
-    "(import Store and open_store inside the command)",
-)
 def test_the_stored_run_commands_load_no_sqlalchemy(tmp_path):
     code = "import toolgauge.cli.runs, toolgauge.cli.transcript"
     assert loaded_after(code, tmp_path)["sqlalchemy"] is False
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cli/export.py imports toolgauge.store.store at load, and toolgate's construction.py imports gate_store "
-    "(SQLAlchemy tables) at load; their helpers own those files (import them where a command uses them)",
-)
 def test_help_loads_no_sqlalchemy_and_no_openai(tmp_path):
     loaded = loaded_after(cli("--help"), tmp_path)
     assert loaded == {"sqlalchemy": False, "openai": False, "httpx": False}
-
-
-def test_help_loads_no_openai(tmp_path):
-    assert loaded_after(cli("--help"), tmp_path)["openai"] is False
 
 
 @pytest.mark.parametrize("model", ["gold", "scripted"])

@@ -23,7 +23,7 @@ from toolgauge.errors import UsageError
 from toolgauge.models.base import ModelClient
 from toolgauge.models.spec import display_spec, resolve_model
 from toolgauge.provenance import MODEL_OPTION_NAMES
-from toolgauge.results import EvalResults, SampleScore
+from toolgauge.results import EvalResults, SampleScore, ScoredRun
 from toolgauge.stats.epochs import aggregate_epochs
 from toolgauge.store import open_store
 
@@ -213,30 +213,51 @@ def rescore(
     run_id: str, *, variant: str | None = None, store: str | Path | None = None, keep_samples: bool = False
 ) -> Evaluation:
     """Score a stored run again from its stored outputs (no model call), e.g. with another metric variant."""
-    from toolgauge.benchmarks.registry import spec_for_run
-
     st = open_store(_store_url(store), create=False)
     try:
         run = st.get_run(st.resolve_run_id(run_id))
         if run is None:
             raise UsageError(f"no run {run_id!r} in the store")
-        spec = spec_for_run(run.benchmark)
-        if spec is None or spec.rescore is None:
-            raise UsageError(f"run {run.id} ({run.benchmark}) cannot be rescored from the store")
-        if variant is not None and variant not in spec.variants:
-            raise UsageError(f"variant {variant!r}: {variants_text(spec)}")
-        bench = spec.rescore(run.config, variant)
-        pairs = bench.samples()
-        epochs = int(run.config.get("epochs", 1))
-        outcomes = stored_outcomes(st, run.id, [k for k, _ in pairs], bench.result_type, epochs=epochs)
-        per_epoch = [bench.score(pairs, outcomes.of_epoch(e)) for e in range(1, epochs + 1)]
-        stored = run.results.provenance if run.results is not None else None
-        scored = aggregate_epochs(per_epoch, spec.headline, seed=stored.seed if stored is not None else 0)
-        scored.results.run = run.results.run if run.results is not None else None
-        scored.results.provenance = stored
+        scored = stored_scores(st, run, variant)
         return Evaluation(run.id, scored.results, list(scored.iter_samples()) if keep_samples else [])
     finally:
         st.close()
+
+
+def stored_scores(st: Store, run: RunInfo, variant: str | None = None) -> ScoredRun:
+    """A stored run scored again by its benchmark from the stored outputs, every epoch combined (no model call).
+
+    The one way ``rescore``, ``compare``, ``export`` and the viewer read a run's per-unit verdicts; the data
+    files the run was made from must still be there.
+
+    Raises:
+        UsageError: the run's benchmark cannot be rescored from the store, or has no such variant.
+    """
+    from toolgauge.benchmarks.registry import spec_for_run
+
+    spec = spec_for_run(run.benchmark)
+    if spec is None or spec.rescore is None:
+        raise UsageError(f"run {run.id} ({run.benchmark}) cannot be rescored from the store")
+    if variant is not None and variant not in spec.variants:
+        raise UsageError(f"variant {variant!r}: {variants_text(spec)}")
+    bench = spec.rescore(run.config, variant)
+    pairs = bench.samples()
+    epochs = int(run.config.get("epochs", 1))
+    outcomes = stored_outcomes(st, run.id, [k for k, _ in pairs], bench.result_type, epochs=epochs)
+    per_epoch = [bench.score(pairs, outcomes.of_epoch(e)) for e in range(1, epochs + 1)]
+    stored = run.results.provenance if run.results is not None else None
+    scored = aggregate_epochs(per_epoch, spec.headline, seed=stored.seed if stored is not None else 0)
+    scored.results.run = run.results.run if run.results is not None else None
+    scored.results.provenance = stored
+    return scored
+
+
+def headline_of(run_name: str) -> tuple[str, ...]:
+    """The headline metric names of the benchmark whose runs are stored as ``run_name`` (none if unknown)."""
+    from toolgauge.benchmarks.registry import spec_for_run
+
+    spec = spec_for_run(run_name)
+    return tuple(spec.headline) if spec is not None else ()
 
 
 def _headline(bench: Benchmark[Any, Any]) -> tuple[str, ...]:
@@ -248,21 +269,8 @@ def _headline(bench: Benchmark[Any, Any]) -> tuple[str, ...]:
 
 
 def stored_units(st: Store, run: RunInfo) -> tuple[tuple[str, ...], list[SampleScore]]:
-    """A stored run's benchmark headline metric names and its per-unit scores, scored again (no model call).
-
-    The units are what :func:`rescore` gives with the run's own variant (every epoch's, each with its
-    ``epoch``); the data files the run was made from must still be there.
-
-    Raises:
-        UsageError: the run's benchmark cannot be rescored from the store.
-    """
-    from toolgauge.benchmarks.registry import spec_for_run
-
-    spec = spec_for_run(run.benchmark)
-    if spec is None or spec.rescore is None:
-        raise UsageError(f"run {run.id} ({run.benchmark}) cannot be rescored from the store")
-    url = st.engine.url.render_as_string(hide_password=False)
-    return spec.headline, rescore(run.id, store=url, keep_samples=True).samples
+    """A stored run's benchmark headline metric names and its per-unit scores (every epoch's), scored again."""
+    return headline_of(run.benchmark), list(stored_scores(st, run).iter_samples())
 
 
 def compare(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.text import Text
@@ -11,7 +11,9 @@ from rich.text import Text
 from toolgauge.cli.common import StoreOpt, guarded, out, warn
 from toolgauge.errors import DataError
 from toolgauge.results import SampleScore
-from toolgauge.store.store import RunInfo
+
+if TYPE_CHECKING:  # SQLAlchemy loads with the store: only when the command runs
+    from toolgauge.store.store import RunInfo
 
 
 def stored_verdicts(run: RunInfo, store_url: str | None) -> tuple[list[SampleScore] | None, str | None]:
@@ -32,14 +34,6 @@ def stored_verdicts(run: RunInfo, store_url: str | None) -> tuple[list[SampleSco
         return None, f"run {run.id} could not be rescored, so it has no per-sample verdicts: {exc.render()}"
 
 
-def headline_of(benchmark: str) -> tuple[str, ...]:
-    """The headline metric names of the benchmark whose runs are stored as ``benchmark`` (none if unknown)."""
-    from toolgauge.benchmarks.registry import spec_for_run
-
-    spec = spec_for_run(benchmark)
-    return tuple(spec.headline) if spec is not None else ()
-
-
 def export_cmd(
     run_id: Annotated[str, typer.Argument(help="Run id, a unique start of one, or 'latest' (see: toolgauge runs).")],
     fmt: Annotated[str, typer.Option("--format", help="inspect | bfcl | csv | jsonl | parquet")],
@@ -58,6 +52,7 @@ def export_cmd(
     """
 
     def body() -> None:
+        from toolgauge.api import headline_of
         from toolgauge.export import export_run
 
         report = export_run(

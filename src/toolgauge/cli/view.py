@@ -7,44 +7,34 @@ import ipaddress
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from toolgauge.cli.common import StoreOpt, err, guarded
 from toolgauge.errors import UsageError
 from toolgauge.results import SampleScore
-from toolgauge.store.store import RunInfo, Store
-from toolgauge.view.data import Benchmarks
+
+if TYPE_CHECKING:  # SQLAlchemy loads with the store: only when the command runs
+    from toolgauge.store.store import RunInfo, Store
+    from toolgauge.view.data import Benchmarks
 
 VIEW_PACKAGES = ("starlette", "uvicorn", "altair", "vl_convert")
 LOCALHOST = "127.0.0.1"
 
 
 def stored_verdicts(store: Store, run: RunInfo) -> Iterator[SampleScore]:
-    """A stored run's per-unit scores, recomputed by its benchmark from the stored outputs (no model call)."""
-    from toolgauge.benchmarks.registry import spec_for_run
-    from toolgauge.engine import stored_outcomes
+    """A stored run's per-unit scores (every epoch's), recomputed by its benchmark (no model call)."""
+    from toolgauge.api import stored_scores
 
-    spec = spec_for_run(run.benchmark)
-    if spec is None or spec.rescore is None:
-        raise UsageError(f"run {run.id} ({run.benchmark}) cannot be rescored from the store")
-    bench = spec.rescore(run.config, None)
-    pairs = bench.samples()
-    scored = bench.score(pairs, stored_outcomes(store, run.id, [k for k, _ in pairs], bench.result_type))
-    return scored.iter_samples()
-
-
-def headline_of(benchmark: str) -> tuple[str, ...]:
-    """The headline metric names of the benchmark whose runs are stored as ``benchmark`` (none if unknown)."""
-    from toolgauge.benchmarks.registry import spec_for_run
-
-    spec = spec_for_run(benchmark)
-    return spec.headline if spec is not None else ()
+    return stored_scores(store, run).iter_samples()
 
 
 def registry_benchmarks() -> Benchmarks:
     """The viewer's access to the registered benchmarks."""
+    from toolgauge.api import headline_of
+    from toolgauge.view.data import Benchmarks
+
     return Benchmarks(verdicts=stored_verdicts, headline=headline_of)
 
 

@@ -11,12 +11,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
+
+if TYPE_CHECKING:
+    from toolgauge.benchmarks.tool_genesis.generate import GenesisGenerateBenchmark
 
 import typer
 
 from toolgauge.benchmarks.tool_genesis.code_agent import MAX_STEPS
-from toolgauge.benchmarks.tool_genesis.generate import GenesisGenerateBenchmark
 from toolgauge.benchmarks.tool_genesis.generation import Strategy
 from toolgauge.benchmarks.tool_genesis.registry_file import registry_writer
 from toolgauge.cli.common import (
@@ -55,6 +57,7 @@ def build_generate(
     launcher: ServerLauncher = launch_mcp_backend,
 ) -> GenesisGenerateBenchmark:
     """The generation run over the first ``limit`` servers of ``data``, writing into ``out``."""
+    from toolgauge.benchmarks.tool_genesis.generate import GenesisGenerateBenchmark
     from toolgauge.benchmarks.tool_genesis.loader import load_genesis
 
     return GenesisGenerateBenchmark(

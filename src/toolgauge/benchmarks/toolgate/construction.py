@@ -34,7 +34,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from toolgauge.benchmark import lazy
 from toolgauge.benchmarks.toolgate.answers import CALLS_PER_SCREEN, derive_seed
 from toolgauge.benchmarks.toolgate.audit import audit
-from toolgauge.benchmarks.toolgate.gate_store import GateLog, park_calls
 from toolgauge.benchmarks.toolgate.generator import (
     DEFAULT_MAX_STEPS,
     GeneratorReport,
@@ -195,6 +194,8 @@ def prepare_resume(store: Store, run_id: str) -> list[RoundResult]:
     (:func:`.gate_store.park_calls`); a round that reuses a gate's record puts that gate's calls back. Call it
     before resuming, with the store of the run (``gate run --resume`` does).
     """
+    from toolgauge.benchmarks.toolgate.gate_store import park_calls  # SQLAlchemy tables: loaded when a run is
+
     store.flush()
     finished = [key for key, state in store.sample_states(run_id).items() if state.status == "done"]
     park_calls(store.engine, run_id, finished)
@@ -316,6 +317,8 @@ class ConstructionBenchmark:
         """Run one round: propose, then verify, screen and solve, each gate's record committed as it finishes."""
         key = ctx.sample_key
         candidate_id = f"{self.domain.name}-{ctx.run_id}-{index:04d}"
+        from toolgauge.benchmarks.toolgate.gate_store import GateLog  # SQLAlchemy tables: loaded when a run is
+
         log = GateLog(ctx.store.engine, ctx.run_id, key)
         stored = log.load()
         reused: list[str] = []
