@@ -233,3 +233,17 @@ def pg_url(pg_server) -> str:
     import secrets
 
     return pg_server.create_database(f"tg_{secrets.token_hex(6)}")
+
+
+@pytest.fixture(scope="session")
+def fem_installed() -> None:
+    """ToolGate's fem libraries (scikit-fem, Basix, UFL): skip without them; fail in CI, which installs them."""
+    from toolgauge.benchmarks.toolgate.domains import get_domain
+
+    fem = get_domain("fem")
+    missing = fem.missing_modules()
+    if missing:
+        message = f"{fem.install_hint()} (missing: {', '.join(missing)})"
+        if IN_CI:  # make test installs the extra: a skip there would hide a broken setup
+            pytest.fail(f"CI must run the fem tests: {message}")
+        pytest.skip(message)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -42,15 +41,6 @@ COUNT_KEYS = {
     "rejected_by_format", "rejected_by_verify", "rejected_by_screen", "errors",
 }  # fmt: skip
 
-
-@pytest.fixture(scope="module")
-def fem_installed() -> None:
-    missing = FEM.missing_modules()
-    if missing:
-        message = f"{FEM.install_hint()} (missing: {', '.join(missing)})"
-        if os.environ.get("CI") == "true":  # CI installs the extra (make test): a skip there would hide that
-            pytest.fail(f"CI must run the fem end-to-end gates: {message}")
-        pytest.skip(message)
 
 
 def write_pool(path: Path, candidates: list[Candidate]) -> Path:

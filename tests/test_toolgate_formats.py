@@ -153,7 +153,7 @@ def test_the_domain_folders():
         get_domain("chem")
 
 
-def test_a_domain_whose_library_is_missing_says_how_to_install_it(monkeypatch):
+def test_a_domain_whose_library_is_missing_says_how_to_install_it(monkeypatch, fem_installed):
     fem = get_domain("fem")
     import importlib.util
 

@@ -243,7 +243,7 @@ def test_screen_domain_filter_store_concurrency_and_json(pool, store, tmp_path):
 
 
 @needs_bwrap
-def test_verify_domain_filter_time_limit_and_json(store, tmp_path):
+def test_verify_domain_filter_time_limit_and_json(store, tmp_path, fem_installed):
     slow = candidate("f3", "fem", solution="import time\ntime.sleep(60)\nprint('ANSWER: 0.2')\n")
     path = write_pool(tmp_path / "pool.jsonl", [*MIXED, slow])
     res = invoke("gate", "verify", "--candidates", path, "--domain", "fem", "--time-limit", "2", "--concurrency", "3",
@@ -259,7 +259,7 @@ def test_verify_domain_filter_time_limit_and_json(store, tmp_path):
 
 
 @needs_bwrap
-def test_solve_domain_filter_concurrency_time_limit_and_json(pool, store, tmp_path):
+def test_solve_domain_filter_concurrency_time_limit_and_json(pool, store, tmp_path, fem_installed):
     stub = InFlight(submitting, target=2)
     with ChatStub(stub.respond) as server:
         res = invoke("gate", "solve", "--candidates", pool, "--solver", server.model("solver"), "--domain", "fem",
@@ -292,7 +292,7 @@ def test_solve_domain_filter_concurrency_time_limit_and_json(pool, store, tmp_pa
 
 
 @needs_bwrap
-def test_check_domain_filter_concurrency_time_limit_and_json(pool, store):
+def test_check_domain_filter_concurrency_time_limit_and_json(pool, store, fem_installed):
     stub = InFlight(submitting, target=2)
     with ChatStub(stub.respond) as server:
         res = invoke("gate", "check", "--candidates", pool, "--screen", f"{server.model()},name=unsure", "--solver",

@@ -89,15 +89,6 @@ SOLUTION = 'print("ANSWER: 0.2")\n'
 CRASH = "exit code 1\nTraceback (most recent call last):\nAttributeError: module 'skfem' has no attribute 'MeshTri2'"
 
 
-@pytest.fixture()
-def fem_installed() -> None:
-    missing = FEM.missing_modules()
-    if missing:
-        message = f"{FEM.install_hint()} (missing: {', '.join(missing)})"
-        if IN_CI:  # CI installs the extra (make test): a skip there would hide that
-            pytest.fail(f"CI must run the fem tests: {message}")
-        pytest.skip(message)
-
 
 @pytest.fixture()
 def store_url(tmp_path: Path) -> str:
@@ -955,7 +946,7 @@ def _generator_script(tmp_path: Path, plans: dict[int, Plan]) -> Path:
     return _script(tmp_path, "generator.json", items)
 
 
-def test_cli_gate_run_prints_the_funnel_and_writes_every_round(gate_cli, tmp_path, store_url):
+def test_cli_gate_run_prints_the_funnel_and_writes_every_round(gate_cli, tmp_path, store_url, fem_installed):
     invoke, plans, _ = gate_cli
     plans.update({1: Plan(verify="crashed"), 2: Plan(), 3: Plan()})
     gen = _generator_script(tmp_path, plans)
@@ -991,7 +982,7 @@ def test_cli_gate_run_prints_the_funnel_and_writes_every_round(gate_cli, tmp_pat
     assert re.search(r"^run \S+ · 3 \w+ · 0 failed · ", table.output, flags=re.M), table.output
 
 
-def test_cli_gate_run_resume_repeats_no_round_and_no_gate(gate_cli, tmp_path, store_url):
+def test_cli_gate_run_resume_repeats_no_round_and_no_gate(gate_cli, tmp_path, store_url, fem_installed):
     invoke, plans, gates = gate_cli
     plans.update({1: Plan(), 2: Plan(), 3: Plan(verify="mismatch")})
     gates.stop_at = {(2, "solve")}  # Ctrl-C when round 2 reaches the solver
@@ -1019,7 +1010,9 @@ def test_cli_gate_run_resume_repeats_no_round_and_no_gate(gate_cli, tmp_path, st
     assert call_steps(store_url, run_id, "round-0002") == {"generator": [0, 1], "screen:A": [0, 1, 2], "solver": [0]}
 
 
-def test_cli_gate_run_time_limit_reaches_the_gates_and_the_run_goes_to_the_store(gate_cli, tmp_path, store_url):
+def test_cli_gate_run_time_limit_reaches_the_gates_and_the_run_goes_to_the_store(
+    gate_cli, tmp_path, store_url, fem_installed
+):
     invoke, plans, _ = gate_cli
     plans.update({1: Plan()})
     gen = _generator_script(tmp_path, plans)
@@ -1042,7 +1035,7 @@ def test_cli_gate_run_time_limit_reaches_the_gates_and_the_run_goes_to_the_store
         store.close()
 
 
-def test_report_of_a_gate_run_shows_the_funnel_with_the_reasons(gate_cli, tmp_path, store_url):
+def test_report_of_a_gate_run_shows_the_funnel_with_the_reasons(gate_cli, tmp_path, store_url, fem_installed):
     """``toolgauge report RUN_ID`` of a stored ``gate run``: attempts -> verified -> each screen -> solved -> unique,
     each step with its rejection reasons (the same view as the run's own, read from the store)."""
     invoke, plans, _ = gate_cli
@@ -1081,7 +1074,7 @@ def test_cli_gate_run_refuses_a_domain_that_is_not_installed(gate_cli, monkeypat
     assert len(res.output.strip().splitlines()) == 1
 
 
-def test_cli_gate_run_usage_errors(gate_cli, store_url):
+def test_cli_gate_run_usage_errors(gate_cli, store_url, fem_installed):
     invoke, _, _ = gate_cli
     common = ["--generator", "x", "--solver", "x", "--rounds", "1", "--store", store_url]
     unknown = invoke("run", "--domain", "chem", "--screen", "A=x", *common)

@@ -38,15 +38,6 @@ FEM = get_domain("fem")
 REPO = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module")
-def fem_installed() -> None:
-    missing = FEM.missing_modules()
-    if missing:
-        message = f"{FEM.install_hint()} (missing: {', '.join(missing)})"
-        if os.environ.get("CI") == "true":  # CI installs the extra (make test): a skip there would hide that
-            pytest.fail(f"CI must run the fem seed items: {message}")
-        pytest.skip(message)
-
 
 def candidate(solution: str, *, answer: str = "B", options: list[str] | None = None, **meta: object) -> Candidate:
     return Candidate(
