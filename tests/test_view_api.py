@@ -15,7 +15,17 @@ import pytest
 
 from cli_helpers import invoke
 from toolgauge.cli.view import access_token
-from view_runs import HOSTILE_ID, KNOWN_SAMPLE, Runs, make_runs, skip_or_fail_without, view_missing, view_server
+from view_runs import (
+    HOSTILE_ID,
+    KNOWN_SAMPLE,
+    Runs,
+    SweepRuns,
+    make_runs,
+    make_sweep,
+    skip_or_fail_without,
+    view_missing,
+    view_server,
+)
 
 skip_or_fail_without(view_missing(browser=False))
 pytestmark = pytest.mark.slow
@@ -263,3 +273,88 @@ def test_intervals_from_the_runs_summary_are_shown_with_its_headline(tmp_path: P
         rows = {r["name"]: r for r in api(base, f"runs/{run.id}")["overall"]}
         assert (rows["success_rate"]["ci_low"], rows["success_rate"]["ci_high"]) == (0.8, 1.0)
         assert rows["success_rate"]["epochs"] == 3 and rows["tool_accuracy"]["ci_low"] is None
+
+
+# --- compare and sweeps: a store with one sweep, gold and a replay that fails known turns on the whole suite ---
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory: pytest.TempPathFactory) -> SweepRuns:
+    return make_sweep(tmp_path_factory.mktemp("view-sweep"))
+
+
+@pytest.fixture(scope="module")
+def sweep_base(swept: SweepRuns) -> Iterator[str]:
+    with view_server(swept.url) as url:
+        yield url
+
+
+def test_compare_lists_the_flipped_units_and_matches_toolgauge_compare(sweep_base: str, swept: SweepRuns):
+    from toolgauge.api import compare
+
+    got = api(sweep_base, "compare", a=swept.gold, b=swept.replay)
+    assert (got["a"], got["b"], got["benchmark"]) == (swept.gold, swept.replay, "suite")
+    assert got["flipped"] == {"to_pass": [], "to_fail": swept.failing}
+    assert (got["only_in_a"], got["only_in_b"]) == (0, 0)
+    # Each flipped unit (a turn) links to its sample: the dialogue.
+    assert got["samples"] == {unit: unit.split("#")[0] for unit in swept.failing}
+    assert (got["runs"]["a"]["model"], got["runs"]["b"]["id"]) == ("gold", swept.replay)
+    # The same numbers as `toolgauge compare` (the same statistics, on the same verdicts).
+    cli = compare(swept.gold, swept.replay, store=swept.url)
+    assert got["metrics"] == {name: m.model_dump(mode="json") for name, m in cli.metrics.items()}
+    success = got["metrics"]["success_rate"]
+    assert success["a"] == 1.0 and success["diff"] < 0 and success["test"] == "mcnemar_exact"
+    assert success["p_value"] == 2 * 0.5 ** len(swept.failing) and success["significant"] is True
+    # B against A the other way round: the same units flip the other way.
+    back = api(sweep_base, "compare", a=swept.replay, b=swept.gold)
+    assert back["flipped"] == {"to_pass": swept.failing, "to_fail": []}
+    assert back["metrics"]["success_rate"]["diff"] == -success["diff"]
+
+
+def test_compare_of_unknown_runs_or_one_run_missing_is_a_reason_not_a_crash(sweep_base: str, swept: SweepRuns):
+    status, _h, body = fetch(sweep_base + f"api/compare?a={swept.gold}&b=no-such-run")
+    assert status == 404 and json.loads(body)["error"] == "no run 'no-such-run' in the store"
+    status, _h, body = fetch(sweep_base + f"api/compare?a={swept.gold}")
+    assert status == 404 and "two runs" in json.loads(body)["error"]
+
+
+def test_compare_of_runs_of_different_benchmarks_says_so(base: str, runs: Runs):
+    if runs.mtu is None:
+        pytest.skip("MTU-Bench data not found (set TOOLGAUGE_DATA_DIR)")
+    status, _h, body = fetch(base + f"api/compare?a={runs.gold}&b={runs.mtu}")
+    error = json.loads(body)["error"]
+    assert status == 404 and error == (
+        f"run {runs.gold} is suite and run {runs.mtu} is mtu-bench: compare runs of the same benchmark"
+    )
+
+
+def test_sweeps_are_listed_and_a_sweep_has_its_leaderboard_with_intervals(sweep_base: str, swept: SweepRuns):
+    from toolgauge.store import open_store
+    from toolgauge.sweep.report import sweep_report
+
+    [row] = api(sweep_base, "sweeps")["sweeps"]
+    assert (row["id"], row["status"], row["cells"], row["finished_cells"]) == (swept.sweep, "finished", 2, 2)
+    assert row["benchmarks"] == ["suite"] and row["models"][0] == "gold"
+    page = api(sweep_base, f"sweeps/{swept.sweep}")
+    assert (page["sweep"], page["status"]) == (swept.sweep, "finished")
+    [board] = page["boards"]
+    assert board["benchmark"] == "suite" and board["metrics"] == ["tool_accuracy", "parameter_accuracy", "success_rate"]
+    best, other = board["cells"]
+    assert (best["run"], other["run"]) == (swept.gold, swept.replay)  # ranked: gold first
+    assert best["significant"] is None and (other["significant"], other["test"]) == (True, "paired")
+    low, mean, high = (other["metrics"]["success_rate"][k] for k in ("ci_low", "mean", "ci_high"))
+    assert low < mean < high and mean == 0.75
+    # The same cells as `toolgauge report SWEEP --json`.
+    st = open_store(swept.url, create=False)
+    try:
+        report = sweep_report(st, swept.sweep)
+    finally:
+        st.close()
+    by_run = {c.run: c.model_dump(mode="json") for c in report.cells}
+    assert [by_run[c["run"]] for c in board["cells"]] == board["cells"]
+    status, _h, body = fetch(sweep_base + "api/sweeps/sweep-nope")
+    assert status == 404 and "no sweep" in json.loads(body)["error"]
+
+
+def test_a_store_without_sweeps_lists_none(base: str):
+    assert api(base, "sweeps") == {"sweeps": []}

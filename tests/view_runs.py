@@ -187,3 +187,35 @@ def store_sample_keys(url: str, run_id: str) -> list[str]:
         return sorted(st.sample_states(run_id))
     finally:
         st.close()
+
+
+@dataclass(frozen=True)
+class SweepRuns:
+    """A store with one sweep of the built-in suite: the gold model and a replay that fails known turns."""
+
+    url: str
+    sweep: str
+    gold: str
+    replay: str
+    failing: list[str]  # the units the replay fails (turn 0 of every third dialogue that calls a tool)
+
+
+def make_sweep(tmp: Path) -> SweepRuns:
+    """Run ``toolgauge sweep`` (gold and a replay, the whole built-in suite) into a SQLite store under ``tmp``."""
+    from test_compare_cli import failing_turns, write_replay
+
+    url = f"sqlite:///{tmp / 'sweep.db'}"
+    replay = tmp / "replay.jsonl"
+    write_replay(replay)
+    sweep_file = tmp / "SWEEP.toml"
+    sweep_file.write_text(
+        f'epochs = 1\nseed = 0\n[[model]]\nspec = "gold"\n[[model]]\nspec = "replay:{replay}"\n'
+        '[[benchmark]]\nname = "suite"\n'
+    )
+    res = invoke("sweep", sweep_file, "--store", url, "--json")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    runs = {cell["model"]: cell["run"] for cell in doc["cells"]}
+    gold = runs["gold"]
+    other = next(run for model, run in runs.items() if model != "gold")
+    return SweepRuns(url=url, sweep=doc["sweep"], gold=gold, replay=other, failing=failing_turns())

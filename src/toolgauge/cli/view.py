@@ -7,7 +7,7 @@ import ipaddress
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -30,12 +30,33 @@ def stored_verdicts(store: Store, run: RunInfo) -> Iterator[SampleScore]:
     return stored_scores(store, run).iter_samples()
 
 
+def sweep_leaderboard(store: Store, sweep_id: str) -> dict[str, Any]:
+    """A sweep's leaderboard as the viewer shows it: ``toolgauge report SWEEP``'s cells, ranked per benchmark.
+
+    ``{"sweep", "status", "boards": [{"benchmark", "metrics", "cells": [cell, ...]}]}``: each board's cells best
+    first by its first headline metric; a cell has ``model``, ``run``, ``status``, ``metrics`` (per headline
+    metric ``mean``, ``stderr``, ``ci_low``, ``ci_high``, ``n``) and ``significant`` / ``test`` (its difference
+    with the board's best, see :mod:`toolgauge.sweep.report`).
+    """
+    from toolgauge.sweep.report import headline_of, ranked, sweep_report
+
+    report = sweep_report(store, sweep_id)
+    boards = []
+    for benchmark in dict.fromkeys(c.benchmark for c in report.cells):
+        order = ranked(report.cells, benchmark)
+        names = headline_of(benchmark, None) or tuple(dict.fromkeys(n for c in order for n in c.metrics))
+        boards.append(
+            {"benchmark": benchmark, "metrics": list(names), "cells": [c.model_dump(mode="json") for c in order]}
+        )
+    return {"sweep": report.sweep, "status": report.status, "boards": boards}
+
+
 def registry_benchmarks() -> Benchmarks:
     """The viewer's access to the registered benchmarks."""
     from toolgauge.api import headline_of
     from toolgauge.view.data import Benchmarks
 
-    return Benchmarks(verdicts=stored_verdicts, headline=headline_of)
+    return Benchmarks(verdicts=stored_verdicts, headline=headline_of, leaderboard=sweep_leaderboard)
 
 
 def require_view_packages() -> None:

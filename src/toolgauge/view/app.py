@@ -196,6 +196,19 @@ def create_app(data: ViewData, *, token: str | None = None, allowed_hosts: list[
                     charts.popitem(last=False)
         return Response(svg, media_type="image/svg+xml")
 
+    def compare(request: Request) -> Response:
+        q = request.query_params
+        a, b = q.get("a"), q.get("b")
+        if not a or not b:
+            raise UsageError("compare needs two runs: ?a=RUN&b=RUN")
+        return JSONResponse(data.compare(a, b))
+
+    def sweeps(_request: Request) -> Response:
+        return JSONResponse({"sweeps": data.sweeps()})
+
+    def sweep(request: Request) -> Response:
+        return JSONResponse(data.sweep(request.path_params["sweep_id"]))
+
     def index(_request: Request) -> Response:
         return FileResponse(static_dir() / "index.html", media_type="text/html")
 
@@ -209,6 +222,9 @@ def create_app(data: ViewData, *, token: str | None = None, allowed_hosts: list[
         Route("/", index),
         Route("/favicon.ico", no_icon),
         Route("/api/runs", runs),
+        Route("/api/compare", compare),
+        Route("/api/sweeps", sweeps),
+        Route("/api/sweeps/{sweep_id}", sweep),
         Route("/api/runs/{run_id}", run),
         Route("/api/runs/{run_id}/units", units),
         Route("/api/runs/{run_id}/charts/{name}.svg", chart),

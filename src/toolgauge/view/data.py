@@ -40,6 +40,8 @@ class Benchmarks:
 
     verdicts: Callable[[Store, RunInfo], Iterable[SampleScore]]
     headline: Callable[[str], tuple[str, ...]] = lambda _name: ()
+    # A sweep's leaderboard as JSON (``toolgauge.sweep.report``, given by the CLI), or None where there is none.
+    leaderboard: Callable[[Store, str], dict[str, Any]] | None = None
 
 
 class RunRow(BaseModel):
@@ -337,6 +339,63 @@ class ViewData:
             "note": (found.note if found is not None else "computing the run's verdicts…") or transcript_note,
             "pending": found is None,
         }  # fmt: skip
+
+    # --- compare and sweeps -----------------------------------------------------------------------------------
+
+    def compare(self, run_a: str, run_b: str) -> dict[str, Any]:
+        """Run B against run A on their shared units (:func:`toolgauge.compare.compare_scores`, headline metrics).
+
+        The verdicts are the viewer's own (kept per run), so comparing does not score a run again. ``samples``
+        maps each flipped unit to its sample key (a turn's sample page is its dialogue's).
+
+        Raises:
+            UsageError: a run is unknown, the runs are of different benchmarks, or a run has no verdicts.
+        """
+        from toolgauge.compare import compare_scores  # numpy and scipy: only when a comparison is asked for
+
+        a, b = self.run_info(run_a), self.run_info(run_b)
+        if a.benchmark != b.benchmark:
+            raise UsageError(
+                f"run {a.id} is {a.benchmark} and run {b.id} is {b.benchmark}: compare runs of the same benchmark"
+            )
+        found = []
+        for run in (a, b):
+            verdicts = self._verdicts(run)
+            assert verdicts is not None  # waited for
+            if verdicts.note is not None:
+                raise UsageError(f"run {run.id}: {verdicts.note}")
+            found.append(verdicts.units)
+        headline = self.benchmarks.headline(a.benchmark)
+        result = compare_scores(a.id, b.id, a.benchmark, found[0], found[1], list(headline), required=False)
+        flipped = {*result.flipped.to_pass, *result.flipped.to_fail}
+        samples = {u.id: u.sample for units in found for u in units if u.id in flipped}
+        return {
+            **result.model_dump(mode="json"),
+            "runs": {"a": run_row(a, headline).model_dump(mode="json"), "b": run_row(b, headline).model_dump(mode="json")},
+            "samples": samples,
+        }  # fmt: skip
+
+    def sweeps(self) -> list[dict[str, Any]]:
+        """The sweeps, newest first: id, status, when, and their cells' models, benchmarks and statuses."""
+        from toolgauge.store.sweeps import list_sweeps
+
+        return [
+            {"id": s.id, "status": s.status, "created_at": s.created_at, "cells": len(s.cells),
+             "finished_cells": sum(1 for c in s.cells if c.status == "finished"),
+             "models": list(dict.fromkeys(c.model for c in s.cells)),
+             "benchmarks": list(dict.fromkeys(c.benchmark for c in s.cells))}
+            for s in list_sweeps(self.store)
+        ]  # fmt: skip
+
+    def sweep(self, sweep_id: str) -> dict[str, Any]:
+        """A sweep's leaderboard (per benchmark, models ranked; see :attr:`Benchmarks.leaderboard`)."""
+        from toolgauge.store.sweeps import get_sweep
+
+        if self.benchmarks.leaderboard is None:
+            raise UsageError("this viewer cannot build leaderboards")
+        if get_sweep(self.store, sweep_id) is None:
+            raise UsageError(f"no sweep {sweep_id!r} in the store")
+        return self.benchmarks.leaderboard(self.store, sweep_id)
 
     def scored_units(self, run_id: str) -> tuple[list[SampleScore], str | None]:
         """Every unit's score of a run (for the HTML report) and why there are none, when so."""

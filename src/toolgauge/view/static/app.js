@@ -43,6 +43,8 @@
   function runLink(id) { return "#/run/" + encodeURIComponent(id); }
   function samplesLink(id, params) { return runLink(id) + "/samples" + query(params || {}); }
   function sampleLink(id, key) { return runLink(id) + "/sample/" + encodeURIComponent(key); }
+  function compareLink(a, b) { return "#/compare" + query({ a: a, b: b }); }
+  function sweepLink(id) { return "#/sweep/" + encodeURIComponent(id); }
 
   function query(params) {
     const parts = Object.entries(params).filter(([, v]) => v !== null && v !== undefined && v !== "");
@@ -144,6 +146,9 @@
     const [path, search] = hash.split("?");
     const params = Object.fromEntries(new URLSearchParams(search || ""));
     const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
+    if (parts[0] === "compare") return { page: "compare", params };
+    if (parts[0] === "sweeps") return { page: "sweeps", params };
+    if (parts[0] === "sweep" && parts.length >= 2) return { page: "sweep", sweep: parts.slice(1).join("/"), params };
     if (parts[0] === "run" && parts.length >= 2) {
       if (parts[2] === "samples") return { page: "samples", run: parts[1], params };
       if (parts[2] === "sample") return { page: "sample", run: parts[1], key: parts.slice(3).join("/"), params };
@@ -163,6 +168,9 @@
       let view;
       if (where.page === "runs") view = await runsPage(where.params);
       else if (where.page === "run") view = await runPage(where.run);
+      else if (where.page === "compare") view = await comparePage(where.params);
+      else if (where.page === "sweeps") view = await sweepsPage();
+      else if (where.page === "sweep") view = await sweepPage(where.sweep);
       else if (where.page === "samples") view = await samplesPage(where.run, where.params);
       else view = await samplePage(where.run, where.key);
       if (serial !== renderSerial) return; // a newer navigation won
@@ -182,7 +190,9 @@
   function setCrumbs(where) {
     const crumbs = document.getElementById("crumbs");
     const items = [];
-    if (!REPORT) items.push(el("a", { href: "#/", text: "runs" }));
+    if (!REPORT) items.push(el("a", { href: "#/", text: "runs" }), el("a", { href: "#/sweeps", id: "sweeps-link", text: "sweeps" }));
+    if (where.page === "compare") items.push(el("span", { text: "compare" }));
+    if (where.sweep) items.push(el("a", { href: sweepLink(where.sweep), text: where.sweep }));
     if (where.run) items.push(el("a", { href: runLink(where.run), text: where.run }));
     if (where.page === "samples" || where.page === "sample") items.push(el("a", { href: samplesLink(where.run), text: "samples" }));
     if (where.page === "sample") items.push(el("span", { text: where.key }));
@@ -194,10 +204,11 @@
     pollTimer = setTimeout(pollTick, POLL_MS);
   }
 
-  // Not while the user is typing in a filter: the page would be drawn anew under the cursor.
+  // Not while the user is typing in a filter or picking runs to compare: the page would be drawn anew under them.
   function pollTick() {
     const active = document.activeElement;
-    if (active && active.closest && active.closest("form")) pollTimer = setTimeout(pollTick, POLL_MS);
+    const typing = active && active.closest && active.closest("form");
+    if (typing || document.querySelector("input.pick:checked")) pollTimer = setTimeout(pollTick, POLL_MS);
     else render();
   }
 
@@ -227,14 +238,130 @@
     });
     form.addEventListener("change", () => form.requestSubmit());
     const rows = data.runs.map((r) => el("tr", {},
+      el("td", {}, el("input", { type: "checkbox", class: "pick", "data-run": r.id, "aria-label": "select run " + r.id })),
       el("td", {}, el("a", { href: runLink(r.id), class: "run-link", text: r.id })),
       el("td", { text: r.benchmark }), el("td", { text: r.model }), el("td", {}, statusBadge(r.status)),
       el("td", { class: "num", text: r.samples }), el("td", { text: when(r.created_at) }),
       el("td", { text: Object.entries(r.headline).map(([k, v]) => k + " " + fmt(v, "rate")).join(" · ") })));
+    const compareButton = el("button", { type: "button", id: "compare", disabled: "disabled", text: "compare the two selected runs" });
+    const picked = () => Array.from(document.querySelectorAll("input.pick:checked")).map((box) => box.getAttribute("data-run"));
+    compareButton.addEventListener("click", () => {
+      const chosen = picked();
+      if (chosen.length === 2) location.hash = compareLink(chosen[0], chosen[1]);
+    });
     const node = el("section", {}, el("h1", { text: "runs" }), form,
-      rows.length ? table(["run", "benchmark", "model", "status", "samples", "started", "headline"], rows, "grid runs")
+      el("p", { class: "compare-bar" }, compareButton, el("span", { class: "muted", text: " select two runs of one benchmark (A, then B in the list's order)" })),
+      rows.length ? table(["", "run", "benchmark", "model", "status", "samples", "started", "headline"], rows, "grid runs")
         : el("p", { class: "muted", text: "no run matches" }));
+    node.addEventListener("change", (event) => {
+      if (!event.target.classList || !event.target.classList.contains("pick")) return;
+      const chosen = picked();
+      if (chosen.length > 2) event.target.checked = false;
+      compareButton.disabled = picked().length !== 2;
+    });
     return { node, poll: data.runs.some((r) => r.status === "running") };
+  }
+
+  // --- compare two runs -----------------------------------------------------------------------------------------
+
+  function signed(value) {
+    if (value === null || value === undefined) return "–";
+    return (value > 0 ? "+" : value < 0 ? "−" : "") + Math.abs(value).toFixed(3);
+  }
+
+  function pValue(p) {
+    if (p === null || p === undefined) return "–";
+    return p < 0.0001 ? p.toExponential(1) : p.toFixed(4);
+  }
+
+  async function comparePage(params) {
+    if (!params.a || !params.b) throw new Error("pick two runs to compare in the runs list");
+    const data = await get("compare", { a: params.a, b: params.b });
+    const runA = data.runs.a;
+    const runB = data.runs.b;
+    const side = (label, run) => el("li", {}, el("b", { text: label + ": " }), el("a", { href: runLink(run.id), class: "run-link", text: run.id }),
+      " · ", el("span", { class: "model", text: run.model }), " · " + run.samples + " samples");
+    const node = el("section", { class: "compare" }, el("h1", { text: data.benchmark + ": B against A" }),
+      el("ul", { class: "sides" }, side("A", runA), side("B", runB)),
+      el("p", { class: "muted" }, el("a", { href: compareLink(data.b, data.a), id: "swap", text: "swap A and B" }),
+        " · units only in A: ", el("b", { id: "only-a", text: data.only_in_a }), " · only in B: ", el("b", { id: "only-b", text: data.only_in_b })));
+    node.appendChild(el("h2", { text: "headline metrics on the shared units" }));
+    const names = Object.keys(data.metrics);
+    node.appendChild(names.length ? table(["metric", "n", "A", "B", "B − A", "95% interval", "test", "p", ""],
+      names.map((name) => {
+        const m = data.metrics[name];
+        const ci = m.ci_low === null || m.ci_high === null ? "" : "[" + signed(m.ci_low) + ", " + signed(m.ci_high) + "]";
+        return el("tr", { "data-metric": name }, el("td", { text: name }), el("td", { class: "num", text: m.n }),
+          el("td", { class: "num", text: fmt(m.a, "rate") }), el("td", { class: "num", text: fmt(m.b, "rate") }),
+          el("td", { class: "num", text: signed(m.diff) }), el("td", { class: "num", text: ci }),
+          el("td", { text: m.test || "–" }), el("td", { class: "num", text: pValue(m.p_value) }),
+          el("td", {}, m.p_value === null ? el("span", { class: "muted", text: "no paired unit" })
+            : el("span", { class: "badge " + (m.significant ? "sig" : "nsig"), text: m.significant ? "significant" : "not significant" })));
+      }), "grid compare-metrics") : el("p", { class: "muted", text: "this benchmark names no headline metric" }));
+    const flips = (title, ids, cls) => {
+      const box = el("div", { class: "flips " + cls }, el("h2", { text: title + " (" + ids.length + ")" }));
+      if (!ids.length) box.appendChild(el("p", { class: "muted", text: "none" }));
+      else box.appendChild(table(["unit", "in A", "in B"], ids.map((id) => {
+        const key = data.samples[id] || id;
+        return el("tr", { "data-unit": id }, el("td", { class: "flip-id", text: id }),
+          el("td", {}, el("a", { href: sampleLink(data.a, key), class: "in-a", text: "sample in A" })),
+          el("td", {}, el("a", { href: sampleLink(data.b, key), class: "in-b", text: "sample in B" })));
+      }), "grid flipped"));
+      return box;
+    };
+    node.appendChild(el("div", { class: "flip-lists" },
+      flips("fail in A → pass in B", data.flipped.to_pass, "to-pass"),
+      flips("pass in A → fail in B", data.flipped.to_fail, "to-fail")));
+    return { node };
+  }
+
+  // --- sweeps ---------------------------------------------------------------------------------------------------
+
+  async function sweepsPage() {
+    const data = await get("sweeps");
+    const rows = data.sweeps.map((s) => el("tr", {},
+      el("td", {}, el("a", { href: sweepLink(s.id), class: "sweep-link", text: s.id })), el("td", {}, statusBadge(s.status)),
+      el("td", { class: "num", text: s.finished_cells + " / " + s.cells }), el("td", { text: s.models.join(", ") }),
+      el("td", { text: s.benchmarks.join(", ") }), el("td", { text: when(s.created_at) })));
+    const node = el("section", {}, el("h1", { text: "sweeps" }),
+      rows.length ? table(["sweep", "status", "finished cells", "models", "benchmarks", "started"], rows, "grid sweeps")
+        : el("p", { class: "muted", text: "no sweep in this store (toolgauge sweep SWEEP.toml makes one)" }));
+    return { node, poll: data.sweeps.some((s) => s.status === "running") };
+  }
+
+  function meanInterval(stat) {
+    if (!stat || stat.mean === null || stat.mean === undefined) return "–";
+    let text = fmt(stat.mean, "rate");
+    if (stat.ci_low !== null && stat.ci_low !== undefined && stat.ci_high !== null && stat.ci_high !== undefined) {
+      text += " [" + fmt(stat.ci_low, "rate") + ", " + fmt(stat.ci_high, "rate") + "]";
+    } else if (stat.stderr !== null && stat.stderr !== undefined) text += " ± " + fmt(stat.stderr, "rate");
+    return text;
+  }
+
+  async function sweepPage(sweepId) {
+    const data = await get("sweeps/" + encodeURIComponent(sweepId));
+    const node = el("section", { class: "sweep" }, el("h1", {}, "sweep " + data.sweep + " ", statusBadge(data.status)),
+      el("p", { class: "muted", text: "per benchmark, the models ranked by its first headline metric; mean [95% interval]. " +
+        "“not significant”: the difference with the best model is not significant (a paired test of the two runs, " +
+        "else overlapping intervals)." }));
+    let intervals = false;
+    for (const board of data.boards) {
+      const rows = board.cells.map((c, i) => {
+        let mark = "best";
+        if (i > 0) mark = c.significant === null ? "?" : c.significant ? "significant" : "not significant";
+        if (i > 0 && c.test === "intervals") intervals = true;
+        return el("tr", { "data-run": c.run },
+          el("td", { class: "num", text: i + 1 }), el("td", { class: "model", text: c.model }),
+          board.metrics.map((name) => el("td", { class: "num cell" }, el("a", { href: runLink(c.run), class: "cell-link", text: meanInterval(c.metrics[name]) }))),
+          el("td", {}, el("span", { class: "mark " + mark.replace(/[^a-z]+/g, "-"), text: mark + (i > 0 && c.test ? " (" + c.test + ")" : "") }),
+            i > 0 ? [" ", el("a", { href: compareLink(board.cells[0].run, c.run), class: "compare-link", text: "compare" })] : null),
+          el("td", {}, el("a", { href: runLink(c.run), class: "run-link", text: c.run })), el("td", {}, statusBadge(c.status)));
+      });
+      node.appendChild(el("h2", { text: board.benchmark + ": ranked by " + (board.metrics[0] || "–") }));
+      node.appendChild(table(["#", "model", ...board.metrics, "vs best", "run", "status"], rows, "grid leaderboard"));
+    }
+    if (intervals) node.appendChild(el("p", { class: "muted", text: "“(intervals)”: decided by overlapping 95% intervals, a coarser test" }));
+    return { node, poll: data.status === "running" };
   }
 
   // --- one run --------------------------------------------------------------------------------------------------
