@@ -42,7 +42,9 @@ from view_runs import (  # noqa: E402
     LONG_LINE,
     SCRIPT,
     Runs,
+    SweepRuns,
     make_runs,
+    make_sweep,
     view_server,
 )
 
@@ -389,3 +391,90 @@ def test_the_run_page_follows_a_running_run_until_it_finishes(runs: Runs, watche
             if proc.poll() is None:
                 proc.kill()
             proc.wait()
+
+
+# -- compare and sweeps: a store with one sweep, gold and a replay that fails known turns on the whole suite ----
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory: pytest.TempPathFactory) -> SweepRuns:
+    return make_sweep(tmp_path_factory.mktemp("view-sweep"))
+
+
+@pytest.fixture(scope="module")
+def sweep_base(swept: SweepRuns) -> Iterator[str]:
+    with view_server(swept.url) as url:
+        yield url
+
+
+def test_two_runs_picked_in_the_list_compare_with_their_flipped_samples_linked(
+    sweep_base: str, swept: SweepRuns, watched: Watched, shots: Path
+):
+    page = watched.page
+    watched.open(sweep_base)
+    assert page.locator("#compare").is_disabled()
+    page.locator(f'input.pick[data-run="{swept.gold}"]').check()  # the first ticked is A
+    assert page.locator("#compare").is_disabled()
+    page.locator(f'input.pick[data-run="{swept.replay}"]').check()
+    page.locator("#compare").click()
+    page.wait_for_function("() => location.hash.startsWith('#/compare')")
+    watched.ready()
+    assert page.url.endswith(f"#/compare?a={swept.gold}&b={swept.replay}")
+    assert page.locator(".flips.to-fail .flip-id").all_text_contents() == swept.failing
+    assert "none" in str(page.locator(".flips.to-pass").text_content())
+    assert page.locator("#only-a").text_content() == "0" and page.locator("#only-b").text_content() == "0"
+    success = page.locator('table.compare-metrics tr[data-metric="success_rate"] td').all_text_contents()
+    # metric, n, A, B, B - A, interval, test, p, significant: 6 of 24 dialogues fail under B.
+    assert success[:5] == ["success_rate", "24", "100.0%", "75.0%", "−0.250"]
+    assert success[5].startswith("[−") and success[6] == "mcnemar_exact" and success[8] == "significant"
+    page.screenshot(path=str(shots / "compare.png"), full_page=True)
+    first = swept.failing[0]
+    row = page.locator(f'tr[data-unit="{first}"]')
+    row.locator("a.in-b").click()
+    page.wait_for_function(f"() => location.hash === '#/run/{swept.replay}/sample/{first.split('#')[0]}'")
+    watched.ready()
+    assert page.locator(f'.unit[data-unit="{first}"] .badge').text_content() == "fail"
+    page.go_back()
+    watched.ready()
+    page.locator(f'tr[data-unit="{first}"] a.in-a').click()
+    page.wait_for_function(f"() => location.hash === '#/run/{swept.gold}/sample/{first.split('#')[0]}'")
+    watched.ready()
+    assert page.locator(f'.unit[data-unit="{first}"] .badge').text_content() == "pass"
+
+
+def test_the_sweep_page_ranks_the_models_with_intervals_and_links_each_cell(
+    sweep_base: str, swept: SweepRuns, watched: Watched, shots: Path
+):
+    page = watched.page
+    watched.open(sweep_base)
+    page.locator("#sweeps-link").click()
+    page.wait_for_function("() => location.hash === '#/sweeps'")
+    watched.ready()
+    assert page.locator("a.sweep-link").all_text_contents() == [swept.sweep]
+    assert "2 / 2" in str(page.locator("table.sweeps").text_content())
+    page.locator("a.sweep-link").click()
+    page.wait_for_function(f"() => location.hash === '#/sweep/{swept.sweep}'")
+    watched.ready()
+    board = page.locator("table.leaderboard")
+    assert board.count() == 1
+    assert [r.get_attribute("data-run") for r in board.locator("tbody tr").all()] == [swept.gold, swept.replay]
+    replay = board.locator(f'tr[data-run="{swept.replay}"]')
+    # success_rate of the replay: 18 of 24 with its 95% interval (from the run's summary).
+    cells = replay.locator("a.cell-link").all_text_contents()
+    assert len(cells) == 3 and cells[2].startswith("75.0% [") and cells[2].endswith("%]")
+    assert "significant (paired)" in str(replay.text_content())
+    assert "best" in str(board.locator(f'tr[data-run="{swept.gold}"]').text_content())
+    page.screenshot(path=str(shots / "sweep.png"), full_page=True)
+    replay.locator("a.cell-link").nth(2).click()
+    page.wait_for_function(f"() => location.hash === '#/run/{swept.replay}'")
+    watched.ready()
+    assert "replay:" in str(page.locator("h1").text_content())
+
+
+def test_comparing_runs_of_two_benchmarks_says_so_on_the_page(base: str, runs: Runs, watched: Watched):
+    if runs.mtu is None:
+        pytest.skip("MTU-Bench data not found (set TOOLGAUGE_DATA_DIR)")
+    watched.open(link(base, f"/compare?a={runs.gold}&b={runs.mtu}"))
+    assert watched.main_text() == (
+        f"run {runs.gold} is suite and run {runs.mtu} is mtu-bench: compare runs of the same benchmark"
+    )

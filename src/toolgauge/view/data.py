@@ -369,11 +369,8 @@ class ViewData:
         result = compare_scores(a.id, b.id, a.benchmark, found[0], found[1], list(headline), required=False)
         flipped = {*result.flipped.to_pass, *result.flipped.to_fail}
         samples = {u.id: u.sample for units in found for u in units if u.id in flipped}
-        return {
-            **result.model_dump(mode="json"),
-            "runs": {"a": run_row(a, headline).model_dump(mode="json"), "b": run_row(b, headline).model_dump(mode="json")},
-            "samples": samples,
-        }  # fmt: skip
+        rows = {side: run_row(run, headline).model_dump(mode="json") for side, run in (("a", a), ("b", b))}
+        return {**result.model_dump(mode="json"), "runs": rows, "samples": samples}
 
     def sweeps(self) -> list[dict[str, Any]]:
         """The sweeps, newest first: id, status, when, and their cells' models, benchmarks and statuses."""

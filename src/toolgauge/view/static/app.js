@@ -244,20 +244,22 @@
       el("td", { class: "num", text: r.samples }), el("td", { text: when(r.created_at) }),
       el("td", { text: Object.entries(r.headline).map(([k, v]) => k + " " + fmt(v, "rate")).join(" · ") })));
     const compareButton = el("button", { type: "button", id: "compare", disabled: "disabled", text: "compare the two selected runs" });
-    const picked = () => Array.from(document.querySelectorAll("input.pick:checked")).map((box) => box.getAttribute("data-run"));
+    const picked = []; // in the order they were picked: the first is A
     compareButton.addEventListener("click", () => {
-      const chosen = picked();
-      if (chosen.length === 2) location.hash = compareLink(chosen[0], chosen[1]);
+      if (picked.length === 2) location.hash = compareLink(picked[0], picked[1]);
     });
     const node = el("section", {}, el("h1", { text: "runs" }), form,
-      el("p", { class: "compare-bar" }, compareButton, el("span", { class: "muted", text: " select two runs of one benchmark (A, then B in the list's order)" })),
+      el("p", { class: "compare-bar" }, compareButton, el("span", { class: "muted", text: " tick two runs of one benchmark: the first ticked is A, the second B" })),
       rows.length ? table(["", "run", "benchmark", "model", "status", "samples", "started", "headline"], rows, "grid runs")
         : el("p", { class: "muted", text: "no run matches" }));
     node.addEventListener("change", (event) => {
       if (!event.target.classList || !event.target.classList.contains("pick")) return;
-      const chosen = picked();
-      if (chosen.length > 2) event.target.checked = false;
-      compareButton.disabled = picked().length !== 2;
+      const id = event.target.getAttribute("data-run");
+      const at = picked.indexOf(id);
+      if (event.target.checked && picked.length >= 2) event.target.checked = false;
+      else if (event.target.checked && at < 0) picked.push(id);
+      else if (!event.target.checked && at >= 0) picked.splice(at, 1);
+      compareButton.disabled = picked.length !== 2;
     });
     return { node, poll: data.runs.some((r) => r.status === "running") };
   }
@@ -276,6 +278,12 @@
 
   async function comparePage(params) {
     if (!params.a || !params.b) throw new Error("pick two runs to compare in the runs list");
+    // The runs first: two benchmarks are said plainly here, without asking for a comparison the API refuses.
+    const [pageA, pageB] = await Promise.all([get("runs/" + encodeURIComponent(params.a)), get("runs/" + encodeURIComponent(params.b))]);
+    if (pageA.run.benchmark !== pageB.run.benchmark) {
+      throw new Error("run " + pageA.run.id + " is " + pageA.run.benchmark + " and run " + pageB.run.id + " is " +
+        pageB.run.benchmark + ": compare runs of the same benchmark");
+    }
     const data = await get("compare", { a: params.a, b: params.b });
     const runA = data.runs.a;
     const runB = data.runs.b;
