@@ -358,3 +358,20 @@ def test_sweeps_are_listed_and_a_sweep_has_its_leaderboard_with_intervals(sweep_
 
 def test_a_store_without_sweeps_lists_none(base: str):
     assert api(base, "sweeps") == {"sweeps": []}
+
+
+def test_report_sweep_html_is_one_file_with_the_leaderboard_and_its_runs(
+    sweep_base: str, swept: SweepRuns, tmp_path: Path
+):
+    out = tmp_path / "sweep.html"
+    res = invoke("report", swept.sweep, "--store", swept.url, "--html", out)
+    assert res.exit_code == 0, res.output
+    text = out.read_text()
+    assert "<script src" not in text and "<link" not in text and "default-src 'none'" in text
+    payload = json.loads(text.split('<script type="application/json" id="toolgauge-data">')[1].split("</script>")[0])
+    # The same leaderboard the viewer serves, and each cell's run page (metrics, no charts).
+    assert payload["sweep"] == api(sweep_base, f"sweeps/{swept.sweep}")
+    assert set(payload["runs"]) == {swept.gold, swept.replay}
+    assert payload["runs"][swept.replay]["run"]["headline"]["success_rate"] == 0.75
+    missing = invoke("report", "sweep-nope", "--store", swept.url, "--html", tmp_path / "no.html")
+    assert missing.exit_code == 2 and not (tmp_path / "no.html").exists()

@@ -67,7 +67,8 @@ def base(runs: Runs) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
+def browser(runs: Runs) -> Iterator[Browser]:
+    # After the runs: they are made in this thread, which Playwright's event loop then occupies.
     with sync_playwright() as p:
         chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         yield chromium
@@ -478,3 +479,20 @@ def test_comparing_runs_of_two_benchmarks_says_so_on_the_page(base: str, runs: R
     assert watched.main_text() == (
         f"run {runs.gold} is suite and run {runs.mtu} is mtu-bench: compare runs of the same benchmark"
     )
+
+
+def test_the_sweep_html_report_opens_offline_with_the_leaderboard_and_the_runs_metrics(
+    swept: SweepRuns, watched: Watched, tmp_path: Path
+):
+    out = tmp_path / "sweep.html"
+    assert invoke("report", swept.sweep, "--store", swept.url, "--html", out).exit_code == 0
+    page = watched.page
+    watched.open(out.as_uri())
+    board = page.locator("table.leaderboard")
+    assert [r.get_attribute("data-run") for r in board.locator("tbody tr").all()] == [swept.gold, swept.replay]
+    cells = board.locator(f'tr[data-run="{swept.replay}"] a.cell-link').all_text_contents()
+    assert cells[2].startswith("75.0% [") and page.locator("a.compare-link").count() == 0
+    board.locator(f'tr[data-run="{swept.replay}"] a.run-link').click()
+    page.wait_for_function(f"() => location.hash === '#/run/{swept.replay}'")
+    watched.ready()
+    assert page.locator("table.metrics tr.headline").count() == 3 and page.locator("a.samples-link").count() == 0

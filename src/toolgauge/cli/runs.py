@@ -77,7 +77,11 @@ def report_cmd(
     as_json: JsonOpt = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="Print metric,by,group,value,n rows.")] = False,
     html: Annotated[
-        Path | None, typer.Option("--html", help="Write the run's page (charts, verdicts, transcripts) as one file.")
+        Path | None,
+        typer.Option(
+            "--html",
+            help="Write the run's page (charts, verdicts, transcripts), or a sweep's leaderboard, as one file.",
+        ),
     ] = None,
 ) -> None:
     """Print or export one run's results, or a sweep's leaderboard (RUN_ID a sweep id)."""
@@ -86,7 +90,7 @@ def report_cmd(
         from toolgauge.cli.sweep import report_sweep
         from toolgauge.store import open_store  # SQLAlchemy: loaded only by a command that opens the store
 
-        if not as_csv and report_sweep(store, run_id, as_json):
+        if not as_csv and report_sweep(store, run_id, as_json, html):
             return
         st = open_store(store, create=False)
         try:

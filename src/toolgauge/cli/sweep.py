@@ -189,8 +189,11 @@ def sweeps_cmd(
     guarded(body)
 
 
-def report_sweep(store: str | None, ref: str, as_json: bool) -> bool:
-    """Print the leaderboard of the sweep ``ref`` names; False when it names no sweep (then it is a run)."""
+def report_sweep(store: str | None, ref: str, as_json: bool, html: Path | None = None) -> bool:
+    """Print the leaderboard of the sweep ``ref`` names; False when it names no sweep (then it is a run).
+
+    With ``html``, write the sweep's page there instead (``report SWEEP --html``).
+    """
     from toolgauge.store import open_store
     from toolgauge.store.sweeps import resolve_sweep_id
     from toolgauge.sweep.report import render_leaderboard, sweep_report
@@ -200,6 +203,11 @@ def report_sweep(store: str | None, ref: str, as_json: bool) -> bool:
         sweep_id = resolve_sweep_id(st, ref)
         if sweep_id is None:
             return False
+        if html is not None:
+            from toolgauge.cli.view import write_sweep_html
+
+            write_sweep_html(st, sweep_id, html)
+            return True
         report = sweep_report(st, sweep_id)
     finally:
         st.close()

@@ -153,3 +153,12 @@ def write_run_html(store: str | None, run_id: str, out_path: Path, *, transcript
     finally:
         st.close()
     err.print(f"wrote {out_path}", highlight=False, soft_wrap=True)
+
+
+def write_sweep_html(st: Store, sweep_id: str, out_path: Path) -> None:
+    """``report SWEEP --html OUT``: write the sweep's self-contained page and say where."""
+    require_view_packages()
+    from toolgauge.view.html_report import write_sweep_report
+
+    write_sweep_report(st, sweep_id, out_path, registry_benchmarks())
+    err.print(f"wrote {out_path}", highlight=False, soft_wrap=True)

@@ -71,16 +71,33 @@ def report_data(store: Store, run_id: str, benchmarks: Benchmarks, *, transcript
     }
 
 
+def sweep_report_data(store: Store, sweep_id: str, benchmarks: Benchmarks) -> dict[str, Any]:
+    """The JSON a sweep's report embeds: its leaderboard and each cell's run page (metrics and breakdowns)."""
+    data = ViewData(store, benchmarks)
+    board = data.sweep(sweep_id)
+    runs = {}
+    for cell in (c for b in board["boards"] for c in b["cells"]):
+        if store.get_run(cell["run"]) is not None:  # a cell not started yet has no run
+            runs[cell["run"]] = {**data.run(cell["run"]), "charts": []}
+    return {"sweep": board, "runs": runs}
+
+
 def render_html(payload: dict[str, Any]) -> str:
-    """The self-contained page: the front end inlined, ``payload`` embedded, a CSP that allows nothing else."""
+    """The self-contained page: the front end inlined, ``payload`` embedded, a CSP that allows nothing else.
+
+    ``payload`` is a run's (:func:`report_data`) or a sweep's (:func:`sweep_report_data`).
+    """
     script = (static_dir() / "app.js").read_text()
     style = (static_dir() / "app.css").read_text()
     csp = (
         f"default-src 'none'; script-src {_csp_hash(script)}; style-src {_csp_hash(style)}; img-src data:; "
         "base-uri 'none'; form-action 'none'"
     )
-    run = payload["run"]["run"]
-    title = html.escape(f"toolgauge · {run['benchmark']} · {run['model']} · {run['id']}")
+    if "sweep" in payload:
+        title = html.escape(f"toolgauge · sweep {payload['sweep']['sweep']}")
+    else:
+        run = payload["run"]["run"]
+        title = html.escape(f"toolgauge · {run['benchmark']} · {run['model']} · {run['id']}")
     return (
         '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{html.escape(csp, quote=False)}">\n'
@@ -104,7 +121,16 @@ def write_html_report(
     store: Store, run_id: str, out: Path, benchmarks: Benchmarks, *, transcripts: int = DEFAULT_TRANSCRIPTS
 ) -> None:
     """Write the run's report to ``out`` atomically (a reader never sees half a file)."""
-    text = render_html(report_data(store, run_id, benchmarks, transcripts=transcripts))
+    write_atomic(out, render_html(report_data(store, run_id, benchmarks, transcripts=transcripts)))
+
+
+def write_sweep_report(store: Store, sweep_id: str, out: Path, benchmarks: Benchmarks) -> None:
+    """Write the sweep's report (its leaderboard, its runs' metrics) to ``out`` atomically."""
+    write_atomic(out, render_html(sweep_report_data(store, sweep_id, benchmarks)))
+
+
+def write_atomic(out: Path, text: str) -> None:
+    """Write ``text`` to ``out`` through a temporary file in the same folder, then rename it into place."""
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
     try:

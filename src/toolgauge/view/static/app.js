@@ -10,6 +10,8 @@
   const SVG_NS = "http://www.w3.org/2000/svg";
   const embedded = document.getElementById("toolgauge-data");
   const REPORT = embedded ? JSON.parse(embedded.textContent) : null;
+  // A sweep's report holds its leaderboard and its runs' metrics (no verdicts, transcripts or comparisons).
+  const SWEEP_REPORT = REPORT && REPORT.sweep ? REPORT : null;
   let pollTimer = null;
   let renderSerial = 0;
 
@@ -94,6 +96,12 @@
 
   function fromReport(path, params) {
     const parts = path.split("/").map(decodeURIComponent);
+    if (SWEEP_REPORT) {
+      if (parts[0] === "sweeps" && parts[1] === SWEEP_REPORT.sweep.sweep) return SWEEP_REPORT.sweep;
+      if (parts[0] === "runs" && parts.length === 2 && SWEEP_REPORT.runs[parts[1]]) return SWEEP_REPORT.runs[parts[1]];
+      throw new Error("this report holds the sweep's leaderboard and its runs' metrics only; " +
+        "a run's samples: toolgauge report RUN --html, or toolgauge view");
+    }
     if (parts[2] === "units") return reportUnits(params);
     if (parts[2] === "samples") {
       const found = REPORT.samples[parts.slice(3).join("/")];
@@ -142,7 +150,9 @@
   // --- routing ------------------------------------------------------------------------------------------------
 
   function route() {
-    const hash = location.hash.replace(/^#/, "") || (REPORT ? "/run/" + encodeURIComponent(REPORT.run.run.id) : "/");
+    const home = SWEEP_REPORT ? "/sweep/" + encodeURIComponent(SWEEP_REPORT.sweep.sweep)
+      : REPORT ? "/run/" + encodeURIComponent(REPORT.run.run.id) : "/";
+    const hash = location.hash.replace(/^#/, "") || home;
     const [path, search] = hash.split("?");
     const params = Object.fromEntries(new URLSearchParams(search || ""));
     const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
@@ -191,6 +201,7 @@
     const crumbs = document.getElementById("crumbs");
     const items = [];
     if (!REPORT) items.push(el("a", { href: "#/", text: "runs" }), el("a", { href: "#/sweeps", id: "sweeps-link", text: "sweeps" }));
+    if (SWEEP_REPORT && !where.sweep) items.push(el("a", { href: sweepLink(SWEEP_REPORT.sweep.sweep), text: SWEEP_REPORT.sweep.sweep }));
     if (where.page === "compare") items.push(el("span", { text: "compare" }));
     if (where.sweep) items.push(el("a", { href: sweepLink(where.sweep), text: where.sweep }));
     if (where.run) items.push(el("a", { href: runLink(where.run), text: where.run }));
@@ -362,7 +373,7 @@
           el("td", { class: "num", text: i + 1 }), el("td", { class: "model", text: c.model }),
           board.metrics.map((name) => el("td", { class: "num cell" }, el("a", { href: runLink(c.run), class: "cell-link", text: meanInterval(c.metrics[name]) }))),
           el("td", {}, el("span", { class: "mark " + mark.replace(/[^a-z]+/g, "-"), text: mark + (i > 0 && c.test ? " (" + c.test + ")" : "") }),
-            i > 0 ? [" ", el("a", { href: compareLink(board.cells[0].run, c.run), class: "compare-link", text: "compare" })] : null),
+            i > 0 && !REPORT ? [" ", el("a", { href: compareLink(board.cells[0].run, c.run), class: "compare-link", text: "compare" })] : null),
           el("td", {}, el("a", { href: runLink(c.run), class: "run-link", text: c.run })), el("td", {}, statusBadge(c.status)));
       });
       node.appendChild(el("h2", { text: board.benchmark + ": ranked by " + (board.metrics[0] || "–") }));
@@ -390,7 +401,7 @@
           ["input tokens", stats.input_tokens], ["output tokens", stats.output_tokens], ["epochs", stats.epochs],
           ["wall", stats.wall_seconds.toFixed(1) + " s"]].map(([k, v]) => el("span", { class: "stat" }, el("b", { text: v }), " " + k))));
     }
-    node.appendChild(el("p", {}, el("a", { href: samplesLink(run.id), class: "samples-link", text: "samples and verdicts →" }),
+    if (!SWEEP_REPORT) node.appendChild(el("p", {}, el("a", { href: samplesLink(run.id), class: "samples-link", text: "samples and verdicts →" }),
       " ", el("a", { href: samplesLink(run.id, { verdict: "fail" }), text: "failures" }),
       " ", el("a", { href: samplesLink(run.id, { verdict: "error" }), text: "errors" })));
     if (!results) {
