@@ -25,8 +25,9 @@ def test_cli_generate_with_two_epochs_writes_two_folders_and_two_entries(tmp_pat
     script = tmp_path / "script.json"
     script.write_text(json.dumps([GOOD_ANSWER, "no code today"]))  # try 1 answers with a server, try 2 not
     out, rows, store = tmp_path / "gen", tmp_path / "rows.jsonl", f"sqlite:///{tmp_path / 'runs.db'}"
-    args = ["genesis", "generate", "--data", write_data(tmp_path / "data.json"), "--model", f"scripted:{script}",
-            "--out", out, "--store", store, "--concurrency", "1", "--epochs", "2", "--json", "-q"]  # fmt: skip
+    data = write_data(tmp_path / "data.json")
+    args: list[str | Path] = ["genesis", "generate", "--data", data, "--model", f"scripted:{script}", "--out", out,
+                              "--store", store, "--concurrency", "1", "--epochs", "2", "--json", "-q"]  # fmt: skip
     result = invoke(*args, "--samples", rows)
     assert result.exit_code == 0, result.output
     results = results_of(result)
