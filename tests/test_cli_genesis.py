@@ -144,6 +144,59 @@ def test_eval_generates_then_evaluates_in_one_run(data: Path, tmp_path: Path) ->
     assert "mini-calc" in json.loads((out / "registry.json").read_text())
 
 
+@needs_bwrap
+def test_gold_with_two_epochs_scores_each_try_from_its_own_folder(data: Path, tmp_path: Path) -> None:
+    """eval tool-genesis --epochs 2: two folders and two registry entries; its registry evaluates each try."""
+    store = f"sqlite:///{tmp_path / 'store.db'}"
+    out, rows = tmp_path / "gold", tmp_path / "rows.jsonl"
+    args = ["eval", "tool-genesis", "--model", "gold", "--data", str(data), "--out", str(out), "--skip-l4",
+            "--epochs", "2", "--store", store, "--json", "-q"]  # fmt: skip
+    res = invoke(*args, "--samples", str(rows))
+    assert res.exit_code == 0, res.output
+    results = results_of(res)
+    assert results.run is not None and (results.run.epochs, results.run.samples) == (2, 1)
+    assert [results.value(k) for k in ("compliance", "server_execution", "schema_f1", "ut_hard")] == [1.0] * 4
+    # One server: one cluster, both tries of it resampled together.
+    assert {(s.epochs, s.n) for s in results.summary.values()} == {(2, 1)}
+    assert results.pass_at_k == results.pass_hat_k == {"1": 1.0, "2": 1.0}
+    assert [(r["id"], r["epoch"], r["cluster"], r["value"]) for r in sample_rows(rows)] == [
+        ("mini-calc", 1, "mini-calc", 1.0),
+        ("mini-calc", 2, "mini-calc", 1.0),
+    ]
+    registry = json.loads((out / "registry.json").read_text())
+    assert sorted(registry) == ["mini-calc", "mini-calc@e2"]
+    for folder in ("mini-calc", "mini-calc@e2"):
+        assert (out / folder / "server.py").is_file() and (out / folder / "tools.json").is_file()
+    assert {Path(e["env_code_path"]).parent.name for e in registry.values()} == {"mini-calc", "mini-calc@e2"}
+
+    # Its registry evaluates each try as a server of its own, clustered by the server.
+    rows2 = tmp_path / "rows2.jsonl"
+    ev = invoke("genesis", "evaluate", "--data", str(data), "--pred", str(out), "--store", store, "--json", "-q",
+                "--samples", str(rows2))  # fmt: skip
+    assert ev.exit_code == 0, ev.output
+    evaluated = results_of(ev)
+    assert evaluated.warnings == [] and evaluated.value("ut_hard") == 1.0
+    assert {s.n for s in evaluated.summary.values()} == {1}
+    assert [(r["id"], r["epoch"], r["cluster"]) for r in sample_rows(rows2)] == [
+        ("mini-calc", 1, "mini-calc"),
+        ("mini-calc@e2", 1, "mini-calc"),
+    ]
+    assert evaluated.run is not None
+    again = invoke("rescore", evaluated.run.id, "--store", store, "--json")
+    assert again.exit_code == 0, again.output
+    assert results_of(again).metrics == evaluated.metrics
+
+    # Resumed, the eval run repeats no try and leaves both folders as they are.
+    for folder in ("mini-calc", "mini-calc@e2"):
+        (out / folder / "mark").write_text(folder)
+    resumed = invoke(*args, "--resume", results.run.id)
+    assert resumed.exit_code == 0, resumed.output
+    run = results_of(resumed).run
+    assert run is not None and run.resumed_samples == 2
+    assert all((out / folder / "mark").is_file() for folder in ("mini-calc", "mini-calc@e2"))
+    assert sorted(json.loads((out / "registry.json").read_text())) == ["mini-calc", "mini-calc@e2"]
+
+
 # -- isolation is required -------------------------------------------------------------------------
 @pytest.fixture()
 def no_bwrap(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -251,18 +251,17 @@ def test_data_files_hash_files_and_directories_named_in_the_options(tmp_path: Pa
 
 
 def test_benchmarks_whose_tries_would_share_files_offer_no_epochs() -> None:
-    """Tool-Genesis writes one folder per server and ToolGate names candidates by round: no --epochs there."""
+    """ToolGate names candidates by round: no --epochs there. Tool-Genesis gives each try its own folder.
+
+    ``genesis evaluate`` asks no model (it scores a registry, whose tries are entries of their own): no --epochs.
+    """
     from toolgauge import api
 
-    for argv in (
-        ["eval", "tool-genesis", "--help"],
-        ["genesis", "generate", "--help"],
-        ["gate", "run", "--help"],
-        ["gate", "screen", "--help"],
-    ):
+    for argv in (["gate", "run", "--help"], ["gate", "screen", "--help"], ["genesis", "evaluate", "--help"]):
         res = invoke(*argv)
         assert res.exit_code == 0 and "--time" in res.output, argv  # the help of that very command
         assert "--epochs" not in res.output, argv
-    assert "--epochs" in invoke("eval", "bfcl", "--help").output
+    for argv in (["eval", "tool-genesis", "--help"], ["genesis", "generate", "--help"], ["eval", "bfcl", "--help"]):
+        assert "--epochs" in invoke(*argv).output, argv
     with pytest.raises(UsageError, match="cannot repeat samples"):
-        api.evaluate("tool-genesis", "gold", epochs=2)
+        api.evaluate("toolgate", "gold", epochs=2)

@@ -89,7 +89,7 @@ class BenchmarkSpec:
         unit: What one sample is, plural, for the run line (``"sessions"``, ``"servers"``).
         score_options: The ``build`` options that scoring recorded outputs adds (BFCL: ``{"mode": "replay"}``).
         repeatable: Whether a run may try each sample several times (``--epochs``); False where the tries
-            of one sample would share files (Tool-Genesis's generated servers, ToolGate's candidate ids).
+            of one sample would share files (ToolGate's candidate ids).
     """
 
     name: str

@@ -12,8 +12,6 @@ from toolgauge.benchmark import BenchmarkSpec, lazy
 from toolgauge.benchmarks.tool_genesis.report import render_genesis
 
 SPEC = BenchmarkSpec(
-    # Tries of one sample would share files (generated server folders) or candidate ids: no --epochs yet.
-    repeatable=False,
     name="tool-genesis",
     title="Tool-Genesis: MCP servers built from requirements, scored on L1–L4",
     run_names=("tool-genesis", "tool-genesis-generate"),

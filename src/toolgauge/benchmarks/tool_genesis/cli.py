@@ -51,6 +51,8 @@ VariantOpt = Annotated[
     Variant, typer.Option("--variant", help="reference (the official code, quirks included) or strict")
 ]
 CallTimeoutOpt = Annotated[float, typer.Option("--call-timeout", min=0.1, help="Seconds per MCP tool call.")]
+
+
 @dataclass(frozen=True)
 class L4Plan:
     """Whether L4 runs, and the model specs of its agent and judge (None when it does not run)."""
@@ -167,13 +169,19 @@ def rescore(config: Mapping[str, Any], variant: str | None) -> GenesisBenchmark 
             f"unit tests differently, so it needs the servers run again: genesis evaluate --variant {variant}"
         )
     servers = load_genesis(Path(str(config["data"])))[: int(config["n"])]
+    samples = [GenesisSample(server=s) for s in servers]
+    if config.get("samples"):  # a registry holding tries (<slug>@e<e>): its samples by key and server
+        by_slug = {s.server_slug: s for s in servers}
+        samples = [
+            GenesisSample(server=by_slug[slug], key=None if key == slug else key) for key, slug in config["samples"]
+        ]
     source: Source = config["source"]
     if source not in ("registry", "generate", "gold"):
         raise UsageError(f"the stored run has an unknown source {source!r}")
     skipped = None if config.get("l4") else str(config.get("l4_skipped") or "L4 not run")
     out_dir = config.get("out")
     return GenesisBenchmark(
-        [GenesisSample(server=s) for s in servers],
+        samples,
         data_label=str(config["data"]),
         variant=stored,
         source=source,
@@ -283,5 +291,5 @@ def add_commands(groups: CommandGroups) -> None:
     add_generate_command(genesis_app)
     evaluate = run_command(model=False, engine=EVALUATE_ENGINE, sampling=False, epochs=False)
     genesis_app.command("evaluate")(evaluate(genesis_evaluate))
-    eval_command = run_command(engine=EVAL_ENGINE, sampling=False, epochs=False)
+    eval_command = run_command(engine=EVAL_ENGINE, sampling=False)
     groups.eval.command("tool-genesis")(eval_command(eval_tool_genesis))

@@ -123,4 +123,4 @@ def genesis_generate(
 
 def add_generate_command(genesis_app: typer.Typer) -> None:
     """Mount ``genesis generate`` on the ``genesis`` group."""
-    genesis_app.command("generate")(run_command(engine=GENERATE_DEFAULTS, epochs=False)(genesis_generate))
+    genesis_app.command("generate")(run_command(engine=GENERATE_DEFAULTS)(genesis_generate))

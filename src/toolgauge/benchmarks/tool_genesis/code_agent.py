@@ -226,7 +226,7 @@ async def run_code_agent(
     if error is not None and problems is not None:
         problems = f"{error}; {problems}"
     return GenerationResult(
-        server=server_record(server, folder, problems),
+        server=server_record(server, folder, problems, ctx.epoch),
         strategy="code-agent",
         steps=steps,
         finished=backend.finished,

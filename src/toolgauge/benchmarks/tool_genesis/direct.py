@@ -25,7 +25,9 @@ async def run_direct(
         turn = await ctx.generate(direct_messages(server), None, opts)
     except ModelError as exc:
         failed = f"model error: {exc}"
-        return GenerationResult(server=server_record(server, folder, failed), strategy="direct", model_error=failed)
+        return GenerationResult(
+            server=server_record(server, folder, failed, ctx.epoch), strategy="direct", model_error=failed
+        )
     step = GenerationStep(step=0, content=turn.content, tool_calls=list(turn.tool_calls))
     (folder / RAW_FILE).write_bytes((turn.content or "").encode("utf-8", errors="replace"))
     parsed = parse_answer(turn.content)
@@ -34,4 +36,6 @@ async def run_direct(
     error = f"parse failure: {parsed.error}" if missing else None
     if error and turn.finish_reason == "length":
         error += " (the answer hit max_tokens)"
-    return GenerationResult(server=server_record(server, folder, error), strategy="direct", steps=[step], finished=True)
+    return GenerationResult(
+        server=server_record(server, folder, error, ctx.epoch), strategy="direct", steps=[step], finished=True
+    )

@@ -3,8 +3,9 @@
 Two strategies, as in the paper: ``direct`` (one model call, :mod:`.direct`) and ``code-agent`` (the
 model writes, launches and tests its server in the tool loop, :mod:`.code_agent`). Each server goes to
 ``<out>/<slug>/tools.json`` and ``<out>/<slug>/server.py`` (:mod:`.server_files`); ``<out>/registry.json``
-is the official registry layout (:mod:`.registry_file`). A server the model failed to produce is a
-``GeneratedServer`` with ``error`` set, never an exception.
+is the official registry layout (:mod:`.registry_file`). With ``--epochs K``, try e >= 2 of a server has
+its own folder ``<out>/<slug>@e<e>/`` and its own registry entry ``<slug>@e<e>``. A server the model failed
+to produce is a ``GeneratedServer`` with ``error`` set, never an exception.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from toolgauge.benchmarks.tool_genesis.generation import GenerationResult, Strat
 from toolgauge.benchmarks.tool_genesis.gold import write_gold_server
 from toolgauge.benchmarks.tool_genesis.records import GeneratedServer, GenesisServer
 from toolgauge.benchmarks.tool_genesis.registry_file import RegistryFile, record_metadata
-from toolgauge.benchmarks.tool_genesis.server_files import fresh_dir, server_dir, server_record
+from toolgauge.benchmarks.tool_genesis.server_files import fresh_dir, server_record, try_dir
 from toolgauge.engine import EpisodeContext, SampleOutcome
+from toolgauge.engine.epochs import epoch_key
 from toolgauge.recordings import read_recorded_turns
 from toolgauge.records import AssistantTurn, GenerateOptions
 from toolgauge.results import EvalResults, Metric, SampleScore, ScoredRun
@@ -56,9 +58,10 @@ async def generate_server_detailed(
 ) -> GenerationResult:
     """Like ``generate_server``, but also return the model's steps and raw outputs.
 
-    ``launcher`` starts the code agent's server (default: the sandboxed MCP launch).
+    ``launcher`` starts the code agent's server (default: the sandboxed MCP launch). The files go to the
+    folder of the context's try (``server_files.try_dir``), and the record is keyed by that try.
     """
-    folder = server_dir(out_dir, server.server_slug)
+    folder = try_dir(out_dir, server.server_slug, ctx.epoch)
     fresh_dir(folder)
     opts = options or GenerateOptions(temperature=0.0, max_tokens=4096)
     if strategy == "direct":
@@ -123,12 +126,14 @@ class GenesisGenerateBenchmark:
         }
 
     async def episode(self, sample: GenesisServer, ctx: EpisodeContext) -> GenerationResult:
-        """Generate one server, then update the registry."""
-        self.registry.drop(sample.server_slug)
+        """Generate one try of a server into its own folder, then update the registry (its entry only)."""
+        self.registry.drop(epoch_key(sample.server_slug, ctx.epoch))
         if self.gold:
-            folder = server_dir(self.out_dir, sample.server_slug)
+            folder = try_dir(self.out_dir, sample.server_slug, ctx.epoch)
             fresh_dir(folder)
-            record = write_gold_server(sample, folder)
+            record = write_gold_server(sample, folder).model_copy(
+                update={"slug": epoch_key(sample.server_slug, ctx.epoch)}
+            )
             result = GenerationResult(server=record, strategy=self.strategy, gold=True, finished=True)
         else:
             result = await generate_server_detailed(
@@ -148,9 +153,12 @@ class GenesisGenerateBenchmark:
     ) -> ScoredRun:
         """Count what was generated; one score per server (1 generated, 0 not) carrying its registry record.
 
-        Pure: the registry is written by the command's output step from these scores.
+        Pure: the registry is written by the command's output step from these scores. ``outcomes`` are
+        one epoch's (the driver scores each epoch alone); a server of that epoch that did not run points
+        at that try's folder.
         """
         by_key = {o.key: o for o in outcomes}
+        epoch = next((o.epoch for o in by_key.values()), 1)
         scores: list[SampleScore] = []
         for key, server in samples:
             outcome = by_key.get(key)
@@ -159,13 +167,14 @@ class GenesisGenerateBenchmark:
                 steps, finished = len(outcome.result.steps), outcome.result.finished
             else:
                 reason = (outcome.error if outcome else None) or "not run"
-                folder = server_dir(self.out_dir, server.server_slug)
-                record = server_record(server, folder, f"generation failed: {reason}")
+                folder = try_dir(self.out_dir, server.server_slug, epoch)
+                record = server_record(server, folder, f"generation failed: {reason}", epoch)
                 steps, finished = 0, False
             scores.append(
                 SampleScore(
                     id=key,
                     sample=key,
+                    epoch=epoch,
                     value=0.0 if record.error else 1.0,
                     scores={"model_steps": steps, "finished": finished},
                     explanation=record.error,

@@ -53,6 +53,7 @@ from toolgauge.benchmarks.tool_genesis.metrics.unit_tests import (
 from toolgauge.benchmarks.tool_genesis.records import GeneratedServer, GenesisServer
 from toolgauge.embeddings.base import Embedder
 from toolgauge.engine import EpisodeContext, SampleOutcome
+from toolgauge.engine.epochs import epoch_key, split_epoch_key
 from toolgauge.errors import DataError
 from toolgauge.records import AssistantTurn
 from toolgauge.results import EvalResults, SampleScore, ScoredRun
@@ -110,10 +111,21 @@ def _cut(text: str | None, limit: int = _KEEP_CHARS) -> str:
 
 @dataclass(frozen=True)
 class GenesisSample:
-    """One server of the data file and, when it is already known, its generated server."""
+    """One server of the data file and, when it is already known, its generated server.
+
+    ``key`` names the sample when it is not the server's slug: a registry written with ``--epochs`` holds
+    try e >= 2 of a server as the entry ``<slug>@e<e>``, which ``genesis evaluate`` scores as a sample of its
+    own (clustered with the server's other tries).
+    """
 
     server: GenesisServer
     generated: GeneratedServer | None = None
+    key: str | None = None
+
+    @property
+    def sample_key(self) -> str:
+        """The sample's key: ``key``, else the server's slug."""
+        return self.key if self.key is not None else self.server.server_slug
 
 
 class LaunchRecord(BaseModel):
@@ -270,8 +282,8 @@ class GenesisBenchmark:
 
     # -- Benchmark protocol -------------------------------------------------------------------
     def samples(self) -> list[tuple[str, GenesisSample]]:
-        """Servers keyed by slug."""
-        return [(s.server.server_slug, s) for s in self._samples]
+        """Servers keyed by slug (a registry's later tries of a server by their entry, ``<slug>@e<e>``)."""
+        return [(s.sample_key, s) for s in self._samples]
 
     def config(self) -> dict[str, Any]:
         """Settings that define the run."""
@@ -281,11 +293,16 @@ class GenesisBenchmark:
             "source": self.source,
             "out": str(self.out_dir.resolve()) if self.out_dir else None,
             "strategy": self.strategy if self.source == "generate" else None,
-            "n": len(self._samples),
+            "n": len({s.server.server_slug for s in self._samples}),  # servers of the data (tries are not)
             "l4": self.l4.skip_reason is None,
             "l4_skipped": self.l4.skip_reason,
             "call_timeout": self.call_timeout,
+            # Only a registry holding tries (``<slug>@e<e>``) has samples beyond the data's first n servers.
+            **({"samples": [[s.sample_key, s.server.server_slug] for s in self._samples]} if self._tries() else {}),
         }
+
+    def _tries(self) -> bool:
+        return any(s.key is not None for s in self._samples)
 
     @property
     def embedder(self) -> Embedder:
@@ -299,7 +316,7 @@ class GenesisBenchmark:
     async def episode(self, sample: GenesisSample, ctx: EpisodeContext) -> GenesisEvalResult:
         """Evaluate one server through L1–L4 (generating it first when the run generates)."""
         server = sample.server
-        result = GenesisEvalResult(slug=server.server_slug, variant=self.variant, source=self.source)
+        result = GenesisEvalResult(slug=sample.sample_key, variant=self.variant, source=self.source)
         started = time.perf_counter()
         generated = await self._generated(sample, ctx)
         result.seconds["generate"] = round(time.perf_counter() - started, 3)
@@ -383,11 +400,16 @@ class GenesisBenchmark:
     def sample_scores(
         self, samples: Iterable[tuple[str, GenesisSample]], outcomes: Iterable[SampleOutcome[GenesisEvalResult]]
     ) -> Iterator[SampleScore]:
-        """Yield one score per server, in sample order (see :func:`server_sample_score`)."""
+        """Yield one score per server, in sample order (see :func:`server_sample_score`).
+
+        The cluster of every score is its server, so the tries of one server are resampled together.
+        """
+        samples = list(samples)
+        server_of = {key: sample.server.server_slug for key, sample in samples}
         for key, result, error in self.server_results(samples, outcomes):
-            yield server_sample_score(
-                key, result, server_score(result, self.variant), error, l4_run=self.l4.skip_reason is None
-            )
+            score = server_score(result, self.variant)
+            yield server_sample_score(key, result, score, error, l4_run=self.l4.skip_reason is None,
+                                      cluster=server_of[key])  # fmt: skip
 
     def server_results(
         self, samples: Iterable[tuple[str, GenesisSample]], outcomes: Iterable[SampleOutcome[GenesisEvalResult]]
@@ -434,14 +456,16 @@ class GenesisBenchmark:
         if self._registry is None:  # before any server of this run is written
             self._registry = self._existing_registry()
         from toolgauge.benchmarks.tool_genesis.generate import generate_server
-        from toolgauge.benchmarks.tool_genesis.server_files import server_dir
+        from toolgauge.benchmarks.tool_genesis.server_files import try_dir
 
-        folder = server_dir(self.out_dir, sample.server.server_slug)
+        # Each try (--epochs) has its own folder and registry entry: try 1 the server's, try e >= 2 "<slug>@e<e>".
+        folder = try_dir(self.out_dir, sample.server.server_slug, ctx.epoch)
         if self.source == "gold":
             from toolgauge.benchmarks.tool_genesis.gold import write_gold_server
 
             folder.mkdir(parents=True, exist_ok=True)
-            generated = await asyncio.to_thread(write_gold_server, sample.server, folder)
+            gold = await asyncio.to_thread(write_gold_server, sample.server, folder)
+            generated = gold.model_copy(update={"slug": epoch_key(sample.server.server_slug, ctx.epoch)})
         else:
             generated = await generate_server(ctx, sample.server, self.out_dir, self.strategy)
         # The registry is rewritten after every server, so an interrupted run leaves a usable one.
@@ -668,7 +692,13 @@ def server_score(result: GenesisEvalResult, variant: GenesisVariant) -> GenesisS
 
 
 def server_sample_score(
-    slug: str, result: GenesisEvalResult, score: GenesisServerScore, error: str | None, *, l4_run: bool = True
+    slug: str,
+    result: GenesisEvalResult,
+    score: GenesisServerScore,
+    error: str | None,
+    *,
+    l4_run: bool = True,
+    cluster: str | None = None,
 ) -> SampleScore:
     """One server's ``--samples`` row (pure).
 
@@ -678,7 +708,8 @@ def server_sample_score(
     the L4 rates when L4 was skipped for the run (``l4_run`` False) or ``sr_oracle_normalized`` with no
     reference run, is left out); ``explanation`` the levels passed and where and why the server stopped;
     ``metadata`` the levels reached, the failures and each level's raw results (L3 per reference tool).
-    The server is its own cluster.
+    The cluster is ``cluster``, else the server itself (``slug``): a registry's tries of one server
+    (``<slug>@e<e>``) name that server.
     """
     per_server = {
         key: value
@@ -697,7 +728,7 @@ def server_sample_score(
         sample=slug,
         value=score.ut_hard,
         scores=scores,
-        cluster=slug,
+        cluster=cluster if cluster is not None else slug,
         explanation=score.explanation(),
         error=error,
         metadata={
@@ -784,15 +815,27 @@ def pair_registry(
     """Pair data servers with registry entries by slug; returns samples and warnings.
 
     Every data server is a sample (one missing from the registry scores as not generated, as the
-    paper's division by all servers implies). Registry entries without a data server are reported.
+    paper's division by all servers implies). An entry ``<slug>@e<e>`` of a data server (try e >= 2 of
+    a run with ``--epochs``) is a sample of its own keyed by that entry, right after its server's try 1,
+    tries in order. Registry entries without a data server are reported.
     """
     known = {s.server_slug for s in servers}
-    samples = [GenesisSample(server=s, generated=registry.get(s.server_slug)) for s in servers]
+    tries: dict[str, list[tuple[int, str]]] = {}
+    for entry in registry:
+        slug, epoch = split_epoch_key(entry)
+        if epoch > 1 and slug in known and entry not in known:
+            tries.setdefault(slug, []).append((epoch, entry))
+    samples: list[GenesisSample] = []
+    for s in servers:
+        samples.append(GenesisSample(server=s, generated=registry.get(s.server_slug)))
+        for _, entry in sorted(tries.get(s.server_slug, [])):
+            samples.append(GenesisSample(server=s, generated=registry[entry], key=entry))
     warnings: list[str] = []
     missing = [s.server_slug for s in servers if s.server_slug not in registry]
     if missing:
         warnings.append(f"{len(missing)} server(s) of the data are not in the registry and score 0: {missing[:5]}")
-    extra = [slug for slug in registry if slug not in known]
+    of_tries = {entry for found in tries.values() for _, entry in found}
+    extra = [slug for slug in registry if slug not in known and slug not in of_tries]
     if extra:
         warnings.append(f"{len(extra)} registry entr(y/ies) have no server in the data and were ignored: {extra[:5]}")
     return samples, warnings

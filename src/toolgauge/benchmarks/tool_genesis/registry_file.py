@@ -4,7 +4,8 @@ During a run, :class:`RegistryFile` drops a server's entry before its folder is 
 entry as soon as the server is generated (atomically, each time), so an interrupted run leaves a usable
 registry. Entries of slugs the run does not touch stay. At the end, :func:`registry_writer` (an output of
 ``genesis generate``, run by ``cli.common.execute``) adds every scored server, resumed and failed ones
-included, from the run's per-server scores.
+included, from the run's per-server scores. With ``--epochs K`` every try has its own entry: try 1 the
+server's slug, try e >= 2 ``<slug>@e<e>`` (pointing at the folder ``<slug>@e<e>/``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from toolgauge.benchmarks.tool_genesis.loader import REGISTRY_NAME, load_registry, write_registry
 from toolgauge.benchmarks.tool_genesis.records import GeneratedServer
 from toolgauge.driver import RunResult
+from toolgauge.engine.epochs import epoch_key
 from toolgauge.errors import DataError
 from toolgauge.results import SampleScore, ScoredRun
 
@@ -64,8 +66,12 @@ def record_metadata(server: GeneratedServer) -> dict[str, Any]:
 
 
 def record_of(score: SampleScore) -> GeneratedServer:
-    """The server record a per-server score was made from (the inverse of :func:`record_metadata`)."""
-    return GeneratedServer.model_validate({**score.metadata, "slug": score.id, "error": score.explanation})
+    """The server record a per-server score was made from (the inverse of :func:`record_metadata`).
+
+    The score of try e >= 2 (``--epochs``) is that try's entry, ``<slug>@e<e>``.
+    """
+    slug = epoch_key(score.id, score.epoch)
+    return GeneratedServer.model_validate({**score.metadata, "slug": slug, "error": score.explanation})
 
 
 def registry_writer(out_dir: Path) -> Callable[[RunResult[Any]], None]:

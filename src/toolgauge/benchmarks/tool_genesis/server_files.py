@@ -12,6 +12,7 @@ from pathlib import Path
 
 from toolgauge.benchmarks.tool_genesis.answer import ParsedAnswer
 from toolgauge.benchmarks.tool_genesis.records import GeneratedServer, GenesisServer
+from toolgauge.engine.epochs import EPOCH_MARK, epoch_key
 
 SCHEMA_FILE = "tools.json"
 CODE_FILE = "server.py"
@@ -21,6 +22,15 @@ RAW_FILE = "raw_answer.txt"
 def server_dir(out_dir: Path, slug: str) -> Path:
     """The folder of one generated server."""
     return Path(out_dir) / _safe_name(slug)
+
+
+def try_dir(out_dir: Path, slug: str, epoch: int = 1) -> Path:
+    """The folder of try ``epoch`` of a server (``--epochs``): try 1 its own folder, try e >= 2 ``<folder>@e<e>``.
+
+    A server's folder name never holds ``@`` (:func:`_safe_name`), so no try's folder is another server's.
+    """
+    folder = server_dir(out_dir, slug)
+    return folder if epoch == 1 else folder.with_name(f"{folder.name}{EPOCH_MARK}{epoch}")
 
 
 def _safe_name(slug: str) -> str:
@@ -37,10 +47,13 @@ def fresh_dir(folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
 
 
-def server_record(server: GenesisServer, folder: Path, error: str | None) -> GeneratedServer:
-    """The registry record of the server in ``folder`` (``error`` set when it could not be produced)."""
+def server_record(server: GenesisServer, folder: Path, error: str | None, epoch: int = 1) -> GeneratedServer:
+    """The registry record of try ``epoch`` of the server in ``folder`` (``error`` set when it could not be produced).
+
+    Try 1 is the server's own entry; try e >= 2 is keyed ``<slug>@e<e>`` (``engine.epochs.epoch_key``).
+    """
     return GeneratedServer(
-        slug=server.server_slug,
+        slug=epoch_key(server.server_slug, epoch),
         schema_path=folder / SCHEMA_FILE,
         code_path=folder / CODE_FILE,
         error=error,

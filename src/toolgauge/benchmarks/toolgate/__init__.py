@@ -12,7 +12,7 @@ from toolgauge.benchmark import BenchmarkSpec, lazy
 from toolgauge.benchmarks.toolgate.report import render_toolgate
 
 SPEC = BenchmarkSpec(
-    # Tries of one sample would share files (generated server folders) or candidate ids: no --epochs yet.
+    # Tries of one sample would share candidate ids (named by round): no --epochs yet.
     repeatable=False,
     name="toolgate",
     title="ToolGate: tool-dependent science items through executable acceptance gates (gate commands)",
