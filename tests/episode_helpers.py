@@ -13,9 +13,22 @@ from pydantic import BaseModel
 from toolgauge.engine import EngineConfig, EpisodeContext, run_episodes
 from toolgauge.models.base import ModelClient
 from toolgauge.models.offline import ScriptedClient
+from toolgauge.records import Message
 from toolgauge.store import open_store
 
 R = TypeVar("R", bound=BaseModel)
+
+
+class Echo(BaseModel):
+    """The result of :func:`echo_episode`: the model's reply text."""
+
+    text: str | None
+
+
+async def echo_episode(sample: str, ctx: EpisodeContext) -> Echo:
+    """The smallest real episode: send the sample as the user's message, keep the reply."""
+    turn = await ctx.generate([Message(role="user", content=sample)])
+    return Echo(text=turn.content)
 
 
 async def in_episode(

@@ -6,24 +6,15 @@ import asyncio
 import random
 
 import pytest
-from pydantic import BaseModel
 from sqlalchemy import select
 
+from episode_helpers import Echo, echo_episode
 from toolgauge.engine import EngineConfig, EpisodeContext, run_episodes
 from toolgauge.engine.retry import backoff_delay
 from toolgauge.errors import ModelError, TransientModelError
 from toolgauge.models.offline import ScriptedClient
 from toolgauge.records import AssistantTurn, Message, ModelRequest
 from toolgauge.store import open_store, schema
-
-
-class Echo(BaseModel):
-    text: str | None
-
-
-async def echo_episode(sample: str, ctx: EpisodeContext) -> Echo:
-    turn = await ctx.generate([Message(role="user", content=sample)])
-    return Echo(text=turn.content)
 
 
 def store_at(tmp_path):

@@ -9,22 +9,13 @@ from __future__ import annotations
 import math
 
 import pytest
-from pydantic import BaseModel
 from sqlalchemy import func, select
 
+from episode_helpers import Echo, echo_episode
 from toolgauge.engine import EngineConfig, EpisodeContext, run_episodes
 from toolgauge.errors import ConnectionFailed, EndpointDown, ModelError, StoreWriteError
 from toolgauge.records import AssistantTurn, Message, ModelRequest
 from toolgauge.store import Store, open_store, schema
-
-
-class Echo(BaseModel):
-    text: str | None
-
-
-async def echo_episode(sample: str, ctx: EpisodeContext) -> Echo:
-    turn = await ctx.generate([Message(role="user", content=sample)])
-    return Echo(text=turn.content)
 
 
 class Endpoint:

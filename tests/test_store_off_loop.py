@@ -19,24 +19,15 @@ import time
 from pathlib import Path
 
 import pytest
-from pydantic import BaseModel
 from sqlalchemy import select
 
+from episode_helpers import Echo, echo_episode
 from toolgauge.engine import EngineConfig, EpisodeContext, run_episodes
 from toolgauge.errors import StoreWriteError
 from toolgauge.records import AssistantTurn, Message, ModelRequest
 from toolgauge.store import Store, open_store, schema
 
 GIVE_UP_S = 60.0  # only so that a blocked loop fails the test instead of hanging it
-
-
-class Echo(BaseModel):
-    text: str | None
-
-
-async def echo_episode(sample: str, ctx: EpisodeContext) -> Echo:
-    turn = await ctx.generate([Message(role="user", content=sample)])
-    return Echo(text=turn.content)
 
 
 class CachedEndpoint:
