@@ -35,6 +35,7 @@ TIERS: dict[str, tuple[str, ...]] = {
     "test_cli_genesis.py::test_gold_with_two_epochs_scores_each_try_from_its_own_folder": ("embedding",),
     "test_cli_genesis.py::test_linked_files_never_leak_secrets_into_store_samples_or_output": ("embedding",),
     "test_genesis_embeddings.py": ("embedding",),
+    "test_embedding_speed_model.py": ("embedding",),
     # The candidates' solutions run under the sandbox (gate 1).
     "test_headline_units.py::test_toolgate_acceptance_from_candidates": ("sandbox",),
     "test_local_model.py": ("local_model",),
@@ -179,6 +180,8 @@ def _private_default_store(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: py
     """A command run without ``--store`` writes to a store of this test's own, never the working directory's."""
     base = tmp_path_factory.getbasetemp()
     monkeypatch.setenv("TOOLGAUGE_STORE", f"sqlite:///{base / f'default-store-{os.urandom(6).hex()}.db'}")
+    # The embedder's on-disk vector cache: one for the session, in its temporary directory, never ~/.cache.
+    monkeypatch.setenv("TOOLGAUGE_CACHE_DIR", str(base / "toolgauge-cache"))
 
 
 # -- data and servers ----------------------------------------------------------------------------------------
