@@ -7,18 +7,30 @@ wall time, the time per server and the extrapolation to the full 86-server datas
 printed too).
 
     .venv/bin/python benchmarks/genesis_l1_l3.py --data ../shared/data/tool-genesis/tool_genesis_v3_subset.json \
-        --concurrency 2
+        --concurrency 2 [--cache cold|warm-expected|warm|off] [--cache-dir DIR] [--baseline]
+
+``--cache`` sets the embedder's on-disk vector cache: ``cold`` a new empty one, ``warm-expected`` a new one
+filled first with the dataset's side only (the expected unit-test texts and the gold schemas' texts: what a
+second evaluation of *another* model finds), ``warm`` the directory ``--cache-dir`` as it is (run twice with the
+same directory: the second run finds everything, as a re-evaluation of the same servers does), ``off`` none.
+``--baseline`` runs the embedder as it was before issue 11 (sentence-transformers' own batching at batch 8,
+2 threads, OpenMP's default wait policy, no disk cache) for a before/after in one session.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 from toolgauge.benchmarks.tool_genesis.loader import load_genesis, load_registry
+from toolgauge.benchmarks.tool_genesis.metrics.schema import match_schemas
+from toolgauge.benchmarks.tool_genesis.metrics.unit_tests import compared_texts
 from toolgauge.benchmarks.tool_genesis.protocol import (
     GenesisBenchmark,
     GenesisEvalResult,
@@ -26,12 +38,46 @@ from toolgauge.benchmarks.tool_genesis.protocol import (
     L4Settings,
     pair_registry,
 )
+from toolgauge.benchmarks.tool_genesis.records import GenesisServer
 from toolgauge.driver import RunOptions, RunResult, run_benchmark
+from toolgauge.embeddings.base import Vectors
+from toolgauge.embeddings.minilm import MiniLMEmbedder
 from toolgauge.engine import EngineConfig
 from toolgauge.models.offline import GoldClient
 
 FULL_SERVERS = 86
 FULL_UNIT_TESTS = 9441
+
+
+class BaselineEmbedder(MiniLMEmbedder):
+    """The embedder before issue 11: sentence-transformers sorts by characters, batch 8, 2 threads, no disk cache."""
+
+    def __init__(self) -> None:
+        super().__init__(cache_dir=None, threads=2)
+
+    def _load(self) -> object:
+        import torch  # before the embedder's first load, so its OMP_WAIT_POLICY default does not apply
+
+        torch.set_num_threads(2)
+        return super()._load()
+
+    def _encode(self, texts: list[str]) -> Vectors:
+        rows = self._model.encode(
+            texts, batch_size=8, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
+        )
+        return np.asarray(rows, dtype=np.float32)
+
+
+def prefill_dataset_side(embedder: MiniLMEmbedder, servers: list[GenesisServer], variant: str) -> None:
+    """Embed the texts that come from the dataset alone: expected unit-test outputs and the gold schemas."""
+    texts = []
+    for server in servers:
+        for tests in server.unit_test.values():
+            for test in tests:
+                texts.append(compared_texts(None, test.function_output_content, variant)[1].strip().lower())  # type: ignore[arg-type]
+    embedder.embed(list(dict.fromkeys(texts)))
+    for server in servers:
+        match_schemas(server.tool_definitions, server.tool_definitions, embedder, variant)  # type: ignore[arg-type]
 
 
 async def main() -> None:
@@ -41,10 +87,24 @@ async def main() -> None:
     parser.add_argument("--variant", choices=["reference", "strict"], default="reference")
     parser.add_argument("--concurrency", type=int, default=2)
     parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--cache", choices=["cold", "warm-expected", "warm", "off"], default="cold")
+    parser.add_argument("--cache-dir", type=Path, default=None, help="with --cache warm: the cache directory")
+    parser.add_argument("--baseline", action="store_true", help="the embedder before issue 11")
     args = parser.parse_args()
     servers = load_genesis(args.data)[: args.limit]
     n_tests = sum(s.n_unit_tests for s in servers)
     with tempfile.TemporaryDirectory() as tmp:
+        embedder: MiniLMEmbedder
+        if args.baseline:
+            embedder = BaselineEmbedder()
+        elif args.cache == "off":
+            embedder = MiniLMEmbedder(cache_dir=None)
+        elif args.cache == "warm":
+            if args.cache_dir is None:
+                parser.error("--cache warm needs --cache-dir")
+            embedder = MiniLMEmbedder(cache_dir=args.cache_dir)
+        else:
+            embedder = MiniLMEmbedder(cache_dir=Path(tmp) / "cache")
         if args.pred:
             samples, _ = pair_registry(servers, load_registry(args.pred))
             bench = GenesisBenchmark(
@@ -52,6 +112,7 @@ async def main() -> None:
                 data_label=str(args.data),
                 variant=args.variant,
                 l4=L4Settings(skip_reason="benchmark: L1-L3 only"),
+                embedder=embedder,
             )
         else:
             bench = GenesisBenchmark(
@@ -61,10 +122,21 @@ async def main() -> None:
                 source="gold",
                 out_dir=Path(tmp) / "gold",
                 l4=L4Settings(skip_reason="benchmark: L1-L3 only"),
+                embedder=embedder,
             )
         warm = time.perf_counter()
         bench.embedder.embed(["warm up"])  # model load is a one-off per process; reported separately
         load_s = time.perf_counter() - warm
+        prefill_s = 0.0
+        if args.cache == "warm-expected" and not args.baseline:
+            warm = time.perf_counter()
+            prefill_dataset_side(embedder, servers, args.variant)
+            prefill_s = time.perf_counter() - warm
+            fresh = MiniLMEmbedder(cache_dir=Path(tmp) / "cache")  # as a new process's embedder: memory empty
+            fresh._model, fresh._disk = embedder._model, embedder._disk
+            embedder = bench._embedder = fresh
+        computed_before, disk_before = embedder.computed, embedder.from_disk
+        load_before = os.getloadavg()
         options = RunOptions(
             store_url=f"sqlite:///{Path(tmp) / 'store.db'}",
             engine=EngineConfig(concurrency=args.concurrency, show_progress=False),
@@ -86,10 +158,25 @@ async def main() -> None:
             on_scored=add_levels,
         )
         wall = time.perf_counter() - started
+        load_after = os.getloadavg()
     results = result.scored.results
     per_server = wall / len(servers)
     print(f"{len(servers)} servers, {n_tests} unit tests, variant {args.variant}, concurrency {args.concurrency}")
-    print(f"embedder load: {load_s:.1f} s (once per process)")
+    mode = "baseline (before issue 11)" if args.baseline else f"disk cache {args.cache}"
+    print(
+        f"embedder: {mode}; load: {load_s:.1f} s (once per process)"
+        + (f"; prefill {prefill_s:.1f} s" if prefill_s else "")
+    )
+    print(
+        f"texts embedded during the run: {embedder.computed - computed_before}, "
+        f"from the disk cache: {embedder.from_disk - disk_before}"
+    )
+    print(
+        "load average (1, 5, 15 min) before: "
+        + ", ".join(f"{x:.1f}" for x in load_before)
+        + "; after: "
+        + ", ".join(f"{x:.1f}" for x in load_after)
+    )
     print(
         f"L1-L3 wall time: {wall:.1f} s = {per_server:.2f} s per server, {1000 * wall / n_tests:.1f} ms per unit test"
     )
