@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import resource
 import tempfile
 import time
 from pathlib import Path
@@ -47,6 +48,11 @@ from toolgauge.models.offline import GoldClient
 
 FULL_SERVERS = 86
 FULL_UNIT_TESTS = 9441
+
+
+def _cpu_seconds() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 class BaselineEmbedder(MiniLMEmbedder):
@@ -137,6 +143,7 @@ async def main() -> None:
             embedder = bench._embedder = fresh
         computed_before, disk_before = embedder.computed, embedder.from_disk
         load_before = os.getloadavg()
+        cpu_before = _cpu_seconds()
         options = RunOptions(
             store_url=f"sqlite:///{Path(tmp) / 'store.db'}",
             engine=EngineConfig(concurrency=args.concurrency, show_progress=False),
@@ -159,6 +166,7 @@ async def main() -> None:
         )
         wall = time.perf_counter() - started
         load_after = os.getloadavg()
+        cpu = _cpu_seconds() - cpu_before
     results = result.scored.results
     per_server = wall / len(servers)
     print(f"{len(servers)} servers, {n_tests} unit tests, variant {args.variant}, concurrency {args.concurrency}")
@@ -183,6 +191,13 @@ async def main() -> None:
     print(
         f"extrapolated to {FULL_SERVERS} servers: {per_server * FULL_SERVERS / 60:.1f} min by servers, "
         f"{wall / n_tests * FULL_UNIT_TESTS / 60:.1f} min by unit tests"
+    )
+    per_server_cpu = cpu / len(servers)
+    print(
+        f"CPU time during the run (this process + its finished children, the sandboxed servers): {cpu:.1f} s "
+        f"= {per_server_cpu:.2f} s per server; {FULL_SERVERS} servers on 2 otherwise idle cores: "
+        f"{per_server_cpu * FULL_SERVERS / 2 / 60:.1f} min (both cores busy throughout) to "
+        f"{per_server_cpu * FULL_SERVERS / 60:.1f} min (one core)"
     )
     print("time inside episodes, summed over servers: " + ", ".join(f"{k} {v:.1f} s" for k, v in levels.items()))
     print(
