@@ -8,8 +8,9 @@ every ``--every``-th text, with no disk cache, and prints texts per second for
   characters and cuts fixed batches), and
 - ``budget-N``: the embedder's token-budget batching with N padded tokens per pass,
 
-at each thread count of ``--threads``, with the padded-token total of each batching, and the largest difference
-of every vector from embedding each text alone (batch 1, no padding). The OpenMP wait policy is the process's:
+at each thread count of ``--threads`` (``auto``: the embedder's choice from the load average), with the
+padded-token total of each batching, and the largest difference of every vector from embedding each text
+alone (batch 1, no padding). The OpenMP wait policy is the process's:
 run with ``OMP_WAIT_POLICY=ACTIVE`` or ``PASSIVE`` in the environment to compare them (the embedder sets
 PASSIVE when the variable is unset).
 
@@ -24,12 +25,14 @@ import os
 import statistics
 import time
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
 from toolgauge.benchmarks.tool_genesis.loader import load_genesis
 from toolgauge.embeddings.batching import token_batches
 from toolgauge.embeddings.minilm import MiniLMEmbedder
+from toolgauge.embeddings.threads import OwnLoad, threads_for_now
 
 
 def main() -> None:
@@ -67,15 +70,15 @@ def main() -> None:
     variants: list[tuple[str, int | None]] = [("st-batch8", None)] + [
         (f"budget-{b}", int(b)) for b in args.budgets.split(",")
     ]
-    thread_counts = [int(t) for t in args.threads.split(",")]
-    times: dict[tuple[int, str], list[float]] = {}
-    loads: dict[tuple[int, str], list[float]] = {}
-    vectors: dict[tuple[int, str], np.ndarray] = {}
+    thread_counts: list[int | Literal["auto"]] = ["auto" if t == "auto" else int(t) for t in args.threads.split(",")]
+    times: dict[tuple[int | str, str], list[float]] = {}
+    loads: dict[tuple[int | str, str], list[float]] = {}
+    vectors: dict[tuple[int | str, str], np.ndarray] = {}
     # Rounds interleave the variants, so a load that changes during the run weighs on each of them alike.
     for _ in range(args.repeat):
         for threads in thread_counts:
             for name, budget in variants:
-                torch.set_num_threads(threads)
+                torch.set_num_threads(threads_for_now(OwnLoad()) if threads == "auto" else threads)
                 start = time.perf_counter()
                 if budget is None:
                     out = model.encode(
