@@ -194,8 +194,8 @@ async def main() -> None:
     )
     per_server_cpu = cpu / len(servers)
     print(
-        f"CPU time during the run (this process + its finished children, the sandboxed servers): {cpu:.1f} s "
-        f"= {per_server_cpu:.2f} s per server; {FULL_SERVERS} servers on 2 otherwise idle cores: "
+        f"CPU time of this process during the run (the sandboxed servers are not counted): {cpu:.1f} s "
+        f"= {per_server_cpu:.2f} s per server; its part of {FULL_SERVERS} servers on 2 otherwise idle cores: "
         f"{per_server_cpu * FULL_SERVERS / 2 / 60:.1f} min (both cores busy throughout) to "
         f"{per_server_cpu * FULL_SERVERS / 60:.1f} min (one core)"
     )
