@@ -53,6 +53,8 @@ def main() -> None:
     model = loader._model
     import torch
 
+    passive = os.environ.get("OMP_WAIT_POLICY", "").upper() == "PASSIVE"
+
     lengths = [len(x) for x in model.tokenizer(texts, truncation=True, max_length=256)["input_ids"]]
     print(
         f"{len(texts)} texts (every {args.every}th distinct unit-test text), {sum(lengths)} tokens, "
@@ -78,7 +80,7 @@ def main() -> None:
     for _ in range(args.repeat):
         for threads in thread_counts:
             for name, budget in variants:
-                torch.set_num_threads(threads_for_now(OwnLoad()) if threads == "auto" else threads)
+                torch.set_num_threads(threads_for_now(OwnLoad(), passive=passive) if threads == "auto" else threads)
                 start = time.perf_counter()
                 if budget is None:
                     out = model.encode(

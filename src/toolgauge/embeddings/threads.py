@@ -1,9 +1,12 @@
 """How many CPU threads the embedder's matrix products may use, chosen from the machine's load.
 
-PyTorch's intra-op pool spins while it waits for work. When other processes already keep the cores busy,
-two spinning threads fight them and each other: on the 2-core project machine at load 6 the embedder fell
-to 7.5 texts/s with 2 threads, 2–3.6× slower than with 1 (issue 11). So before each embedding call the
-embedder asks :func:`choose_threads` how many cores are free, counting the load that is not its own.
+PyTorch's OpenMP pool, when its workers spin while they wait (``OMP_WAIT_POLICY=ACTIVE``, or libgomp's default
+spin before sleeping), collapses on a loaded machine: each parallel region waits for a descheduled thread
+while the other burns its time slice. On the 2-core project machine at load 7 (docs/benchmarks.md) 2 spinning
+threads embedded 2.0 texts/s against 7.9 with 1. With a passive wait policy (the embedder sets it) the same 2
+threads embedded 14.9 texts/s against 8.2 with 1: a process with two runnable threads gets two shares of a
+fairly scheduled machine, and nothing spins. So with a passive pool every core of the affinity mask is used;
+otherwise :func:`choose_threads` keeps to the cores the rest of the machine leaves free.
 """
 
 from __future__ import annotations
@@ -17,17 +20,21 @@ from dataclasses import dataclass, field
 _LOAD_WINDOW_S = 60.0
 
 
-def choose_threads(cores: int, load: float, own_load: float) -> int:
-    """The number of threads to use: the cores the rest of the machine leaves free, at least 1.
+def choose_threads(cores: int, load: float, own_load: float, *, passive: bool) -> int:
+    """The number of threads to use.
 
     Args:
         cores: CPUs this process may run on (its affinity mask).
         load: The 1-minute load average (runnable tasks, this process's threads included).
         own_load: How much of ``load`` is this process's own work (its recent CPU seconds per second).
+        passive: Whether idle pool threads sleep (``OMP_WAIT_POLICY=PASSIVE`` when torch started).
 
     Returns:
-        ``cores`` minus the other processes' load rounded half up, clamped to ``1..cores``.
+        ``cores`` with a passive pool; else ``cores`` minus the other processes' load rounded half up,
+        clamped to ``1..cores``.
     """
+    if passive:
+        return max(1, cores)
     others = max(0.0, load - max(0.0, own_load))
     busy = math.floor(others + 0.5)
     return max(1, min(cores, cores - busy))
@@ -66,10 +73,10 @@ def _process_cpu_seconds() -> float:
     return times.user + times.system
 
 
-def threads_for_now(own: OwnLoad) -> int:
+def threads_for_now(own: OwnLoad, *, passive: bool) -> int:
     """:func:`choose_threads` for this machine now (the load average where the platform has one)."""
     try:
         load = os.getloadavg()[0]
     except (AttributeError, OSError):  # no load average (Windows): use every core
         load = 0.0
-    return choose_threads(available_cores(), load, own.sample())
+    return choose_threads(available_cores(), load, own.sample(), passive=passive)
