@@ -214,7 +214,7 @@ class _RunState:
         after = self.config.cache_prefetch_after
         hits = self.trip_hits.get(client.cache_id, 0) + 1
         self.trip_hits[client.cache_id] = hits
-        if after is not None and hits == after:
+        if after is not None and hits == max(after, 1):
             self.store.prefetch_cache(client.cache_id)
 
     def answered(self, client: ModelClient) -> None:
