@@ -196,6 +196,9 @@ def create_app(data: ViewData, *, token: str | None = None, allowed_hosts: list[
                     charts.popitem(last=False)
         return Response(svg, media_type="image/svg+xml")
 
+    def panels(request: Request) -> Response:
+        return JSONResponse(data.run_panels(request.path_params["run_id"]))
+
     def compare(request: Request) -> Response:
         q = request.query_params
         a, b = q.get("a"), q.get("b")
@@ -227,6 +230,7 @@ def create_app(data: ViewData, *, token: str | None = None, allowed_hosts: list[
         Route("/api/sweeps/{sweep_id}", sweep),
         Route("/api/runs/{run_id}", run),
         Route("/api/runs/{run_id}/units", units),
+        Route("/api/runs/{run_id}/panels", panels),
         Route("/api/runs/{run_id}/charts/{name}.svg", chart),
         Route("/api/runs/{run_id}/samples/{sample_key:path}", sample),
         Mount("/static", StaticFiles(directory=static_dir()), name="static"),

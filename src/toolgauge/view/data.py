@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from toolgauge.errors import DataError, UsageError
+from toolgauge.panels import Panel, RunPanels, SamplePanels
 from toolgauge.redact import redact, redact_tree
 from toolgauge.results import EvalResults, SampleScore
 from toolgauge.store.store import RunInfo, Store
@@ -42,6 +43,8 @@ class Benchmarks:
     headline: Callable[[str], tuple[str, ...]] = lambda _name: ()
     # A sweep's leaderboard as JSON (``toolgauge.sweep.report``, given by the CLI), or None where there is none.
     leaderboard: Callable[[Store, str], dict[str, Any]] | None = None
+    # A benchmark's extra panels for run pages and sample pages (``BenchmarkSpec.run_panels``/``sample_panels``).
+    panels: Callable[[str], tuple[RunPanels | None, SamplePanels | None]] = lambda _name: (None, None)
 
 
 class RunRow(BaseModel):
@@ -90,6 +93,9 @@ class _Verdicts:
     rows: list[UnitRow]
     note: str | None
     by_sample: dict[str, list[int]] = field(default_factory=dict)
+    # The run's extra panels, shown as the front end shows them (charts as SVG); made when first asked for.
+    panels: list[dict[str, Any]] | None = None
+    panels_note: str | None = None
 
 
 def verdict_of(score: SampleScore) -> Verdict:
@@ -324,9 +330,12 @@ class ViewData:
             calls = [c.model_dump(mode="json") for c in self.store.transcript(run.id, sample_key)]
         except UsageError as exc:
             calls, transcript_note = [], str(exc)
+        panels, panels_note = self._sample_panels(run, units, found.note if found is not None else None)
         return {
             "run": run_row(run).model_dump(mode="json"),
             "sample": sample_key,
+            "panels": panels,
+            "panels_note": panels_note,
             "state": None
             if state is None
             else {"status": state.status, "error": redact(state.error) if state.error else None,
@@ -339,6 +348,39 @@ class ViewData:
             "note": (found.note if found is not None else "computing the run's verdicts…") or transcript_note,
             "pending": found is None,
         }  # fmt: skip
+
+    # --- a benchmark's own panels ---------------------------------------------------------------------------
+
+    def run_panels(self, run_id: str) -> dict[str, Any]:
+        """The run's benchmark-specific panels (``{"panels": [...], "note"}``), once its verdicts are known.
+
+        A panel that fails to build is left out and named in ``note``: a page never breaks on one view.
+        """
+        run = self.run_info(run_id)
+        build, _ = self.benchmarks.panels(run.benchmark)
+        if build is None or run.results is None:
+            return {"panels": [], "note": None}
+        found = self._verdicts(run)
+        assert found is not None  # waited for
+        if found.note is not None:  # no verdicts: nothing to build the views from
+            return {"panels": [], "note": found.note}
+        if found.panels is None:
+            try:
+                found.panels = [shown_panel(p) for p in build(run.results, found.units)]
+            except Exception as exc:  # one broken view must not take the run page with it
+                found.panels, found.panels_note = [], f"panels failed: {redact(f'{type(exc).__name__}: {exc}')}"
+        return {"panels": found.panels, "note": found.panels_note}
+
+    def _sample_panels(
+        self, run: RunInfo, units: list[SampleScore], found_note: str | None
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        _, build = self.benchmarks.panels(run.benchmark)
+        if build is None or not units or found_note:
+            return [], None
+        try:
+            return [shown_panel(p) for p in build(units)], None
+        except Exception as exc:
+            return [], f"panels failed: {redact(f'{type(exc).__name__}: {exc}')}"
 
     # --- compare and sweeps -----------------------------------------------------------------------------------
 
@@ -436,6 +478,16 @@ def breakdown_tables(results: EvalResults) -> list[dict[str, Any]]:
             {"by": by, "metrics": [{"name": n, "kind": k} for n, k in names.items()], "rows": list(rows.values())}
         )
     return tables
+
+
+def shown_panel(panel: Panel) -> dict[str, Any]:
+    """A panel as the front end shows it: a chart's spec rendered to SVG (``svg``), text masked for secrets."""
+    if panel.kind == "chart":
+        from toolgauge.view.charts import render_svg  # vl-convert: only when there is a chart to draw
+
+        return {"kind": "chart", "name": panel.name, "title": panel.title, "note": panel.note,
+                "svg": render_svg(panel.spec)}  # fmt: skip
+    return _masked(panel.model_dump(mode="json"))  # type: ignore[no-any-return]
 
 
 def _masked(value: Any) -> Any:

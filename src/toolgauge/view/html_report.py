@@ -67,6 +67,7 @@ def report_data(store: Store, run_id: str, benchmarks: Benchmarks, *, transcript
             "note": note,
         },
         "samples": {key: data.sample(run_id, key) for key in failing},
+        "panels": data.run_panels(run_id),
         "transcripts": transcripts,
     }
 

@@ -99,10 +99,14 @@
     if (SWEEP_REPORT) {
       if (parts[0] === "sweeps" && parts[1] === SWEEP_REPORT.sweep.sweep) return SWEEP_REPORT.sweep;
       if (parts[0] === "runs" && parts.length === 2 && SWEEP_REPORT.runs[parts[1]]) return SWEEP_REPORT.runs[parts[1]];
+      if (parts[0] === "runs" && parts[2] === "panels" && SWEEP_REPORT.runs[parts[1]]) {
+        return SWEEP_REPORT.runs[parts[1]].panels || { panels: [], note: null };
+      }
       throw new Error("this report holds the sweep's leaderboard and its runs' metrics only; " +
         "a run's samples: toolgauge report RUN --html, or toolgauge view");
     }
     if (parts[2] === "units") return reportUnits(params);
+    if (parts[2] === "panels") return REPORT.panels || { panels: [], note: null };
     if (parts[2] === "samples") {
       const found = REPORT.samples[parts.slice(3).join("/")];
       if (!found) throw new Error("this report includes the transcripts of the first " + REPORT.transcripts + " failing samples only");
@@ -131,6 +135,10 @@
       if (!response.ok) throw new Error("chart " + name + ": HTTP " + response.status);
       text = await response.text();
     }
+    return svgNode(text, name);
+  }
+
+  function svgNode(text, name) {
     const doc = new DOMParser().parseFromString(text, "image/svg+xml");
     const svg = doc.documentElement;
     if (!svg || svg.namespaceURI !== SVG_NS || svg.localName !== "svg") throw new Error("chart " + name + " is not an SVG");
@@ -145,6 +153,31 @@
       }
     }
     return document.importNode(svg, true);
+  }
+
+  // A benchmark's own panel (a chart as SVG, a table, or text); every piece of its text is set as text.
+  function panelNode(panel) {
+    const box = el("figure", { class: "panel panel-" + panel.kind, "data-panel": panel.name },
+      el("figcaption", { text: panel.title }));
+    try {
+      if (panel.kind === "chart") box.appendChild(svgNode(panel.svg, panel.name));
+      else if (panel.kind === "table") {
+        box.appendChild(el("div", { class: "scroll" }, table(panel.columns, panel.rows.map((row) => el("tr", {},
+          row.map((cell) => el("td", { class: typeof cell === "number" ? "num" : "wrap",
+            text: cell === null ? "" : (typeof cell === "number" ? fmt(cell) : String(cell)) })))), "grid")));
+      } else box.appendChild(pre(panel.text));
+    } catch (error) {
+      box.appendChild(el("p", { class: "error", text: String(error.message || error) }));
+    }
+    if (panel.note) box.appendChild(el("p", { class: "muted", text: panel.note }));
+    return box;
+  }
+
+  function panelsBlock(panels, note) {
+    const box = el("div", { class: "panels" });
+    if (note) box.appendChild(el("p", { class: "warning", text: note }));
+    for (const panel of panels) box.appendChild(panelNode(panel));
+    return box;
   }
 
   // --- routing ------------------------------------------------------------------------------------------------
@@ -435,6 +468,8 @@
     }
     node.appendChild(el("details", { class: "config" }, el("summary", { text: "settings and config" }),
       pre(json({ settings: results.settings, config: data.config, provenance: results.provenance }))));
+    const panelBox = el("div", { class: "run-panels" });
+    node.insertBefore(panelBox, node.querySelector("details.breakdown") || node.querySelector("details.config"));
     const after = async () => {
       for (const c of data.charts) {
         const figure = el("figure", { class: "chart", "data-chart": c.name });
@@ -442,6 +477,13 @@
         try { figure.appendChild(await chartNode(run.id, c.name)); } catch (error) {
           figure.appendChild(el("p", { class: "error", text: String(error.message || error) }));
         }
+      }
+      // The benchmark's own views need the run's verdicts: asked for after the page shows.
+      try {
+        const found = await get("runs/" + encodeURIComponent(run.id) + "/panels");
+        if (found.panels.length || found.note) panelBox.append(el("h2", { text: "views" }), panelsBlock(found.panels, found.note));
+      } catch (error) {
+        panelBox.appendChild(el("p", { class: "error", text: String(error.message || error) }));
       }
     };
     return { node, after, poll: run.status === "running" };
@@ -502,6 +544,7 @@
     node.appendChild(el("h2", { text: "verdicts" }));
     for (const unit of data.units) node.appendChild(unitBox(unit));
     if (!data.units.length && !data.pending) node.appendChild(el("p", { class: "muted", text: "no verdict on this sample" }));
+    if ((data.panels || []).length || data.panels_note) node.append(el("h2", { text: "views" }), panelsBlock(data.panels || [], data.panels_note));
     node.appendChild(el("h2", { text: "transcript (" + data.calls.length + " model calls)" }));
     node.appendChild(transcript(data.calls));
     return { node, pending: data.pending };
