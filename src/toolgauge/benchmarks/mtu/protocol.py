@@ -81,6 +81,8 @@ class JudgedItem:
     # The dialogue of an M-S / M-M item (its bootstrap cluster), and the dialogue metrics on its last item.
     dialogue: str | None = None
     dialogue_scores: dict[str, float] | None = None
+    # The dialogue's items so far (this one last, in item order): what the sample page shows (metadata only).
+    dialogue_so_far: tuple[dict[str, Any], ...] | None = None
 
     def sample_score(self) -> SampleScore:
         """The item's score: 1.0 when it is right (every call and value), with every verdict field.
@@ -98,7 +100,8 @@ class JudgedItem:
             error=self.sample_error,
             cluster=self.dialogue,
             metadata={"item_id": self.verdict.id, "split": self.verdict.split, "content": self.content,
-                      **{k: v for k, v in verdict.items() if isinstance(v, list | dict)}},
+                      **{k: v for k, v in verdict.items() if isinstance(v, list | dict)},
+                      **({"dialogue_so_far": list(self.dialogue_so_far)} if self.dialogue_so_far else {})},
         )  # fmt: skip
 
 
@@ -204,10 +207,19 @@ class MtuBenchmark:
 
         def rows() -> Iterator[SampleScore]:
             paired = zip(self._paired(samples, outcomes), verdicts, strict=True)
+            so_far: dict[str, list[dict[str, Any]]] = {}
             for index, ((key, item, result, error), verdict) in enumerate(paired):
                 content = result.content if result is not None else None
                 dialogue = item.dialogue_id if item.split in MULTI_TURN_SPLITS else None
-                yield JudgedItem(key, verdict, content, error, dialogue, dialogue_scores.get(index)).sample_score()
+                turns = None
+                if dialogue is not None:
+                    seen = so_far.setdefault(dialogue, [])
+                    seen.append({"sample": key, "turn": item.turn_index, "turn_correct": verdict.turn_correct,
+                                 "error_type": verdict.error_type})  # fmt: skip
+                    turns = tuple(seen)
+                yield JudgedItem(
+                    key, verdict, content, error, dialogue, dialogue_scores.get(index), turns
+                ).sample_score()
 
         return ScoredRun(results, rows)
 
