@@ -81,7 +81,7 @@ class JudgedItem:
     # The dialogue of an M-S / M-M item (its bootstrap cluster), and the dialogue metrics on its last item.
     dialogue: str | None = None
     dialogue_scores: dict[str, float] | None = None
-    # The dialogue's items so far (this one last, in item order): what the sample page shows (metadata only).
+    # The dialogue's turns before this item's (the item holding each) and this item: what its sample page shows.
     dialogue_so_far: tuple[dict[str, Any], ...] | None = None
 
     def sample_score(self) -> SampleScore:
@@ -103,6 +103,12 @@ class JudgedItem:
                       **{k: v for k, v in verdict.items() if isinstance(v, list | dict)},
                       **({"dialogue_so_far": list(self.dialogue_so_far)} if self.dialogue_so_far else {})},
         )  # fmt: skip
+
+
+def _turn_entry(key: str, item: MtuItem, verdict: MtuItemVerdict) -> dict[str, Any]:
+    """One turn of a dialogue as a sample page lists it: the item's key, its turn and its verdict."""
+    return {"sample": key, "turn": item.turn_index, "turn_correct": verdict.turn_correct,
+            "error_type": verdict.error_type}  # fmt: skip
 
 
 class MtuBenchmark:
@@ -205,18 +211,25 @@ class MtuBenchmark:
             ).items()
         }
 
+        # Each dialogue's turn slots (turn index -> the item holding it: the later of a repeated id), for the
+        # sample page's "turns so far" (the items of M-S are not in turn order in the file).
+        slots: dict[str, dict[int, dict[str, Any]]] = {}
+        for index in in_dialogues:
+            item = items[index]
+            slots.setdefault(item.dialogue_id, {})[item.turn_index] = _turn_entry(
+                samples[index][0], item, verdicts[index]
+            )
+
         def rows() -> Iterator[SampleScore]:
             paired = zip(self._paired(samples, outcomes), verdicts, strict=True)
-            so_far: dict[str, list[dict[str, Any]]] = {}
             for index, ((key, item, result, error), verdict) in enumerate(paired):
                 content = result.content if result is not None else None
                 dialogue = item.dialogue_id if item.split in MULTI_TURN_SPLITS else None
                 turns = None
                 if dialogue is not None:
-                    seen = so_far.setdefault(dialogue, [])
-                    seen.append({"sample": key, "turn": item.turn_index, "turn_correct": verdict.turn_correct,
-                                 "error_type": verdict.error_type})  # fmt: skip
-                    turns = tuple(seen)
+                    held = slots[dialogue]
+                    earlier = [held[turn] for turn in sorted(held) if turn < item.turn_index]
+                    turns = (*earlier, _turn_entry(key, item, verdict))
                 yield JudgedItem(
                     key, verdict, content, error, dialogue, dialogue_scores.get(index), turns
                 ).sample_score()

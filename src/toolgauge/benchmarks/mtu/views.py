@@ -170,38 +170,30 @@ def turn_table(points: Sequence[TurnPoint]) -> TablePanel:
 
 
 def sample_panels(units: Sequence[SampleScore]) -> list[Panel]:
-    """For an item of an M-S / M-M dialogue: the dialogue's turns up to this item, with their verdicts."""
+    """For an item of an M-S / M-M dialogue: the dialogue's turns before this one, and this one, with verdicts.
+
+    The turns are the dialogue's slots as the dialogue metrics hold them (a repeated id's later item), in turn
+    order, whatever the order of the items in the file; the soft turn score ``s_j`` depends on turns 0..j only.
+    """
     panels: list[Panel] = []
     for unit in units:
         so_far = unit.metadata.get("dialogue_so_far")
         if not isinstance(so_far, list) or not so_far:
             continue
-        results = dialogue_results([(unit.cluster or "", int(t["turn"]), bool(t["turn_correct"])) for t in so_far])[0]
-        soft = soft_turn_scores(results)
-        # The item that holds each turn's slot (the last one with that turn), as the dialogue metrics count it.
-        holder = {int(t["turn"]): t for t in so_far}
-        rows: list[list[str | int | float | bool | None]] = []
-        for position, turn in enumerate(sorted(holder)):
-            found = holder[turn]
-            rows.append(
-                [turn, found["sample"], "pass" if found["turn_correct"] else "fail", found["error_type"],
-                 round(float(soft[position]), 4)]
-            )  # fmt: skip
-        overwritten = len(so_far) - len(holder)
+        soft = soft_turn_scores([bool(turn["turn_correct"]) for turn in so_far])
+        rows: list[list[str | int | float | bool | None]] = [
+            [turn["turn"], turn["sample"], "pass" if turn["turn_correct"] else "fail", turn["error_type"],
+             round(float(s), 4)]
+            for turn, s in zip(so_far, soft, strict=True)
+        ]  # fmt: skip
         panels.append(
             TablePanel(
                 name="dialogue-so-far",
-                title=f"dialogue {unit.cluster}: turns up to this item",
+                title=f"dialogue {unit.cluster}: its turns up to this item",
                 columns=["turn", "item", "verdict", "error type", "soft turn score"],
                 rows=rows,
-                note=(
-                    "soft turn score: SATS's s_j over these turns (it depends only on turns 0..j)."
-                    + (
-                        f" {overwritten} earlier item(s) with a repeated id left out: the later one holds the turn."
-                        if overwritten
-                        else ""
-                    )
-                ),
+                note="soft turn score: s_j of SATS (0 if wrong, 1 before any error, else 1 - exp(-(j - i)), "
+                "i the last wrong turn before j).",
             )
         )
     return panels
