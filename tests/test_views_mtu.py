@@ -129,9 +129,7 @@ def test_the_curves_count_every_turn_of_the_runs_dialogues(gpt4: Gpt4) -> None:
 def independent_verdicts(gpt4: Gpt4, items: Sequence[MtuItem]) -> list[bool]:
     """Each item's turn verdict from the scorer itself on the parsed replies (not from the units)."""
     index = {id(item): k for k, item in enumerate(gpt4.items)}
-    predicted = [
-        parse_mtu_response(gpt4.replies[index[id(i)]] or "", i.split, multi=i.multi_call) for i in items
-    ]
+    predicted = [parse_mtu_response(gpt4.replies[index[id(i)]] or "", i.split, multi=i.multi_call) for i in items]
     return [v.turn_correct for v in score_mtu(list(items), predicted, "reference").verdicts]
 
 
