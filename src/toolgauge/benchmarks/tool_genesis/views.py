@@ -294,8 +294,9 @@ def cascade_table(unit: SampleScore) -> TablePanel:
     rows: list[list[Cell]] = []
     for level in LEVELS:
         status = level_status(unit, level)
-        why = failures.get(level) if status in ("stopped", "not run") else None
-        rows.append([level, status, why or extra.get(level), _figures(unit, LEVEL_FIGURES[level])])
+        failure = failures.get(level) if status in ("stopped", "not run") else None
+        why = "; ".join(text for text in (failure, extra.get(level)) if text) or None
+        rows.append([level, status, why, _figures(unit, LEVEL_FIGURES[level])])
     return TablePanel(
         name="cascade",
         title=f"cascade: {unit.explanation or highest_passed(unit)}",
@@ -317,7 +318,8 @@ def schema_table(unit: SampleScore) -> TablePanel:
         tool_map = match.get("tool_map") or {}
         arg_maps = match.get("arg_maps") or {}
         pairs = "; ".join(
-            f"{ref} <- {pred} ({len(arg_maps.get(ref) or {})} args)" for pred, ref in sorted(tool_map.items())
+            f"{ref} <- {pred} ({len(arg_maps.get(ref) or {})} args)"
+            for ref, pred in sorted((ref, pred) for pred, ref in tool_map.items())
         )
         rows.append([source, _round(match.get("tool_f1")), _round(match.get("args_f1")),
                      _round(match.get("schema_f1")), len(tool_map), pairs or "no tool matched"])  # fmt: skip
