@@ -123,7 +123,8 @@ def run_panels(results: EvalResults, units: Sequence[SampleScore]) -> list[Panel
     servers = _ordered([u for u in units if "reached" in u.metadata])
     if not servers:
         return []
-    epochs = len({u.epoch for u in servers}) > 1
+    # A registry's tries are samples of their own (``<slug>@e<e>``); tries that share an id are told apart by epoch.
+    epochs = len({u.id for u in servers}) < len(servers)
     panels: list[Panel] = [level_chart(servers, epochs), level_table(servers, epochs)]
     tested = [u for u in servers if tools_of(u)]
     if tested:
@@ -161,7 +162,7 @@ def level_chart(servers: Sequence[SampleScore], epochs: bool) -> ChartPanel:
             alt.Color(
                 "status:N",
                 scale=alt.Scale(domain=list(STATUS_COLORS), range=list(STATUS_COLORS.values())),
-                title="level",
+                title="status",
             ),
             tooltip=["server:N", "level:N", "status:N", "why:N", alt.Tooltip("highest:N", title="highest passed")],
         )
