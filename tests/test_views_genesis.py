@@ -192,7 +192,7 @@ def test_no_server_reached_l3() -> None:
 
 def test_a_servers_page(hand_built: tuple[EvalResults, dict[str, SampleScore]]) -> None:
     _, units = hand_built
-    cascade, schema, per_tool, tests = sample_panels([units["tests-no-l4"]])
+    cascade, schema, tool_map, per_tool, tests = sample_panels([units["tests-no-l4"]])
     assert isinstance(cascade, TablePanel) and cascade.name == "cascade"
     assert [row[:3] for row in cascade.rows] == [
         ["L1", "passed", None],
@@ -203,8 +203,14 @@ def test_a_servers_page(hand_built: tuple[EvalResults, dict[str, SampleScore]]) 
     assert "ut_hard 0.6667" in str(cascade.rows[2][3]) and "schema_f1 0.75" in str(cascade.rows[1][3])
     assert cascade.title == "cascade: " + str(units["tests-no-l4"].explanation)
     assert isinstance(schema, TablePanel) and schema.name == "schema-match"
-    assert schema.rows[0] == ["schema file", 1.0, 0.5, 0.75, 2, "add <- plus (2 args); greet <- hello (1 args)"]
-    assert schema.rows[1][-1] == "not computed"
+    assert schema.rows == [["schema file", 1.0, 0.5, 0.75, 2, None], ["live tools/list", None, None, None, None,
+                                                                     "not computed"]]  # fmt: skip
+    # The matched reference tools and those with unit tests (mul: none matched it).
+    assert isinstance(tool_map, TablePanel) and tool_map.rows == [
+        ["add", "plus", 2, None, None],
+        ["greet", "hello", 1, None, None],
+        ["mul", None, None, None, None],
+    ]
     assert isinstance(per_tool, TablePanel) and [row[0] for row in per_tool.rows] == ["add", "greet", "mul"]
     assert isinstance(tests, TablePanel)
     assert [row[:5] for row in tests.rows] == [
@@ -218,7 +224,8 @@ def test_a_servers_page(hand_built: tuple[EvalResults, dict[str, SampleScore]]) 
     assert tests.rows[2][5] == "error word in the answer"
 
     # Stopped at L1: the cascade says why, the rest is not reached; no unit-test tables.
-    (cascade, schema) = sample_panels([units["no-start"]])
+    (cascade, _, tool_map) = sample_panels([units["no-start"]])
+    assert isinstance(tool_map, TablePanel) and [row[0] for row in tool_map.rows] == ["add", "greet"]
     assert [row[1] for row in cascade.rows] == ["stopped", "not reached", "not reached", "not reached"]
     assert isinstance(cascade, TablePanel) and "did not start" in str(cascade.rows[0][2])
     # An L4 stop names its reason.
@@ -269,7 +276,7 @@ def test_panels_agree_with_the_scores_of_real_runs(tmp_path: Path, variant: str)
         chart = panels[name]
         assert isinstance(chart, ChartPanel) and "<path" in render_svg(chart.spec)
     # A server's page: crash_on_call stopped at L3, its first test called and the others not run.
-    cascade, _, _, tests = sample_panels([scored.servers["crash_on_call"]])
+    cascade, _, _, _, tests = sample_panels([scored.servers["crash_on_call"]])
     assert isinstance(cascade, TablePanel) and cascade.rows[2][:2] == ["L3", "stopped"]
     assert str(cascade.rows[2][2]).startswith("no unit test passed; aborted: server died at add[0]")
     assert isinstance(tests, TablePanel) and [row[2] for row in tests.rows].count("called") == 1

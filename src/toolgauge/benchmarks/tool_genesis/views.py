@@ -246,13 +246,14 @@ def unit_test_chart(servers: Sequence[SampleScore], epochs: bool) -> ChartPanel:
 
 
 def sample_panels(units: Sequence[SampleScore]) -> list[Panel]:
-    """A server's cascade, its L2 schema match, its unit tests per tool and each unit test."""
+    """A server's cascade, its L2 schema match and tool map, its unit tests per tool and each unit test."""
     panels: list[Panel] = []
     for unit in units:
         if "reached" not in unit.metadata:
             continue
         panels.append(cascade_table(unit))
         panels.append(schema_table(unit))
+        panels.append(tool_map_table(unit))
         tools = tools_of(unit)
         if tools:
             panels.append(
@@ -307,30 +308,63 @@ def cascade_table(unit: SampleScore) -> TablePanel:
     )
 
 
+SCHEMA_SOURCES = (("schema file", "schema_file"), ("live tools/list", "live"))
+
+
 def schema_table(unit: SampleScore) -> TablePanel:
-    """L2: the schema match of the schema file and of the live tool list, and which generated tool took which."""
+    """L2: Schema-F1 and its parts for the schema file and for the live tool list."""
     l2 = unit.metadata.get("L2") or {}
     rows: list[list[Cell]] = []
-    for source, key in (("schema file", "schema_file"), ("live tools/list", "live")):
+    for source, key in SCHEMA_SOURCES:
         match = l2.get(key)
         if not isinstance(match, dict):
             rows.append([source, None, None, None, None, "not computed"])
             continue
-        tool_map = match.get("tool_map") or {}
-        arg_maps = match.get("arg_maps") or {}
-        pairs = "; ".join(
-            f"{ref} <- {pred} ({len(arg_maps.get(ref) or {})} args)"
-            for ref, pred in sorted((ref, pred) for pred, ref in tool_map.items())
-        )
         rows.append([source, _round(match.get("tool_f1")), _round(match.get("args_f1")),
-                     _round(match.get("schema_f1")), len(tool_map), pairs or "no tool matched"])  # fmt: skip
+                     _round(match.get("schema_f1")), len(match.get("tool_map") or {}), None])  # fmt: skip
     live_tools = l2.get("live_tools") or []
     return TablePanel(
         name="schema-match",
         title="L2 schema match",
-        columns=["from", "tool F1", "args F1", "Schema-F1", "tools matched", "reference tool <- generated tool"],
+        columns=["from", "tool F1", "args F1", "Schema-F1", "tools matched", "note"],
         rows=rows,
         note=f"Live tools listed: {len(live_tools)}." if live_tools else "No live tool list.",
+    )
+
+
+def tool_map_table(unit: SampleScore) -> TablePanel:
+    """Which generated tool took each reference tool (and how many of its arguments), by schema file and live list.
+
+    The reference tools are the matched ones and those with unit tests (an unmatched one has its tests not built).
+    """
+    l2 = unit.metadata.get("L2") or {}
+    by_source: list[tuple[dict[str, str], dict[str, Any]]] = []
+    for _, key in SCHEMA_SOURCES:
+        found = l2.get(key)
+        match: dict[str, Any] = found if isinstance(found, dict) else {}
+        by_source.append(
+            ({str(ref): str(pred) for pred, ref in (match.get("tool_map") or {}).items()}, match.get("arg_maps") or {})
+        )
+    references = sorted({*by_source[0][0], *by_source[1][0], *tools_of(unit)})
+    rows: list[list[Cell]] = []
+    for ref in references:
+        row: list[Cell] = [ref]
+        for taken, arg_maps in by_source:
+            pred = taken.get(ref)
+            row += [pred, len(arg_maps.get(ref) or {}) if pred is not None else None]
+        rows.append(row)
+    return TablePanel(
+        name="tool-map",
+        title="L2 tool map: reference tool -> generated tool",
+        columns=[
+            "reference tool",
+            "generated (schema file)",
+            "args matched (schema file)",
+            "generated (live)",
+            "args matched (live)",
+        ],
+        rows=rows,
+        note="Empty: no generated tool matched the reference tool (its unit tests are not built).",
     )
 
 
