@@ -256,3 +256,21 @@ def test_the_viewer_shows_the_turn_curves_of_a_stored_run(mtu_dir: Path, tmp_pat
     assert page["panels_note"] is None
     (so_far,) = page["panels"]
     assert so_far["name"] == "dialogue-so-far" and [r[1] for r in so_far["rows"]] == ["M-M_0_0", "M-M_0_1"]
+
+
+def test_a_sample_page_with_two_tries_names_each() -> None:
+    def so_far(epoch: int, second: bool) -> SampleScore:
+        turns = [
+            {"sample": "M-M_4_0", "turn": 0, "turn_correct": False, "error_type": "wrong_tool"},
+            {"sample": "M-M_4_1", "turn": 1, "turn_correct": second, "error_type": None if second else "no_call"},
+        ]
+        return SampleScore(id="M-M_4_1", sample="M-M_4_1", epoch=epoch, cluster="M-M_4",
+                           metadata={"split": "M-M", "item_id": "M-M_4_1", "dialogue_so_far": turns})  # fmt: skip
+
+    first, second = sample_panels([so_far(1, True), so_far(2, False)])
+    assert isinstance(first, TablePanel) and isinstance(second, TablePanel)
+    assert first.title.endswith("(try 1)") and second.title.endswith("(try 2)")
+    # s_1 after a wrong turn 0: 1 - e^-1 when right, 0 when wrong.
+    assert first.rows[1] == [1, "M-M_4_1", "pass", None, round(1 - math.exp(-1), 4)]
+    assert second.rows[1] == [1, "M-M_4_1", "fail", "no_call", 0.0]
+    assert first.rows[0] == [0, "M-M_4_0", "fail", "wrong_tool", 0.0]

@@ -84,17 +84,18 @@ def turn_points(units: Sequence[SampleScore]) -> list[TurnPoint]:
     """The per-position figures of each multi-turn split (see the module docstring), split by split."""
     points = []
     for split, dialogues in dialogues_by_split(units).items():
+        soft = [soft_turn_scores(d) for d in dialogues]
         longest = max((len(d) for d in dialogues), default=0)
         for turn in range(longest):
-            at = [d for d in dialogues if len(d) > turn]
+            at = [k for k, d in enumerate(dialogues) if len(d) > turn]
             points.append(
                 TurnPoint(
                     split=split,
                     turn=turn,
                     dialogues=len(at),
-                    turn_success=sum(d[turn] for d in at) / len(at),
-                    soft_turn_score=sum(soft_turn_scores(d)[turn] for d in at) / len(at),
-                    error_free=sum(all(d[: turn + 1]) for d in at) / len(at),
+                    turn_success=sum(dialogues[k][turn] for k in at) / len(at),
+                    soft_turn_score=sum(soft[k][turn] for k in at) / len(at),
+                    error_free=sum(all(dialogues[k][: turn + 1]) for k in at) / len(at),
                 )
             )
     return points
@@ -176,6 +177,7 @@ def sample_panels(units: Sequence[SampleScore]) -> list[Panel]:
     order, whatever the order of the items in the file; the soft turn score ``s_j`` depends on turns 0..j only.
     """
     panels: list[Panel] = []
+    tries = len({unit.epoch for unit in units}) > 1
     for unit in units:
         so_far = unit.metadata.get("dialogue_so_far")
         if not isinstance(so_far, list) or not so_far:
@@ -189,7 +191,7 @@ def sample_panels(units: Sequence[SampleScore]) -> list[Panel]:
         panels.append(
             TablePanel(
                 name="dialogue-so-far",
-                title=f"dialogue {unit.cluster}: its turns up to this item",
+                title=f"dialogue {unit.cluster}: its turns up to this item" + (f" (try {unit.epoch})" if tries else ""),
                 columns=["turn", "item", "verdict", "error type", "soft turn score"],
                 rows=rows,
                 note="soft turn score: s_j of SATS (0 if wrong, 1 before any error, else 1 - exp(-(j - i)), "
