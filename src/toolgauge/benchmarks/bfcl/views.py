@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from toolgauge.benchmarks.bfcl.loader import BFCL_AST_CATEGORIES
-from toolgauge.panels import ChartPanel, Panel, TablePanel
+from toolgauge.panels import Cell, ChartPanel, Panel, TablePanel
 from toolgauge.results import EvalResults, SampleScore
 
 # Heatmap cell size (pixels) and the longest error type label drawn in full.
@@ -66,9 +66,7 @@ def run_panels(results: EvalResults, units: Sequence[SampleScore]) -> list[Panel
         color=alt.condition(f"datum.entries > {max(counts.values()) / 2}", alt.value("white"), alt.value("black")),
     )
     chart = (cells + text).properties(width=alt.Step(CELL), height=alt.Step(CELL - 8))
-    table_rows: list[list[str | int | float | bool | None]] = [
-        [t, *(counts.get((c, t), 0) for c in categories), by_type[t]] for t in types
-    ]
+    table_rows: list[list[Cell]] = [[t, *(counts.get((c, t), 0) for c in categories), by_type[t]] for t in types]
     return [
         ChartPanel(
             name="error-types-by-category",
