@@ -144,8 +144,9 @@ def test_a_task_that_leaves_the_graph_at_step_1(tmp_path: Path):
     assert how_it_failed(row) == "left the graph"
 
 
-def test_scenario_paths_match_the_verdicts():
-    scored, _ = scenario("reference")
+@pytest.mark.parametrize("variant", ["reference", "strict"])
+def test_scenario_paths_match_the_verdicts(variant: str):
+    scored, _ = scenario(variant)
     rows = rows_by_id(scored)
     # s0 t2: a Chat task where the model calls get_weather: off the graph at step 0, the answer expected.
     chat = rows["wild_tool_bench_0#2"]
