@@ -579,6 +579,12 @@
 
   function toolCall(call) {
     if (!call || typeof call !== "object") return pre(json(call));
+    // BFCL's decoded calls are {name: arguments}: shown as a call of that name with those arguments.
+    const keys = Object.keys(call);
+    if (call.name === undefined && keys.length === 1 && call[keys[0]] && typeof call[keys[0]] === "object" &&
+        !Array.isArray(call[keys[0]])) {
+      call = { name: keys[0], arguments: call[keys[0]] };
+    }
     const args = call.parse_error ? (call.raw || "") : json(call.arguments === undefined ? {} : call.arguments);
     return el("div", { class: "call" },
       el("div", { class: "call-head" }, el("b", { class: "call-name", text: call.name || "(no name)" }),
