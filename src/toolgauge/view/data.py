@@ -476,9 +476,7 @@ class ViewData:
         verdicts = [unit_verdicts(units) for units in found]
         order = list(dict.fromkeys(key for per_run in verdicts for key in per_run))
         missing = sum(1 for key in order if any(key not in per_run for per_run in verdicts))
-        differing = [
-            key for key in order if len({per_run[key][1] for per_run in verdicts if key in per_run}) > 1
-        ]
+        differing = [key for key in order if len({per_run[key][1] for per_run in verdicts if key in per_run}) > 1]
         per_page = max(1, min(per_page, MAX_PAGE))
         page = max(1, page)
         start = (page - 1) * per_page
