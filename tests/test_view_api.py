@@ -490,3 +490,21 @@ def test_report_sweep_html_holds_each_runs_charts_as_the_viewer_draws_them(tmp_p
             status, _h, body = fetch(base + f"api/runs/{swept.run}/charts/{quote(name)}.svg")
             assert status == 200 and svg == body.decode() and "<svg" in svg[:200]
         assert page["panels"] == api(base, f"runs/{swept.run}/panels")
+
+
+def test_a_unit_of_several_epochs_has_one_verdict_in_a_comparison():
+    from toolgauge.results import SampleScore
+    from toolgauge.view.data import unit_verdicts
+
+    def tries(key: str, *values: float | None, errors: int = 0) -> list[SampleScore]:
+        made = [SampleScore(id=key, sample="s", value=v, epoch=i + 1) for i, v in enumerate(values)]
+        return made + [SampleScore(id=key, sample="s", error="boom", epoch=len(values) + i + 1) for i in range(errors)]
+
+    units = [
+        *tries("all-pass", 1.0, 1.0), *tries("mixed", 1.0, 0.0), *tries("all-fail", 0.0, 0.0),
+        *tries("failed-runs", errors=2), *tries("one-failed-run", 1.0, errors=1), *tries("single", 0.5),
+    ]  # fmt: skip
+    assert unit_verdicts(units) == {
+        "all-pass": ("s", "pass"), "mixed": ("s", "partial"), "all-fail": ("s", "fail"),
+        "failed-runs": ("s", "error"), "one-failed-run": ("s", "pass"), "single": ("s", "partial"),
+    }  # fmt: skip
