@@ -100,6 +100,9 @@
 
   function fromReport(path, params) {
     const parts = path.split("/").map(decodeURIComponent);
+    if (parts[0] === "compare") {
+      throw new Error("a report holds no comparisons: toolgauge view (its compare page), or toolgauge compare A B");
+    }
     if (SWEEP_REPORT) {
       if (parts[0] === "sweeps" && parts[1] === SWEEP_REPORT.sweep.sweep) return SWEEP_REPORT.sweep;
       if (parts[0] === "runs" && parts.length === 2 && SWEEP_REPORT.runs[parts[1]]) return SWEEP_REPORT.runs[parts[1]];
