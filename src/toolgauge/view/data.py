@@ -407,14 +407,16 @@ class ViewData:
 
     # --- compare and sweeps -----------------------------------------------------------------------------------
 
-    def _compared_runs(self, run_ids: Sequence[str]) -> tuple[list[RunInfo], list[list[SampleScore]]]:
+    def _compared_runs(
+        self, run_ids: Sequence[str], *, distinct: bool = True
+    ) -> tuple[list[RunInfo], list[list[SampleScore]]]:
         """The runs (given order) and each one's verdicts, checked: known, distinct, one benchmark, scored."""
         if len(run_ids) < 2:
             raise UsageError("compare needs two or more runs: ?run=A&run=B (the first is the baseline)")
         infos = [self.run_info(run_id) for run_id in run_ids]
         seen: set[str] = set()
         for run in infos:
-            if run.id in seen:
+            if distinct and run.id in seen:
                 raise UsageError(f"run {run.id} is given twice: compare distinct runs")
             seen.add(run.id)
         first = infos[0]
@@ -444,7 +446,7 @@ class ViewData:
         """
         from toolgauge.compare import compare_scores  # numpy and scipy: only when a comparison is asked for
 
-        (a, b), found = self._compared_runs([run_a, run_b])
+        (a, b), found = self._compared_runs([run_a, run_b], distinct=False)  # A with itself, as it always could
         headline = self.benchmarks.headline(a.benchmark)
         result = compare_scores(a.id, b.id, a.benchmark, found[0], found[1], list(headline), required=False)
         flipped = {*result.flipped.to_pass, *result.flipped.to_fail}
