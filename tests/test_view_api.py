@@ -408,6 +408,11 @@ def test_compare_of_runs_of_different_benchmarks_says_so(base: str, runs: Runs):
     assert status == 404 and error == (
         f"run {runs.gold} is suite and run {runs.mtu} is mtu-bench: compare runs of the same benchmark"
     )
+    # Of three runs, the first of another benchmark than the baseline's is named.
+    status, _h, body = fetch(base + f"api/compare?run={runs.gold}&run={runs.mixed}&run={runs.mtu}")
+    assert status == 404 and json.loads(body)["error"] == (
+        f"run {runs.gold} is suite and run {runs.mtu} is mtu-bench: compare runs of the same benchmark"
+    )
 
 
 def test_sweeps_are_listed_and_a_sweep_has_its_leaderboard_with_intervals(sweep_base: str, swept: SweepRuns):
