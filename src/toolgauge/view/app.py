@@ -201,9 +201,13 @@ def create_app(data: ViewData, *, token: str | None = None, allowed_hosts: list[
 
     def compare(request: Request) -> Response:
         q = request.query_params
+        chosen = [run for run in q.getlist("run") if run]
+        if chosen:  # two or more runs, the first the baseline
+            page, per_page = _int(q.get("page"), 1, "page"), _int(q.get("per_page"), 100, "per_page")
+            return JSONResponse(data.compare_runs(chosen, page=page, per_page=per_page))
         a, b = q.get("a"), q.get("b")
         if not a or not b:
-            raise UsageError("compare needs two runs: ?a=RUN&b=RUN")
+            raise UsageError("compare needs two runs: ?a=RUN&b=RUN, or two or more: ?run=A&run=B&run=C")
         return JSONResponse(data.compare(a, b))
 
     def sweeps(_request: Request) -> Response:
