@@ -247,6 +247,35 @@ def test_the_sample_page_shows_the_known_transcript_and_gold_beside_the_model(
     page.screenshot(path=str(shots / "sample.png"), full_page=True)
 
 
+def test_the_run_page_draws_the_benchmarks_own_views(base: str, runs: Runs, watched: Watched, shots: Path):
+    if runs.mtu is None:
+        pytest.skip("MTU-Bench data not found (set TOOLGAUGE_DATA_DIR)")
+    page = watched.page
+    watched.open(link(base, f"/run/{runs.mtu}"))
+    # The views come after the page, once the run's verdicts are known.
+    curves = page.locator('figure.panel[data-panel="turn-curves"] > svg')
+    curves.wait_for(timeout=WAIT_MS)
+    box = curves.bounding_box()
+    assert box is not None and box["width"] > 100 and box["height"] > 100
+    assert curves.locator("path[aria-roledescription='line mark']").count() >= 1
+    assert "M-M" in str(curves.text_content())
+    table = page.locator('figure.panel[data-panel="turn-table"] table tbody tr')
+    assert table.count() >= 2
+    assert page.locator(".run-panels h2").all_text_contents() == ["views"]
+    page.screenshot(path=str(shots / "views.png"), full_page=True)
+
+
+def test_a_bfcl_sample_shows_the_gold_calls_beside_the_decoded_ones(base: str, runs: Runs, watched: Watched):
+    if runs.bfcl is None:
+        pytest.skip("BFCL data not found (set TOOLGAUGE_DATA_DIR)")
+    page = watched.page
+    watched.open(link(base, f"/run/{runs.bfcl}/sample/simple_python_0"))
+    gold = page.locator(".versus .gold .call-name").all_text_contents()
+    model = page.locator(".versus .model .call-name").all_text_contents()
+    assert gold == model == ["calculate_triangle_area"]  # the gold model answers with the gold call
+    assert '"base"' in str(page.locator(".versus .model").text_content())  # its arguments, not "{}"
+
+
 # -- untrusted text ------------------------------------------------------------------------------------------
 
 
