@@ -20,7 +20,7 @@ from view_runs import (
     KNOWN_SAMPLE,
     Runs,
     SweepRuns,
-    make_chart_sweep,
+    chart_sweep_report,
     make_runs,
     make_sweep,
     skip_or_fail_without,
@@ -476,14 +476,7 @@ def report_payload(path: Path) -> Any:
 
 
 def test_report_sweep_html_holds_each_runs_charts_as_the_viewer_draws_them(tmp_path: Path):
-    from conftest import shared_data_dir
-
-    bfcl = shared_data_dir() / "bfcl"
-    if not bfcl.is_dir():
-        pytest.skip(f"BFCL data not found at {bfcl} (set TOOLGAUGE_DATA_DIR)")
-    swept = make_chart_sweep(tmp_path, bfcl)
-    out = tmp_path / "charts.html"
-    assert invoke("report", swept.sweep, "--store", swept.url, "--html", out).exit_code == 0
+    swept, out = chart_sweep_report(tmp_path)
     page = report_payload(out)["runs"][swept.run]
     with view_server(swept.url) as base:
         served = api(base, f"runs/{swept.run}")

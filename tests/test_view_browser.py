@@ -43,7 +43,7 @@ from view_runs import (  # noqa: E402
     SCRIPT,
     Runs,
     SweepRuns,
-    make_chart_sweep,
+    chart_sweep_report,
     make_runs,
     make_sweep,
     view_server,
@@ -579,14 +579,7 @@ def test_the_sweep_html_report_opens_offline_with_the_leaderboard_and_the_runs_m
 
 
 def test_the_sweep_html_report_draws_each_runs_charts_offline(watched: Watched, tmp_path: Path):
-    from conftest import shared_data_dir
-
-    bfcl = shared_data_dir() / "bfcl"
-    if not bfcl.is_dir():
-        pytest.skip(f"BFCL data not found at {bfcl} (set TOOLGAUGE_DATA_DIR)")
-    swept = make_chart_sweep(tmp_path, bfcl)
-    out = tmp_path / "charts.html"
-    assert invoke("report", swept.sweep, "--store", swept.url, "--html", out).exit_code == 0
+    swept, out = chart_sweep_report(tmp_path)
     page = watched.page
     watched.open(out.as_uri())
     page.locator(f'table.leaderboard tr[data-run="{swept.run}"] a.run-link').click()

@@ -233,15 +233,7 @@ def make_sweep(tmp: Path) -> SweepRuns:
         f'epochs = 1\nseed = 0\n[[model]]\nspec = "gold"\n[[model]]\nspec = "replay:{replay}"\n'
         f'[[model]]\nspec = "replay:{replay2}"\n[[benchmark]]\nname = "suite"\n'
     )
-    # In a process of its own: the browser tests' Playwright keeps an event loop running in this thread.
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[1] / "src"),
-                                                        os.environ.get("PYTHONPATH", "")])}  # fmt: skip
-    done = subprocess.run(
-        [sys.executable, "-m", "toolgauge.cli", "sweep", str(sweep_file), "--store", url, "--json"],
-        capture_output=True, text=True, env=env, timeout=600, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    doc = json.loads(done.stdout)
+    doc = run_sweep(sweep_file, url)
     runs = {cell["model"]: cell["run"] for cell in doc["cells"]}
 
     def run_of(file: Path) -> str:
@@ -260,6 +252,35 @@ class ChartSweep:
     run: str
 
 
+def run_sweep(sweep_file: Path, url: str) -> dict[str, Any]:
+    """``toolgauge sweep SWEEP_FILE --store URL --json``'s document.
+
+    In a process of its own: the browser tests' Playwright keeps an event loop running in this thread.
+    """
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[1] / "src"),
+                                                        os.environ.get("PYTHONPATH", "")])}  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "toolgauge.cli", "sweep", str(sweep_file), "--store", url, "--json"],
+        capture_output=True, text=True, env=env, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+def chart_sweep_report(tmp: Path) -> tuple[ChartSweep, Path]:
+    """A BFCL sweep of the gold model (:func:`make_chart_sweep`) and its ``report SWEEP --html`` file; skips
+    without the BFCL data."""
+    from conftest import shared_data_dir
+
+    bfcl = shared_data_dir() / "bfcl"
+    if not bfcl.is_dir():
+        pytest.skip(f"BFCL data not found at {bfcl} (set TOOLGAUGE_DATA_DIR)")
+    swept = make_chart_sweep(tmp, bfcl)
+    out = tmp / "charts.html"
+    assert invoke("report", swept.sweep, "--store", swept.url, "--html", out).exit_code == 0
+    return swept, out
+
+
 def make_chart_sweep(tmp: Path, bfcl_dir: Path) -> ChartSweep:
     """Run ``toolgauge sweep`` of the gold model on BFCL (real data, per-category chart) into a store under ``tmp``."""
     url = f"sqlite:///{tmp / 'charts.db'}"
@@ -269,13 +290,6 @@ def make_chart_sweep(tmp: Path, bfcl_dir: Path) -> ChartSweep:
         f'[[model]]\nspec = "gold"\n[[benchmark]]\nname = "bfcl"\ndata = "{bfcl_dir}"\n'
         f"categories = [{categories}]\nlimit = 3\n"
     )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[1] / "src"),
-                                                        os.environ.get("PYTHONPATH", "")])}  # fmt: skip
-    done = subprocess.run(
-        [sys.executable, "-m", "toolgauge.cli", "sweep", str(sweep_file), "--store", url, "--json"],
-        capture_output=True, text=True, env=env, timeout=600, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    doc = json.loads(done.stdout)
+    doc = run_sweep(sweep_file, url)
     [cell] = doc["cells"]
     return ChartSweep(url=url, sweep=doc["sweep"], run=cell["run"])

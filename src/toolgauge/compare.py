@@ -178,12 +178,7 @@ def compare_many(
             raise UsageError(f"no run {ref!r} in the store (see: toolgauge runs)")
         found.append(info)
     first = found[0]
-    for info in found[1:]:
-        if info.benchmark != first.benchmark:
-            raise UsageError(
-                f"run {first.id} is {first.benchmark} and run {info.id} is {info.benchmark}: "
-                "compare runs of the same benchmark"
-            )
+    require_one_benchmark(found)
     headline, samples_a = stored_units(store, first)
     named = bool(metrics)
     chosen = list(metrics) if metrics else list(headline)
@@ -194,3 +189,14 @@ def compare_many(
             compare_scores(first.id, info.id, first.benchmark, samples_a, samples_b, chosen, seed=seed, required=named)
         )
     return comparisons
+
+
+def require_one_benchmark(runs: Sequence[RunInfo]) -> None:
+    """Raise ``UsageError`` naming the first run of another benchmark than the first run's."""
+    first = runs[0]
+    for info in runs[1:]:
+        if info.benchmark != first.benchmark:
+            raise UsageError(
+                f"run {first.id} is {first.benchmark} and run {info.id} is {info.benchmark}: "
+                "compare runs of the same benchmark"
+            )

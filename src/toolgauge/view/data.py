@@ -419,13 +419,9 @@ class ViewData:
             if distinct and run.id in seen:
                 raise UsageError(f"run {run.id} is given twice: compare distinct runs")
             seen.add(run.id)
-        first = infos[0]
-        for run in infos[1:]:
-            if run.benchmark != first.benchmark:
-                raise UsageError(
-                    f"run {first.id} is {first.benchmark} and run {run.id} is {run.benchmark}: "
-                    "compare runs of the same benchmark"
-                )
+        from toolgauge.compare import require_one_benchmark  # numpy and scipy: only when a comparison is asked for
+
+        require_one_benchmark(infos)
         found = []
         for run in infos:
             verdicts = self._verdicts(run)
