@@ -1,4 +1,4 @@
-"""``report RUN --html OUT.html``: one run's viewer page as one self-contained file.
+"""``report RUN --html OUT.html``: one run's viewer page as one self-contained file (``report SWEEP``: a sweep's).
 
 The file holds the viewer's own front end (its script and style inlined) and the run's data as JSON in a
 non-executed ``<script type="application/json">`` block: metrics, every breakdown, the charts as SVG
@@ -67,18 +67,33 @@ def report_data(store: Store, run_id: str, benchmarks: Benchmarks, *, transcript
             "note": note,
         },
         "samples": {key: data.sample(run_id, key) for key in failing},
+        "panels": data.run_panels(run_id),
         "transcripts": transcripts,
     }
 
 
+def run_page_with_charts(data: ViewData, run_id: str) -> dict[str, Any]:
+    """A run's page as the viewer's API answers it, with its charts rendered (``svgs``: name -> SVG text)."""
+    page = data.run(run_id)
+    run = data.run_info(run_id)
+    specs = run_charts(run.results, data.benchmarks.headline(run.benchmark)) if run.results is not None else []
+    page["charts"] = [{"name": c.name, "title": c.title} for c in specs]
+    page["svgs"] = {c.name: render_svg(c.spec) for c in specs}
+    return page
+
+
 def sweep_report_data(store: Store, sweep_id: str, benchmarks: Benchmarks) -> dict[str, Any]:
-    """The JSON a sweep's report embeds: its leaderboard and each cell's run page (metrics and breakdowns)."""
+    """The JSON a sweep's report embeds: its leaderboard and each cell's run page with its charts and panels.
+
+    A cell's run page is what the viewer shows for it (metrics, breakdowns, the charts as SVG rendered here,
+    the benchmark's own panels under ``panels``); its samples and transcripts are not included.
+    """
     data = ViewData(store, benchmarks)
     board = data.sweep(sweep_id)
     runs = {}
     for cell in (c for b in board["boards"] for c in b["cells"]):
         if store.get_run(cell["run"]) is not None:  # a cell not started yet has no run
-            runs[cell["run"]] = {**data.run(cell["run"]), "charts": []}
+            runs[cell["run"]] = {**run_page_with_charts(data, cell["run"]), "panels": data.run_panels(cell["run"])}
     return {"sweep": board, "runs": runs}
 
 

@@ -23,5 +23,7 @@ SPEC = BenchmarkSpec(
     headline=("compliance", "server_execution", "schema_f1", "ut_soft", "ut_hard", "sr_soft"),
     extras=("embeddings",),
     variants=("reference", "strict"),
+    run_panels=lazy("toolgauge.benchmarks.tool_genesis.views", "run_panels"),
+    sample_panels=lazy("toolgauge.benchmarks.tool_genesis.views", "sample_panels"),
     unit="servers",
 )
