@@ -1,9 +1,10 @@
 """Extra model roles in a sweep file (Tool-Genesis's ``agent_model`` and ``judge_model``): planned as
 ``eval tool-genesis`` / ``genesis evaluate`` decide them, checked like any other key, and given to the cell's run.
 
-The runs use a small benchmark whose episodes ask each role once (``AskRoles``) in place of Tool-Genesis's
-sandboxed servers: what is checked is that the cell's run gets, and uses, the clients the file names. That
-Tool-Genesis's L4 asks its ``agent`` and ``judge`` roles is tests/test_genesis_eval.py's.
+Most runs use a small benchmark whose episodes ask each role once (``AskRoles``) in place of Tool-Genesis's
+sandboxed servers: what is checked is that the cell's run (whole, or a Ray shard) gets, and uses, the clients
+the file names. One real Tool-Genesis sweep (sandbox and embedding tiers) runs L4 with scripted roles and is
+compared with ``eval tool-genesis`` given the same roles.
 """
 
 from __future__ import annotations
@@ -91,8 +92,11 @@ def test_cells_get_the_roles_eval_tool_genesis_would_give(genesis: dict[str, Pat
     [
         ("judge_model = 3\n", "", "s.toml: benchmark[1].judge_model: input should be a valid string"),
         ('judge_model = "nonsense"\n', "", "s.toml: benchmark[1].judge_model: unknown model spec 'nonsense'"),
-        ('agent_model = "scripted:/nowhere/agent.json"\njudge_model = "gold"\n', "",
-         "s.toml: benchmark[1].agent_model: /nowhere/agent.json"),
+        (
+            'agent_model = "scripted:/nowhere/agent.json"\njudge_model = "gold"\n',
+            "",
+            "s.toml: benchmark[1].agent_model: /nowhere/agent.json",
+        ),
         ("", 'judge_model = "nonsense"\n', "s.toml: model[1].judge_model: unknown model spec 'nonsense'"),
         ('model = "gold"\n', "", "s.toml: benchmark[1].model: not an option here: each cell's model is its [[model]]"),
     ],
@@ -155,7 +159,7 @@ def role_calls(store_url: str, run_id: str) -> list[tuple[str, str, str]]:
     try:
         with store.engine.connect() as conn:
             rows = conn.execute(select(c.sample_key, c.role, c.response).where(c.run_id == run_id).order_by(c.id))
-            return sorted((key, role, json.loads(response)["content"]) for key, role, response in rows)
+            return sorted((key, role, json.loads(response)["content"] or "") for key, role, response in rows)
     finally:
         store.close()
 
@@ -178,3 +182,44 @@ async def test_the_cells_run_asks_the_roles_the_file_names(genesis, monkeypatch,
         ("a#agent", "agent", "agent answer"), ("a#judge", "judge", "judge answer"),
         ("b#agent", "agent", "agent answer"), ("b#judge", "judge", "judge answer"),
     ]  # fmt: skip
+
+
+@pytest.mark.sandbox
+@pytest.mark.embedding
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap sandbox not available here")
+def test_a_tool_genesis_sweep_runs_l4_with_the_files_roles_as_eval_does(genesis):
+    """A real cell: the gold servers generated and run in the sandbox, L4 asked of the scripted agent and judge.
+
+    The same roles given to ``eval tool-genesis`` give the same headline metrics.
+    """
+    tmp = genesis["tmp"]
+    call = {"tool_calls": [{"name": "add", "arguments": {"a": 2, "b": 3}}]}
+    # Consumed in order: the generated (gold) server's task first, then the reference server's (the oracle).
+    genesis["agent"].write_text(json.dumps([call, "The sum is 5.", call, "The sum is 5."]))
+    genesis["judge"].write_text(json.dumps([
+        "<response><reasoning>ok</reasoning><rating>mostly complete</rating></response>",
+        "<response><reasoning>ok</reasoning><rating>fully complete</rating></response>",
+    ]))  # fmt: skip
+    agent, judge = f"scripted:{genesis['agent']}", f"scripted:{genesis['judge']}"
+    path = tmp / "s.toml"
+    path.write_text(
+        f'[[model]]\nspec = "gold"\n[[benchmark]]\nname = "tool-genesis"\ndata = "{genesis["data"]}"\n'
+        f'out = "{tmp / "swept"}"\nagent_model = "{agent}"\njudge_model = "{judge}"\nconcurrency = 1\n'
+    )
+    store_url = f"sqlite:///{tmp / 'sweep.db'}"
+    swept = invoke("sweep", path, "--store", store_url, "--json")
+    assert swept.exit_code == 0, swept.output
+    (cell,) = json.loads(swept.stdout)["cells"]
+    metrics = {name: m["mean"] for name, m in cell["metrics"].items()}
+    # "mostly complete" (4 of 5) on the generated server against 5 on the reference: SR_soft 0.8.
+    assert metrics["sr_soft"] == pytest.approx(0.8)
+    roles = {role for _, role, _ in role_calls(store_url, cell["run"]) if role != "model"}
+    assert roles == {"agent", "judge"}
+
+    evaluated = invoke(
+        "eval", "tool-genesis", "--model", "gold", "--data", genesis["data"], "--out", tmp / "evaluated",
+        "--agent-model", agent, "--judge-model", judge, "--store", f"sqlite:///{tmp / 'eval.db'}", "--json", "-q",
+    )  # fmt: skip
+    assert evaluated.exit_code == 0, evaluated.output
+    results = json.loads(evaluated.stdout)
+    assert {name: results["summary"][name]["mean"] for name in metrics} == metrics
