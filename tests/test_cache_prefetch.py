@@ -163,6 +163,17 @@ def test_a_prefetch_reads_its_own_models_entries_and_never_another_models(store_
     assert store.cache_known(theirs) is None  # not read ahead: only a look-up finds it
     assert store.cache_get(theirs) == {"content": "from theirs"}
     assert store.prefetch_cache("mine") is loaded  # asked again: nothing read twice
+    # Page by page (one row a query) on this database too: every row of the model, none of the other's.
+    for i in range(3):
+        store.cache_put(f"{i:064x}", "mine", {"content": f"mine {i}"})
+    store.flush()
+    reader = CacheReader(store.engine)
+    with ThreadPoolExecutor(max_workers=1) as thread:
+        paged = CachePrefetch(reader, page_rows=1)
+        assert paged.start("mine", thread.submit).wait(GIVE_UP_S)
+    assert [paged.get(f"{i:064x}") for i in range(3)] == [f'{{"content": "mine {i}"}}' for i in range(3)]
+    assert paged.get(mine) == '{"content": "from mine"}' and paged.get(theirs) is None
+    reader.close()
     store.close()
 
 
