@@ -2,9 +2,9 @@
 
 A run answered from the cache used to wait once per model call for a look-up on the store's thread. Each
 wait lets the event loop turn, and every turn with a finished sample starts a group commit: a warm run made
-about 20 times as many commits as a run that never waits, and that, not the look-up, was most of what a
-warm run cost beyond a scripted one (docs/benchmarks.md). Once a model's entries are in memory, a hit is a
-dictionary read on the loop's thread, with no I/O and no wait.
+about 15 times as many commits as a run that never waits (250 against 16 for 2,000 samples), and that, not
+the look-up, was most of what a warm run cost beyond a scripted one (docs/benchmarks.md). Once a model's
+entries are in memory, a hit is a dictionary read on the loop's thread, with no I/O and no wait.
 
 What it reads and keeps: the rows of one ``model`` (the cache's ``model`` column), a page at a time on the
 store's thread (``CacheReader.page``; each page is its own job, so look-ups and commits queued meanwhile run
@@ -25,8 +25,8 @@ from toolgauge.store.reader import CacheReader
 
 #: Rows per page read on the store's thread.
 PAGE_ROWS = 1000
-#: Characters of keys and response texts held in memory per store, over every model (about 2 bytes each
-#: in memory with Python's overhead for short texts): past it, look-ups go to the store's thread as before.
+#: Characters of keys and response texts held in memory per store, over every model (ASCII text takes a byte
+#: a character, plus about 200 bytes an entry for its objects): past it, look-ups go to the store's thread.
 BUDGET_CHARS = 32 * 1024 * 1024
 
 
