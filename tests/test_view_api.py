@@ -459,13 +459,20 @@ def test_report_sweep_html_is_one_file_with_the_leaderboard_and_its_runs(
     # The same leaderboard the viewer serves, and each cell's run page with its charts drawn and its panels.
     assert payload["sweep"] == api(sweep_base, f"sweeps/{swept.sweep}")
     assert set(payload["runs"]) == {swept.gold, swept.replay, swept.replay2}
-    page = payload["runs"][swept.replay]
-    assert page["run"]["headline"]["success_rate"] == 0.75
-    served = api(sweep_base, f"runs/{swept.replay}")
-    assert {k: v for k, v in page.items() if k not in ("svgs", "panels")} == served
-    assert page["svgs"] == {} and served["charts"] == []  # the suite has no breakdown to draw
-    assert page["panels"] == api(sweep_base, f"runs/{swept.replay}/panels")
-    assert set(payload) == {"sweep", "runs"}  # no verdicts, samples or transcripts
+    # Each run as its own report holds it: its page, charts, verdicts, views and its first failing transcripts.
+    report = payload["runs"][swept.replay]
+    assert report["run"]["run"]["headline"]["success_rate"] == 0.75
+    assert report["run"] == api(sweep_base, f"runs/{swept.replay}")
+    assert report["run"]["charts"] == []  # the suite has no breakdown to draw
+    assert set(report["charts"]) == {"error-classes"}  # the sample list's chart of its failing units
+    assert report["panels"] == api(sweep_base, f"runs/{swept.replay}/panels")
+    units = api(sweep_base, f"runs/{swept.replay}/units", per_page=500)
+    assert [r["id"] for r in report["units"]["rows"]] == [r["id"] for r in units["rows"]]
+    failing = list(dict.fromkeys(r["sample"] for r in units["rows"] if r["verdict"] in ("fail", "partial", "error")))
+    assert list(report["samples"]) == failing[:5] and len(failing) >= 1
+    first = failing[0]
+    assert report["samples"][first]["calls"] == api(sweep_base, f"runs/{swept.replay}/samples/{first}")["calls"]
+    assert set(payload) == {"sweep", "runs"}
     missing = invoke("report", "sweep-nope", "--store", swept.url, "--html", tmp_path / "no.html")
     assert missing.exit_code == 2 and not (tmp_path / "no.html").exists()
 
@@ -477,17 +484,17 @@ def report_payload(path: Path) -> Any:
 
 def test_report_sweep_html_holds_each_runs_charts_as_the_viewer_draws_them(tmp_path: Path):
     swept, out = chart_sweep_report(tmp_path)
-    page = report_payload(out)["runs"][swept.run]
+    report = report_payload(out)["runs"][swept.run]
     with view_server(swept.url) as base:
         served = api(base, f"runs/{swept.run}")
-        assert {k: v for k, v in page.items() if k not in ("svgs", "panels")} == served
+        assert report["run"] == served
         # Its per-category chart (and every other), each the same SVG the viewer serves.
         assert "by-category" in {c["name"] for c in served["charts"]}
-        assert set(page["svgs"]) == {c["name"] for c in served["charts"]}
-        for name, svg in page["svgs"].items():
+        assert set(report["charts"]) - {"error-classes"} == {c["name"] for c in served["charts"]}
+        for name, svg in report["charts"].items():
             status, _h, body = fetch(base + f"api/runs/{swept.run}/charts/{quote(name)}.svg")
             assert status == 200 and svg == body.decode() and "<svg" in svg[:200]
-        assert page["panels"] == api(base, f"runs/{swept.run}/panels")
+        assert report["panels"] == api(base, f"runs/{swept.run}/panels")
 
 
 def test_a_unit_of_several_epochs_has_one_verdict_in_a_comparison():

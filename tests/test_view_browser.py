@@ -575,7 +575,20 @@ def test_the_sweep_html_report_opens_offline_with_the_leaderboard_and_the_runs_m
     board.locator(f'tr[data-run="{swept.replay}"] a.run-link').click()
     page.wait_for_function(f"() => location.hash === '#/run/{swept.replay}'")
     watched.ready()
-    assert page.locator("table.metrics tr.headline").count() == 3 and page.locator("a.samples-link").count() == 0
+    assert page.locator("table.metrics tr.headline").count() == 3
+    # Its samples and verdicts, and a failing sample's transcript, are in the file too.
+    page.locator("a.samples-link").click()
+    page.wait_for_function(f"() => location.hash === '#/run/{swept.replay}/samples'")
+    watched.ready()
+    assert set(page.locator("table.units .badge").all_text_contents()) == {"pass", "fail"}
+    page.select_option("#f-verdict", "fail")
+    page.wait_for_function("() => location.hash.includes('verdict=fail')")
+    watched.ready()
+    page.locator("a.unit-link").first.click()
+    page.wait_for_function("() => location.hash.includes('/sample/')")
+    watched.ready()
+    assert "fail" in page.locator(".unit .badge").all_text_contents()
+    assert page.locator(".transcript .call-block").count() >= 1
 
 
 def test_the_sweep_html_report_draws_each_runs_charts_offline(watched: Watched, tmp_path: Path):

@@ -24,6 +24,8 @@ from toolgauge.view.data import VERDICTS, Benchmarks, ViewData, unit_row
 
 # Transcripts included by default: those of the first failing samples (the others are listed, verdicts only).
 DEFAULT_TRANSCRIPTS = 20
+# In a sweep's report, per run (a sweep has many runs; the file stays small enough to attach).
+SWEEP_TRANSCRIPTS = 5
 FAILING = ("fail", "partial", "error")
 
 
@@ -36,9 +38,11 @@ def _json_for_html(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
 
 
-def report_data(store: Store, run_id: str, benchmarks: Benchmarks, *, transcripts: int) -> dict[str, Any]:
+def report_data(
+    store: Store, run_id: str, benchmarks: Benchmarks, *, transcripts: int, data: ViewData | None = None
+) -> dict[str, Any]:
     """The JSON the report embeds: what the viewer's API answers for this run, all at once."""
-    data = ViewData(store, benchmarks)
+    data = data if data is not None else ViewData(store, benchmarks)
     page = data.run(run_id)
     run = data.run_info(run_id)
     specs = run_charts(run.results, benchmarks.headline(run.benchmark)) if run.results is not None else []
@@ -72,28 +76,20 @@ def report_data(store: Store, run_id: str, benchmarks: Benchmarks, *, transcript
     }
 
 
-def run_page_with_charts(data: ViewData, run_id: str) -> dict[str, Any]:
-    """A run's page as the viewer's API answers it, with its charts rendered (``svgs``: name -> SVG text)."""
-    page = data.run(run_id)
-    run = data.run_info(run_id)
-    specs = run_charts(run.results, data.benchmarks.headline(run.benchmark)) if run.results is not None else []
-    page["charts"] = [{"name": c.name, "title": c.title} for c in specs]
-    page["svgs"] = {c.name: render_svg(c.spec) for c in specs}
-    return page
+def sweep_report_data(
+    store: Store, sweep_id: str, benchmarks: Benchmarks, *, transcripts: int = SWEEP_TRANSCRIPTS
+) -> dict[str, Any]:
+    """The JSON a sweep's report embeds: its leaderboard, and for each cell's run what a run's report holds.
 
-
-def sweep_report_data(store: Store, sweep_id: str, benchmarks: Benchmarks) -> dict[str, Any]:
-    """The JSON a sweep's report embeds: its leaderboard and each cell's run page with its charts and panels.
-
-    A cell's run page is what the viewer shows for it (metrics, breakdowns, the charts as SVG rendered here,
-    the benchmark's own panels under ``panels``); its samples and transcripts are not included.
+    Each run (``runs[ID]``, as :func:`report_data`): its page, its charts as SVG, every unit's verdict, its
+    views, and the transcripts of its first ``transcripts`` failing samples.
     """
     data = ViewData(store, benchmarks)
     board = data.sweep(sweep_id)
     runs = {}
     for cell in (c for b in board["boards"] for c in b["cells"]):
         if store.get_run(cell["run"]) is not None:  # a cell not started yet has no run
-            runs[cell["run"]] = {**run_page_with_charts(data, cell["run"]), "panels": data.run_panels(cell["run"])}
+            runs[cell["run"]] = report_data(store, cell["run"], benchmarks, transcripts=transcripts, data=data)
     return {"sweep": board, "runs": runs}
 
 
@@ -140,7 +136,7 @@ def write_html_report(
 
 
 def write_sweep_report(store: Store, sweep_id: str, out: Path, benchmarks: Benchmarks) -> None:
-    """Write the sweep's report (its leaderboard, its runs' metrics) to ``out`` atomically."""
+    """Write the sweep's report (its leaderboard, each run's report) to ``out`` atomically."""
     write_atomic(out, render_html(sweep_report_data(store, sweep_id, benchmarks)))
 
 

@@ -103,40 +103,39 @@
     if (parts[0] === "compare") {
       throw new Error("a report holds no comparisons: toolgauge view (its compare page), or toolgauge compare A B");
     }
-    if (SWEEP_REPORT) {
-      if (parts[0] === "sweeps" && parts[1] === SWEEP_REPORT.sweep.sweep) return SWEEP_REPORT.sweep;
-      if (parts[0] === "runs" && parts.length === 2 && SWEEP_REPORT.runs[parts[1]]) return SWEEP_REPORT.runs[parts[1]];
-      if (parts[0] === "runs" && parts[2] === "panels" && SWEEP_REPORT.runs[parts[1]]) {
-        return SWEEP_REPORT.runs[parts[1]].panels || { panels: [], note: null };
-      }
-      throw new Error("this report holds the sweep's leaderboard and its runs' pages only; " +
-        "a run's samples: toolgauge report RUN --html, or toolgauge view");
-    }
-    if (parts[2] === "units") return reportUnits(params);
-    if (parts[2] === "panels") return REPORT.panels || { panels: [], note: null };
+    if (SWEEP_REPORT && parts[0] === "sweeps" && parts[1] === SWEEP_REPORT.sweep.sweep) return SWEEP_REPORT.sweep;
+    const run = parts[0] === "runs" ? runReport(parts[1]) : null;
+    if (!run) throw new Error("this report does not hold that page: toolgauge view shows every run");
+    if (parts[2] === "units") return reportUnits(run, params);
+    if (parts[2] === "panels") return run.panels || { panels: [], note: null };
     if (parts[2] === "samples") {
-      const found = REPORT.samples[parts.slice(3).join("/")];
-      if (!found) throw new Error("this report includes the transcripts of the first " + REPORT.transcripts + " failing samples only");
+      const found = run.samples[parts.slice(3).join("/")];
+      if (!found) throw new Error("this report includes the transcripts of the first " + run.transcripts + " failing samples only");
       return found;
     }
-    return REPORT.run;
+    return run.run;
   }
 
-  function reportUnits(params) {
-    const rows = REPORT.units.rows.filter((r) =>
+  // A run's report: the file's one run, or in a sweep's file each of its runs (what report_data holds).
+  function runReport(runId) {
+    if (SWEEP_REPORT) return SWEEP_REPORT.runs[runId] || null;
+    return REPORT && REPORT.run.run.id === runId ? REPORT : null;
+  }
+
+  function reportUnits(run, params) {
+    const rows = run.units.rows.filter((r) =>
       (!params.verdict || r.verdict === params.verdict) &&
       (!params.error_class || r.error_class === params.error_class) &&
       (!params.q || r.id.toLowerCase().includes(String(params.q).toLowerCase())));
     const page = Math.max(1, Number(params.page) || 1);
-    return Object.assign({}, REPORT.units, {
+    return Object.assign({}, run.units, {
       total: rows.length, page: page, per_page: PER_PAGE, rows: rows.slice((page - 1) * PER_PAGE, page * PER_PAGE),
     });
   }
 
   async function chartNode(runId, name) {
     let text;
-    if (SWEEP_REPORT) text = (SWEEP_REPORT.runs[runId] || { svgs: {} }).svgs[name];
-    else if (REPORT) text = REPORT.charts[name];
+    if (REPORT) text = (runReport(runId) || { charts: {} }).charts[name];
     else {
       const response = await fetch("api/runs/" + encodeURIComponent(runId) + "/charts/" + encodeURIComponent(name) + ".svg",
         { credentials: "same-origin" });
@@ -483,7 +482,7 @@
           ["input tokens", stats.input_tokens], ["output tokens", stats.output_tokens], ["epochs", stats.epochs],
           ["wall", stats.wall_seconds.toFixed(1) + " s"]].map(([k, v]) => el("span", { class: "stat" }, el("b", { text: v }), " " + k))));
     }
-    if (!SWEEP_REPORT) node.appendChild(el("p", {}, el("a", { href: samplesLink(run.id), class: "samples-link", text: "samples and verdicts →" }),
+    node.appendChild(el("p", {}, el("a", { href: samplesLink(run.id), class: "samples-link", text: "samples and verdicts →" }),
       " ", el("a", { href: samplesLink(run.id, { verdict: "fail" }), text: "failures" }),
       " ", el("a", { href: samplesLink(run.id, { verdict: "error" }), text: "errors" })));
     if (!results) {
