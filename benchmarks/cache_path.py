@@ -12,8 +12,9 @@ Modes, each one run of ``--samples`` samples:
 - ``off``: the client is not cacheable (as gold, replay and scripted models are): no request hash,
   no cache look-up, no cache write; every call goes over HTTP;
 - ``cold``: the normal HTTP run on an empty cache: hash, look-up (a miss), HTTP call, cache write;
-- ``warm``: the same samples again, on a store whose cache holds every answer: hash, look-up (a hit),
-  no HTTP; CPU counted for this second run only;
+- ``warm``: the same samples again, on a store whose cache holds every answer: hash, look-up (a hit: the
+  first ones on the store's thread, the rest from the model's entries read ahead into memory, where the
+  tree has that), no HTTP; CPU counted for this second run only;
 - ``scripted``: no HTTP and no cache (a scripted client answering "2"), for scale;
 - ``lookup`` (not a run): CPU per call of hashing a request (``request_hash``) and of a look-up that hits
   (``Store.cache_get``; and ``cache_get_async`` with ``--concurrency`` look-ups at a time, where the tree has it).
@@ -21,8 +22,8 @@ Modes, each one run of ``--samples`` samples:
 ``cold - off`` is what the cache path adds to a run that calls the model; ``warm`` is a run served
 wholly from the cache. The machine's load (``/proc/loadavg``) is printed before and after.
 
-    # compare main at 3982597 with this tree, 5 interleaved repeats
-    git -C /work/main archive 3982597 src | tar -x -C /tmp/before
+    # compare main at 1519644 with this tree, 5 interleaved repeats
+    git -C /work/main archive 1519644 src | tar -x -C /tmp/before
     PYTHONPATH=src .venv/bin/python benchmarks/cache_path.py --tree before=/tmp/before/src --tree after=src \\
         --samples 2000 --repeat 5
 """

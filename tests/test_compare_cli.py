@@ -115,12 +115,26 @@ def test_terminal_table_and_the_python_api_agree(runs: tuple[str, str, str, str]
     assert compare(gold, replay, store=store) == compared(store, gold, replay)
 
 
+def test_three_runs_compare_each_with_the_first(runs: tuple[str, str, str, str]) -> None:
+    store, gold, replay, first_20 = runs
+    res = invoke("compare", gold, replay, first_20, "--store", store, "--json")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert (doc["baseline"], doc["benchmark"]) == (gold, "suite")
+    # Each run after A is `compare A X` on its own: the same document, in the order given.
+    assert doc["comparisons"] == [compared(store, gold, other).model_dump(mode="json") for other in (replay, first_20)]
+    text = invoke("compare", gold, replay, first_20, "--store", store)
+    assert text.exit_code == 0, text.output
+    assert f"B {replay} vs A {gold}" in text.stdout and f"B {first_20} vs A {gold}" in text.stdout
+
+
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
         (["nosuchrun", "latest"], "no run 'nosuchrun' in the store"),
         (["latest", "nosuchrun"], "no run 'nosuchrun' in the store"),
         (["latest", "latest", "--metric", "bogus"], "metric 'bogus' is not a per-unit score of these runs"),
+        (["latest", "latest", "nosuchrun"], "no run 'nosuchrun' in the store"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(runs: tuple[str, str, str, str], args: list[str], expected: str) -> None:

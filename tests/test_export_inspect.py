@@ -42,6 +42,10 @@ for path in sys.argv[1:]:
             "output": s.output.completion,
             "usage": {k: v.input_tokens + v.output_tokens for k, v in s.model_usage.items()},
             "error": s.error.message if s.error else None,
+            "target": s.target,
+            "events": [{"event": e.event, "model": e.model, "tools": [t.name for t in e.tools],
+                        "input": len(e.input), "completion": e.output.completion, "cache": e.cache,
+                        "temperature": e.config.temperature} for e in s.events],
         })
     out.append({
         "status": log.status,
@@ -91,12 +95,23 @@ def runs(tmp_path_factory: pytest.TempPathFactory, bfcl_dir: Path) -> dict[str, 
         assert res.exit_code == 0, res.output
         (log,) = list(out.iterdir())
         made[name] = {
+            "store": store,
             "run": run_id,
             "log": log,
             "rows": rescored_rows(store, run_id, work / f"{name}.jsonl"),
             "results": json.loads(invoke("report", run_id, "--store", store, "--json").stdout),
         }
     return made
+
+
+def transcript_calls(store: str, run: str, key: str) -> list[Any]:
+    from toolgauge.store import open_store
+
+    opened = open_store(store)
+    try:
+        return opened.transcript(run, key)
+    finally:
+        opened.close()
 
 
 def expected_scores(rows: list[dict[str, Any]]) -> dict[str, float]:
@@ -142,9 +157,20 @@ def test_inspect_reads_the_logs_back(runs, inspect_python: str):
     assert weather["roles"][:3] == ["system", "user", "assistant"]
     assert weather["texts"][1] == "What's the weather in Lisbon right now?"
     assert weather["tool_calls"][0] == "get_current_weather"
+    # One model event per stored call: its input, its tools, its settings and its answer.
+    calls = transcript_calls(runs["suite"]["store"], runs["suite"]["run"], "weather-001")
+    assert len(weather["events"]) == len(calls) > 0
+    first_event = weather["events"][0]
+    assert first_event["event"] == "model" and first_event["model"] == "gold" and first_event["cache"] is None
+    assert first_event["tools"] == [t.name for t in calls[0].tools or []]
+    assert "get_current_weather" in first_event["tools"]
+    assert first_event["input"] == len(calls[0].messages or []) and first_event["temperature"] == 0.0
+    # The target is the gold calls as JSON text: one turn's as a string, several turns' as a list.
+    assert [call["name"] for call in json.loads(weather["target"])] == ["get_current_weather"]
     forecast = next(s for s in suite["samples"] if s["id"] == "weather-002")  # three turns with tool results
     assert forecast["roles"].count("tool") >= 2 and "get_forecast" in forecast["tool_calls"]
     assert forecast["output"] and forecast["roles"][-1] == "assistant"
+    assert isinstance(forecast["target"], list) and len(forecast["target"]) == len(forecast["events"]) == 3
 
     assert len(bfcl["samples"]) == BFCL_LIMIT * len(BFCL_CATEGORIES)
     first = next(s for s in bfcl["samples"] if s["id"] == "simple_python_0")
@@ -154,3 +180,31 @@ def test_inspect_reads_the_logs_back(runs, inspect_python: str):
     assert first["output"].startswith("[calculate_triangle_area(")
     failed = next(s for s in bfcl["samples"] if s["id"] == "simple_python_1")
     assert failed["scores"]["bfcl"] == 0.0 and failed["output"] == "I cannot help with that."
+
+
+def test_tool_schemas_are_put_in_the_json_schema_subset_inspect_reads():
+    from toolgauge.export.inspect_log import inspect_schema
+
+    bfcl_style = {
+        "type": "dict",
+        "properties": {
+            "side": {"type": "float", "description": "length", "minimum": "0"},
+            "tags": {"type": "tuple", "items": {"type": "string", "enum": "a|b"}},
+            "extra": {"type": "any", "x-custom": True},
+            "mode": {"type": ["string", "null"], "default": None},
+        },
+        "required": ["side"],
+        "additionalProperties": False,
+        "$defs": {},
+    }
+    assert inspect_schema(bfcl_style) == {
+        "type": "object",
+        "properties": {
+            "side": {"type": "number", "description": "length"},  # a minimum of the wrong type is dropped
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "extra": {},
+            "mode": {"type": ["string", "null"], "default": None},
+        },
+        "required": ["side"],
+        "additionalProperties": False,
+    }

@@ -52,8 +52,9 @@ class CachedEndpoint:
 
 
 class HeldStore(Store):
-    """Holds the first cache read (``hold="read"``) or the first commit of a sample (``hold="commit"``)
-    on the calling thread until ``release`` is set."""
+    """Holds the first cache read (``hold="read"``), the first page of cache entries read ahead
+    (``hold="prefetch"``) or the first commit of a sample (``hold="commit"``) on the calling thread until
+    ``release`` is set."""
 
     def __init__(self, store: Store, hold: str):
         super().__init__(store.engine)
@@ -62,6 +63,14 @@ class HeldStore(Store):
         self.release = threading.Event()
         self.released: bool | None = None  # whether the held call was let go (None: never held)
         self.held_on: threading.Thread | None = None
+        if hold == "prefetch":
+            page = self._reader.page
+
+            def held_page(model: str, after: str, rows: int) -> list[tuple[str, str]]:
+                self._wait()
+                return page(model, after, rows)
+
+            self._reader.page = held_page  # type: ignore[method-assign]
 
     def _wait(self) -> None:
         if self.released is None:
@@ -90,13 +99,19 @@ async def let_go_when_held(store: HeldStore) -> int:
     return turns
 
 
-@pytest.mark.parametrize("hold", ["read", "commit"])
+@pytest.mark.parametrize("hold", ["read", "commit", "prefetch"])
 async def test_a_held_store_call_does_not_stop_the_event_loop(tmp_path, hold):
+    samples = [(f"s{i}", f"text {i}") for i in range(6)]
+    if hold == "prefetch":  # answers in the cache, read ahead after the first hit
+        filled = open_store(f"sqlite:///{tmp_path / 's.db'}")
+        config = EngineConfig(concurrency=2, show_progress=False)
+        await run_episodes(samples, echo_episode, Echo, client=CachedEndpoint(), store=filled,
+                           run_id=filled.create_run("t", "m", {}), config=config)  # fmt: skip
+        filled.close()
     store = HeldStore(open_store(f"sqlite:///{tmp_path / 's.db'}"), hold)
     run_id = store.create_run("t", "m", {})
-    samples = [(f"s{i}", f"text {i}") for i in range(6)]
     client = CachedEndpoint()
-    config = EngineConfig(concurrency=2, show_progress=False)
+    config = EngineConfig(concurrency=2, show_progress=False, cache_prefetch_after=1)
     run = asyncio.ensure_future(
         run_episodes(samples, echo_episode, Echo, client=client, store=store, run_id=run_id, config=config)
     )
@@ -106,7 +121,7 @@ async def test_a_held_store_call_does_not_stop_the_event_loop(tmp_path, hold):
     assert turns > 0
     assert store.held_on is not threading.current_thread()
     assert [o.result.text for o in out.outcomes] == [t[::-1] for _, t in samples]
-    assert client.calls == len(samples)
+    assert client.calls == (0 if hold == "prefetch" else len(samples))
     store.close()
 
 

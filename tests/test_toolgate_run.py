@@ -89,7 +89,6 @@ SOLUTION = 'print("ANSWER: 0.2")\n'
 CRASH = "exit code 1\nTraceback (most recent call last):\nAttributeError: module 'skfem' has no attribute 'MeshTri2'"
 
 
-
 @pytest.fixture()
 def store_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'store.db'}"
@@ -160,16 +159,11 @@ def write_calls(files: dict[str, str]) -> AssistantTurn:
     return AssistantTurn(tool_calls=calls, finish_reason="tool_calls")
 
 
-def generator_client(plans: dict[int, Plan], kill_round: int | None = None) -> ScriptedClient:
-    """Step 0 writes candidate.json and solution.py (unless the plan says nothing), step 1 finishes.
-
-    ``kill_round``: the process kills itself (SIGKILL) when asked for that round's proposal.
-    """
+def generator_client(plans: dict[int, Plan]) -> ScriptedClient:
+    """Step 0 writes candidate.json and solution.py (unless the plan says nothing), step 1 finishes."""
 
     def policy(request: ModelRequest) -> AssistantTurn:
         n = round_number(request.sample_key)
-        if n == kill_round:
-            os.kill(os.getpid(), signal.SIGKILL)
         plan = plans[n]
         if request.step == 0 and plan.kind != "nothing":
             return write_calls({"candidate.json": json.dumps(candidate_file(n, plan)), "solution.py": SOLUTION})
@@ -333,7 +327,6 @@ def new_session(
     history: Sequence[RoundResult] = (),
     real_verify: bool = False,
     time_limit: float = 30.0,
-    kill_round: int | None = None,
 ) -> Session:
     bench = ConstructionBenchmark(
         domain=FEM,
@@ -346,7 +339,7 @@ def new_session(
         history=history,
         gates=gates.functions(real_verify=real_verify),
     )
-    return Session(bench, generator_client(plans, kill_round), plans)
+    return Session(bench, generator_client(plans), plans)
 
 
 def run(s: Session, url: str, *, resume: str | None = None, concurrency: int = 1) -> Session:
@@ -692,11 +685,23 @@ def killable_main(url: str, log: str, pause: bool) -> None:
     """The kill -9 test's child.
 
     ``pause`` (gates yield to the event loop, as real ones do): killed when round 2's screen B starts, after its
-    verify and screen A. Otherwise (gates that never yield): killed when the generator is asked for round 2, so
-    round 1's row is still in the store's buffer (every gate record of round 1 is committed, each after a flush).
+    verify and screen A. Otherwise (gates that never yield): killed when round 2 first reads its gate log, on the
+    store's thread. Round 1's row is then still in the store's buffer: its commit is queued on that thread behind
+    the read (every gate record of round 1 is committed, each after a flush).
     """
+    if not pause:
+        from toolgauge.benchmarks.toolgate.gate_store import GateLog
+
+        load = GateLog.load
+
+        def load_or_die(self: GateLog) -> dict[str, dict[str, Any]]:
+            if self.round_key == "round-0002":
+                os.kill(os.getpid(), signal.SIGKILL)
+            return load(self)
+
+        GateLog.load = load_or_die  # type: ignore[method-assign]
     gates = FakeGates(RESUME_PLANS, log=Path(log), kill_at={(2, "screen:B")} if pause else set(), pause=pause)
-    run(new_session(RESUME_PLANS, gates, rounds=4, kill_round=None if pause else 2), url)
+    run(new_session(RESUME_PLANS, gates, rounds=4), url)
 
 
 def calls_by_role(url: str, run_id: str, key: str) -> dict[str, list[tuple[int, str | None]]]:
@@ -818,6 +823,31 @@ def test_a_round_resumed_after_gate_1_keeps_its_generator_calls_and_forgets_redo
         store.close()
     # The whole run: two generator calls for each of the four rounds, no more, no fewer.
     assert roles.count("generator") == 8
+
+
+def test_the_gate_log_is_read_and_written_on_the_stores_thread_never_on_the_event_loop(store_url, monkeypatch):
+    """Every gate-log call of a round (load, put, and on resume restore_calls) runs off the loop's thread, as the
+    engine's own store calls do: a commit to PostgreSQL must not stall every other round."""
+    import threading
+
+    from toolgauge.benchmarks.toolgate.gate_store import GateLog
+
+    loop_thread = threading.current_thread()  # asyncio.run runs the loop on the calling thread
+    seen: list[tuple[str, bool]] = []
+    for name in ("load", "put", "restore_calls"):
+        original = getattr(GateLog, name)
+
+        def recorded(self: GateLog, *args: Any, _name: str = name, _original: Any = original) -> Any:
+            seen.append((_name, threading.current_thread() is loop_thread))
+            return _original(self, *args)
+
+        monkeypatch.setattr(GateLog, name, recorded)
+    gates = FakeGates(RESUME_PLANS, stop_after_first_call={(2, "screen:A")})
+    with pytest.raises(RunInterrupted) as stopped:
+        run(new_session(RESUME_PLANS, gates, rounds=4), store_url)
+    run(new_session(RESUME_PLANS, gates, rounds=4), store_url, resume=stopped.value.run_id)
+    assert {name for name, _ in seen} == {"load", "put", "restore_calls"}  # the resume reused a gate
+    assert [call for call in seen if call[1]] == []
 
 
 def test_a_stored_record_is_never_written_twice(any_store_url):

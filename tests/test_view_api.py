@@ -20,6 +20,7 @@ from view_runs import (
     KNOWN_SAMPLE,
     Runs,
     SweepRuns,
+    chart_sweep_report,
     make_runs,
     make_sweep,
     skip_or_fail_without,
@@ -57,7 +58,7 @@ def api(base: str, path: str, **params: Any) -> Any:
     """The JSON of an API path; a page that is still computing its run's verdicts is asked again until ready."""
     deadline = time.monotonic() + 300
     while True:
-        status, _headers, body = fetch(base + "api/" + path + ("?" + urlencode(params) if params else ""))
+        status, _headers, body = fetch(base + "api/" + path + ("?" + urlencode(params, doseq=True) if params else ""))
         assert status == 200, body
         answer = json.loads(body)
         if not (isinstance(answer, dict) and answer.get("pending")):
@@ -311,11 +312,92 @@ def test_compare_lists_the_flipped_units_and_matches_toolgauge_compare(sweep_bas
     assert back["metrics"]["success_rate"]["diff"] == -success["diff"]
 
 
+def test_three_runs_compare_each_against_the_first_as_compare_scores_does(sweep_base: str, swept: SweepRuns):
+    from toolgauge.api import stored_units
+    from toolgauge.compare import compare_scores
+    from toolgauge.store import open_store
+
+    order = [swept.gold, swept.replay, swept.replay2]
+    got = api(sweep_base, "compare", run=order)
+    assert (got["benchmark"], got["baseline"]) == ("suite", swept.gold)
+    assert [r["id"] for r in got["runs"]] == order
+    assert got["headline"] == ["tool_accuracy", "parameter_accuracy", "success_rate"]
+    # Each other run against the baseline: compare_scores itself on the runs' stored units.
+    st = open_store(swept.url, create=False)
+    try:
+        units = {run: stored_units(st, st.get_run(run))[1] for run in order}  # type: ignore[arg-type]
+    finally:
+        st.close()
+    expected = [
+        compare_scores(swept.gold, run, "suite", units[swept.gold], units[run], got["headline"], required=False)
+        for run in order[1:]
+    ]
+    assert got["comparisons"] == [c.model_dump(mode="json") for c in expected]
+    assert got["comparisons"][1]["flipped"] == {"to_pass": [], "to_fail": swept.failing2}
+    # The units whose verdict differs: failed by either replay, each with its verdict in every run.
+    n_units = len(units[swept.gold])
+    assert (got["units"], got["only_in_some"]) == (n_units, 0)
+    differing = got["differing"]
+    wrong = set(swept.failing) | set(swept.failing2)
+    assert differing["total"] == len(wrong) and {r["id"] for r in differing["rows"]} == wrong
+    for row in differing["rows"]:
+        assert row["verdicts"] == ["pass", "fail" if row["id"] in swept.failing else "pass",
+                                   "fail" if row["id"] in swept.failing2 else "pass"]  # fmt: skip
+        assert row["samples"] == [row["id"].split("#")[0]] * 3
+    # Paged: a page of 5, the rest on the next pages, in the same order.
+    pages = [api(sweep_base, "compare", run=order, per_page=5, page=p)["differing"] for p in (1, 2, 3)]
+    assert [len(p["rows"]) for p in pages] == [5, 5, len(wrong) - 10]
+    assert [r["id"] for p in pages for r in p["rows"]] == [r["id"] for r in differing["rows"]]
+    # Another baseline: the same runs, each against the replay.
+    again = api(sweep_base, "compare", run=[swept.replay, swept.gold, swept.replay2])
+    assert again["comparisons"][0]["flipped"] == {"to_pass": swept.failing, "to_fail": []}
+    assert again["differing"]["total"] == len(wrong)
+    # Two runs with ?run= are the ?a=&b= comparison, in the N-run shape.
+    pair = api(sweep_base, "compare", run=[swept.gold, swept.replay])
+    old = api(sweep_base, "compare", a=swept.gold, b=swept.replay)
+    assert pair["comparisons"] == [{k: old[k] for k in pair["comparisons"][0]}]
+    assert pair["differing"]["total"] == len(swept.failing)
+
+
+def test_units_only_some_runs_have_are_counted(swept: SweepRuns, tmp_path: Path):
+    """A run of the first 20 dialogues beside the whole suite: its missing units are counted, not compared."""
+    import sqlite3
+
+    from cli_helpers import results_of
+    from toolgauge.benchmarks.suite.loader import builtin_suite_path, load_suite
+
+    # On a copy of the sweep's store: the other tests see the sweep's runs only.
+    copy = tmp_path / "copy.db"
+    with sqlite3.connect(swept.url.removeprefix("sqlite:///")) as source, sqlite3.connect(copy) as target:
+        source.backup(target)
+    url = f"sqlite:///{copy}"
+    res = invoke("eval", "suite", "--model", "gold", "--limit", "20", "--store", url, "--json", "-q")
+    assert res.exit_code == 0, res.output
+    run = results_of(res).run
+    assert run is not None
+    short = run.id
+    dialogues = load_suite(builtin_suite_path())
+    missing = sum(len(d.turns) for d in dialogues[20:])
+    with view_server(url) as base:
+        got = api(base, "compare", run=[swept.gold, short, swept.replay2])
+    assert got["only_in_some"] == missing and got["comparisons"][0]["only_in_a"] == missing
+    # The second replay fails units past the 20th dialogue too: shown with no verdict in the short run.
+    late = [r for r in got["differing"]["rows"] if r["verdicts"][1] is None]
+    assert late and all(r["verdicts"] == ["pass", None, "fail"] for r in late)
+    assert {r["id"] for r in got["differing"]["rows"]} == set(swept.failing2)
+
+
 def test_compare_of_unknown_runs_or_one_run_missing_is_a_reason_not_a_crash(sweep_base: str, swept: SweepRuns):
     status, _h, body = fetch(sweep_base + f"api/compare?a={swept.gold}&b=no-such-run")
     assert status == 404 and json.loads(body)["error"] == "no run 'no-such-run' in the store"
     status, _h, body = fetch(sweep_base + f"api/compare?a={swept.gold}")
     assert status == 404 and "two runs" in json.loads(body)["error"]
+    status, _h, body = fetch(sweep_base + f"api/compare?run={swept.gold}")
+    assert status == 404 and "two or more runs" in json.loads(body)["error"]
+    status, _h, body = fetch(sweep_base + f"api/compare?run={swept.gold}&run={swept.replay}&run=no-such-run")
+    assert status == 404 and json.loads(body)["error"] == "no run 'no-such-run' in the store"
+    status, _h, body = fetch(sweep_base + f"api/compare?run={swept.gold}&run={swept.replay}&run={swept.gold}")
+    assert status == 404 and json.loads(body)["error"] == f"run {swept.gold} is given twice: compare distinct runs"
 
 
 def test_compare_of_runs_of_different_benchmarks_says_so(base: str, runs: Runs):
@@ -326,6 +408,11 @@ def test_compare_of_runs_of_different_benchmarks_says_so(base: str, runs: Runs):
     assert status == 404 and error == (
         f"run {runs.gold} is suite and run {runs.mtu} is mtu-bench: compare runs of the same benchmark"
     )
+    # Of three runs, the first of another benchmark than the baseline's is named.
+    status, _h, body = fetch(base + f"api/compare?run={runs.gold}&run={runs.mixed}&run={runs.mtu}")
+    assert status == 404 and json.loads(body)["error"] == (
+        f"run {runs.gold} is suite and run {runs.mtu} is mtu-bench: compare runs of the same benchmark"
+    )
 
 
 def test_sweeps_are_listed_and_a_sweep_has_its_leaderboard_with_intervals(sweep_base: str, swept: SweepRuns):
@@ -333,14 +420,14 @@ def test_sweeps_are_listed_and_a_sweep_has_its_leaderboard_with_intervals(sweep_
     from toolgauge.sweep.report import sweep_report
 
     [row] = api(sweep_base, "sweeps")["sweeps"]
-    assert (row["id"], row["status"], row["cells"], row["finished_cells"]) == (swept.sweep, "finished", 2, 2)
+    assert (row["id"], row["status"], row["cells"], row["finished_cells"]) == (swept.sweep, "finished", 3, 3)
     assert row["benchmarks"] == ["suite"] and row["models"][0] == "gold"
     page = api(sweep_base, f"sweeps/{swept.sweep}")
     assert (page["sweep"], page["status"]) == (swept.sweep, "finished")
     [board] = page["boards"]
     assert board["benchmark"] == "suite" and board["metrics"] == ["tool_accuracy", "parameter_accuracy", "success_rate"]
-    best, other = board["cells"]
-    assert (best["run"], other["run"]) == (swept.gold, swept.replay)  # ranked: gold first
+    best, other, last = board["cells"]
+    assert (best["run"], other["run"], last["run"]) == (swept.gold, swept.replay, swept.replay2)  # ranked
     assert best["significant"] is None and (other["significant"], other["test"]) == (True, "paired")
     low, mean, high = (other["metrics"]["success_rate"][k] for k in ("ci_low", "mean", "ci_high"))
     assert low < mean < high and mean == 0.75
@@ -369,9 +456,60 @@ def test_report_sweep_html_is_one_file_with_the_leaderboard_and_its_runs(
     text = out.read_text()
     assert "<script src" not in text and "<link" not in text and "default-src 'none'" in text
     payload = json.loads(text.split('<script type="application/json" id="toolgauge-data">')[1].split("</script>")[0])
-    # The same leaderboard the viewer serves, and each cell's run page (metrics, no charts).
+    # The same leaderboard the viewer serves, and each cell's run page with its charts drawn and its panels.
     assert payload["sweep"] == api(sweep_base, f"sweeps/{swept.sweep}")
-    assert set(payload["runs"]) == {swept.gold, swept.replay}
-    assert payload["runs"][swept.replay]["run"]["headline"]["success_rate"] == 0.75
+    assert set(payload["runs"]) == {swept.gold, swept.replay, swept.replay2}
+    # Each run as its own report holds it: its page, charts, verdicts, views and its first failing transcripts.
+    report = payload["runs"][swept.replay]
+    assert report["run"]["run"]["headline"]["success_rate"] == 0.75
+    assert report["run"] == api(sweep_base, f"runs/{swept.replay}")
+    assert report["run"]["charts"] == []  # the suite has no breakdown to draw
+    assert set(report["charts"]) == {"error-classes"}  # the sample list's chart of its failing units
+    assert report["panels"] == api(sweep_base, f"runs/{swept.replay}/panels")
+    units = api(sweep_base, f"runs/{swept.replay}/units", per_page=500)
+    assert [r["id"] for r in report["units"]["rows"]] == [r["id"] for r in units["rows"]]
+    failing = list(dict.fromkeys(r["sample"] for r in units["rows"] if r["verdict"] in ("fail", "partial", "error")))
+    assert list(report["samples"]) == failing[:5] and len(failing) >= 1
+    first = failing[0]
+    assert report["samples"][first]["calls"] == api(sweep_base, f"runs/{swept.replay}/samples/{first}")["calls"]
+    assert set(payload) == {"sweep", "runs"}
     missing = invoke("report", "sweep-nope", "--store", swept.url, "--html", tmp_path / "no.html")
     assert missing.exit_code == 2 and not (tmp_path / "no.html").exists()
+
+
+def report_payload(path: Path) -> Any:
+    text = path.read_text()
+    return json.loads(text.split('<script type="application/json" id="toolgauge-data">')[1].split("</script>")[0])
+
+
+def test_report_sweep_html_holds_each_runs_charts_as_the_viewer_draws_them(tmp_path: Path):
+    swept, out = chart_sweep_report(tmp_path)
+    report = report_payload(out)["runs"][swept.run]
+    with view_server(swept.url) as base:
+        served = api(base, f"runs/{swept.run}")
+        assert report["run"] == served
+        # Its per-category chart (and every other), each the same SVG the viewer serves.
+        assert "by-category" in {c["name"] for c in served["charts"]}
+        assert set(report["charts"]) - {"error-classes"} == {c["name"] for c in served["charts"]}
+        for name, svg in report["charts"].items():
+            status, _h, body = fetch(base + f"api/runs/{swept.run}/charts/{quote(name)}.svg")
+            assert status == 200 and svg == body.decode() and "<svg" in svg[:200]
+        assert report["panels"] == api(base, f"runs/{swept.run}/panels")
+
+
+def test_a_unit_of_several_epochs_has_one_verdict_in_a_comparison():
+    from toolgauge.results import SampleScore
+    from toolgauge.view.data import unit_verdicts
+
+    def tries(key: str, *values: float | None, errors: int = 0) -> list[SampleScore]:
+        made = [SampleScore(id=key, sample="s", value=v, epoch=i + 1) for i, v in enumerate(values)]
+        return made + [SampleScore(id=key, sample="s", error="boom", epoch=len(values) + i + 1) for i in range(errors)]
+
+    units = [
+        *tries("all-pass", 1.0, 1.0), *tries("mixed", 1.0, 0.0), *tries("all-fail", 0.0, 0.0),
+        *tries("failed-runs", errors=2), *tries("one-failed-run", 1.0, errors=1), *tries("single", 0.5),
+    ]  # fmt: skip
+    assert unit_verdicts(units) == {
+        "all-pass": ("s", "pass"), "mixed": ("s", "partial"), "all-fail": ("s", "fail"),
+        "failed-runs": ("s", "error"), "one-failed-run": ("s", "pass"), "single": ("s", "partial"),
+    }  # fmt: skip

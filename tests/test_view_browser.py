@@ -43,6 +43,7 @@ from view_runs import (  # noqa: E402
     SCRIPT,
     Runs,
     SweepRuns,
+    chart_sweep_report,
     make_runs,
     make_sweep,
     view_server,
@@ -246,6 +247,35 @@ def test_the_sample_page_shows_the_known_transcript_and_gold_beside_the_model(
     page.screenshot(path=str(shots / "sample.png"), full_page=True)
 
 
+def test_the_run_page_draws_the_benchmarks_own_views(base: str, runs: Runs, watched: Watched, shots: Path):
+    if runs.mtu is None:
+        pytest.skip("MTU-Bench data not found (set TOOLGAUGE_DATA_DIR)")
+    page = watched.page
+    watched.open(link(base, f"/run/{runs.mtu}"))
+    # The views come after the page, once the run's verdicts are known.
+    curves = page.locator('figure.panel[data-panel="turn-curves"] > svg')
+    curves.wait_for(timeout=WAIT_MS)
+    box = curves.bounding_box()
+    assert box is not None and box["width"] > 100 and box["height"] > 100
+    assert curves.locator("path[aria-roledescription='line mark']").count() >= 1
+    assert "M-M" in str(curves.text_content())
+    table = page.locator('figure.panel[data-panel="turn-table"] table tbody tr')
+    assert table.count() >= 2
+    assert page.locator(".run-panels h2").all_text_contents() == ["views"]
+    page.screenshot(path=str(shots / "views.png"), full_page=True)
+
+
+def test_a_bfcl_sample_shows_the_gold_calls_beside_the_decoded_ones(base: str, runs: Runs, watched: Watched):
+    if runs.bfcl is None:
+        pytest.skip("BFCL data not found (set TOOLGAUGE_DATA_DIR)")
+    page = watched.page
+    watched.open(link(base, f"/run/{runs.bfcl}/sample/simple_python_0"))
+    gold = page.locator(".versus .gold .call-name").all_text_contents()
+    model = page.locator(".versus .model .call-name").all_text_contents()
+    assert gold == model == ["calculate_triangle_area"]  # the gold model answers with the gold call
+    assert '"base"' in str(page.locator(".versus .model").text_content())  # its arguments, not "{}"
+
+
 # -- untrusted text ------------------------------------------------------------------------------------------
 
 
@@ -408,39 +438,76 @@ def sweep_base(swept: SweepRuns) -> Iterator[str]:
         yield url
 
 
-def test_two_runs_picked_in_the_list_compare_with_their_flipped_samples_linked(
+def test_three_runs_picked_in_the_list_compare_against_the_first_with_the_differing_units_linked(
     sweep_base: str, swept: SweepRuns, watched: Watched, shots: Path
 ):
     page = watched.page
     watched.open(sweep_base)
     assert page.locator("#compare").is_disabled()
-    page.locator(f'input.pick[data-run="{swept.gold}"]').check()  # the first ticked is A
+    page.locator(f'input.pick[data-run="{swept.gold}"]').check()  # the first ticked is the baseline
     assert page.locator("#compare").is_disabled()
     page.locator(f'input.pick[data-run="{swept.replay}"]').check()
+    assert page.locator("#compare").is_enabled()
+    page.locator(f'input.pick[data-run="{swept.replay2}"]').check()
     page.locator("#compare").click()
     page.wait_for_function("() => location.hash.startsWith('#/compare')")
     watched.ready()
-    assert page.url.endswith(f"#/compare?a={swept.gold}&b={swept.replay}")
-    assert page.locator(".flips.to-fail .flip-id").all_text_contents() == swept.failing
-    assert "none" in str(page.locator(".flips.to-pass").text_content())
-    assert page.locator("#only-a").text_content() == "0" and page.locator("#only-b").text_content() == "0"
-    success = page.locator('table.compare-metrics tr[data-metric="success_rate"] td').all_text_contents()
-    # metric, n, A, B, B - A, interval, test, p, significant: 6 of 24 dialogues fail under B.
-    assert success[:5] == ["success_rate", "24", "100.0%", "75.0%", "−0.250"]
-    assert success[5].startswith("[−") and success[6] == "mcnemar_exact" and success[8] == "significant"
+    assert page.url.endswith(f"#/compare?run={swept.gold}&run={swept.replay}&run={swept.replay2}")
+    runs = [swept.gold, swept.replay, swept.replay2]
+    # Per headline metric a row per run: the baseline, then each run against it.
+    rows = page.locator('table.compare-metrics tr[data-metric="success_rate"]')
+    assert [r.get_attribute("data-run") for r in rows.all()] == runs
+    assert "baseline" in str(rows.nth(0).text_content())
+    replay = rows.nth(1).locator("td").all_text_contents()
+    # metric, run, model, value, n, run - A, interval, test, p, significant: 6 of 24 dialogues fail.
+    assert replay[0] == "success_rate" and replay[3:6] == ["75.0%", "24", "−0.250"]
+    assert replay[6].startswith("[−") and replay[7] == "mcnemar_exact" and replay[9] == "significant"
+    assert rows.nth(2).locator("td").all_text_contents()[5] == f"−{len(swept.failing2) / 24:.3f}"
+    # The units whose verdict differs across the three runs, each verdict linked to its sample in that run.
+    wrong = set(swept.failing) | set(swept.failing2)
+    assert set(page.locator("table.differing .flip-id").all_text_contents()) == wrong
+    assert page.locator("#only-some").text_content() == "0"
     page.screenshot(path=str(shots / "compare.png"), full_page=True)
-    first = swept.failing[0]
-    row = page.locator(f'tr[data-unit="{first}"]')
-    row.locator("a.in-b").click()
-    page.wait_for_function(f"() => location.hash === '#/run/{swept.replay}/sample/{first.split('#')[0]}'")
+    both = next(u for u in swept.failing if u in swept.failing2)
+    one = next(u for u in swept.failing2 if u not in swept.failing)
+    row = page.locator(f'table.differing tr[data-unit="{one}"]')
+    assert [row.locator(f'td[data-run="{r}"] .badge').text_content() for r in runs] == ["pass", "pass", "fail"]
+    assert [page.locator(f'table.differing tr[data-unit="{both}"] td[data-run="{r}"] .badge').text_content()
+            for r in runs] == ["pass", "fail", "fail"]  # fmt: skip
+    row.locator(f'td[data-run="{swept.replay2}"] a.in-run').click()
+    page.wait_for_function(f"() => location.hash === '#/run/{swept.replay2}/sample/{one.split('#')[0]}'")
     watched.ready()
-    assert page.locator(f'.unit[data-unit="{first}"] .badge').text_content() == "fail"
+    assert page.locator(f'.unit[data-unit="{one}"] .badge').text_content() == "fail"
     page.go_back()
     watched.ready()
-    page.locator(f'tr[data-unit="{first}"] a.in-a').click()
-    page.wait_for_function(f"() => location.hash === '#/run/{swept.gold}/sample/{first.split('#')[0]}'")
+    page.locator(f'table.differing tr[data-unit="{one}"] td[data-run="{swept.replay}"] a.in-run').click()
+    page.wait_for_function(f"() => location.hash === '#/run/{swept.replay}/sample/{one.split('#')[0]}'")
     watched.ready()
-    assert page.locator(f'.unit[data-unit="{first}"] .badge').text_content() == "pass"
+    assert page.locator(f'.unit[data-unit="{one}"] .badge').text_content() == "pass"
+    page.go_back()
+    watched.ready()
+    # Another baseline: the second replay first, the others after it in their order.
+    page.locator(f'.sides li[data-run="{swept.replay2}"] a.baseline-link').click()
+    page.wait_for_function(f"() => location.hash.startsWith('#/compare?run={swept.replay2}&')")
+    watched.ready()
+    rows = page.locator('table.compare-metrics tr[data-metric="success_rate"]')
+    assert [r.get_attribute("data-run") for r in rows.all()] == [swept.replay2, swept.gold, swept.replay]
+    assert rows.nth(1).locator("td").all_text_contents()[5].startswith("+")
+
+
+def test_two_runs_compare_with_a_swap_link_and_the_old_link_still_works(
+    sweep_base: str, swept: SweepRuns, watched: Watched
+):
+    page = watched.page
+    watched.open(link(sweep_base, f"/compare?a={swept.gold}&b={swept.replay}"))
+    assert page.locator("h1").text_content() == "suite: B against A"
+    assert page.locator(".sides .only-a").all_text_contents() == ["0"]
+    assert page.locator("table.differing .flip-id").all_text_contents() == swept.failing
+    page.locator("#swap").click()
+    page.wait_for_function(f"() => location.hash === '#/compare?run={swept.replay}&run={swept.gold}'")
+    watched.ready()
+    flips = str(page.locator(f'.sides li[data-run="{swept.gold}"] .flip-counts').text_content())
+    assert flips == f"{len(swept.failing)} fail → pass, 0 pass → fail"
 
 
 def test_the_sweep_page_ranks_the_models_with_intervals_and_links_each_cell(
@@ -452,13 +519,15 @@ def test_the_sweep_page_ranks_the_models_with_intervals_and_links_each_cell(
     page.wait_for_function("() => location.hash === '#/sweeps'")
     watched.ready()
     assert page.locator("a.sweep-link").all_text_contents() == [swept.sweep]
-    assert "2 / 2" in str(page.locator("table.sweeps").text_content())
+    assert "3 / 3" in str(page.locator("table.sweeps").text_content())
     page.locator("a.sweep-link").click()
     page.wait_for_function(f"() => location.hash === '#/sweep/{swept.sweep}'")
     watched.ready()
     board = page.locator("table.leaderboard")
     assert board.count() == 1
-    assert [r.get_attribute("data-run") for r in board.locator("tbody tr").all()] == [swept.gold, swept.replay]
+    assert [r.get_attribute("data-run") for r in board.locator("tbody tr").all()] == [
+        swept.gold, swept.replay, swept.replay2
+    ]  # fmt: skip
     replay = board.locator(f'tr[data-run="{swept.replay}"]')
     # success_rate of the replay: 18 of 24 with its 95% interval (from the run's summary).
     cells = replay.locator("a.cell-link").all_text_contents()
@@ -470,6 +539,14 @@ def test_the_sweep_page_ranks_the_models_with_intervals_and_links_each_cell(
     page.wait_for_function(f"() => location.hash === '#/run/{swept.replay}'")
     watched.ready()
     assert "replay:" in str(page.locator("h1").text_content())
+    page.go_back()
+    watched.ready()
+    # Every model's run at once, the best as the baseline.
+    page.locator("a.compare-all").click()
+    page.wait_for_function("() => location.hash.startsWith('#/compare')")
+    watched.ready()
+    rows = page.locator('table.compare-metrics tr[data-metric="success_rate"]')
+    assert [r.get_attribute("data-run") for r in rows.all()] == [swept.gold, swept.replay, swept.replay2]
 
 
 def test_comparing_runs_of_two_benchmarks_says_so_on_the_page(base: str, runs: Runs, watched: Watched):
@@ -489,10 +566,41 @@ def test_the_sweep_html_report_opens_offline_with_the_leaderboard_and_the_runs_m
     page = watched.page
     watched.open(out.as_uri())
     board = page.locator("table.leaderboard")
-    assert [r.get_attribute("data-run") for r in board.locator("tbody tr").all()] == [swept.gold, swept.replay]
+    assert [r.get_attribute("data-run") for r in board.locator("tbody tr").all()] == [
+        swept.gold, swept.replay, swept.replay2
+    ]  # fmt: skip
     cells = board.locator(f'tr[data-run="{swept.replay}"] a.cell-link').all_text_contents()
     assert cells[2].startswith("75.0% [") and page.locator("a.compare-link").count() == 0
+    assert page.locator("a.compare-all").count() == 0
     board.locator(f'tr[data-run="{swept.replay}"] a.run-link').click()
     page.wait_for_function(f"() => location.hash === '#/run/{swept.replay}'")
     watched.ready()
-    assert page.locator("table.metrics tr.headline").count() == 3 and page.locator("a.samples-link").count() == 0
+    assert page.locator("table.metrics tr.headline").count() == 3
+    # Its samples and verdicts, and a failing sample's transcript, are in the file too.
+    page.locator("a.samples-link").click()
+    page.wait_for_function(f"() => location.hash === '#/run/{swept.replay}/samples'")
+    watched.ready()
+    assert set(page.locator("table.units .badge").all_text_contents()) == {"pass", "fail"}
+    page.select_option("#f-verdict", "fail")
+    page.wait_for_function("() => location.hash.includes('verdict=fail')")
+    watched.ready()
+    page.locator("a.unit-link").first.click()
+    page.wait_for_function("() => location.hash.includes('/sample/')")
+    watched.ready()
+    assert "fail" in page.locator(".unit .badge").all_text_contents()
+    assert page.locator(".transcript .call-block").count() >= 1
+
+
+def test_the_sweep_html_report_draws_each_runs_charts_offline(watched: Watched, tmp_path: Path):
+    swept, out = chart_sweep_report(tmp_path)
+    page = watched.page
+    watched.open(out.as_uri())
+    page.locator(f'table.leaderboard tr[data-run="{swept.run}"] a.run-link').click()
+    page.wait_for_function(f"() => location.hash === '#/run/{swept.run}'")
+    watched.ready()
+    chart = page.locator('figure.chart[data-chart="by-category"] svg')
+    assert chart.count() == 1 and chart.is_visible()
+    box = chart.bounding_box()
+    assert box is not None and box["width"] > 100 and box["height"] > 50
+    assert chart.locator("path, rect").count() > 0  # bars drawn, not an empty frame
+    assert page.locator("figure.chart p.error").count() == 0

@@ -28,7 +28,7 @@ import pytest
 
 from chat_stub import ChatStub, completion, is_probe
 from cli_helpers import invoke
-from toolgauge.benchmarks.suite.loader import builtin_suite_path
+from toolgauge.benchmarks.suite.loader import builtin_suite_path, load_suite
 from toolgauge.store import open_store
 
 SCRIPT = "<script>alert('script')</script>"
@@ -191,28 +191,72 @@ def store_sample_keys(url: str, run_id: str) -> list[str]:
 
 @dataclass(frozen=True)
 class SweepRuns:
-    """A store with one sweep of the built-in suite: the gold model and a replay that fails known turns."""
+    """A store with one sweep of the built-in suite: the gold model and two replays that fail known turns."""
 
     url: str
     sweep: str
     gold: str
     replay: str
     failing: list[str]  # the units the replay fails (turn 0 of every third dialogue that calls a tool)
+    replay2: str
+    failing2: list[str]  # the units the second replay fails (turn 0 of every second dialogue that calls a tool)
+
+
+def failing_every(every: int) -> list[str]:
+    """The units a replay of :func:`write_replay_every` gets wrong: turn 0 of every ``every``-th dialogue with calls."""
+    dialogues = load_suite(builtin_suite_path())
+    return [f"{d.id}#0" for i, d in enumerate(dialogues) if i % every == 0 and d.turns[0].expected_calls]
+
+
+def write_replay_every(path: Path, every: int) -> None:
+    """The gold answers of the suite with the calls of turn 0 removed in every ``every``-th dialogue."""
+    lines = []
+    for i, dialogue in enumerate(load_suite(builtin_suite_path())):
+        for t, turn in enumerate(dialogue.turns):
+            calls = [] if (i % every == 0 and t == 0) else [c.model_dump(mode="json") for c in turn.expected_calls]
+            lines.append({"id": dialogue.id, "turn": t, "content": None if calls else "Sorry.", "tool_calls": calls})
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
 
 
 def make_sweep(tmp: Path) -> SweepRuns:
-    """Run ``toolgauge sweep`` (gold and a replay, the whole built-in suite) into a SQLite store under ``tmp``."""
-    from test_compare_cli import failing_turns, write_replay
+    """Run ``toolgauge sweep`` (gold and two replays, the whole built-in suite) into a SQLite store under ``tmp``.
 
+    Ranked by success rate: gold (every turn), the replay (fails turn 0 of every third dialogue), the second
+    replay (of every second one).
+    """
     url = f"sqlite:///{tmp / 'sweep.db'}"
-    replay = tmp / "replay.jsonl"
-    write_replay(replay)
+    replay, replay2 = tmp / "replay.jsonl", tmp / "replay2.jsonl"
+    write_replay_every(replay, 3)
+    write_replay_every(replay2, 2)
     sweep_file = tmp / "SWEEP.toml"
     sweep_file.write_text(
         f'epochs = 1\nseed = 0\n[[model]]\nspec = "gold"\n[[model]]\nspec = "replay:{replay}"\n'
-        '[[benchmark]]\nname = "suite"\n'
+        f'[[model]]\nspec = "replay:{replay2}"\n[[benchmark]]\nname = "suite"\n'
     )
-    # In a process of its own: the browser tests' Playwright keeps an event loop running in this thread.
+    doc = run_sweep(sweep_file, url)
+    runs = {cell["model"]: cell["run"] for cell in doc["cells"]}
+
+    def run_of(file: Path) -> str:
+        return next(run for model, run in runs.items() if model.endswith(file.name))
+
+    return SweepRuns(url=url, sweep=doc["sweep"], gold=runs["gold"], replay=run_of(replay), failing=failing_every(3),
+                     replay2=run_of(replay2), failing2=failing_every(2))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ChartSweep:
+    """A store with a sweep whose run has charts: the gold model on a few BFCL entries of four categories."""
+
+    url: str
+    sweep: str
+    run: str
+
+
+def run_sweep(sweep_file: Path, url: str) -> dict[str, Any]:
+    """``toolgauge sweep SWEEP_FILE --store URL --json``'s document.
+
+    In a process of its own: the browser tests' Playwright keeps an event loop running in this thread.
+    """
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[1] / "src"),
                                                         os.environ.get("PYTHONPATH", "")])}  # fmt: skip
     done = subprocess.run(
@@ -220,8 +264,32 @@ def make_sweep(tmp: Path) -> SweepRuns:
         capture_output=True, text=True, env=env, timeout=600, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    doc = json.loads(done.stdout)
-    runs = {cell["model"]: cell["run"] for cell in doc["cells"]}
-    gold = runs["gold"]
-    other = next(run for model, run in runs.items() if model != "gold")
-    return SweepRuns(url=url, sweep=doc["sweep"], gold=gold, replay=other, failing=failing_turns())
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+def chart_sweep_report(tmp: Path) -> tuple[ChartSweep, Path]:
+    """A BFCL sweep of the gold model (:func:`make_chart_sweep`) and its ``report SWEEP --html`` file; skips
+    without the BFCL data."""
+    from conftest import shared_data_dir
+
+    bfcl = shared_data_dir() / "bfcl"
+    if not bfcl.is_dir():
+        pytest.skip(f"BFCL data not found at {bfcl} (set TOOLGAUGE_DATA_DIR)")
+    swept = make_chart_sweep(tmp, bfcl)
+    out = tmp / "charts.html"
+    assert invoke("report", swept.sweep, "--store", swept.url, "--html", out).exit_code == 0
+    return swept, out
+
+
+def make_chart_sweep(tmp: Path, bfcl_dir: Path) -> ChartSweep:
+    """Run ``toolgauge sweep`` of the gold model on BFCL (real data, per-category chart) into a store under ``tmp``."""
+    url = f"sqlite:///{tmp / 'charts.db'}"
+    sweep_file = tmp / "CHARTS.toml"
+    categories = ", ".join(f'"{c}"' for c in BFCL_CATEGORIES.split(","))
+    sweep_file.write_text(
+        f'[[model]]\nspec = "gold"\n[[benchmark]]\nname = "bfcl"\ndata = "{bfcl_dir}"\n'
+        f"categories = [{categories}]\nlimit = 3\n"
+    )
+    doc = run_sweep(sweep_file, url)
+    [cell] = doc["cells"]
+    return ChartSweep(url=url, sweep=doc["sweep"], run=cell["run"])

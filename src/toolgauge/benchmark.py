@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from toolgauge.engine import EpisodeContext, SampleOutcome
+    from toolgauge.panels import RunPanels, SamplePanels
     from toolgauge.records import AssistantTurn
 
 S = TypeVar("S")
@@ -90,6 +91,12 @@ class BenchmarkSpec:
         score_options: The ``build`` options that scoring recorded outputs adds (BFCL: ``{"mode": "replay"}``).
         repeatable: Whether a run may try each sample several times (``--epochs``); False where the tries
             of one sample would share files (ToolGate's candidate ids).
+        roles: The model specs of the extra roles (``{"agent": SPEC, "judge": SPEC}``) a run asks for, from
+            its ``build`` options and the evaluated model's spec, as the benchmark's ``eval`` command decides
+            them (Tool-Genesis's ``--agent-model`` and ``--judge-model``); None: it asks for none. A sweep
+            cell gives its run these clients.
+        run_panels: The viewer's extra panels of a run page (:mod:`toolgauge.panels`), or None.
+        sample_panels: The viewer's extra panels of a sample page, or None.
     """
 
     name: str
@@ -105,6 +112,9 @@ class BenchmarkSpec:
     unit: str = "samples"
     score_options: Mapping[str, Any] = field(default_factory=dict)
     repeatable: bool = True
+    roles: Callable[[Mapping[str, Any], str], Mapping[str, str]] | None = None
+    run_panels: RunPanels | None = None
+    sample_panels: SamplePanels | None = None
 
 
 def variants_text(spec: BenchmarkSpec) -> str:

@@ -21,7 +21,7 @@ from toolgauge.results import SampleScore
 from toolgauge.stats.paired import MetricComparison, PairedUnit, compare_paired
 
 if TYPE_CHECKING:
-    from toolgauge.store.store import Store
+    from toolgauge.store.store import RunInfo, Store
 
 
 class Flipped(BaseModel):
@@ -157,22 +157,46 @@ def compare_runs(
         UsageError: a run is unknown, cannot be rescored, the runs are of different benchmarks, or a
             metric is a per-unit score of neither run.
     """
+    return compare_many(store, [run_a, run_b], metrics, seed=seed)[0]
+
+
+def compare_many(
+    store: Store, runs: Sequence[str], metrics: Sequence[str] | None = None, *, seed: int = 0
+) -> list[RunComparison]:
+    """Compare each stored run after the first with the first (``toolgauge compare A B C``), as :func:`compare_runs`.
+
+    Every run is scored again once. Raises ``UsageError`` as :func:`compare_runs` does (the first run of
+    another benchmark than A's is named).
+    """
     from toolgauge.api import stored_units
 
-    ids = (store.resolve_run_id(run_a), store.resolve_run_id(run_b))
+    ids = [store.resolve_run_id(ref) for ref in runs]
     infos = [store.get_run(run_id) for run_id in ids]
-    for ref, info in zip((run_a, run_b), infos, strict=True):
+    found: list[RunInfo] = []
+    for ref, info in zip(runs, infos, strict=True):
         if info is None:
             raise UsageError(f"no run {ref!r} in the store (see: toolgauge runs)")
-    info_a, info_b = infos
-    assert info_a is not None and info_b is not None
-    if info_a.benchmark != info_b.benchmark:
-        raise UsageError(
-            f"run {info_a.id} is {info_a.benchmark} and run {info_b.id} is {info_b.benchmark}: "
-            "compare runs of the same benchmark"
-        )
-    headline, samples_a = stored_units(store, info_a)
-    _, samples_b = stored_units(store, info_b)
+        found.append(info)
+    first = found[0]
+    require_one_benchmark(found)
+    headline, samples_a = stored_units(store, first)
     named = bool(metrics)
-    return compare_scores(info_a.id, info_b.id, info_a.benchmark, samples_a, samples_b,
-                          list(metrics) if metrics else list(headline), seed=seed, required=named)  # fmt: skip
+    chosen = list(metrics) if metrics else list(headline)
+    comparisons = []
+    for info in found[1:]:
+        _, samples_b = stored_units(store, info)
+        comparisons.append(
+            compare_scores(first.id, info.id, first.benchmark, samples_a, samples_b, chosen, seed=seed, required=named)
+        )
+    return comparisons
+
+
+def require_one_benchmark(runs: Sequence[RunInfo]) -> None:
+    """Raise ``UsageError`` naming the first run of another benchmark than the first run's."""
+    first = runs[0]
+    for info in runs[1:]:
+        if info.benchmark != first.benchmark:
+            raise UsageError(
+                f"run {first.id} is {first.benchmark} and run {info.id} is {info.benchmark}: "
+                "compare runs of the same benchmark"
+            )

@@ -1,10 +1,13 @@
-"""``toolgauge compare RUN_A RUN_B``: run B against run A on the units both scored (no model is asked)."""
+"""``toolgauge compare RUN_A RUN_B [RUN]...``: run B (and each further run) against run A on the units both scored.
+
+No model is asked. With two runs the output is the comparison itself; with more, one comparison per run after A.
+"""
 
 from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich import box
@@ -20,6 +23,9 @@ if TYPE_CHECKING:  # toolgauge.compare loads numpy: only when the command runs
 
 RunA = Annotated[str, typer.Argument(help="Run A (the baseline): an id, a unique start of one, or 'latest'.")]
 RunB = Annotated[str, typer.Argument(help="Run B, compared with A: an id, a unique start of one, or 'latest'.")]
+MoreRuns = Annotated[
+    list[str] | None, typer.Argument(help="More runs, each compared with A (optional).", show_default=False)
+]
 # Flipped units listed in the terminal (``--json`` lists them all).
 SHOWN_FLIPS = 10
 
@@ -27,6 +33,7 @@ SHOWN_FLIPS = 10
 def compare_cmd(
     run_a: RunA,
     run_b: RunB,
+    more: MoreRuns = None,
     metric: Annotated[
         list[str] | None,
         typer.Option("--metric", help="A per-unit metric to compare (repeatable; default: the benchmark's headline)."),
@@ -34,25 +41,32 @@ def compare_cmd(
     store: StoreOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Compare two runs of one benchmark: B - A per metric, its 95% interval and a paired test.
+    """Compare runs of one benchmark: B - A per metric, its 95% interval and a paired test (each run after A).
 
     Units are paired by id (averaged over their epochs first); units only one run has are counted.
-    Both runs are scored again from their stored outputs; their data files must still be where they were.
+    The runs are scored again from their stored outputs; their data files must still be where they were.
     """
 
     def body() -> None:
-        from toolgauge.compare import compare_runs
+        from toolgauge.compare import compare_many
         from toolgauge.store import open_store
 
         st = open_store(store, create=False)
         try:
-            comparison = compare_runs(st, run_a, run_b, metric or None)
+            comparisons = compare_many(st, [run_a, run_b, *(more or [])], metric or None)
         finally:
             st.close()
         if as_json:
-            sys.stdout.write(json.dumps(redact_tree(comparison.model_dump(mode="json")), indent=2) + "\n")
+            docs = [c.model_dump(mode="json") for c in comparisons]
+            doc: Any = docs[0]
+            if len(docs) > 1:  # two runs: the comparison itself, as always
+                doc = {"baseline": comparisons[0].a, "benchmark": comparisons[0].benchmark, "comparisons": docs}
+            sys.stdout.write(json.dumps(redact_tree(doc), indent=2) + "\n")
         else:
-            render_comparison(comparison)
+            for i, comparison in enumerate(comparisons):
+                if i:
+                    out.print()
+                render_comparison(comparison)
 
     guarded(body)
 

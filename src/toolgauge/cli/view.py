@@ -16,6 +16,7 @@ from toolgauge.errors import UsageError
 from toolgauge.results import SampleScore
 
 if TYPE_CHECKING:  # SQLAlchemy loads with the store: only when the command runs
+    from toolgauge.panels import RunPanels, SamplePanels
     from toolgauge.store.store import RunInfo, Store
     from toolgauge.view.data import Benchmarks
 
@@ -51,12 +52,22 @@ def sweep_leaderboard(store: Store, sweep_id: str) -> dict[str, Any]:
     return {"sweep": report.sweep, "status": report.status, "boards": boards}
 
 
+def benchmark_panels(run_name: str) -> tuple[RunPanels | None, SamplePanels | None]:
+    """The run and sample panels of the benchmark whose runs are named ``run_name`` (none for an unknown one)."""
+    from toolgauge.benchmarks.registry import spec_for_run
+
+    spec = spec_for_run(run_name)
+    return (spec.run_panels, spec.sample_panels) if spec is not None else (None, None)
+
+
 def registry_benchmarks() -> Benchmarks:
     """The viewer's access to the registered benchmarks."""
     from toolgauge.api import headline_of
     from toolgauge.view.data import Benchmarks
 
-    return Benchmarks(verdicts=stored_verdicts, headline=headline_of, leaderboard=sweep_leaderboard)
+    return Benchmarks(
+        verdicts=stored_verdicts, headline=headline_of, leaderboard=sweep_leaderboard, panels=benchmark_panels
+    )
 
 
 def require_view_packages() -> None:

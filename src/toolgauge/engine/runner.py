@@ -76,6 +76,9 @@ class EngineConfig:
     # Tries of every sample (``--epochs K``): each try is a unit of its own (scheduled, retried, stored
     # and resumed alone) under the store key ``epoch_key(sample, epoch)``.
     epochs: int = 1
+    # Hits found on the store's thread, per model, after which the store reads that model's cache entries
+    # into memory (``Store.prefetch_cache``), so later hits are answered with no wait; None: never.
+    cache_prefetch_after: int | None = 16
 
 
 @dataclass(slots=True)
@@ -190,6 +193,8 @@ class _RunState:
     # The failure that stops the whole run (endpoint down, store write failed); first one wins.
     fatal: EndpointDown | StoreWriteError | None = None
     workers: list[asyncio.Task[None]] = field(default_factory=list)
+    # Cache hits found on the store's thread, per model (cache_id): enough of them start a prefetch.
+    trip_hits: dict[str, int] = field(default_factory=dict)
 
     def stop(self, exc: EndpointDown | StoreWriteError) -> EndpointDown | StoreWriteError:
         """Stop the run: remember why and cancel every worker (no further model calls)."""
@@ -203,6 +208,14 @@ class _RunState:
         streak = self.streaks.get(id(client), 0) + 1
         self.streaks[id(client)] = streak
         return streak
+
+    def hit_in_store(self, client: ModelClient) -> None:
+        """A hit needed a trip to the store's thread: after enough of them, read the model's entries ahead."""
+        after = self.config.cache_prefetch_after
+        hits = self.trip_hits.get(client.cache_id, 0) + 1
+        self.trip_hits[client.cache_id] = hits
+        if after is not None and hits == max(after, 1):
+            self.store.prefetch_cache(client.cache_id)
 
     def answered(self, client: ModelClient) -> None:
         self.streaks[id(client)] = 0
@@ -274,7 +287,12 @@ class EpisodeContext:
         )
         key = request_hash(client.cache_id, request, epoch=self.epoch) if client.cacheable else None
         if key is not None and st.config.use_cache:
-            hit = await st.store.cache_get_async(key)  # off the event loop
+            # Known in memory (buffered, or read ahead): no wait. Else a look-up on the store's thread.
+            hit = st.store.cache_known(key)
+            if hit is None:
+                hit = await st.store.cache_get_async(key)  # off the event loop
+                if hit is not None:
+                    st.hit_in_store(client)
             if hit is not None:
                 turn = AssistantTurn.model_validate(hit)
                 st.cached += 1

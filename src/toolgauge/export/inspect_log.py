@@ -14,7 +14,10 @@ What maps to what (docs/exports.md):
 * ``samples``: one per (sample, epoch). ``input`` is what the first model call was sent; ``messages``
   the conversation (each model call's new messages, then its answer); ``output`` the last answer;
   ``scores`` the verdict; ``model_usage`` the tokens the sample's calls spent (calls answered from the
-  response cache spent none).
+  response cache spent none); ``events`` one model event per stored call of every role (its input, tools,
+  settings, answer, error, latency, and ``cache: "read"`` when the response cache answered it), which
+  ``inspect view`` shows as the sample's transcript; ``target`` the gold answer where the verdict carries
+  one (BFCL's possible answers, a suite turn's expected calls), as JSON text.
 * A sample scored as several units (MTU-Bench's turns, Tool-Genesis's tasks) gets the mean of its units'
   values, and every unit's verdict in the score's metadata (``units``).
 """
@@ -122,6 +125,43 @@ class Score(BaseModel):
     metadata: dict[str, Any] | None = None
 
 
+class InspectToolInfo(BaseModel):
+    """``inspect_ai.tool.ToolInfo``: ``parameters`` in Inspect's JSON-schema subset (see :func:`inspect_schema`)."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}, "required": []})
+
+
+class GenerateConfig(BaseModel):
+    """``inspect_ai.model.GenerateConfig`` (the settings a stored call records)."""
+
+    temperature: float | None = None
+    max_tokens: int | None = None
+    seed: int | None = None
+    reasoning_effort: str | None = None
+
+
+class ModelEvent(BaseModel):
+    """``inspect_ai.event.ModelEvent``: one call to a model (of any role)."""
+
+    event: Literal["model"] = "model"
+    timestamp: str
+    working_start: float = 0.0
+    model: str
+    role: str | None = None
+    input: list[InspectMessage]
+    tools: list[InspectToolInfo] = Field(default_factory=list)
+    tool_choice: Literal["auto", "any", "none"] = "auto"
+    config: GenerateConfig = Field(default_factory=GenerateConfig)
+    output: ModelOutput
+    retries: int | None = None
+    error: str | None = None
+    cache: Literal["read", "write"] | None = None
+    working_time: float | None = None
+    metadata: dict[str, Any] | None = None
+
+
 class EvalError(BaseModel):
     """``inspect_ai.log.EvalError``: a sample's run error (toolgauge keeps no traceback)."""
 
@@ -145,6 +185,7 @@ class EvalSample(BaseModel):
     role_usage: dict[str, ModelUsage] = Field(default_factory=dict)
     total_time: float | None = None
     error: EvalError | None = None
+    events: list[ModelEvent] = Field(default_factory=list)
 
 
 class EvalMetric(BaseModel):
@@ -388,10 +429,13 @@ def _sample(source: RunSource, key: str, epoch: int, units: list[SampleScore]) -
     error = next((u.error for u in units if u.error), None) or (
         state.error if state is not None and state.status != "done" else None
     )
+    started = _iso(source.run.created_at)
     return EvalSample(
         id=key,
         epoch=epoch,
         input=[_message(m, "input") for m in first_request] if first_request else "",
+        target=_target(units),
+        events=[_event(call, source.run.model, started) for call in calls],
         messages=messages,
         output=_output(last, source.run.model),
         scores=_scores(source.run.benchmark, units),
@@ -401,6 +445,111 @@ def _sample(source: RunSource, key: str, epoch: int, units: list[SampleScore]) -
         total_time=state.latency_s if state is not None else None,
         error=EvalError(message=error) if error else None,
     )
+
+
+# Unit metadata keys that hold a verdict's gold answer (the viewer shows the same beside the model's calls).
+GOLD_KEYS = ("gold", "expected")
+
+
+def _target(units: Sequence[SampleScore]) -> str | list[str]:
+    """The gold answer of the sample's units as JSON text: one unit's as a string, several units' as a list."""
+    golds = [
+        json.dumps(gold, ensure_ascii=False, sort_keys=True)
+        for unit in units
+        for gold in [next((unit.metadata[k] for k in GOLD_KEYS if unit.metadata.get(k) is not None), None)]
+        if gold is not None
+    ]
+    if not golds:
+        return ""
+    return golds[0] if len(units) == 1 else golds
+
+
+# JSON-schema types Inspect's reader accepts; other spellings some datasets use (BFCL's) map onto them.
+_JSON_TYPES = {"string", "integer", "number", "boolean", "array", "object", "null"}
+_TYPE_ALIASES = {"dict": "object", "float": "number", "int": "integer", "tuple": "array", "list": "array",
+                 "str": "string", "bool": "boolean", "any": None}  # fmt: skip
+# The plain keys of Inspect's JSONSchema and the types it reads them as (a value of another type is dropped).
+_SCHEMA_KEYS: dict[str, type | tuple[type, ...]] = {
+    "format": str, "description": str, "default": object, "enum": list, "pattern": str, "minLength": int,
+    "maxLength": int, "minimum": (int, float), "maximum": (int, float), "examples": list,
+}  # fmt: skip
+
+
+def inspect_schema(schema: Any) -> dict[str, Any]:
+    """A tool's JSON schema in the subset Inspect's ``JSONSchema`` reads (unknown keys dropped, type aliases mapped).
+
+    The schema the model was sent is unchanged in the event's ``input`` for prompting benchmarks and in the
+    stored run; this is only what Inspect's tool list can hold.
+    """
+    if not isinstance(schema, dict):
+        return {}
+    out: dict[str, Any] = {
+        k: v
+        for k, v in schema.items()
+        if k in _SCHEMA_KEYS and isinstance(v, _SCHEMA_KEYS[k]) and not (isinstance(v, bool) and k != "default")
+    }
+    kind = schema.get("type")
+    kinds = kind if isinstance(kind, list) else [kind]
+    mapped = [t if t in _JSON_TYPES else _TYPE_ALIASES.get(str(t)) for t in kinds if t is not None]
+    mapped = [t for t in dict.fromkeys(mapped) if t is not None]
+    if mapped:
+        out["type"] = mapped if isinstance(kind, list) else mapped[0]
+    if isinstance(schema.get("items"), dict):
+        out["items"] = inspect_schema(schema["items"])
+    if isinstance(schema.get("properties"), dict):
+        out["properties"] = {str(k): inspect_schema(v) for k, v in schema["properties"].items()}
+    if isinstance(schema.get("additionalProperties"), bool | dict):
+        extra = schema["additionalProperties"]
+        out["additionalProperties"] = extra if isinstance(extra, bool) else inspect_schema(extra)
+    if isinstance(schema.get("anyOf"), list):
+        out["anyOf"] = [inspect_schema(x) for x in schema["anyOf"]]
+    if isinstance(schema.get("required"), list):
+        out["required"] = [str(x) for x in schema["required"]]
+    return out
+
+
+def _tool_params(parameters: dict[str, Any]) -> dict[str, Any]:
+    """``ToolParams``: always an object with properties and required names."""
+    schema = inspect_schema(parameters)
+    return {
+        "type": "object",
+        "properties": schema.get("properties", {}),
+        "required": schema.get("required", []),
+    }
+
+
+def _event(call: ModelCallRecord, run_model: str, started: str) -> ModelEvent:
+    """The Inspect model event of one stored call (``timestamp``: when the run started; calls keep no clock)."""
+    options = call.options
+    model = (call.response.model if call.response is not None else None) or run_model
+    tools = [InspectToolInfo(name=t.name, description=t.description, parameters=_tool_params(t.parameters))
+             for t in call.tools or []]  # fmt: skip
+    config = GenerateConfig()
+    if options is not None:
+        config = GenerateConfig(temperature=options.temperature, max_tokens=options.max_tokens, seed=options.seed,
+                                reasoning_effort=options.reasoning_effort)  # fmt: skip
+    return ModelEvent(
+        timestamp=started,
+        model=model,
+        role=None if call.role == "model" else call.role,
+        input=[_message(m, "input") for m in call.messages or []],
+        tools=tools,
+        tool_choice=_tool_choice(options.tool_choice if options is not None else None),
+        config=config,
+        output=_output(call, run_model) if call.response is not None else ModelOutput(model=model, error=call.error),
+        retries=call.attempts - 1 if call.attempts > 1 else None,
+        error=call.error,
+        cache="read" if call.cached else None,
+        working_time=call.latency_s,
+        metadata={"toolgauge_step": call.step, "toolgauge_request_hash": call.request_hash},
+    )
+
+
+def _tool_choice(choice: str | None) -> Literal["auto", "any", "none"]:
+    # OpenAI's "required" is Inspect's "any"; a named function is shown as "any" (Inspect would need its name).
+    if choice == "none":
+        return "none"
+    return "any" if choice not in (None, "auto") else "auto"
 
 
 def _scores(scorer: str, units: list[SampleScore]) -> dict[str, Score] | None:

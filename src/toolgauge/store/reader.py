@@ -29,12 +29,20 @@ class CacheReader:
         self._cursor: Any = None
         cache = schema.response_cache.c
         self._query = select(cache.response).where(cache.key == bindparam("key"))
+        # One model's entries in key order, a page after a key (``page``): the primary key's order.
+        self._page_query = (
+            select(cache.key, cache.response)
+            .where((cache.model == bindparam("model")) & (cache.key > bindparam("after")))
+            .order_by(cache.key)
+            .limit(bindparam("rows"))
+        )
         # One connection per thread (in-memory SQLite): a connection of our own would be the writers' own,
         # and autocommit on it would break their transactions; look up through a checkout as writers do.
         self._shared = isinstance(engine.pool, SingletonThreadPool | StaticPool)
         compiled = self._query.compile(dialect=engine.dialect)
         self._sql = compiled.string
         self._positional = compiled.positional
+        self._paged = self._page_query.compile(dialect=engine.dialect)
         #: What a failed look-up raises besides SQLAlchemy's errors: the DB-API's own.
         self.error: type[Exception] = engine.dialect.loaded_dbapi.Error
 
@@ -54,6 +62,25 @@ class CacheReader:
                 self._drop()  # a lost connection: the next look-up opens a new one
                 raise
         return None if row is None else str(row[0])
+
+    def page(self, model: str, after: str, rows: int) -> list[tuple[str, str]]:
+        """Up to ``rows`` (key, response text) of ``model``'s entries whose key sorts after ``after``, in key order."""
+        values = {"model": model, "after": after, "rows": rows}
+        if self._shared:
+            with self._engine.connect() as conn:
+                return [(str(k), str(r)) for k, r in conn.execute(self._page_query, values)]
+        # Every parameter the dialect added (SQLite's OFFSET), in the DB-API's form.
+        named = self._paged.construct_params(values)
+        params: Any = tuple(named[name] for name in self._paged.positiontup or []) if self._positional else named
+        with self._lock:
+            cursor = self._cursor if self._cursor is not None else self._open()
+            try:
+                cursor.execute(self._paged.string, params)
+                found = cursor.fetchall()
+            except BaseException:
+                self._drop()
+                raise
+        return [(str(k), str(r)) for k, r in found]
 
     def close(self) -> None:
         """Give the connection back to the engine's pool."""

@@ -14,7 +14,9 @@ Each model call's request and response are kept (``put_request``, ``transcript``
 as content-addressed blobs committed with the call's row (see :mod:`toolgauge.store.transcripts`).
 
 Off the event loop: ``flush_async``, ``cache_get_async`` and ``run_io`` run a store call on the
-store's own thread (one per store, so its calls keep their order) while the loop goes on. Buffering
+store's own thread (one per store, so its calls keep their order) while the loop goes on.
+``prefetch_cache`` reads a model's cache entries into memory there, and ``cache_known`` answers from
+memory alone (rows buffered, being committed or read ahead), so a hit it knows needs no trip. Buffering
 a row stays on the caller's thread and costs no I/O; a lock guards the buffers, and one flush runs
 at a time. While an engine sets ``flush_soon``, a buffer that is due for a flush asks it for one
 instead of writing on the caller's thread. An in-memory SQLite store (one connection per thread)
@@ -62,6 +64,7 @@ from toolgauge.redact import redact, redact_tree, redact_url, secret_values
 from toolgauge.results import EvalResults
 from toolgauge.store import schema
 from toolgauge.store.lease import HEARTBEAT_SECONDS, LockHolder, is_stale, pid_start_time, this_host
+from toolgauge.store.prefetch import CachePrefetch
 from toolgauge.store.reader import CacheReader
 from toolgauge.store.schema import SCHEMA_VERSION
 from toolgauge.store.transcripts import (
@@ -180,6 +183,8 @@ class Store:
         # The cache entries of the flush under way: still served by cache_get until they are committed.
         self._inflight_cache: dict[str, dict[str, Any]] = {}
         self._reader = CacheReader(engine)
+        # Models' cache entries read into memory on the store's thread (``prefetch_cache``).
+        self._prefetch = CachePrefetch(self._reader)
         # Called instead of a flush on the caller's thread when the buffers are due (set by the engine's
         # group commit, which starts the flush on the store's thread).
         self.flush_soon: Callable[[], None] | None = None
@@ -237,6 +242,30 @@ class Store:
         if len(self._lookups) == 1:
             loop.call_soon(self._send_lookups, loop)
         return await waiter
+
+    def cache_known(self, key: str) -> dict[str, Any] | None:
+        """A cached response known without I/O: buffered, being committed, or read by ``prefetch_cache``.
+
+        None says nothing: the entry may still be in the database (``cache_get_async`` finds it).
+        """
+        with self._buffer_lock:
+            pending = self._pending_cache.get(key) or self._inflight_cache.get(key)
+        if pending is not None:
+            return json.loads(pending["response"])  # type: ignore[no-any-return]
+        text = self._prefetch.get(key)
+        return json.loads(text) if text is not None else None
+
+    def prefetch_cache(self, model: str) -> threading.Event | None:
+        """Start reading ``model``'s cache entries (its ``cache_id``) into memory on the store's thread.
+
+        Returns at once, with an event set once every page is read (or reading stopped); ``cache_known``
+        serves each entry once its page is read (see :mod:`toolgauge.store.prefetch`). Asking again for a
+        model returns the same event. Nothing to do (None) for an in-memory SQLite store, whose look-ups
+        never leave the caller's thread.
+        """
+        if not self._threaded:
+            return None
+        return self._prefetch.start(redact_url(model), self.start_io)
 
     def _send_lookups(self, loop: asyncio.AbstractEventLoop) -> None:
         batch, self._lookups = self._lookups, []
@@ -335,6 +364,7 @@ class Store:
             for run_id in sorted(self._locks):
                 with contextlib.suppress(StoreWriteError):
                     self.release_run_lock(run_id)
+            self._prefetch.stop()
             if self._io is not None:
                 self._io.shutdown(wait=True)
                 self._io = None

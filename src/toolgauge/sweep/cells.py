@@ -22,11 +22,11 @@ from sqlalchemy import delete
 from toolgauge.driver import ProbedClient, RunOptions, run_benchmark, run_config
 from toolgauge.engine import EngineConfig, run_episodes
 from toolgauge.errors import ModelError, RunLocked, UsageError
-from toolgauge.models.spec import resolve_model
+from toolgauge.models.spec import display_spec, resolve_model
 from toolgauge.store import Store, open_store, schema
 from toolgauge.store.lease import this_host
-from toolgauge.sweep.limits import LimitedClient, Limiter
-from toolgauge.sweep.plan import CellTask, build_bench
+from toolgauge.sweep.limits import LimitedClient, Limiter, endpoint_of
+from toolgauge.sweep.plan import DEFAULT_CONCURRENCY, CellTask, build_bench
 
 # Whether a host is known to be lost (its Ray node died): its leases need not go stale first.
 HostGone = Callable[[str], bool]
@@ -75,8 +75,9 @@ async def run_cell(
             resolve_model(task.model_spec, replay_loader=bench.replay_table, timeout=task.timeout),
             limiter, task.endpoint, task.endpoint_limit, name=task.shown_model,
         )  # fmt: skip
+        roles = role_clients(task, client, limiter)
         try:
-            result = await run_benchmark(bench, task.shown_model, options, client=client)
+            result = await run_benchmark(bench, task.shown_model, options, client=client, roles=roles)
         except RunLocked:
             if host_gone is not None:
                 store = open_store(store_url)
@@ -92,6 +93,24 @@ async def run_cell(
             continue
         run = result.scored.results.run
         return run.status if run is not None else "finished"
+
+
+def role_clients(task: CellTask, evaluated: LimitedClient, limiter: Limiter | None) -> dict[str, LimitedClient]:
+    """The clients of the cell's extra roles (Tool-Genesis's ``agent`` and ``judge``), each under its endpoint's limit.
+
+    As ``eval`` does: a role whose spec is the evaluated model's shares its client, and roles with one spec
+    share one client.
+    """
+    clients: dict[str, LimitedClient] = {task.model_spec: evaluated}
+    roles: dict[str, LimitedClient] = {}
+    for role, spec in task.roles.items():
+        if spec not in clients:
+            endpoint = endpoint_of(spec)
+            limit = task.role_limits.get(endpoint, DEFAULT_CONCURRENCY) if endpoint else DEFAULT_CONCURRENCY
+            inner = resolve_model(spec, timeout=task.timeout)
+            clients[spec] = LimitedClient(inner, limiter, endpoint, limit, name=display_spec(spec))
+        roles[role] = clients[spec]
+    return roles
 
 
 def engine_config(task: CellTask) -> EngineConfig:
@@ -139,22 +158,29 @@ async def run_shard(
             resolve_model(task.model_spec, replay_loader=bench.replay_table, timeout=task.timeout),
             limiter, task.endpoint, task.endpoint_limit, name=task.shown_model,
         )  # fmt: skip
+        roles = role_clients(task, client, limiter)
+        # Each client once (a role may share the evaluated model's), started and probed as the driver does.
+        distinct = list({id(c): c for c in (client, *roles.values())}.values())
+        started: list[LimitedClient] = []
         try:
-            await client.start()
-        except ModelError as exc:
-            raise UsageError(f"model {client.name!r} could not start: {exc}") from exc
-        try:
-            if isinstance(client.inner, ProbedClient):
+            for each in distinct:
                 try:
-                    await client.probe()
+                    await each.start()
                 except ModelError as exc:
-                    raise UsageError(f"model {client.name!r} does not answer: {exc}") from exc
+                    raise UsageError(f"model {each.name!r} could not start: {exc}") from exc
+                started.append(each)
+                if isinstance(each.inner, ProbedClient):
+                    try:
+                        await each.probe()
+                    except ModelError as exc:
+                        raise UsageError(f"model {each.name!r} does not answer: {exc}") from exc
             outcome = await run_episodes(
                 samples, bench.episode, bench.result_type, client=client, store=store, run_id=run_id,
-                config=engine_config(task), shard=True,
+                config=engine_config(task), roles=roles, shard=True,
             )  # fmt: skip
         finally:
-            await client.close()
+            for each in started:
+                await each.close()
         return len(outcome.outcomes) - len(outcome.failed)
     finally:
         store.close()

@@ -17,7 +17,9 @@ Option keys are the ``eval`` command's option names with ``-`` as ``_``. A bench
 of its benchmark's ``build`` (what ``toolgauge.api.evaluate`` passes on) and the engine options below; a model
 entry takes the engine options and any option every benchmark of the file accepts (``temperature``,
 ``max_tokens``). An option set by both a model and a benchmark entry is an error. Entries are counted from 1
-in messages (``benchmark[1]`` is the first ``[[benchmark]]``).
+in messages (``benchmark[1]`` is the first ``[[benchmark]]``). ``eval``'s ``--model`` is no key: a cell's
+model is its ``[[model]]`` spec. Extra roles' models are options too (Tool-Genesis's ``agent_model`` and
+``judge_model``); the planner gives each cell those clients (``BenchmarkSpec.roles``).
 """
 
 from __future__ import annotations
@@ -84,6 +86,8 @@ class SweepFile(BaseModel):
 
 
 TOP_KEYS = ("epochs", "seed", "model", "benchmark")
+# ``eval``'s --model is each cell's [[model]] spec (given to a build that takes ``model``, as Tool-Genesis's).
+_MODEL_KEY = "not an option here: each cell's model is its [[model]] entry's spec"
 
 
 def read_sweep_file(path: Path) -> tuple[SweepFile, str]:
@@ -178,6 +182,8 @@ def _benchmark_entry(index: int, raw: dict[str, Any], bad: Callable[[str, str], 
             continue
         if key in ("epochs", "seed"):
             raise bad(f"{where}.{key}", "set it at the top of the file, for the whole sweep")
+        if key == "model":
+            raise bad(f"{where}.{key}", _MODEL_KEY)
         if key not in params:
             raise bad(f"{where}.{key}", f"not an option of {name} (options: {', '.join(sorted(params))})")
         options[key] = _absolute(_checked(value, params[key], f"{where}.{key}", bad), params[key])
@@ -201,6 +207,8 @@ def _model_entry(
             continue
         if key in ("epochs", "seed"):
             raise bad(f"{where}.{key}", "set it at the top of the file, for the whole sweep")
+        if key == "model":
+            raise bad(f"{where}.{key}", _MODEL_KEY)
         for bench in specs:
             assert bench is not None
             params = build_parameters(bench)

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from toolgauge.benchmark import Benchmark
 from toolgauge.errors import DataError, UsageError
 from toolgauge.models.spec import display_spec, resolve_model
-from toolgauge.sweep.file import SweepFile, SweepFileError
+from toolgauge.sweep.file import BenchmarkEntry, ModelEntry, SweepFile, SweepFileError, build_parameters
 from toolgauge.sweep.limits import endpoint_of
 
 # eval's engine defaults (cli/common.py EngineDefaults): what a cell gets for an option the file leaves out.
@@ -39,6 +39,10 @@ class CellTask(BaseModel):
     seed: int = 0
     endpoint: str | None = None
     endpoint_limit: int = DEFAULT_CONCURRENCY
+    # The extra roles' model specs (Tool-Genesis's agent and judge), as the benchmark's eval command decides
+    # them from the options (``BenchmarkSpec.roles``), and the limits of their endpoints.
+    roles: dict[str, str] = {}
+    role_limits: dict[str, int] = {}
 
 
 @dataclass
@@ -74,6 +78,8 @@ def plan_cells(sweep: SweepFile, where: str) -> list[Cell]:
             spec = spec_named(entry.name)
             assert spec is not None  # checked with the file
             options = {**entry.options, **model.options}
+            if "model" in build_parameters(spec):  # a build that takes the evaluated model (Tool-Genesis)
+                options["model"] = model.spec
             try:
                 bench = spec.build(**options)
             except DataError as exc:
@@ -85,7 +91,16 @@ def plan_cells(sweep: SweepFile, where: str) -> list[Cell]:
             except (UsageError, DataError) as exc:
                 text = exc.render() if isinstance(exc, DataError) else str(exc)
                 raise SweepFileError(f"{where}: model[{m_index}].spec: {text}") from None
+            roles = dict(spec.roles(options, model.spec)) if spec.roles is not None else {}
+            for role_spec in roles.values():
+                try:
+                    resolve_model(role_spec)
+                except (UsageError, DataError) as exc:
+                    text = exc.render() if isinstance(exc, DataError) else str(exc)
+                    field_name = _role_field(role_spec, model, m_index, entry, b_index)
+                    raise SweepFileError(f"{where}: {field_name}: {text}") from None
             endpoint = endpoint_of(model.spec)
+            role_endpoints = {e for e in map(endpoint_of, roles.values()) if e is not None}
             task = CellTask(
                 index=len(cells),
                 benchmark=entry.name,
@@ -100,9 +115,20 @@ def plan_cells(sweep: SweepFile, where: str) -> list[Cell]:
                 seed=sweep.seed,
                 endpoint=endpoint,
                 endpoint_limit=limits.get(endpoint, DEFAULT_CONCURRENCY) if endpoint else DEFAULT_CONCURRENCY,
+                roles=roles,
+                role_limits={e: limits.get(e, DEFAULT_CONCURRENCY) for e in sorted(role_endpoints)},
             )
             cells.append(Cell(task, bench))
     return cells
+
+
+def _role_field(spec: str, model: ModelEntry, m_index: int, entry: BenchmarkEntry, b_index: int) -> str:
+    """Where a role's spec was set: the option (``benchmark[2].judge_model``) or, by default, the model's spec."""
+    for where, options in ((f"benchmark[{b_index}]", entry.options), (f"model[{m_index}]", model.options)):
+        for key, value in options.items():
+            if key.endswith("_model") and value == spec:
+                return f"{where}.{key}"
+    return f"model[{m_index}].spec"
 
 
 def _first(*values: Any) -> Any:

@@ -196,11 +196,18 @@ def create_app(data: ViewData, *, token: str | None = None, allowed_hosts: list[
                     charts.popitem(last=False)
         return Response(svg, media_type="image/svg+xml")
 
+    def panels(request: Request) -> Response:
+        return JSONResponse(data.run_panels(request.path_params["run_id"]))
+
     def compare(request: Request) -> Response:
         q = request.query_params
+        chosen = [run for run in q.getlist("run") if run]
+        if chosen:  # two or more runs, the first the baseline
+            page, per_page = _int(q.get("page"), 1, "page"), _int(q.get("per_page"), 100, "per_page")
+            return JSONResponse(data.compare_runs(chosen, page=page, per_page=per_page))
         a, b = q.get("a"), q.get("b")
         if not a or not b:
-            raise UsageError("compare needs two runs: ?a=RUN&b=RUN")
+            raise UsageError("compare needs two runs: ?a=RUN&b=RUN, or two or more: ?run=A&run=B&run=C")
         return JSONResponse(data.compare(a, b))
 
     def sweeps(_request: Request) -> Response:
@@ -227,6 +234,7 @@ def create_app(data: ViewData, *, token: str | None = None, allowed_hosts: list[
         Route("/api/sweeps/{sweep_id}", sweep),
         Route("/api/runs/{run_id}", run),
         Route("/api/runs/{run_id}/units", units),
+        Route("/api/runs/{run_id}/panels", panels),
         Route("/api/runs/{run_id}/charts/{name}.svg", chart),
         Route("/api/runs/{run_id}/samples/{sample_key:path}", sample),
         Mount("/static", StaticFiles(directory=static_dir()), name="static"),

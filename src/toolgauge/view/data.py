@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
 from toolgauge.errors import DataError, UsageError
+from toolgauge.panels import Panel, RunPanels, SamplePanels
 from toolgauge.redact import redact, redact_tree
 from toolgauge.results import EvalResults, SampleScore
 from toolgauge.store.store import RunInfo, Store
@@ -42,6 +43,8 @@ class Benchmarks:
     headline: Callable[[str], tuple[str, ...]] = lambda _name: ()
     # A sweep's leaderboard as JSON (``toolgauge.sweep.report``, given by the CLI), or None where there is none.
     leaderboard: Callable[[Store, str], dict[str, Any]] | None = None
+    # A benchmark's extra panels for run pages and sample pages (``BenchmarkSpec.run_panels``/``sample_panels``).
+    panels: Callable[[str], tuple[RunPanels | None, SamplePanels | None]] = lambda _name: (None, None)
 
 
 class RunRow(BaseModel):
@@ -90,6 +93,9 @@ class _Verdicts:
     rows: list[UnitRow]
     note: str | None
     by_sample: dict[str, list[int]] = field(default_factory=dict)
+    # The run's extra panels, shown as the front end shows them (charts as SVG); made when first asked for.
+    panels: list[dict[str, Any]] | None = None
+    panels_note: str | None = None
 
 
 def verdict_of(score: SampleScore) -> Verdict:
@@ -144,6 +150,29 @@ def run_row(run: RunInfo, headline: tuple[str, ...] = ()) -> RunRow:
         id=run.id, benchmark=run.benchmark, model=redact(run.model), status=run.status, samples=run.n_samples,
         created_at=run.created_at, finished_at=run.finished_at, headline=values,
     )  # fmt: skip
+
+
+def unit_verdicts(units: Iterable[SampleScore]) -> dict[str, tuple[str, Verdict]]:
+    """Each unit's sample key and verdict, by unit id (first-seen order); a unit of several epochs gets one.
+
+    Over epochs: ``error`` when every epoch failed to run, else the verdict of the mean value of the epochs
+    that have one (pass only when every one passed, fail only when every one failed, else partial).
+    """
+    found: dict[str, list[SampleScore]] = {}
+    for unit in units:
+        found.setdefault(unit.id, []).append(unit)
+    out: dict[str, tuple[str, Verdict]] = {}
+    for key, epochs in found.items():
+        if len(epochs) == 1:
+            out[key] = (epochs[0].sample, verdict_of(epochs[0]))
+            continue
+        if all(e.error for e in epochs):
+            out[key] = (epochs[0].sample, "error")
+            continue
+        values = [e.value for e in epochs if not e.error and e.value is not None]
+        mean = sum(values) / len(values) if values else None
+        out[key] = (epochs[0].sample, verdict_of(SampleScore(id=key, sample=epochs[0].sample, value=mean)))
+    return out
 
 
 class ViewData:
@@ -324,9 +353,12 @@ class ViewData:
             calls = [c.model_dump(mode="json") for c in self.store.transcript(run.id, sample_key)]
         except UsageError as exc:
             calls, transcript_note = [], str(exc)
+        panels, panels_note = self._sample_panels(run, units, found.note if found is not None else None)
         return {
             "run": run_row(run).model_dump(mode="json"),
             "sample": sample_key,
+            "panels": panels,
+            "panels_note": panels_note,
             "state": None
             if state is None
             else {"status": state.status, "error": redact(state.error) if state.error else None,
@@ -340,7 +372,64 @@ class ViewData:
             "pending": found is None,
         }  # fmt: skip
 
+    # --- a benchmark's own panels ---------------------------------------------------------------------------
+
+    def run_panels(self, run_id: str) -> dict[str, Any]:
+        """The run's benchmark-specific panels (``{"panels": [...], "note"}``), once its verdicts are known.
+
+        A panel that fails to build is left out and named in ``note``: a page never breaks on one view.
+        """
+        run = self.run_info(run_id)
+        build, _ = self.benchmarks.panels(run.benchmark)
+        if build is None or run.results is None:
+            return {"panels": [], "note": None}
+        found = self._verdicts(run)
+        assert found is not None  # waited for
+        if found.note is not None:  # no verdicts: nothing to build the views from
+            return {"panels": [], "note": found.note}
+        if found.panels is None:
+            try:
+                found.panels = [shown_panel(p) for p in build(run.results, found.units)]
+            except Exception as exc:  # one broken view must not take the run page with it
+                found.panels, found.panels_note = [], f"panels failed: {redact(f'{type(exc).__name__}: {exc}')}"
+        return {"panels": found.panels, "note": found.panels_note}
+
+    def _sample_panels(
+        self, run: RunInfo, units: list[SampleScore], found_note: str | None
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        _, build = self.benchmarks.panels(run.benchmark)
+        if build is None or not units or found_note:
+            return [], None
+        try:
+            return [shown_panel(p) for p in build(units)], None
+        except Exception as exc:
+            return [], f"panels failed: {redact(f'{type(exc).__name__}: {exc}')}"
+
     # --- compare and sweeps -----------------------------------------------------------------------------------
+
+    def _compared_runs(
+        self, run_ids: Sequence[str], *, distinct: bool = True
+    ) -> tuple[list[RunInfo], list[list[SampleScore]]]:
+        """The runs (given order) and each one's verdicts, checked: known, distinct, one benchmark, scored."""
+        if len(run_ids) < 2:
+            raise UsageError("compare needs two or more runs: ?run=A&run=B (the first is the baseline)")
+        infos = [self.run_info(run_id) for run_id in run_ids]
+        seen: set[str] = set()
+        for run in infos:
+            if distinct and run.id in seen:
+                raise UsageError(f"run {run.id} is given twice: compare distinct runs")
+            seen.add(run.id)
+        from toolgauge.compare import require_one_benchmark  # numpy and scipy: only when a comparison is asked for
+
+        require_one_benchmark(infos)
+        found = []
+        for run in infos:
+            verdicts = self._verdicts(run)
+            assert verdicts is not None  # waited for
+            if verdicts.note is not None:
+                raise UsageError(f"run {run.id}: {verdicts.note}")
+            found.append(verdicts.units)
+        return infos, found
 
     def compare(self, run_a: str, run_b: str) -> dict[str, Any]:
         """Run B against run A on their shared units (:func:`toolgauge.compare.compare_scores`, headline metrics).
@@ -353,24 +442,58 @@ class ViewData:
         """
         from toolgauge.compare import compare_scores  # numpy and scipy: only when a comparison is asked for
 
-        a, b = self.run_info(run_a), self.run_info(run_b)
-        if a.benchmark != b.benchmark:
-            raise UsageError(
-                f"run {a.id} is {a.benchmark} and run {b.id} is {b.benchmark}: compare runs of the same benchmark"
-            )
-        found = []
-        for run in (a, b):
-            verdicts = self._verdicts(run)
-            assert verdicts is not None  # waited for
-            if verdicts.note is not None:
-                raise UsageError(f"run {run.id}: {verdicts.note}")
-            found.append(verdicts.units)
+        (a, b), found = self._compared_runs([run_a, run_b], distinct=False)  # A with itself, as it always could
         headline = self.benchmarks.headline(a.benchmark)
         result = compare_scores(a.id, b.id, a.benchmark, found[0], found[1], list(headline), required=False)
         flipped = {*result.flipped.to_pass, *result.flipped.to_fail}
         samples = {u.id: u.sample for units in found for u in units if u.id in flipped}
         rows = {side: run_row(run, headline).model_dump(mode="json") for side, run in (("a", a), ("b", b))}
         return {**result.model_dump(mode="json"), "runs": rows, "samples": samples}
+
+    def compare_runs(self, run_ids: Sequence[str], *, page: int = 1, per_page: int = 100) -> dict[str, Any]:
+        """Two or more runs of one benchmark side by side; the first is the baseline A.
+
+        ``comparisons``: each other run B against A (:func:`toolgauge.compare.compare_scores` on the headline
+        metrics, the document of ``toolgauge compare A B --json``). ``differing``: one page of the units whose
+        verdict is not the same in every run that has them (unit id, sample key per run, verdict per run, None
+        where a run lacks the unit), in first-seen order; ``only_in_some`` counts the units some run lacks.
+
+        Raises:
+            UsageError: fewer than two runs, a run unknown or given twice, runs of different benchmarks, or a
+                run without verdicts.
+        """
+        from toolgauge.compare import compare_scores  # numpy and scipy: only when a comparison is asked for
+
+        infos, found = self._compared_runs(run_ids)
+        base = infos[0]
+        headline = self.benchmarks.headline(base.benchmark)
+        comparisons = [
+            compare_scores(base.id, run.id, base.benchmark, found[0], units, list(headline), required=False)
+            for run, units in zip(infos[1:], found[1:], strict=True)
+        ]
+        verdicts = [unit_verdicts(units) for units in found]
+        order = list(dict.fromkeys(key for per_run in verdicts for key in per_run))
+        missing = sum(1 for key in order if any(key not in per_run for per_run in verdicts))
+        differing = [key for key in order if len({per_run[key][1] for per_run in verdicts if key in per_run}) > 1]
+        per_page = max(1, min(per_page, MAX_PAGE))
+        page = max(1, page)
+        start = (page - 1) * per_page
+        rows = [
+            {"id": key,
+             "samples": [per_run[key][0] if key in per_run else None for per_run in verdicts],
+             "verdicts": [per_run[key][1] if key in per_run else None for per_run in verdicts]}
+            for key in differing[start : start + per_page]
+        ]  # fmt: skip
+        return {
+            "benchmark": base.benchmark,
+            "baseline": base.id,
+            "headline": list(headline),
+            "runs": [run_row(run, headline).model_dump(mode="json") for run in infos],
+            "comparisons": [c.model_dump(mode="json") for c in comparisons],
+            "units": len(order),
+            "only_in_some": missing,
+            "differing": {"total": len(differing), "page": page, "per_page": per_page, "rows": rows},
+        }
 
     def sweeps(self) -> list[dict[str, Any]]:
         """The sweeps, newest first: id, status, when, and their cells' models, benchmarks and statuses."""
@@ -436,6 +559,16 @@ def breakdown_tables(results: EvalResults) -> list[dict[str, Any]]:
             {"by": by, "metrics": [{"name": n, "kind": k} for n, k in names.items()], "rows": list(rows.values())}
         )
     return tables
+
+
+def shown_panel(panel: Panel) -> dict[str, Any]:
+    """A panel as the front end shows it: a chart's spec rendered to SVG (``svg``), text masked for secrets."""
+    if panel.kind == "chart":
+        from toolgauge.view.charts import render_svg  # vl-convert: only when there is a chart to draw
+
+        return {"kind": "chart", "name": panel.name, "title": panel.title, "note": panel.note,
+                "svg": render_svg(panel.spec)}  # fmt: skip
+    return _masked(panel.model_dump(mode="json"))  # type: ignore[no-any-return]
 
 
 def _masked(value: Any) -> Any:

@@ -1,4 +1,4 @@
-"""``report RUN --html OUT.html``: one run's viewer page as one self-contained file.
+"""``report RUN --html OUT.html``: one run's viewer page as one self-contained file (``report SWEEP``: a sweep's).
 
 The file holds the viewer's own front end (its script and style inlined) and the run's data as JSON in a
 non-executed ``<script type="application/json">`` block: metrics, every breakdown, the charts as SVG
@@ -24,6 +24,8 @@ from toolgauge.view.data import VERDICTS, Benchmarks, ViewData, unit_row
 
 # Transcripts included by default: those of the first failing samples (the others are listed, verdicts only).
 DEFAULT_TRANSCRIPTS = 20
+# In a sweep's report, per run (a sweep has many runs; the file stays small enough to attach).
+SWEEP_TRANSCRIPTS = 5
 FAILING = ("fail", "partial", "error")
 
 
@@ -36,9 +38,11 @@ def _json_for_html(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
 
 
-def report_data(store: Store, run_id: str, benchmarks: Benchmarks, *, transcripts: int) -> dict[str, Any]:
+def report_data(
+    store: Store, run_id: str, benchmarks: Benchmarks, *, transcripts: int, data: ViewData | None = None
+) -> dict[str, Any]:
     """The JSON the report embeds: what the viewer's API answers for this run, all at once."""
-    data = ViewData(store, benchmarks)
+    data = data if data is not None else ViewData(store, benchmarks)
     page = data.run(run_id)
     run = data.run_info(run_id)
     specs = run_charts(run.results, benchmarks.headline(run.benchmark)) if run.results is not None else []
@@ -67,18 +71,25 @@ def report_data(store: Store, run_id: str, benchmarks: Benchmarks, *, transcript
             "note": note,
         },
         "samples": {key: data.sample(run_id, key) for key in failing},
+        "panels": data.run_panels(run_id),
         "transcripts": transcripts,
     }
 
 
-def sweep_report_data(store: Store, sweep_id: str, benchmarks: Benchmarks) -> dict[str, Any]:
-    """The JSON a sweep's report embeds: its leaderboard and each cell's run page (metrics and breakdowns)."""
+def sweep_report_data(
+    store: Store, sweep_id: str, benchmarks: Benchmarks, *, transcripts: int = SWEEP_TRANSCRIPTS
+) -> dict[str, Any]:
+    """The JSON a sweep's report embeds: its leaderboard, and for each cell's run what a run's report holds.
+
+    Each run (``runs[ID]``, as :func:`report_data`): its page, its charts as SVG, every unit's verdict, its
+    views, and the transcripts of its first ``transcripts`` failing samples.
+    """
     data = ViewData(store, benchmarks)
     board = data.sweep(sweep_id)
     runs = {}
     for cell in (c for b in board["boards"] for c in b["cells"]):
         if store.get_run(cell["run"]) is not None:  # a cell not started yet has no run
-            runs[cell["run"]] = {**data.run(cell["run"]), "charts": []}
+            runs[cell["run"]] = report_data(store, cell["run"], benchmarks, transcripts=transcripts, data=data)
     return {"sweep": board, "runs": runs}
 
 
@@ -125,7 +136,7 @@ def write_html_report(
 
 
 def write_sweep_report(store: Store, sweep_id: str, out: Path, benchmarks: Benchmarks) -> None:
-    """Write the sweep's report (its leaderboard, its runs' metrics) to ``out`` atomically."""
+    """Write the sweep's report (its leaderboard, each run's report) to ``out`` atomically."""
     write_atomic(out, render_html(sweep_report_data(store, sweep_id, benchmarks)))
 
 

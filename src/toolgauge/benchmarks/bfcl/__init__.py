@@ -21,4 +21,5 @@ SPEC = BenchmarkSpec(
     rescore=lazy("toolgauge.benchmarks.bfcl.cli", "rescore"),
     headline=("accuracy",),
     variants=(),
+    run_panels=lazy("toolgauge.benchmarks.bfcl.views", "run_panels"),
 )

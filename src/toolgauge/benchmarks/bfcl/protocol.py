@@ -18,7 +18,7 @@ from toolgauge.benchmarks.bfcl.io import (
     bfcl_prompt_messages,
     bfcl_tools,
 )
-from toolgauge.benchmarks.bfcl.loader import BfclEntry, BfclOutput, load_bfcl_results
+from toolgauge.benchmarks.bfcl.loader import BfclEntry, BfclOutput, is_irrelevance, load_bfcl_results
 from toolgauge.benchmarks.bfcl.metrics import BfclTally, BfclVerdict, check_bfcl_entry, entry_weight
 from toolgauge.engine import EpisodeContext, SampleOutcome, in_step
 from toolgauge.errors import UsageError
@@ -53,6 +53,8 @@ class JudgedEntry:
     sample_error: str | None
     # Entries of its category in the run: its weight in the overall accuracy is 1 / this.
     category_size: int = 1
+    # The entry's possible answer as calls (``gold_calls``); None where BFCL has none to show (live_relevance).
+    gold: list[dict[str, Any]] | None = None
 
     def sample_score(self) -> SampleScore:
         """The entry's score: 1.0 when BFCL's checker accepts it, with its error type and message."""
@@ -64,6 +66,8 @@ class JudgedEntry:
             "decoded": v.decoded,
             "errors": v.errors,
         }
+        if self.gold is not None:
+            metadata["gold"] = self.gold
         if self.missing:
             metadata["missing_prediction"] = True
         return SampleScore(
@@ -82,6 +86,23 @@ class JudgedEntry:
             error=self.sample_error,
             metadata=metadata,
         )
+
+
+def gold_calls(entry: BfclEntry) -> list[dict[str, Any]] | None:
+    """The entry's possible answer as ``[{"name", "arguments"}]``: each argument the list of values BFCL accepts.
+
+    BFCL's ground truth is ``[{name: {param: [accepted values]}}]`` (``""`` in a list: the parameter may be
+    left out); kept as is, only put in the call shape the viewer shows beside the model's. Irrelevance
+    entries have no answer because the right reply is no call: ``[]``. ``live_relevance`` accepts any call:
+    None (nothing to show).
+    """
+    if entry.ground_truth is None:
+        return [] if is_irrelevance(entry.category) else None
+    calls: list[dict[str, Any]] = []
+    for item in entry.ground_truth:
+        for name, arguments in item.items():
+            calls.append({"name": str(name), "arguments": arguments})
+    return calls
 
 
 def missing_predictions_warning(missing: Sequence[str], total: int) -> str | None:
@@ -233,7 +254,8 @@ class BfclBenchmark:
                 entry, output if output is not None else "", underscore_to_dot=self._underscore_to_dot(output)
             )
             error = mine.error if mine is not None else "not run"
-            yield JudgedEntry(verdict, output, result is not None and result.missing, error, sizes[entry.category])
+            missing = result is not None and result.missing
+            yield JudgedEntry(verdict, output, missing, error, sizes[entry.category], gold_calls(entry))
 
     def replay_table(self, path: Path) -> Mapping[str, Sequence[AssistantTurn]]:
         """BFCL result files at ``path`` as turns, for ``--model replay:PATH`` (pure: reads and returns)."""

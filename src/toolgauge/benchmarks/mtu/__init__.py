@@ -26,4 +26,6 @@ SPEC = BenchmarkSpec(
         "turn_success_rate",
     ),
     variants=("reference", "strict"),
+    run_panels=lazy("toolgauge.benchmarks.mtu.views", "run_panels"),
+    sample_panels=lazy("toolgauge.benchmarks.mtu.views", "sample_panels"),
 )

@@ -81,6 +81,8 @@ class JudgedItem:
     # The dialogue of an M-S / M-M item (its bootstrap cluster), and the dialogue metrics on its last item.
     dialogue: str | None = None
     dialogue_scores: dict[str, float] | None = None
+    # The dialogue's turns before this item's (the item holding each) and this item: what its sample page shows.
+    dialogue_so_far: tuple[dict[str, Any], ...] | None = None
 
     def sample_score(self) -> SampleScore:
         """The item's score: 1.0 when it is right (every call and value), with every verdict field.
@@ -98,8 +100,15 @@ class JudgedItem:
             error=self.sample_error,
             cluster=self.dialogue,
             metadata={"item_id": self.verdict.id, "split": self.verdict.split, "content": self.content,
-                      **{k: v for k, v in verdict.items() if isinstance(v, list | dict)}},
+                      **{k: v for k, v in verdict.items() if isinstance(v, list | dict)},
+                      **({"dialogue_so_far": list(self.dialogue_so_far)} if self.dialogue_so_far else {})},
         )  # fmt: skip
+
+
+def _turn_entry(key: str, item: MtuItem, verdict: MtuItemVerdict) -> dict[str, Any]:
+    """One turn of a dialogue as a sample page lists it: the item's key, its turn and its verdict."""
+    return {"sample": key, "turn": item.turn_index, "turn_correct": verdict.turn_correct,
+            "error_type": verdict.error_type}  # fmt: skip
 
 
 class MtuBenchmark:
@@ -202,12 +211,28 @@ class MtuBenchmark:
             ).items()
         }
 
+        # Each dialogue's turn slots (turn index -> the item holding it: the later of a repeated id), for the
+        # sample page's "turns so far" (the items of M-S are not in turn order in the file).
+        slots: dict[str, dict[int, dict[str, Any]]] = {}
+        for index in in_dialogues:
+            item = items[index]
+            slots.setdefault(item.dialogue_id, {})[item.turn_index] = _turn_entry(
+                samples[index][0], item, verdicts[index]
+            )
+
         def rows() -> Iterator[SampleScore]:
             paired = zip(self._paired(samples, outcomes), verdicts, strict=True)
             for index, ((key, item, result, error), verdict) in enumerate(paired):
                 content = result.content if result is not None else None
                 dialogue = item.dialogue_id if item.split in MULTI_TURN_SPLITS else None
-                yield JudgedItem(key, verdict, content, error, dialogue, dialogue_scores.get(index)).sample_score()
+                turns = None
+                if dialogue is not None:
+                    held = slots[dialogue]
+                    earlier = [held[turn] for turn in sorted(held) if turn < item.turn_index]
+                    turns = (*earlier, _turn_entry(key, item, verdict))
+                yield JudgedItem(
+                    key, verdict, content, error, dialogue, dialogue_scores.get(index), turns
+                ).sample_score()
 
         return ScoredRun(results, rows)
 

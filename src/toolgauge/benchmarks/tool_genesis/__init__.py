@@ -19,8 +19,11 @@ SPEC = BenchmarkSpec(
     build=lazy("toolgauge.benchmarks.tool_genesis.cli", "build"),
     render=render_genesis,
     rescore=lazy("toolgauge.benchmarks.tool_genesis.cli", "rescore"),
+    roles=lazy("toolgauge.benchmarks.tool_genesis.cli", "role_specs"),
     headline=("compliance", "server_execution", "schema_f1", "ut_soft", "ut_hard", "sr_soft"),
     extras=("embeddings",),
     variants=("reference", "strict"),
+    run_panels=lazy("toolgauge.benchmarks.tool_genesis.views", "run_panels"),
+    sample_panels=lazy("toolgauge.benchmarks.tool_genesis.views", "sample_panels"),
     unit="servers",
 )

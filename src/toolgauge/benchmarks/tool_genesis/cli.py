@@ -76,6 +76,21 @@ def l4_plan(*, skip: bool, agent: str | None, judge: str | None, default_agent: 
     return L4Plan(L4Settings(), agent, judge)
 
 
+def role_specs(options: Mapping[str, Any], model: str) -> dict[str, str]:
+    """The ``agent`` and ``judge`` specs of a run that ``build(**options)`` makes for ``model``: the CLI's plan.
+
+    As ``genesis evaluate`` (``pred`` given: no default agent) and ``eval tool-genesis`` (the evaluated model
+    is the default agent unless it is ``gold``) decide them; empty when L4 does not run.
+    """
+    registry = options.get("pred") is not None
+    default_agent = None if registry or model.strip() == "gold" else model
+    plan = l4_plan(
+        skip=bool(options.get("skip_l4", False)), agent=options.get("agent_model"),
+        judge=options.get("judge_model"), default_agent=default_agent,
+    )  # fmt: skip
+    return {role: spec for role, spec in (("agent", plan.agent), ("judge", plan.judge)) if spec is not None}
+
+
 def default_out_dir(model: str, strategy: str) -> Path:
     """Where ``eval tool-genesis`` writes generated servers when ``--out`` is not given."""
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_") or "model"

@@ -22,6 +22,7 @@ SPEC = BenchmarkSpec(
     render=render_toolgate,
     rescore=lazy("toolgauge.benchmarks.toolgate.cli", "rescore"),
     headline=("acceptance_rate",),
+    run_panels=lazy("toolgauge.benchmarks.toolgate.views", "run_panels"),
     extras=("fem",),
     unit="candidates",
 )

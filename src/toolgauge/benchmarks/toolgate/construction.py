@@ -320,10 +320,11 @@ class ConstructionBenchmark:
         from toolgauge.benchmarks.toolgate.gate_store import GateLog  # SQLAlchemy tables: loaded when a run is
 
         log = GateLog(ctx.store.engine, ctx.run_id, key)
-        stored = log.load()
+        # Every read and write of the gate log runs on the store's thread, in order: never on the event loop.
+        stored = await ctx.store.run_io(log.load)
         reused: list[str] = []
 
-        def reuse(gate: str, model: type[M]) -> M | None:
+        async def reuse(gate: str, model: type[M]) -> M | None:
             if gate not in stored:
                 return None
             try:
@@ -331,15 +332,16 @@ class ConstructionBenchmark:
             except ValidationError:
                 return None  # written by another version: run the gate again
             reused.append(gate)
-            log.restore_calls(gate)  # its calls, parked before the engine forgot this round's, go back in the log
+            # Its calls, parked before the engine forgot this round's, go back in the log.
+            await ctx.store.run_io(log.restore_calls, gate)
             return record
 
         async def run_gate(gate: str, model: type[M], run: Callable[[], Awaitable[M]]) -> M:
-            record = reuse(gate, model)
+            record = await reuse(gate, model)
             if record is None:
                 record = await run()
-                ctx.store.flush()  # the gate's model calls are committed before its record (a kill -9 keeps both)
-                log.put(gate, record.model_dump(mode="json"))
+                await ctx.store.flush_async()  # the gate's calls are committed before its record (kill -9 keeps both)
+                await ctx.store.run_io(log.put, gate, record.model_dump(mode="json"))
             return record
 
         async def propose() -> Proposal:

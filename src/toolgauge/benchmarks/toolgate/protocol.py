@@ -265,6 +265,8 @@ def _sample_score(
     explanation = outcome.outcome if outcome.reason is None else f"{outcome.outcome}: {outcome.reason}"
     metadata = outcome.to_json()
     metadata["topic"] = record.candidate.topic if record.candidate is not None else None
+    # The candidate itself: the viewer's audit tables (toolgate.views) are computed from the units.
+    metadata["candidate"] = record.candidate.model_dump(mode="json") if record.candidate is not None else None
     return SampleScore(
         id=key,
         sample=key,

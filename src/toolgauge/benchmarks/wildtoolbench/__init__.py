@@ -21,4 +21,6 @@ SPEC = BenchmarkSpec(
     headline=("task_accuracy", "session_accuracy", "optimal_path_rate", "accomplish_progress_rate"),
     variants=("reference", "strict"),
     unit="sessions",
+    run_panels=lazy("toolgauge.benchmarks.wildtoolbench.views", "run_panels"),
+    sample_panels=lazy("toolgauge.benchmarks.wildtoolbench.views", "sample_panels"),
 )

@@ -433,6 +433,25 @@ class GraphWalk:
                     return out
         return out
 
+    def steps_left(self) -> int:
+        """Fewest steps still needed to finish (the answer included), over the alive paths; 0 once finished.
+
+        From a state: its forced steps one by one, then the longest dependency chain among the nodes not
+        done (the ``min_steps`` argument, applied to what is left). So the task can still be optimal iff
+        ``step + steps_left() == graph.min_steps``. For the viewer's path; no verdict reads it.
+        """
+        if self.finished:
+            return 0
+        heights = self.graph._heights
+        return (
+            min(
+                len(forced) + max((heights[i] for i in range(len(heights)) if not (done >> i) & 1), default=0)
+                for done, forced in self._alive
+            )
+            if self._alive
+            else 0
+        )
+
     def is_optimal(self) -> bool:
         """Official rule: finished, and the answer came at step ``graph.min_steps - 1``."""
         return self._answer_step is not None and self._answer_step == self.graph.min_steps - 1

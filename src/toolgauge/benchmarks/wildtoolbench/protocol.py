@@ -65,6 +65,7 @@ from toolgauge.benchmarks.wildtoolbench.metrics import (
     summarise_wild,
     task_unit_scores,
 )
+from toolgauge.benchmarks.wildtoolbench.path import gold_graph, task_graph, task_path
 from toolgauge.benchmarks.wildtoolbench.records import WildNode, WildSession
 from toolgauge.engine import EpisodeContext, SampleOutcome, in_step
 from toolgauge.errors import DataError
@@ -571,10 +572,13 @@ def task_sample_score(
     """One task's per-unit score: 1.0 when correct; the failure class and its reason when not.
 
     ``scores`` holds the verdicts (labels, ``is_optimal``, steps logged, AP numerator, failing step, failure
-    class); ``metadata`` where the task is (session, task, type, turn subtype, gold nodes) and why it failed
-    (the online ``error_reason`` of the failing step, the first argument error, the official crash).
+    class); ``metadata`` where the task is (session, task, type, turn subtype, gold nodes), why it failed
+    (the online ``error_reason`` of the failing step, the first argument error, the official crash), and for
+    the viewer the gold DAG and the path the model took through it (:mod:`.path`; read by no metric).
     ``error`` is the session's run error (``"not run"`` when it has no outcome).
     """
+    task = session.tasks[facts.task_index]
+    graph = task_graph(task)
     failing = score.failing_step if score is not None else None
     reason = None
     if log is not None and failing is not None and failing < len(log.steps):
@@ -612,5 +616,7 @@ def task_sample_score(
             "error_reason": reason,
             "first_argument_error": first_argument_error,
             "official_crash": crash,
+            "gold_graph": gold_graph(task, graph),
+            "path": task_path(graph, log, score),
         },
     )

@@ -10,7 +10,8 @@
   const SVG_NS = "http://www.w3.org/2000/svg";
   const embedded = document.getElementById("toolgauge-data");
   const REPORT = embedded ? JSON.parse(embedded.textContent) : null;
-  // A sweep's report holds its leaderboard and its runs' metrics (no verdicts, transcripts or comparisons).
+  // A sweep's report holds its leaderboard and its runs' pages: metrics, charts and panels (no verdicts,
+  // transcripts or comparisons).
   const SWEEP_REPORT = REPORT && REPORT.sweep ? REPORT : null;
   let pollTimer = null;
   let renderSerial = 0;
@@ -45,11 +46,14 @@
   function runLink(id) { return "#/run/" + encodeURIComponent(id); }
   function samplesLink(id, params) { return runLink(id) + "/samples" + query(params || {}); }
   function sampleLink(id, key) { return runLink(id) + "/sample/" + encodeURIComponent(key); }
-  function compareLink(a, b) { return "#/compare" + query({ a: a, b: b }); }
+  // The runs to compare, the first the baseline (A).
+  function compareLink(ids, params) { return "#/compare" + query(Object.assign({ run: ids }, params || {})); }
   function sweepLink(id) { return "#/sweep/" + encodeURIComponent(id); }
 
+  // An array value is the key repeated (?run=A&run=B).
   function query(params) {
-    const parts = Object.entries(params).filter(([, v]) => v !== null && v !== undefined && v !== "");
+    const parts = Object.entries(params).flatMap(([k, v]) => (Array.isArray(v) ? v.map((x) => [k, x]) : [[k, v]]))
+      .filter(([, v]) => v !== null && v !== undefined && v !== "");
     return parts.length ? "?" + parts.map(([k, v]) => encodeURIComponent(k) + "=" + encodeURIComponent(v)).join("&") : "";
   }
 
@@ -96,41 +100,52 @@
 
   function fromReport(path, params) {
     const parts = path.split("/").map(decodeURIComponent);
-    if (SWEEP_REPORT) {
-      if (parts[0] === "sweeps" && parts[1] === SWEEP_REPORT.sweep.sweep) return SWEEP_REPORT.sweep;
-      if (parts[0] === "runs" && parts.length === 2 && SWEEP_REPORT.runs[parts[1]]) return SWEEP_REPORT.runs[parts[1]];
-      throw new Error("this report holds the sweep's leaderboard and its runs' metrics only; " +
-        "a run's samples: toolgauge report RUN --html, or toolgauge view");
+    if (parts[0] === "compare") {
+      throw new Error("a report holds no comparisons: toolgauge view (its compare page), or toolgauge compare A B");
     }
-    if (parts[2] === "units") return reportUnits(params);
+    if (SWEEP_REPORT && parts[0] === "sweeps" && parts[1] === SWEEP_REPORT.sweep.sweep) return SWEEP_REPORT.sweep;
+    const run = parts[0] === "runs" ? runReport(parts[1]) : null;
+    if (!run) throw new Error("this report does not hold that page: toolgauge view shows every run");
+    if (parts[2] === "units") return reportUnits(run, params);
+    if (parts[2] === "panels") return run.panels || { panels: [], note: null };
     if (parts[2] === "samples") {
-      const found = REPORT.samples[parts.slice(3).join("/")];
-      if (!found) throw new Error("this report includes the transcripts of the first " + REPORT.transcripts + " failing samples only");
+      const found = run.samples[parts.slice(3).join("/")];
+      if (!found) throw new Error("this report includes the transcripts of the first " + run.transcripts + " failing samples only");
       return found;
     }
-    return REPORT.run;
+    return run.run;
   }
 
-  function reportUnits(params) {
-    const rows = REPORT.units.rows.filter((r) =>
+  // A run's report: the file's one run, or in a sweep's file each of its runs (what report_data holds).
+  function runReport(runId) {
+    if (SWEEP_REPORT) return SWEEP_REPORT.runs[runId] || null;
+    return REPORT && REPORT.run.run.id === runId ? REPORT : null;
+  }
+
+  function reportUnits(run, params) {
+    const rows = run.units.rows.filter((r) =>
       (!params.verdict || r.verdict === params.verdict) &&
       (!params.error_class || r.error_class === params.error_class) &&
       (!params.q || r.id.toLowerCase().includes(String(params.q).toLowerCase())));
     const page = Math.max(1, Number(params.page) || 1);
-    return Object.assign({}, REPORT.units, {
+    return Object.assign({}, run.units, {
       total: rows.length, page: page, per_page: PER_PAGE, rows: rows.slice((page - 1) * PER_PAGE, page * PER_PAGE),
     });
   }
 
   async function chartNode(runId, name) {
     let text;
-    if (REPORT) text = REPORT.charts[name];
+    if (REPORT) text = (runReport(runId) || { charts: {} }).charts[name];
     else {
       const response = await fetch("api/runs/" + encodeURIComponent(runId) + "/charts/" + encodeURIComponent(name) + ".svg",
         { credentials: "same-origin" });
       if (!response.ok) throw new Error("chart " + name + ": HTTP " + response.status);
       text = await response.text();
     }
+    return svgNode(text, name);
+  }
+
+  function svgNode(text, name) {
     const doc = new DOMParser().parseFromString(text, "image/svg+xml");
     const svg = doc.documentElement;
     if (!svg || svg.namespaceURI !== SVG_NS || svg.localName !== "svg") throw new Error("chart " + name + " is not an SVG");
@@ -147,6 +162,31 @@
     return document.importNode(svg, true);
   }
 
+  // A benchmark's own panel (a chart as SVG, a table, or text); every piece of its text is set as text.
+  function panelNode(panel) {
+    const box = el("figure", { class: "panel panel-" + panel.kind, "data-panel": panel.name },
+      el("figcaption", { text: panel.title }));
+    try {
+      if (panel.kind === "chart") box.appendChild(svgNode(panel.svg, panel.name));
+      else if (panel.kind === "table") {
+        box.appendChild(el("div", { class: "scroll" }, table(panel.columns, panel.rows.map((row) => el("tr", {},
+          row.map((cell) => el("td", { class: typeof cell === "number" ? "num" : "wrap",
+            text: cell === null ? "" : (typeof cell === "number" ? fmt(cell) : String(cell)) })))), "grid")));
+      } else box.appendChild(pre(panel.text));
+    } catch (error) {
+      box.appendChild(el("p", { class: "error", text: String(error.message || error) }));
+    }
+    if (panel.note) box.appendChild(el("p", { class: "muted", text: panel.note }));
+    return box;
+  }
+
+  function panelsBlock(panels, note) {
+    const box = el("div", { class: "panels" });
+    if (note) box.appendChild(el("p", { class: "warning", text: note }));
+    for (const panel of panels) box.appendChild(panelNode(panel));
+    return box;
+  }
+
   // --- routing ------------------------------------------------------------------------------------------------
 
   function route() {
@@ -154,9 +194,15 @@
       : REPORT ? "/run/" + encodeURIComponent(REPORT.run.run.id) : "/";
     const hash = location.hash.replace(/^#/, "") || home;
     const [path, search] = hash.split("?");
-    const params = Object.fromEntries(new URLSearchParams(search || ""));
+    const searched = new URLSearchParams(search || "");
+    const params = Object.fromEntries(searched);
     const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
-    if (parts[0] === "compare") return { page: "compare", params };
+    if (parts[0] === "compare") {
+      // ?run=A&run=B&run=C (the first the baseline); ?a=A&b=B is the same as ?run=A&run=B.
+      const runs = searched.getAll("run").filter(Boolean);
+      params.runs = runs.length ? runs : [params.a, params.b].filter(Boolean);
+      return { page: "compare", params };
+    }
     if (parts[0] === "sweeps") return { page: "sweeps", params };
     if (parts[0] === "sweep" && parts.length >= 2) return { page: "sweep", sweep: parts.slice(1).join("/"), params };
     if (parts[0] === "run" && parts.length >= 2) {
@@ -254,23 +300,22 @@
       el("td", { text: r.benchmark }), el("td", { text: r.model }), el("td", {}, statusBadge(r.status)),
       el("td", { class: "num", text: r.samples }), el("td", { text: when(r.created_at) }),
       el("td", { text: Object.entries(r.headline).map(([k, v]) => k + " " + fmt(v, "rate")).join(" · ") })));
-    const compareButton = el("button", { type: "button", id: "compare", disabled: "disabled", text: "compare the two selected runs" });
-    const picked = []; // in the order they were picked: the first is A
+    const compareButton = el("button", { type: "button", id: "compare", disabled: "disabled", text: "compare the selected runs" });
+    const picked = []; // in the order they were picked: the first is the baseline
     compareButton.addEventListener("click", () => {
-      if (picked.length === 2) location.hash = compareLink(picked[0], picked[1]);
+      if (picked.length >= 2) location.hash = compareLink(picked);
     });
     const node = el("section", {}, el("h1", { text: "runs" }), form,
-      el("p", { class: "compare-bar" }, compareButton, el("span", { class: "muted", text: " tick two runs of one benchmark: the first ticked is A, the second B" })),
+      el("p", { class: "compare-bar" }, compareButton, el("span", { class: "muted", text: " tick two or more runs of one benchmark: the first ticked is the baseline (A)" })),
       rows.length ? table(["", "run", "benchmark", "model", "status", "samples", "started", "headline"], rows, "grid runs")
         : el("p", { class: "muted", text: "no run matches" }));
     node.addEventListener("change", (event) => {
       if (!event.target.classList || !event.target.classList.contains("pick")) return;
       const id = event.target.getAttribute("data-run");
       const at = picked.indexOf(id);
-      if (event.target.checked && picked.length >= 2) event.target.checked = false;
-      else if (event.target.checked && at < 0) picked.push(id);
+      if (event.target.checked && at < 0) picked.push(id);
       else if (!event.target.checked && at >= 0) picked.splice(at, 1);
-      compareButton.disabled = picked.length !== 2;
+      compareButton.disabled = picked.length < 2;
     });
     return { node, poll: data.runs.some((r) => r.status === "running") };
   }
@@ -287,50 +332,82 @@
     return p < 0.0001 ? p.toExponential(1) : p.toFixed(4);
   }
 
+  // A run's letter on the compare page: A (the baseline), B, C, … (then R27, R28, …).
+  function runLabel(i) { return i < 26 ? String.fromCharCode(65 + i) : "R" + (i + 1); }
+
   async function comparePage(params) {
-    if (!params.a || !params.b) throw new Error("pick two runs to compare in the runs list");
+    const ids = params.runs;
+    if (ids.length < 2) throw new Error("pick two or more runs to compare in the runs list");
     // The runs first: two benchmarks are said plainly here, without asking for a comparison the API refuses.
-    const [pageA, pageB] = await Promise.all([get("runs/" + encodeURIComponent(params.a)), get("runs/" + encodeURIComponent(params.b))]);
-    if (pageA.run.benchmark !== pageB.run.benchmark) {
-      throw new Error("run " + pageA.run.id + " is " + pageA.run.benchmark + " and run " + pageB.run.id + " is " +
-        pageB.run.benchmark + ": compare runs of the same benchmark");
+    const pages = await Promise.all(ids.map((id) => get("runs/" + encodeURIComponent(id))));
+    const other = pages.find((p) => p.run.benchmark !== pages[0].run.benchmark);
+    if (other) {
+      throw new Error("run " + pages[0].run.id + " is " + pages[0].run.benchmark + " and run " + other.run.id + " is " +
+        other.run.benchmark + ": compare runs of the same benchmark");
     }
-    const data = await get("compare", { a: params.a, b: params.b });
-    const runA = data.runs.a;
-    const runB = data.runs.b;
-    const side = (label, run) => el("li", {}, el("b", { text: label + ": " }), el("a", { href: runLink(run.id), class: "run-link", text: run.id }),
-      " · ", el("span", { class: "model", text: run.model }), " · " + run.samples + " samples");
-    const node = el("section", { class: "compare" }, el("h1", { text: data.benchmark + ": B against A" }),
-      el("ul", { class: "sides" }, side("A", runA), side("B", runB)),
-      el("p", { class: "muted" }, el("a", { href: compareLink(data.b, data.a), id: "swap", text: "swap A and B" }),
-        " · units only in A: ", el("b", { id: "only-a", text: data.only_in_a }), " · only in B: ", el("b", { id: "only-b", text: data.only_in_b })));
-    node.appendChild(el("h2", { text: "headline metrics on the shared units" }));
-    const names = Object.keys(data.metrics);
-    node.appendChild(names.length ? table(["metric", "n", "A", "B", "B − A", "95% interval", "test", "p", ""],
-      names.map((name) => {
-        const m = data.metrics[name];
+    const page = Math.max(1, Number(params.page) || 1);
+    const data = await get("compare", { run: ids, page: page });
+    const runs = data.runs;
+    const against = {}; // run id -> its comparison with the baseline
+    for (const c of data.comparisons) against[c.b] = c;
+    const title = runs.length === 2 ? data.benchmark + ": B against A" : data.benchmark + ": " + (runs.length - 1) + " runs against A";
+    const side = (run, i) => {
+      const c = against[run.id];
+      const item = el("li", { "data-run": run.id }, el("b", { text: runLabel(i) + (i ? ": " : " (baseline): ") }),
+        el("a", { href: runLink(run.id), class: "run-link", text: run.id }),
+        " · ", el("span", { class: "model", text: run.model }), " · " + run.samples + " samples");
+      if (c) {
+        item.append(" · ", el("span", { class: "flip-counts", text: c.flipped.to_pass.length + " fail → pass, " +
+          c.flipped.to_fail.length + " pass → fail" }), " · units only in A: ", el("b", { class: "only-a", text: c.only_in_a }),
+          ", only in " + runLabel(i) + ": ", el("b", { class: "only-b", text: c.only_in_b }), " · ",
+          el("a", { href: compareLink([run.id, ...ids.filter((x) => x !== run.id)]), class: "baseline-link",
+            id: runs.length === 2 ? "swap" : null, text: runs.length === 2 ? "swap A and B" : "make it the baseline" }));
+      }
+      return item;
+    };
+    const node = el("section", { class: "compare" }, el("h1", { text: title }),
+      el("ul", { class: "sides" }, runs.map(side)),
+      el("p", { class: "muted" }, "units: ", el("b", { id: "units", text: data.units }),
+        " · in some runs only: ", el("b", { id: "only-some", text: data.only_in_some })));
+    node.appendChild(el("h2", { text: "headline metrics: each run against A on the units both have" }));
+    const metricRows = [];
+    for (const name of data.headline) {
+      runs.forEach((run, i) => {
+        const value = fmt(run.headline[name], "rate");
+        const head = [el("td", { text: name }), el("td", {}, el("b", { text: runLabel(i) + " " }), el("a", { href: runLink(run.id), text: run.id })),
+          el("td", { class: "model", text: run.model }), el("td", { class: "num", text: value })];
+        const c = against[run.id];
+        if (!c) {
+          metricRows.push(el("tr", { "data-metric": name, "data-run": run.id, class: "baseline" }, head,
+            el("td", { colspan: 6, class: "muted", text: "baseline" })));
+          return;
+        }
+        const m = c.metrics[name];
         const ci = m.ci_low === null || m.ci_high === null ? "" : "[" + signed(m.ci_low) + ", " + signed(m.ci_high) + "]";
-        return el("tr", { "data-metric": name }, el("td", { text: name }), el("td", { class: "num", text: m.n }),
-          el("td", { class: "num", text: fmt(m.a, "rate") }), el("td", { class: "num", text: fmt(m.b, "rate") }),
-          el("td", { class: "num", text: signed(m.diff) }), el("td", { class: "num", text: ci }),
+        metricRows.push(el("tr", { "data-metric": name, "data-run": run.id }, head,
+          el("td", { class: "num", text: m.n }), el("td", { class: "num", text: signed(m.diff) }), el("td", { class: "num", text: ci }),
           el("td", { text: m.test || "–" }), el("td", { class: "num", text: pValue(m.p_value) }),
           el("td", {}, m.p_value === null ? el("span", { class: "muted", text: "no paired unit" })
-            : el("span", { class: "badge " + (m.significant ? "sig" : "nsig"), text: m.significant ? "significant" : "not significant" })));
-      }), "grid compare-metrics") : el("p", { class: "muted", text: "this benchmark names no headline metric" }));
-    const flips = (title, ids, cls) => {
-      const box = el("div", { class: "flips " + cls }, el("h2", { text: title + " (" + ids.length + ")" }));
-      if (!ids.length) box.appendChild(el("p", { class: "muted", text: "none" }));
-      else box.appendChild(table(["unit", "in A", "in B"], ids.map((id) => {
-        const key = data.samples[id] || id;
-        return el("tr", { "data-unit": id }, el("td", { class: "flip-id", text: id }),
-          el("td", {}, el("a", { href: sampleLink(data.a, key), class: "in-a", text: "sample in A" })),
-          el("td", {}, el("a", { href: sampleLink(data.b, key), class: "in-b", text: "sample in B" })));
-      }), "grid flipped"));
-      return box;
-    };
-    node.appendChild(el("div", { class: "flip-lists" },
-      flips("fail in A → pass in B", data.flipped.to_pass, "to-pass"),
-      flips("pass in A → fail in B", data.flipped.to_fail, "to-fail")));
+            : el("span", { class: "badge " + (m.significant ? "sig" : "nsig"), text: m.significant ? "significant" : "not significant" }))));
+      });
+    }
+    node.appendChild(metricRows.length
+      ? table(["metric", "run", "model", "value", "n paired", "run − A", "95% interval", "test", "p", ""], metricRows, "grid compare-metrics")
+      : el("p", { class: "muted", text: "this benchmark names no headline metric" }));
+    const diff = data.differing;
+    node.appendChild(el("h2", { text: "units whose verdict differs (" + diff.total + ")" }));
+    if (!diff.total) node.appendChild(el("p", { class: "muted", text: "none: every unit has the same verdict in every run that has it" }));
+    else {
+      const pages = Math.max(1, Math.ceil(diff.total / diff.per_page));
+      const nav = el("p", { class: "pager" },
+        page > 1 ? el("a", { href: compareLink(ids, { page: page - 1 }), id: "prev", text: "← previous" }) : null,
+        " page " + page + " of " + pages + " · " + diff.total + " units ",
+        page < pages ? el("a", { href: compareLink(ids, { page: page + 1 }), id: "next", text: "next →" }) : null);
+      const rows = diff.rows.map((u) => el("tr", { "data-unit": u.id }, el("td", { class: "flip-id", text: u.id }),
+        u.verdicts.map((verdict, i) => el("td", { "data-run": runs[i].id }, verdict === null ? el("span", { class: "muted", text: "—" })
+          : el("a", { href: sampleLink(runs[i].id, u.samples[i]), class: "in-run" }, badge(verdict))))));
+      node.append(nav, el("div", { class: "scroll" }, table(["unit", ...runs.map((r, i) => runLabel(i))], rows, "grid differing")));
+    }
     return { node };
   }
 
@@ -373,11 +450,15 @@
           el("td", { class: "num", text: i + 1 }), el("td", { class: "model", text: c.model }),
           board.metrics.map((name) => el("td", { class: "num cell" }, el("a", { href: runLink(c.run), class: "cell-link", text: meanInterval(c.metrics[name]) }))),
           el("td", {}, el("span", { class: "mark " + mark.replace(/[^a-z]+/g, "-"), text: mark + (i > 0 && c.test ? " (" + c.test + ")" : "") }),
-            i > 0 && !REPORT ? [" ", el("a", { href: compareLink(board.cells[0].run, c.run), class: "compare-link", text: "compare" })] : null),
+            i > 0 && !REPORT ? [" ", el("a", { href: compareLink([board.cells[0].run, c.run]), class: "compare-link", text: "compare" })] : null),
           el("td", {}, el("a", { href: runLink(c.run), class: "run-link", text: c.run })), el("td", {}, statusBadge(c.status)));
       });
       node.appendChild(el("h2", { text: board.benchmark + ": ranked by " + (board.metrics[0] || "–") }));
       node.appendChild(table(["#", "model", ...board.metrics, "vs best", "run", "status"], rows, "grid leaderboard"));
+      if (!REPORT && board.cells.length > 2) {
+        node.appendChild(el("p", {}, el("a", { href: compareLink(board.cells.map((c) => c.run)), class: "compare-all",
+          text: "compare all " + board.cells.length + " runs, the best as the baseline →" })));
+      }
     }
     if (intervals) node.appendChild(el("p", { class: "muted", text: "“(intervals)”: decided by overlapping 95% intervals, a coarser test" }));
     return { node, poll: data.status === "running" };
@@ -401,7 +482,7 @@
           ["input tokens", stats.input_tokens], ["output tokens", stats.output_tokens], ["epochs", stats.epochs],
           ["wall", stats.wall_seconds.toFixed(1) + " s"]].map(([k, v]) => el("span", { class: "stat" }, el("b", { text: v }), " " + k))));
     }
-    if (!SWEEP_REPORT) node.appendChild(el("p", {}, el("a", { href: samplesLink(run.id), class: "samples-link", text: "samples and verdicts →" }),
+    node.appendChild(el("p", {}, el("a", { href: samplesLink(run.id), class: "samples-link", text: "samples and verdicts →" }),
       " ", el("a", { href: samplesLink(run.id, { verdict: "fail" }), text: "failures" }),
       " ", el("a", { href: samplesLink(run.id, { verdict: "error" }), text: "errors" })));
     if (!results) {
@@ -435,6 +516,8 @@
     }
     node.appendChild(el("details", { class: "config" }, el("summary", { text: "settings and config" }),
       pre(json({ settings: results.settings, config: data.config, provenance: results.provenance }))));
+    const panelBox = el("div", { class: "run-panels" });
+    node.insertBefore(panelBox, node.querySelector("details.breakdown") || node.querySelector("details.config"));
     const after = async () => {
       for (const c of data.charts) {
         const figure = el("figure", { class: "chart", "data-chart": c.name });
@@ -442,6 +525,13 @@
         try { figure.appendChild(await chartNode(run.id, c.name)); } catch (error) {
           figure.appendChild(el("p", { class: "error", text: String(error.message || error) }));
         }
+      }
+      // The benchmark's own views need the run's verdicts: asked for after the page shows.
+      try {
+        const found = await get("runs/" + encodeURIComponent(run.id) + "/panels");
+        if (found.panels.length || found.note) panelBox.append(el("h2", { text: "views" }), panelsBlock(found.panels, found.note));
+      } catch (error) {
+        panelBox.appendChild(el("p", { class: "error", text: String(error.message || error) }));
       }
     };
     return { node, after, poll: run.status === "running" };
@@ -502,6 +592,7 @@
     node.appendChild(el("h2", { text: "verdicts" }));
     for (const unit of data.units) node.appendChild(unitBox(unit));
     if (!data.units.length && !data.pending) node.appendChild(el("p", { class: "muted", text: "no verdict on this sample" }));
+    if ((data.panels || []).length || data.panels_note) node.append(el("h2", { text: "views" }), panelsBlock(data.panels || [], data.panels_note));
     node.appendChild(el("h2", { text: "transcript (" + data.calls.length + " model calls)" }));
     node.appendChild(transcript(data.calls));
     return { node, pending: data.pending };
@@ -536,6 +627,12 @@
 
   function toolCall(call) {
     if (!call || typeof call !== "object") return pre(json(call));
+    // BFCL's decoded calls are {name: arguments}: shown as a call of that name with those arguments.
+    const keys = Object.keys(call);
+    if (call.name === undefined && keys.length === 1 && call[keys[0]] && typeof call[keys[0]] === "object" &&
+        !Array.isArray(call[keys[0]])) {
+      call = { name: keys[0], arguments: call[keys[0]] };
+    }
     const args = call.parse_error ? (call.raw || "") : json(call.arguments === undefined ? {} : call.arguments);
     return el("div", { class: "call" },
       el("div", { class: "call-head" }, el("b", { class: "call-name", text: call.name || "(no name)" }),
