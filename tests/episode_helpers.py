@@ -19,6 +19,16 @@ from toolgauge.store import open_store
 R = TypeVar("R", bound=BaseModel)
 
 
+class ClientWithoutLifecycle:
+    """A test client's ``start`` and ``close``, which have nothing to do (a base for hand-written clients)."""
+
+    async def start(self) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
+
+
 class Echo(BaseModel):
     """The result of :func:`echo_episode`: the model's reply text."""
 

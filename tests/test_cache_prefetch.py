@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from sqlalchemy import create_engine, select
 
-from episode_helpers import Echo, echo_episode
+from episode_helpers import ClientWithoutLifecycle, Echo, echo_episode
 from toolgauge.engine import EngineConfig, run_episodes
 from toolgauge.engine.cache import request_hash
 from toolgauge.records import AssistantTurn, Message, ModelRequest, Usage
@@ -26,7 +26,7 @@ from toolgauge.store.reader import CacheReader
 GIVE_UP_S = 60.0  # only so that a broken prefetch fails the test instead of hanging it
 
 
-class Endpoint:
+class Endpoint(ClientWithoutLifecycle):
     """A cacheable client answering the prompt reversed, with token counts that differ per prompt."""
 
     name = "endpoint"
@@ -35,12 +35,6 @@ class Endpoint:
     def __init__(self, cache_id: str = "endpoint-v1") -> None:
         self.cache_id = cache_id
         self.calls = 0
-
-    async def start(self) -> None:
-        pass
-
-    async def close(self) -> None:
-        pass
 
     async def generate(self, request: ModelRequest) -> AssistantTurn:
         self.calls += 1

@@ -8,7 +8,7 @@ import random
 import pytest
 from sqlalchemy import select
 
-from episode_helpers import Echo, echo_episode
+from episode_helpers import ClientWithoutLifecycle, Echo, echo_episode
 from toolgauge.engine import EngineConfig, EpisodeContext, run_episodes
 from toolgauge.engine.retry import backoff_delay
 from toolgauge.errors import ModelError, TransientModelError
@@ -21,7 +21,7 @@ def store_at(tmp_path):
     return open_store(f"sqlite:///{tmp_path / 'runs.db'}")
 
 
-class CountingClient:
+class CountingClient(ClientWithoutLifecycle):
     """A cacheable client that answers with the prompt reversed, counting calls."""
 
     name = "counting"
@@ -35,12 +35,6 @@ class CountingClient:
         self.fail_first = fail_first
         self.error = error
         self.delay = delay
-
-    async def start(self) -> None:
-        pass
-
-    async def close(self) -> None:
-        pass
 
     async def generate(self, request: ModelRequest) -> AssistantTurn:
         self.calls += 1

@@ -11,14 +11,14 @@ import math
 import pytest
 from sqlalchemy import func, select
 
-from episode_helpers import Echo, echo_episode
+from episode_helpers import ClientWithoutLifecycle, Echo, echo_episode
 from toolgauge.engine import EngineConfig, EpisodeContext, run_episodes
 from toolgauge.errors import ConnectionFailed, EndpointDown, ModelError, StoreWriteError
 from toolgauge.records import AssistantTurn, Message, ModelRequest
 from toolgauge.store import Store, open_store, schema
 
 
-class Endpoint:
+class Endpoint(ClientWithoutLifecycle):
     """Answers ``up_for`` calls, then refuses every connection (``down``) until brought back up."""
 
     name = "endpoint"
@@ -30,12 +30,6 @@ class Endpoint:
         self.flaky_every = flaky_every
         self.calls = 0
         self.failures = 0
-
-    async def start(self) -> None:
-        pass
-
-    async def close(self) -> None:
-        pass
 
     async def generate(self, request: ModelRequest) -> AssistantTurn:
         self.calls += 1

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from episode_helpers import Echo, echo_episode
+from episode_helpers import ClientWithoutLifecycle, Echo, echo_episode
 from toolgauge.engine import EngineConfig, EpisodeContext, run_episodes
 from toolgauge.errors import StoreWriteError
 from toolgauge.records import AssistantTurn, Message, ModelRequest
@@ -30,7 +30,7 @@ from toolgauge.store import Store, open_store, schema
 GIVE_UP_S = 60.0  # only so that a blocked loop fails the test instead of hanging it
 
 
-class CachedEndpoint:
+class CachedEndpoint(ClientWithoutLifecycle):
     """A client whose answers go through the response cache (as an HTTP model's do)."""
 
     name = "endpoint"
@@ -39,12 +39,6 @@ class CachedEndpoint:
 
     def __init__(self) -> None:
         self.calls = 0
-
-    async def start(self) -> None:
-        pass
-
-    async def close(self) -> None:
-        pass
 
     async def generate(self, request: ModelRequest) -> AssistantTurn:
         self.calls += 1
@@ -204,18 +198,12 @@ async def test_rows_buffered_during_a_commit_wait_for_the_next_and_a_failed_one_
     store.close()
 
 
-class Instant:
+class Instant(ClientWithoutLifecycle):
     """A client that answers without ever suspending (as gold and scripted models do); not cached."""
 
     name = "instant"
     cacheable = False
     cache_id = "instant"
-
-    async def start(self) -> None:
-        pass
-
-    async def close(self) -> None:
-        pass
 
     async def generate(self, request: ModelRequest) -> AssistantTurn:
         return AssistantTurn(content=request.messages[-1].content)
