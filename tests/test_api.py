@@ -73,3 +73,25 @@ def test_bad_input_raises_the_documented_errors(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="no store"):
         toolgauge.read_run("latest", store=tmp_path / "missing.db")
     assert "suite" in toolgauge.benchmark_names()
+
+
+def test_evaluate_gives_the_extra_roles_the_cli_would() -> None:
+    """``evaluate`` without ``roles`` makes the role clients ``eval tool-genesis`` would, from the options."""
+    from toolgauge.api import role_clients
+    from toolgauge.benchmarks.registry import spec_named
+    from toolgauge.models.spec import resolve_model
+
+    spec = spec_named("tool-genesis")
+    assert spec is not None
+    judge = "http://127.0.0.1:9/v1#judge"
+    evaluated = resolve_model("http://127.0.0.1:9/v1#evaluated")
+    options = {"data": "x", "judge_model": judge}
+    roles = role_clients(spec, options, "http://127.0.0.1:9/v1#evaluated", evaluated, timeout=5)
+    # The evaluated model is the default agent and keeps its client; the judge gets one of its own.
+    assert roles["agent"] is evaluated and roles["judge"] is not evaluated and "judge" in roles["judge"].name
+    same = role_clients(spec, {**options, "agent_model": judge}, "gold", evaluated, timeout=5)
+    assert same["agent"] is same["judge"]  # one spec, one client
+    assert role_clients(spec, {**options, "skip_l4": True}, "gold", evaluated, timeout=5) == {}
+    assert role_clients(spec, {"data": "x"}, "gold", evaluated, timeout=5) == {}  # gold is no agent, no judge
+    suite = spec_named("suite")
+    assert suite is not None and role_clients(suite, {}, "gold", evaluated, timeout=5) == {}

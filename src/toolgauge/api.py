@@ -131,11 +131,18 @@ async def evaluate_async(
         raise UsageError(f"epochs must be at least 1, got {epochs}")
     if isinstance(benchmark, str) and epochs > 1 and not _spec(benchmark).repeatable:
         raise UsageError(f"{benchmark} runs cannot repeat samples yet (epochs={epochs}); use epochs=1")
+    if isinstance(benchmark, str) and isinstance(model, str) and "model" not in options:
+        from toolgauge.sweep.file import build_parameters
+
+        if "model" in build_parameters(_spec(benchmark)):  # a build that takes the evaluated model (Tool-Genesis)
+            options = {**options, "model": model}
     bench = _spec(benchmark).build(**options) if isinstance(benchmark, str) else benchmark
     if isinstance(model, str):
         shown, client = display_spec(model), resolve_model(model, replay_loader=bench.replay_table, timeout=timeout)
     else:
         shown, client = model.name, model
+    if roles is None and isinstance(benchmark, str) and isinstance(model, str):
+        roles = role_clients(_spec(benchmark), options, model, client, timeout=timeout)
     run_options = RunOptions(
         store_url=_store_url(store),
         resume=resume,
@@ -160,6 +167,24 @@ async def evaluate_async(
 
     result = await run_benchmark(bench, shown, run_options, client=client, roles=roles, on_scored=collect)
     return Evaluation(result.run_id, result.scored.results, kept)
+
+
+def role_clients(
+    spec: BenchmarkSpec, options: Mapping[str, Any], model: str, client: ModelClient, *, timeout: float
+) -> dict[str, ModelClient]:
+    """The clients of the extra roles a run of ``spec`` asks for (``BenchmarkSpec.roles``), as ``eval`` decides them.
+
+    A role whose spec is the evaluated model's gets its client; roles with one spec share one client.
+    """
+    if spec.roles is None:
+        return {}
+    clients: dict[str, ModelClient] = {model: client}
+    roles: dict[str, ModelClient] = {}
+    for role, role_spec in spec.roles(options, model).items():
+        if role_spec not in clients:
+            clients[role_spec] = resolve_model(role_spec, timeout=timeout)
+        roles[role] = clients[role_spec]
+    return roles
 
 
 async def score_async(
