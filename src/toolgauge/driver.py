@@ -205,8 +205,12 @@ async def run_benchmark(
             store.close()
 
 
-async def _start_and_probe(clients: Sequence[ModelClient], store: Store, run_id: str) -> None:
-    """Start every client, then probe the network ones: a dead endpoint stops the run before any sample."""
+async def start_clients(clients: Sequence[ModelClient]) -> None:
+    """Start every client, then probe the network ones: a dead endpoint fails before any sample.
+
+    On any failure the clients already started are closed again. Raises ``UsageError`` naming a model that
+    could not start or does not answer.
+    """
     started: list[ModelClient] = []
     try:
         for c in clients:
@@ -221,9 +225,17 @@ async def _start_and_probe(clients: Sequence[ModelClient], store: Store, run_id:
                     await c.probe()
                 except ModelError as exc:
                     raise UsageError(f"model {c.name!r} does not answer: {exc}") from exc
-    except BaseException as exc:
+    except BaseException:
         for c in started:
             await c.close()
+        raise
+
+
+async def _start_and_probe(clients: Sequence[ModelClient], store: Store, run_id: str) -> None:
+    """:func:`start_clients`; on failure the run is marked failed (interrupted on Ctrl-C)."""
+    try:
+        await start_clients(clients)
+    except BaseException as exc:
         stopped = isinstance(exc, KeyboardInterrupt | asyncio.CancelledError)
         store.set_run_status(run_id, INTERRUPTED if stopped else FAILED)
         if stopped:

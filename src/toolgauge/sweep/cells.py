@@ -19,9 +19,9 @@ from typing import Any
 
 from sqlalchemy import delete
 
-from toolgauge.driver import ProbedClient, RunOptions, run_benchmark, run_config
+from toolgauge.driver import RunOptions, run_benchmark, run_config, start_clients
 from toolgauge.engine import EngineConfig, run_episodes
-from toolgauge.errors import ModelError, RunLocked, UsageError
+from toolgauge.errors import RunLocked
 from toolgauge.models.spec import display_spec, resolve_model
 from toolgauge.store import Store, open_store, schema
 from toolgauge.store.lease import this_host
@@ -161,25 +161,14 @@ async def run_shard(
         roles = role_clients(task, client, limiter)
         # Each client once (a role may share the evaluated model's), started and probed as the driver does.
         distinct = list({id(c): c for c in (client, *roles.values())}.values())
-        started: list[LimitedClient] = []
+        await start_clients(distinct)
         try:
-            for each in distinct:
-                try:
-                    await each.start()
-                except ModelError as exc:
-                    raise UsageError(f"model {each.name!r} could not start: {exc}") from exc
-                started.append(each)
-                if isinstance(each.inner, ProbedClient):
-                    try:
-                        await each.probe()
-                    except ModelError as exc:
-                        raise UsageError(f"model {each.name!r} does not answer: {exc}") from exc
             outcome = await run_episodes(
                 samples, bench.episode, bench.result_type, client=client, store=store, run_id=run_id,
                 config=engine_config(task), roles=roles, shard=True,
             )  # fmt: skip
         finally:
-            for each in started:
+            for each in distinct:
                 await each.close()
         return len(outcome.outcomes) - len(outcome.failed)
     finally:
