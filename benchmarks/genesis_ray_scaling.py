@@ -16,19 +16,20 @@ Needs the [ray], [postgres] and [embeddings] extras and PostgreSQL's server bina
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 from pg_server import PgServer  # noqa: E402
-from ray_cluster import RAY_ENV, RayCluster  # noqa: E402
+from ray_cluster import RayCluster  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from sweep_scaling import board  # noqa: E402
+from sweep_scaling import run_sweep as sweep_run  # noqa: E402
 
 
 def sweep_file(folder: Path, data: Path, limit: int) -> Path:
@@ -36,27 +37,17 @@ def sweep_file(folder: Path, data: Path, limit: int) -> Path:
     path.write_text(
         "epochs = 1\nseed = 0\n"
         '[[model]]\nspec = "gold"\n'
-        f'[[benchmark]]\nname = "tool-genesis"\ndata = "{data}"\nskip_l4 = true\nmodel = "gold"\nlimit = {limit}\n'
+        f'[[benchmark]]\nname = "tool-genesis"\ndata = "{data}"\nskip_l4 = true\nlimit = {limit}\n'
         f'out = "{folder / "gold"}"\n'
     )
     return path
 
 
 def run_sweep(path: Path, store: str, *extra: str) -> tuple[dict[str, Any], float, str]:
+    """``sweep_scaling.run_sweep`` with the load average before and after it."""
     load = f"{os.getloadavg()[0]:.1f}"
-    started = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-m", "toolgauge.cli", "sweep", str(path), "--store", store, "--json", *extra],
-        env={**os.environ, **RAY_ENV}, capture_output=True, text=True, timeout=7200, check=False,
-    )  # fmt: skip
-    wall = time.perf_counter() - started
-    if proc.returncode != 0:
-        raise SystemExit(f"sweep failed ({proc.returncode}): {proc.stderr[-3000:]}")
-    return json.loads(proc.stdout), wall, f"{load} to {os.getloadavg()[0]:.1f}"
-
-
-def board(doc: dict[str, Any]) -> list[tuple[str, str, str, str]]:
-    return [(c["model"], c["benchmark"], c["status"], json.dumps(c["metrics"], sort_keys=True)) for c in doc["cells"]]
+    doc, wall = sweep_run(path, store, *extra, timeout=7200)
+    return doc, wall, f"{load} to {os.getloadavg()[0]:.1f}"
 
 
 def main() -> None:

@@ -48,15 +48,16 @@ def sweep_file(folder: Path, stub_model: str, data: Path, epochs: int, limit: in
     return path
 
 
-def run_sweep(path: Path, store: str, *extra: str) -> tuple[dict[str, Any], float]:
+def run_sweep(path: Path, store: str, *extra: str, timeout: float = 3600) -> tuple[dict[str, Any], float]:
+    """``toolgauge sweep PATH --store STORE --json EXTRA...`` in a process of its own: its document and wall time."""
     started = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-m", "toolgauge.cli", "sweep", str(path), "--store", store, "--json", *extra],
-        env={**os.environ, **RAY_ENV}, capture_output=True, text=True, timeout=3600, check=False,
+        env={**os.environ, **RAY_ENV}, capture_output=True, text=True, timeout=timeout, check=False,
     )  # fmt: skip
     wall = time.perf_counter() - started
     if proc.returncode != 0:
-        raise SystemExit(f"sweep failed ({proc.returncode}): {proc.stderr[-2000:]}")
+        raise SystemExit(f"sweep failed ({proc.returncode}): {proc.stderr[-3000:]}")
     return json.loads(proc.stdout), wall
 
 
