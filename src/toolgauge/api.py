@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
-from toolgauge.benchmark import Benchmark, BenchmarkSpec, variants_text
+from toolgauge.benchmark import Benchmark, BenchmarkSpec, variants_text, with_evaluated_model
 from toolgauge.driver import RunOptions, RunResult, run_benchmark
 from toolgauge.engine import EngineConfig, stored_outcomes
 from toolgauge.errors import UsageError
@@ -131,11 +131,8 @@ async def evaluate_async(
         raise UsageError(f"epochs must be at least 1, got {epochs}")
     if isinstance(benchmark, str) and epochs > 1 and not _spec(benchmark).repeatable:
         raise UsageError(f"{benchmark} runs cannot repeat samples yet (epochs={epochs}); use epochs=1")
-    if isinstance(benchmark, str) and isinstance(model, str) and "model" not in options:
-        from toolgauge.sweep.file import build_parameters
-
-        if "model" in build_parameters(_spec(benchmark)):  # a build that takes the evaluated model (Tool-Genesis)
-            options = {**options, "model": model}
+    if isinstance(benchmark, str) and isinstance(model, str):
+        options = with_evaluated_model(_spec(benchmark), options, model)
     bench = _spec(benchmark).build(**options) if isinstance(benchmark, str) else benchmark
     if isinstance(model, str):
         shown, client = display_spec(model), resolve_model(model, replay_loader=bench.replay_table, timeout=timeout)

@@ -8,6 +8,7 @@ never imports a benchmark: the CLI shell and the Python API reach them through t
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -139,3 +140,45 @@ def lazy(module: str, name: str) -> Callable[..., Any]:
     # Where the real function is, for code that reads its signature (the sweep file's option check).
     setattr(call, "lazy_target", (module, name))  # noqa: B010 - a function has no declared attribute
     return call
+
+
+def build_function(spec: BenchmarkSpec) -> Callable[..., Any]:
+    """The function behind ``spec.build`` (a ``lazy`` one is imported here)."""
+    target = getattr(spec.build, "lazy_target", None)
+    if target is None:
+        return spec.build
+    module, name = target
+    fn: Callable[..., Any] = getattr(importlib.import_module(module), name)
+    return fn
+
+
+# Per benchmark name: a spec holds mappings, so it cannot be a cache key itself.
+_BUILD_PARAMETERS: dict[str, dict[str, inspect.Parameter]] = {}
+
+
+def build_parameters(spec: BenchmarkSpec) -> dict[str, inspect.Parameter]:
+    """The keyword options ``spec.build`` takes, with their annotations evaluated where that is possible."""
+    found = _BUILD_PARAMETERS.get(spec.name)
+    if found is None:
+        fn = build_function(spec)
+        module = importlib.import_module(fn.__module__)
+        found = {}
+        for name, param in inspect.signature(fn).parameters.items():
+            if param.kind not in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
+                continue
+            annotation = param.annotation
+            if isinstance(annotation, str):
+                try:
+                    annotation = eval(annotation, vars(module))
+                except Exception:  # a name imported only for type checkers: the build function checks the value
+                    annotation = Any
+            found[name] = param.replace(annotation=annotation)
+        _BUILD_PARAMETERS[spec.name] = found
+    return found
+
+
+def with_evaluated_model(spec: BenchmarkSpec, options: Mapping[str, Any], model: str) -> dict[str, Any]:
+    """``options`` with ``model`` added when ``spec.build`` takes the evaluated model (Tool-Genesis) and lacks it."""
+    if "model" in options or "model" not in build_parameters(spec):
+        return dict(options)
+    return {**options, "model": model}

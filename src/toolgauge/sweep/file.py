@@ -24,19 +24,17 @@ model is its ``[[model]]`` spec. Extra roles' models are options too (Tool-Genes
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import math
 import tomllib
 import typing
 from collections.abc import Callable, Mapping
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from toolgauge.benchmark import BenchmarkSpec
+from toolgauge.benchmark import BenchmarkSpec, build_parameters
 from toolgauge.errors import UsageError
 
 
@@ -253,39 +251,3 @@ def _spec(name: str) -> BenchmarkSpec | None:
     from toolgauge.benchmarks.registry import spec_named
 
     return spec_named(name)
-
-
-def build_parameters(spec: BenchmarkSpec) -> dict[str, inspect.Parameter]:
-    """The keyword options ``spec.build`` takes, with their annotations evaluated where that is possible."""
-    return _build_parameters(spec.name)
-
-
-@cache
-def _build_parameters(name: str) -> dict[str, inspect.Parameter]:
-    spec = _spec(name)
-    assert spec is not None
-    fn = build_function(spec)
-    params = inspect.signature(fn).parameters
-    module = importlib.import_module(fn.__module__)
-    out: dict[str, inspect.Parameter] = {}
-    for name, param in params.items():
-        if param.kind not in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
-            continue
-        annotation = param.annotation
-        if isinstance(annotation, str):
-            try:
-                annotation = eval(annotation, vars(module))
-            except Exception:  # a name imported only for type checkers: the build function checks the value
-                annotation = Any
-        out[name] = param.replace(annotation=annotation)
-    return out
-
-
-def build_function(spec: BenchmarkSpec) -> Callable[..., Any]:
-    """The function behind ``spec.build`` (a ``lazy`` one is imported here)."""
-    target = getattr(spec.build, "lazy_target", None)
-    if target is None:
-        return spec.build
-    module, name = target
-    fn: Callable[..., Any] = getattr(importlib.import_module(module), name)
-    return fn

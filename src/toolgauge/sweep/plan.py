@@ -11,10 +11,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from toolgauge.benchmark import Benchmark
+from toolgauge.benchmark import Benchmark, with_evaluated_model
 from toolgauge.errors import DataError, UsageError
 from toolgauge.models.spec import display_spec, resolve_model
-from toolgauge.sweep.file import BenchmarkEntry, ModelEntry, SweepFile, SweepFileError, build_parameters
+from toolgauge.sweep.file import BenchmarkEntry, ModelEntry, SweepFile, SweepFileError
 from toolgauge.sweep.limits import endpoint_of
 
 # eval's engine defaults (cli/common.py EngineDefaults): what a cell gets for an option the file leaves out.
@@ -77,9 +77,7 @@ def plan_cells(sweep: SweepFile, where: str) -> list[Cell]:
         for b_index, entry in enumerate(sweep.benchmarks, 1):
             spec = spec_named(entry.name)
             assert spec is not None  # checked with the file
-            options = {**entry.options, **model.options}
-            if "model" in build_parameters(spec):  # a build that takes the evaluated model (Tool-Genesis)
-                options["model"] = model.spec
+            options = with_evaluated_model(spec, {**entry.options, **model.options}, model.spec)
             try:
                 bench = spec.build(**options)
             except DataError as exc:
