@@ -52,6 +52,17 @@ def run_of(proc: subprocess.CompletedProcess[str]) -> RunStats:
     return run
 
 
+def sample_statuses(store: Path) -> list[tuple[str, str]]:
+    """Every stored sample's key and status; none while the store has no schema yet."""
+    if not store.exists():
+        return []
+    try:
+        with sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=5) as conn:
+            return [(str(k), str(s)) for k, s in conn.execute("SELECT sample_key, status FROM samples")]
+    except sqlite3.OperationalError:
+        return []
+
+
 def sample_counts(store: Path, run_id: str) -> dict[str, int]:
     with sqlite3.connect(store) as conn:
         found = conn.execute(
@@ -218,9 +229,76 @@ def test_sigterm_stops_the_run_like_ctrl_c(tmp_path: Path):
 
 
 def test_a_second_ctrl_c_exits_130_without_a_traceback(tmp_path: Path):
+    # Where the second signal lands depends on the machine; the two tests below pin each place down.
     proc, _ = start_slow_run(tmp_path)
     proc.send_signal(signal.SIGINT)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "Traceback" not in err, err
+
+
+# The CLI whose model blocks after a few answers, with a gate that stops the process at one place
+# ("shutdown": while the blocked call is being cancelled; "exit": in an atexit hook, after main() has
+# decided its exit code) until the test has sent its second SIGINT and written a line to stdin.
+GATED_CLI = textwrap.dedent(
+    """
+    import asyncio, atexit, sys
+    import toolgauge.models.offline as offline
+    where = sys.argv.pop(1)
+    def gate():
+        sys.stderr.write("GATE\\n")
+        sys.stderr.flush()
+        sys.stdin.readline()
+    plain = offline.ScriptedClient.generate
+    answered = 0
+    async def blocking(self, request):
+        global answered
+        answered += 1
+        if answered > 6:
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                if where == "shutdown":
+                    gate()
+                raise
+        return await plain(self, request)
+    offline.ScriptedClient.generate = blocking
+    if where == "exit":
+        atexit.register(gate)
+    from toolgauge.cli import main
+    sys.argv[0] = "toolgauge"
+    main()
+    """
+)
+
+
+@pytest.mark.parametrize("where", ["shutdown", "exit"])
+def test_a_second_ctrl_c_at_a_known_place_exits_130_without_a_traceback(tmp_path: Path, where: str):
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(["ok"] * 500))
+    store = tmp_path / "s.db"
+    args = ["eval", "suite", "--model", f"scripted:{script}", "--store", f"sqlite:///{store}", "-q", "-c", "1"]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", GATED_CLI, where, *args],
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stderr is not None
+    deadline = time.monotonic() + 60
+    while not any(status == "done" for _, status in sample_statuses(store)):
+        assert proc.poll() is None and time.monotonic() < deadline, "the run stored no sample"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    before = []
+    for line in proc.stderr:  # the process now waits at its gate
+        if line == "GATE\n":
+            break
+        before.append(line)
+    proc.send_signal(signal.SIGINT)
+    _, rest = proc.communicate(input="\n", timeout=60)
+    err = "".join(before) + rest
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "interrupted: finished samples of run" in err, err
+    assert [status for _, status in run_status(store)] == ["interrupted"]

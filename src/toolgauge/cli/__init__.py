@@ -129,6 +129,11 @@ def main() -> None:
     except (typer.Abort, KeyboardInterrupt):
         # A second Ctrl-C during the shutdown of the first: no traceback.
         code = 130
+    # The exit code is decided. A Ctrl-C arriving from here on (atexit hooks, thread joins, or after
+    # Python resets its handlers) would otherwise print a traceback or kill the process by SIGINT, so
+    # a caller would see -2 instead of the documented 130; SIGTERM still terminates at once.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     sys.exit(code if isinstance(code, int) else 0)
 
 

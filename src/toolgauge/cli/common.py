@@ -7,7 +7,6 @@ and its exit code. Nothing here imports a benchmark or the app that mounts the c
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
 import json
@@ -427,7 +426,10 @@ def execute(
 
     spec = spec_for_run(bench.name)
     options = flags.run_options(spec.headline if spec is not None else ())
-    result = asyncio.run(run_benchmark(bench, model, options, client=client, roles=roles, on_scored=write_files))
+    from toolgauge.cli.event_loop import run_interruptible
+
+    job = run_benchmark(bench, model, options, client=client, roles=roles, on_scored=write_files)
+    result = run_interruptible(job, stopped=(RunInterrupted,))
     results = result.scored.results
     run = results.run
     status = run.status if run is not None else None

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 import time
@@ -19,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from toolgauge.cli.common import JsonOpt, StoreOpt, err, guarded, out
+from toolgauge.cli.event_loop import run_interruptible
 from toolgauge.errors import UsageError
 from toolgauge.redact import redact
 
@@ -74,7 +74,8 @@ def sweep_cmd(
         else:
             runner = LocalExecutor(concurrency)
         try:
-            sweep_id = asyncio.run(run_sweep(sweep, text, cells, url, runner, resume=resume, where=str(sweep_file)))
+            sweep_run = run_sweep(sweep, text, cells, url, runner, resume=resume, where=str(sweep_file))
+            sweep_id = run_interruptible(sweep_run, stopped=(SweepInterrupted,))
         except SweepInterrupted as exc:
             notice = Text("interrupted", style="yellow")
             again = redact(" ".join(a for a in sys.argv[1:] if a != "--resume"))
