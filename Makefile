@@ -104,6 +104,7 @@ demo: setup
 
 lint: setup-dev
 	$(BIN)/ruff check src tests benchmarks scripts
+	$(BIN)/ruff format --check src tests benchmarks scripts
 
 typecheck: setup-dev
 	$(BIN)/mypy

@@ -29,5 +29,6 @@ def sample_rows(path: Path) -> list[dict[str, Any]]:
     """The JSON lines of a ``--samples`` file."""
     return [json.loads(line) for line in Path(path).read_text().splitlines()]
 
+
 # The fields of one ``--samples`` row (``toolgauge.results.SampleScore``), as docs/cli.md lists them.
 SAMPLE_FIELDS = {"id", "sample", "value", "scores", "explanation", "error", "metadata", "epoch", "cluster", "weights"}

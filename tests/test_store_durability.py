@@ -21,6 +21,7 @@ from toolgauge.store.store import _sqlite_pragmas
 
 HERE = Path(__file__).parent
 
+
 def call_row(run_id: str, key: str, step: int = 0) -> dict:
     return {
         "run_id": run_id, "sample_key": key, "step": step, "request_hash": None, "response": f"{key}/{step}",

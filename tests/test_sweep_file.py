@@ -89,8 +89,9 @@ def test_bad_files_are_one_line_naming_the_field(text: str, message: str):
 
 def test_planning_names_the_entry_whose_data_or_model_is_wrong(tmp_path: Path):
     missing = tmp_path / "nowhere"
-    text = (f"[[model]]\nspec = 'gold'\n[[benchmark]]\nname = 'bfcl'\ndata = '{missing}'\n"
-            "categories = ['simple_python']\n")
+    text = (
+        f"[[model]]\nspec = 'gold'\n[[benchmark]]\nname = 'bfcl'\ndata = '{missing}'\ncategories = ['simple_python']\n"
+    )
     with pytest.raises(SweepFileError, match=r"^s\.toml: benchmark\[1\] \(bfcl\): "):
         plan_cells(parse_sweep(text, "s.toml"), "s.toml")
     text = "[[model]]\nspec = 'gold'\n[[model]]\nspec = 'nonsense-model'\n[[benchmark]]\nname = 'suite'\n"

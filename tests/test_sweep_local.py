@@ -195,7 +195,9 @@ def test_a_killed_sweep_resumes_without_repeating_a_finished_cell_or_sample(bfcl
         assert _call_ids(st, done_before) == calls_before
         # ... and the resumed run asked the endpoint only for the samples that were not done.
         new_calls = conn.execute(
-            select(func.count()).select_from(schema.model_calls).where(
+            select(func.count())
+            .select_from(schema.model_calls)
+            .where(
                 schema.model_calls.c.run_id.in_([record.cells[2].run_id, record.cells[3].run_id])
                 & schema.model_calls.c.sample_key.not_in(done_before[held_run])
             )

@@ -42,7 +42,6 @@ COUNT_KEYS = {
 }  # fmt: skip
 
 
-
 def write_pool(path: Path, candidates: list[Candidate]) -> Path:
     path.write_text("".join(json.dumps(c.model_dump(mode="json")) + "\n" for c in candidates))
     return path

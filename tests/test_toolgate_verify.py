@@ -38,7 +38,6 @@ FEM = get_domain("fem")
 REPO = Path(__file__).resolve().parents[1]
 
 
-
 def candidate(solution: str, *, answer: str = "B", options: list[str] | None = None, **meta: object) -> Candidate:
     return Candidate(
         id=f"t-{uuid.uuid4().hex[:8]}",

@@ -41,9 +41,7 @@ def sweep_cmd(
     ] = None,
     store: StoreOpt = None,
     resume: Annotated[str | None, typer.Option("--resume", help="Continue an interrupted sweep by id.")] = None,
-    concurrency: Annotated[
-        int, typer.Option("--concurrency", "-c", min=1, help="Cells run at once.")
-    ] = 2,
+    concurrency: Annotated[int, typer.Option("--concurrency", "-c", min=1, help="Cells run at once.")] = 2,
     shard_size: Annotated[
         int,
         typer.Option("--shard-size", min=1, help="ray: a cell with more samples runs as shards of this many."),

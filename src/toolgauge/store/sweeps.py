@@ -122,9 +122,7 @@ def list_sweeps(store: Store, limit: int = 50) -> list[SweepRecord]:
         return []
     with store.engine.connect() as conn:
         ids = list(
-            conn.execute(
-                select(schema.sweeps.c.id).order_by(schema.sweeps.c.created_at.desc()).limit(limit)
-            ).scalars()
+            conn.execute(select(schema.sweeps.c.id).order_by(schema.sweeps.c.created_at.desc()).limit(limit)).scalars()
         )
     found = [get_sweep(store, i) for i in ids]
     return [s for s in found if s is not None]

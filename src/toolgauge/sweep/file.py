@@ -166,7 +166,7 @@ def _benchmark_entry(index: int, raw: dict[str, Any], bad: Callable[[str, str], 
     where = f"benchmark[{index}]"
     name = raw.get("name")
     if not isinstance(name, str) or not name:
-        raise bad(f"{where}.name", "missing: name the benchmark (e.g. name = \"bfcl\")")
+        raise bad(f"{where}.name", 'missing: name the benchmark (e.g. name = "bfcl")')
     spec = _spec(name)
     if spec is None:
         from toolgauge.api import benchmark_names
