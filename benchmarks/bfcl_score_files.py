@@ -131,7 +131,9 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def compare(ours: Path, theirs: Path, categories: list[str]) -> dict[str, Any]:
+def compare(
+    ours: Path, theirs: Path, categories: list[str], every: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
     fields: Counter[str] = Counter()
     differ: Counter[str] = Counter()
     by_type: Counter[str] = Counter()
@@ -162,6 +164,8 @@ def compare(ours: Path, theirs: Path, categories: list[str]) -> dict[str, Any]:
                     by_type[f"{key} ({y.get('error_type')})"] += 1
                     example = {"id": y["id"], "toolgauge": x.get(key, "<missing>"), "bfcl": y.get(key, "<missing>")}
                     examples.setdefault(f"{key} ({y.get('error_type')})", example)
+                    if every is not None:
+                        every.append({"field": key, "error_type": y.get("error_type"), **example})
     csvs = {}
     for file_name in ("data_overall.csv", "data_non_live.csv", "data_live.csv"):
         head_a, row_a = [line.split(",") for line in (ours / file_name).read_text().splitlines()]
@@ -190,6 +194,7 @@ def main() -> int:
     parser.add_argument("--data-dir", type=Path, default=Path("../shared/data/bfcl"))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, help="write the JSON report here too")
+    parser.add_argument("--differences", type=Path, help="write every differing field here, one JSON line each")
     args = parser.parse_args()
     categories = [c for c in CATEGORIES if (args.data_dir / f"BFCL_v4_{c}.json").exists()]
     with tempfile.TemporaryDirectory(prefix="bfcl_score_files_") as tmp:
@@ -198,7 +203,10 @@ def main() -> int:
         result_dir = write_results(root, outputs(args.data_dir, categories, args.seed))
         ours = toolgauge_scores(args.data_dir, result_dir, work)
         theirs = bfcl_scores(args.bfcl_python, root, categories)
-        report = {"seed": args.seed, "model": MODEL, **compare(ours, theirs, categories)}
+        every: list[dict[str, Any]] = []
+        report = {"seed": args.seed, "model": MODEL, **compare(ours, theirs, categories, every)}
+    if args.differences:
+        args.differences.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in every))
     text = json.dumps(report, indent=2, ensure_ascii=False)
     if args.out:
         args.out.write_text(text + "\n")

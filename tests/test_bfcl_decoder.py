@@ -163,3 +163,42 @@ def test_arbitrary_text_raises_only_decode_errors(text: str, language: str) -> N
     except BfclDecodeError:
         return
     assert isinstance(decoded, list)
+
+
+# Each text's error message as bfcl-eval 2026.3.23 raises it from default_decode_ast_prompting (run once
+# beside this file with the official package; the BFCL export quotes these texts after "Invalid syntax.
+# Failed to decode AST. ").
+BFCL_DECODER_MESSAGES = [
+    ("python", "[f(a=1) g(b=2)]", "invalid syntax. Perhaps you forgot a comma? (<unknown>, line 1)"),
+    ("python", "x", ""),  # a bare assert: the element is not a call
+    ("python", "[f(a=1) + 1]", ""),
+    ("python", "[1][0]", "'Subscript' object has no attribute 'elts'"),
+    ("python", "[f(a=-x)]", "'Name' object has no attribute 'value'"),
+    ("python", "[f(a=-b.c)]", "bad operand type for unary -: 'Name'"),
+    ("python", "[f(a=-'s')]", "bad operand type for unary -: 'str'"),
+    ("python", "[f(a=-None)]", "bad operand type for unary -: 'NoneType'"),
+    ("python", "[f(a=--1)]", "'UnaryOp' object has no attribute 'value'"),
+    ("python", "[f(a={1, 2})]", "Unsupported AST type: <class 'ast.Set'>"),
+    ("python", "[f(a=[1, {2, 3}])]", "Unsupported AST type: <class 'ast.Set'>"),
+    ("python", "[f(a={**d})]", "Unsupported AST type: <class 'NoneType'>"),
+    ("python", "[f(a={[1]: 2})]", "unhashable type: 'list'"),
+    ("python", "[f(a=lambda: 1)]", "'Constant' object is not subscriptable"),
+    ("python", "[f(a=1/0)]", "division by zero"),
+    ("python", "[f(a=x+1)]", "name 'x' is not defined"),
+    ("python", "[f(a=1+'a')]", "unsupported operand type(s) for +: 'int' and 'str'"),
+    ("java", "[f(a=1) g(b=2)]", "Error parsing java the source code."),
+    ("java", "[cannot do it]", "Error parsing java the source code."),
+    ("java", "[obj.f(a, a)]", "Error: Multiple arguments with the same name are not supported."),
+    ("java", "[a.f(x=1, x=2);]", "Error: Multiple arguments with the same name are not supported."),
+    ("javascript", "[f(a=1) g(b=2)]", "Error js parsing the source code."),
+    ("javascript", "[cannot do it]", "Error js parsing the source code."),
+    ("javascript", "[f(x=1, x=2)]", "Error: Multiple arguments with the same name are not supported."),
+]
+
+
+@pytest.mark.parametrize(("language", "text", "message"), BFCL_DECODER_MESSAGES)
+def test_a_decode_error_says_what_bfcls_decoder_says(language: str, text: str, message: str) -> None:
+    with pytest.raises(BfclDecodeError) as raised:
+        decode_python_calls(text, language)  # type: ignore[arg-type]
+    assert not isinstance(raised.value, BfclWrongFormatError)
+    assert str(raised.value) == message

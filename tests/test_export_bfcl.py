@@ -48,6 +48,11 @@ def data_lines(path: Path) -> dict[str, dict[str, Any]]:
     return {line["id"]: line for line in read_jsonl(path)}
 
 
+def failed_lines(path: Path) -> dict[str, dict[str, Any]]:
+    """A score file's failed entries by id (its first line is the summary)."""
+    return {line["id"]: line for line in read_jsonl(path)[1:]}
+
+
 def test_one_score_file_per_category_in_bfcls_layout(exported):
     out: Path = exported["out"]
     files = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
@@ -97,7 +102,12 @@ def test_failed_entries_are_the_wrong_samples_with_bfcls_fields(exported, bfcl_d
             assert line["model_result_raw"] == row["metadata"]["output"]
             if line["error_type"] == "ast_decoder:decoder_failed":
                 assert list(line) == DECODER_FAILED_FIELDS
+                assert line["error"] == row["metadata"]["errors"]
                 assert line["error"][0].startswith("Invalid syntax. Failed to decode AST. ")
+            elif line["error_type"] == "ast_decoder:decoder_wrong_output_format":
+                assert list(line) == AST_FIELDS
+                # str() of what BFCL's tree-sitter decoders return for text without a call
+                assert line["model_result_decoded"] == {"java": "{}", "javascript": "None"}[category.split("_")[-1]]
             else:
                 assert list(line) == AST_FIELDS
                 assert line["model_result_decoded"] == row["metadata"]["decoded"]
@@ -170,3 +180,33 @@ def test_a_model_spec_becomes_a_folder_name(tmp_path: Path, exported):
     assert res.exit_code == 0, res.output
     (folder,) = [p.name for p in out.iterdir() if p.is_dir()]
     assert folder.startswith("replay-") and "/" not in folder and ":" not in folder
+
+
+def test_text_without_a_call_and_the_users_data_are_written_as_bfcl_writes_them(tmp_path: Path, bfcl_dir: Path):
+    results = tmp_path / "results"
+    results.mkdir()
+    outputs = {
+        "simple_java": ("simple_java_0", "[]"),  # no method invocation: BFCL's Java decoder returns {}
+        "simple_javascript": ("simple_javascript_0", "[f(a=1), g(b=2)]"),  # a sequence: its JS decoder, None
+        "live_multiple": ("live_multiple_217-93-0", "I cannot help."),  # a description holds user:password@
+    }
+    for category, (entry_id, text) in outputs.items():
+        (results / f"BFCL_v4_{category}_result.json").write_text(json.dumps({"id": entry_id, "result": text}) + "\n")
+    store = f"sqlite:///{tmp_path / 'store.db'}"
+    scored = invoke("score", "bfcl", "--data", bfcl_dir, "--predictions", results, "--store", store, "--json")
+    assert scored.exit_code == 0, scored.output
+    out = tmp_path / "score"
+    res = invoke("export", "latest", "--format", "bfcl", "--out", out, "--store", store, "--model-name", MODEL)
+    assert res.exit_code == 0, res.output
+    java = failed_lines(out / MODEL / "non_live" / "BFCL_v4_simple_java_score.json")["simple_java_0"]
+    javascript = failed_lines(out / MODEL / "non_live" / "BFCL_v4_simple_javascript_score.json")["simple_javascript_0"]
+    for line, shown in ((java, "{}"), (javascript, "None")):
+        assert line["error_type"] == "ast_decoder:decoder_wrong_output_format"
+        assert list(line) == AST_FIELDS and line["model_result_decoded"] == shown
+    live = failed_lines(out / MODEL / "live" / "BFCL_v4_live_multiple_score.json")["live_multiple_217-93-0"]
+    assert live["error_type"] == "ast_decoder:decoder_failed"
+    assert live["error"] == [
+        "Invalid syntax. Failed to decode AST. invalid syntax. Perhaps you forgot a comma? (<unknown>, line 1)"
+    ]
+    assert live["prompt"] == data_lines(bfcl_dir / "BFCL_v4_live_multiple.json")["live_multiple_217-93-0"]
+    assert "http://user:password@host:port" in json.dumps(live["prompt"])  # the user's data, not redacted

@@ -19,10 +19,10 @@ shows N/A), its column headers and its formatting, for one row. BFCL takes the m
 link, organisation, licence and prices from its registry; toolgauge has none of these (N/A, and no
 cost), and latency statistics come from the run's per-sample latencies.
 
-Known differences from BFCL's own files (docs/exports.md): error message texts that quote a decoder's
-exception are toolgauge's decoder's; ``model_result_decoded`` of a ``decoder_wrong_output_format``
-entry is ``"None"`` (toolgauge keeps no decoded value of the wrong shape). The nested error list of a
-parallel ``cannot_find_match`` is rebuilt from toolgauge's message.
+Error texts that quote a decoder's exception are the ones BFCL's decoders raise (toolgauge's decoders
+give the same text where they decode as BFCL does). The nested error list of a parallel
+``cannot_find_match`` is rebuilt from toolgauge's message. Only model-derived fields are redacted:
+``prompt`` and ``possible_answer`` are the user's data, written as BFCL writes them.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from toolgauge.benchmarks.bfcl.loader import bfcl_language
 from toolgauge.errors import DataError, UsageError
 from toolgauge.export.source import RunSource
 from toolgauge.jsonl import read_jsonl_objects
@@ -50,6 +51,9 @@ WRONG_FORMAT_MESSAGE = (
     "serializability."
 )
 NO_MATCH = "parallel_function_checker_no_order:cannot_find_match"
+# Copied from the run's data folder, not from the model: never redacted (a documented "user:password@host"
+# URL in a function description is no secret of the user's).
+DATA_FIELDS = frozenset({"prompt", "possible_answer"})
 
 # Entries per category in BFCL v4 (bfcl-eval 2026.3.23): what a category the run lacks weighs in BFCL's
 # entry-weighted aggregates (get_category_score loads the whole category to count it).
@@ -138,7 +142,8 @@ def write_bfcl_scores(folder: Path, source: RunSource, *, model_name: str | None
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("w", encoding="utf-8") as fh:
             for line in (header, *lines):
-                fh.write(json.dumps(redact_tree(line, secrets=secrets), ensure_ascii=False) + "\n")
+                safe = {k: v if k in DATA_FIELDS else redact_tree(v, secrets=secrets) for k, v in line.items()}
+                fh.write(json.dumps(safe, ensure_ascii=False) + "\n")
         written.append(path)
     latencies = [s.latency_s for s in source.states.values() if s.latency_s]
     for file_name, header_row, row in leaderboard_rows(table, name, latencies):
@@ -186,7 +191,8 @@ def _failed_entry(
     if error_type == "ast_decoder:decoder_failed":
         return {**entry, "model_result_raw": output, "possible_answer": ground_truth}
     if error_type == WRONG_FORMAT:
-        return {**entry, "model_result_raw": str(output), "model_result_decoded": str(decoded),
+        shown = _wrong_shape(category, output, decoded)
+        return {**entry, "model_result_raw": str(output), "model_result_decoded": shown,
                 "possible_answer": ground_truth}  # fmt: skip
     return {
         **entry,
@@ -194,6 +200,17 @@ def _failed_entry(
         "model_result_decoded": decoded,
         "possible_answer": ground_truth,
     }
+
+
+def _wrong_shape(category: str, output: Any, decoded: Any) -> str:
+    """``str()`` of what BFCL's decoder returned for call text that holds no call.
+
+    toolgauge keeps no decoded value of the wrong shape; BFCL's tree-sitter decoders return ``{}``
+    (Java) and ``None`` (JavaScript) for such text, and only they produce this error type from text.
+    """
+    if isinstance(output, str) and bfcl_language(category) == "java":
+        return str({})
+    return str(decoded)
 
 
 def _no_match_errors(message: str, decoded: Any, ground_truth: Any) -> list[Any]:

@@ -21,3 +21,11 @@ class BfclWrongFormatError(BfclDecodeError):
     Only the Java/JavaScript decoders produce this: BFCL's tree-sitter decoders return ``{}`` or
     ``None`` when the text holds no call.
     """
+
+
+# What BFCL's tree-sitter decoders raise (bfcl_eval/model_handler/parser/*_parser.py): one message for any
+# syntax error per language, and one for an argument named twice. toolgauge's own parsers report finer
+# reasons; the decoders give BFCL's text so the verdict and the BFCL export quote what BFCL quotes.
+JAVA_SYNTAX_ERROR = "Error parsing java the source code."
+JAVASCRIPT_SYNTAX_ERROR = "Error js parsing the source code."
+DUPLICATE_ARGUMENTS_ERROR = "Error: Multiple arguments with the same name are not supported."

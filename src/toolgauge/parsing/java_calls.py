@@ -5,7 +5,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from toolgauge.parsing.call_types import UNNAMED_ARGUMENT_KEY, BfclDecodeError, BfclWrongFormatError, DecodedCall
+from toolgauge.parsing.call_types import (
+    DUPLICATE_ARGUMENTS_ERROR,
+    UNNAMED_ARGUMENT_KEY,
+    BfclDecodeError,
+    BfclWrongFormatError,
+    DecodedCall,
+)
 from toolgauge.parsing.source_tokens import Node, Token, TokenParser, leaf, scan, span
 
 _JAVA_PUNCT = sorted(
@@ -150,7 +156,7 @@ class JavaCallDecoder(TokenParser):
             else:
                 continue
             if key in arguments:
-                raise BfclDecodeError("multiple arguments with the same name")
+                raise BfclDecodeError(DUPLICATE_ARGUMENTS_ERROR)
             arguments[key] = value
         return {name: arguments}
 

@@ -6,7 +6,13 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from toolgauge.parsing.call_types import UNNAMED_ARGUMENT_KEY, BfclDecodeError, BfclWrongFormatError, DecodedCall
+from toolgauge.parsing.call_types import (
+    DUPLICATE_ARGUMENTS_ERROR,
+    UNNAMED_ARGUMENT_KEY,
+    BfclDecodeError,
+    BfclWrongFormatError,
+    DecodedCall,
+)
 from toolgauge.parsing.source_tokens import Node, Token, TokenParser, leaf, scan, span
 
 _JS_PUNCT = sorted(
@@ -175,7 +181,7 @@ class JsCallDecoder(TokenParser):
             else:
                 continue
             if key in arguments:
-                raise BfclDecodeError("multiple arguments with the same name")
+                raise BfclDecodeError(DUPLICATE_ARGUMENTS_ERROR)
             arguments[key] = value
         return {self.text(call.children[0]): arguments}
 

@@ -30,6 +30,9 @@ from collections.abc import Callable
 from typing import Any
 
 from toolgauge.parsing.call_types import (
+    DUPLICATE_ARGUMENTS_ERROR,
+    JAVA_SYNTAX_ERROR,
+    JAVASCRIPT_SYNTAX_ERROR,
     UNNAMED_ARGUMENT_KEY,
     BfclDecodeError,
     BfclWrongFormatError,
@@ -68,10 +71,22 @@ def decode_python_calls(text: str, language: Language = "python") -> list[Decode
         return _decode_python(wrapped)
     # BFCL drops the first and last character, whatever they are.
     if language == "java":
-        return JavaCallDecoder(wrapped[1:-1]).decode()
+        return _with_bfcl_message(JavaCallDecoder(wrapped[1:-1]).decode, JAVA_SYNTAX_ERROR)
     if language == "javascript":
-        return JsCallDecoder(wrapped[1:-1]).decode()
+        return _with_bfcl_message(JsCallDecoder(wrapped[1:-1]).decode, JAVASCRIPT_SYNTAX_ERROR)
     raise ValueError(f"unknown language {language!r}")
+
+
+def _with_bfcl_message(decode: Callable[[], list[DecodedCall]], syntax_error: str) -> list[DecodedCall]:
+    """Run a tree-sitter-like decoder; any syntax error it finds gets BFCL's one message for it."""
+    try:
+        return decode()
+    except BfclWrongFormatError:
+        raise
+    except BfclDecodeError as error:
+        if str(error) == DUPLICATE_ARGUMENTS_ERROR:
+            raise
+        raise BfclDecodeError(syntax_error) from error
 
 
 def render_python_calls(calls: list[tuple[str, dict[str, Any]]]) -> str:
@@ -99,16 +114,18 @@ def _decode_python(wrapped: str) -> list[DecodedCall]:
     try:
         tree = ast.parse(cleaned, mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError) as error:
-        raise BfclDecodeError(f"invalid syntax: {error}") from error
+        raise BfclDecodeError(str(error)) from error
+    # The messages below are the str() of the exception BFCL's ast_parse raises at the same point,
+    # so the export's error text is BFCL's (an AttributeError on .elts, a bare assert).
     body = tree.body
     if isinstance(body, ast.Call):
         return [_resolve_call(body)]
     if not isinstance(body, ast.List | ast.Tuple | ast.Set):
-        raise BfclDecodeError(f"expected a list of calls, got {type(body).__name__}")
+        raise BfclDecodeError(f"'{type(body).__name__}' object has no attribute 'elts'")
     calls = []
     for element in body.elts:
         if not isinstance(element, ast.Call):
-            raise BfclDecodeError(f"list element is not a call: {ast.unparse(element)[:80]}")
+            raise BfclDecodeError("")
         calls.append(_resolve_call(element))
     return calls
 
@@ -133,30 +150,34 @@ def _resolve_call(call: ast.Call) -> DecodedCall:
 
 
 def _resolve_value(node: ast.expr) -> Any:
+    # Error messages are those of BFCL's resolve_ast_by_type at the same point.
     if isinstance(node, ast.Constant):
         return "..." if node.value is Ellipsis else node.value
     if isinstance(node, ast.UnaryOp):
-        # BFCL negates the operand's constant whatever the operator is.
+        # BFCL negates the operand's constant whatever the operator is: -node.operand.value.
         operand = node.operand
         if not isinstance(operand, ast.Constant):
-            raise BfclDecodeError(f"unsupported unary operand: {ast.unparse(node)[:80]}")
+            inner = getattr(operand, "value", None)
+            if not isinstance(inner, ast.AST):
+                raise BfclDecodeError(f"'{type(operand).__name__}' object has no attribute 'value'")
+            raise BfclDecodeError(f"bad operand type for unary -: '{type(inner).__name__}'")
         value: Any = operand.value
         try:
             return -value
         except TypeError as error:
-            raise BfclDecodeError(f"cannot negate {operand.value!r}") from error
+            raise BfclDecodeError(str(error)) from error
     if isinstance(node, ast.List):
         return [_resolve_value(v) for v in node.elts]
     if isinstance(node, ast.Dict):
         result: dict[Any, Any] = {}
         for key_node, value_node in zip(node.keys, node.values, strict=True):
-            if key_node is None:
-                raise BfclDecodeError("dict unpacking (**) is not a value")
+            if key_node is None:  # {**d}: BFCL resolves the missing key node, None
+                raise BfclDecodeError(f"Unsupported AST type: {type(None)}")
             key = _resolve_value(key_node)
             try:
                 result[key] = _resolve_value(value_node)
             except TypeError as error:
-                raise BfclDecodeError(f"unhashable dict key {key!r}") from error
+                raise BfclDecodeError(str(error)) from error
         return result
     if isinstance(node, ast.BinOp):
         return _evaluate_literal_binop(node)
@@ -170,8 +191,9 @@ def _resolve_value(node: ast.expr) -> Any:
         return tuple(_resolve_value(v) for v in node.elts)
     if isinstance(node, ast.Subscript):
         return ast.unparse(node.value) + "[" + ast.unparse(node.slice) + "]"
-    # Lambda included: BFCL's lambda branch always raises.
-    raise BfclDecodeError(f"unsupported value {type(node).__name__}: {ast.unparse(node)[:80]}")
+    if isinstance(node, ast.Lambda):  # BFCL's lambda branch indexes the body, which always raises
+        raise BfclDecodeError(f"'{type(node.body).__name__}' object is not subscriptable")
+    raise BfclDecodeError(f"Unsupported AST type: {type(node)}")
 
 
 _BINARY_OPERATORS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
@@ -211,7 +233,7 @@ def _evaluate_literal_binop(node: ast.BinOp) -> Any:
     except BfclDecodeError:
         raise
     except (ArithmeticError, TypeError, ValueError, MemoryError, RecursionError) as error:
-        raise BfclDecodeError(f"cannot evaluate {ast.unparse(node)[:80]}: {error}") from error
+        raise BfclDecodeError(str(error)) from error  # the message BFCL's eval() gives
 
 
 def _literal(node: ast.expr) -> Any:
@@ -240,6 +262,8 @@ def _literal(node: ast.expr) -> Any:
                 return value
             value = _literal(item)
         return value
+    if isinstance(node, ast.Name):  # BFCL's eval: NameError (the few names its module defines aside)
+        raise BfclDecodeError(f"name '{node.id}' is not defined")
     if isinstance(node, ast.Compare):
         left = _literal(node.left)
         for op, comparator in zip(node.ops, node.comparators, strict=True):
