@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ INSPECT_ENV = "TOOLGAUGE_INSPECT_PYTHON"
 # Runs in the inspect-ai interpreter: load each log with Inspect's reader and print what the test checks.
 READER = r"""
 import json, sys
-from inspect_ai.log import read_eval_log
+from inspect_ai.log import read_eval_log, read_eval_log_sample_summaries
 
 out = []
 for path in sys.argv[1:]:
@@ -57,6 +58,8 @@ for path in sys.argv[1:]:
                    for sc in log.results.scores],
         "total_samples": log.results.total_samples,
         "samples": samples,
+        "summaries": [[s.id, s.epoch, {k: v.value for k, v in (s.scores or {}).items()}]
+                      for s in read_eval_log_sample_summaries(path)] if path.endswith(".eval") else None,
     })
 print(json.dumps(out))
 """
@@ -94,10 +97,17 @@ def runs(tmp_path_factory: pytest.TempPathFactory, bfcl_dir: Path) -> dict[str, 
         res = invoke("export", run_id, "--format", "inspect", "--out", out, "--store", store)
         assert res.exit_code == 0, res.output
         (log,) = list(out.iterdir())
+        json_out = work / f"{name}_json_log"
+        res = invoke(
+            "export", run_id, "--format", "inspect", "--log-format", "json", "--out", json_out, "--store", store
+        )
+        assert res.exit_code == 0, res.output
+        (json_log,) = list(json_out.iterdir())
         made[name] = {
             "store": store,
             "run": run_id,
-            "log": log,
+            "log": log,  # Inspect's default format, the .eval zip
+            "json_log": json_log,
             "rows": rescored_rows(store, run_id, work / f"{name}.jsonl"),
             "results": json.loads(invoke("report", run_id, "--store", store, "--json").stdout),
         }
@@ -124,9 +134,19 @@ def expected_scores(rows: list[dict[str, Any]]) -> dict[str, float]:
 
 def test_log_file_is_named_and_shaped_as_inspects(runs):
     for name in ("suite", "bfcl"):
-        log: Path = runs[name]["log"]
+        assert runs[name]["log"].name.endswith(f"_{name}_{runs[name]['run']}.eval")
+        with zipfile.ZipFile(runs[name]["log"]) as zf:
+            members = zf.namelist()
+            header = json.loads(zf.read("header.json"))
+            summaries = json.loads(zf.read("summaries.json"))
+        samples = [m for m in members if m.startswith("samples/")]
+        assert {"_journal/start.json", "header.json", "summaries.json"} <= set(members)
+        assert "samples" not in header and len(samples) == len(summaries) == len(expected_scores(runs[name]["rows"]))
+        assert sorted(samples) == sorted(f"samples/{s['id']}_epoch_{s['epoch']}.json" for s in summaries)
+        log: Path = runs[name]["json_log"]
         assert log.name.endswith(f"_{name}_{runs[name]['run']}.json")
         document = json.loads(log.read_text())
+        assert header == {k: v for k, v in document.items() if k != "samples"}
         assert document["version"] == 2 and document["status"] == "success"
         assert {"eval", "results", "stats", "samples"} <= set(document)
         assert document["eval"]["task"] == name
@@ -136,12 +156,19 @@ def test_log_file_is_named_and_shaped_as_inspects(runs):
 
 
 def test_inspect_reads_the_logs_back(runs, inspect_python: str):
+    logs = [runs[name][kind] for kind in ("log", "json_log") for name in ("suite", "bfcl")]
     done = subprocess.run(
-        [inspect_python, "-c", READER, str(runs["suite"]["log"]), str(runs["bfcl"]["log"])],
-        capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
+        [inspect_python, "-c", READER, *map(str, logs)], capture_output=True, text=True, timeout=600, check=False
+    )
     assert done.returncode == 0, done.stderr[-3000:]
-    suite, bfcl = json.loads(done.stdout)
+    suite, bfcl, suite_json, bfcl_json = json.loads(done.stdout)
+    for zipped, plain in ((suite, suite_json), (bfcl, bfcl_json)):  # the .eval zip reads back as the .json file
+        by_id = {(s["id"], s["epoch"]): s for s in plain["samples"]}
+        assert [by_id[(s["id"], s["epoch"])] for s in zipped["samples"]] == zipped["samples"]
+        assert len(by_id) == len(zipped["samples"])
+        assert {**zipped, "samples": None, "summaries": None} == {**plain, "samples": None}
+        # what inspect view lists without opening the samples
+        assert sorted(zipped["summaries"]) == sorted([s["id"], s["epoch"], s["scores"]] for s in zipped["samples"])
 
     for name, read in (("suite", suite), ("bfcl", bfcl)):
         want = expected_scores(runs[name]["rows"])

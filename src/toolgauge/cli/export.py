@@ -44,6 +44,10 @@ def export_cmd(
         str | None,
         typer.Option("--model-name", help="bfcl: the model folder and model_name (default: the run's model)."),
     ] = None,
+    log_format: Annotated[
+        str | None,
+        typer.Option("--log-format", help="inspect: eval (a .eval zip, Inspect's default) or json."),
+    ] = None,
 ) -> None:
     """Write a stored run as an Inspect AI eval log, BFCL's score files, or per-sample tables.
 
@@ -57,7 +61,7 @@ def export_cmd(
 
         report = export_run(
             run_id, fmt, out_dir, store_url=store, verdicts=stored_verdicts, force=force, headline_of=headline_of,
-            model_name=model_name,
+            model_name=model_name, log_format=log_format,
         )  # fmt: skip
         for note in report.notes:
             warn(note)

@@ -43,6 +43,7 @@ def export_run(
     force: bool = False,
     headline_of: Callable[[str], Sequence[str]] | None = None,
     model_name: str | None = None,
+    log_format: str | None = None,
 ) -> ExportReport:
     """Export stored run ``ref`` as ``fmt`` into the folder ``out``.
 
@@ -55,12 +56,17 @@ def export_run(
         force: Replace a non-empty ``out``.
         headline_of: A benchmark's headline metric names (the Inspect log lists them first).
         model_name: BFCL's model folder and ``model_name`` (default: the run's model, made a folder name).
+        log_format: Inspect's log format, ``eval`` (the default, as Inspect's) or ``json``; inspect only.
 
     Raises:
         UsageError: unknown format, unknown run, ``out`` not replaceable, a format the run cannot have.
     """
     if fmt not in FORMATS:
         raise UsageError(f"--format {fmt!r}: one of {', '.join(FORMATS)}")
+    if log_format is not None and fmt != "inspect":
+        raise UsageError("--log-format is for --format inspect")
+    if log_format not in (None, "eval", "json"):
+        raise UsageError(f"--log-format {log_format!r}: one of eval, json")
     out = Path(out)
     check_out_dir(out, force=force)
     if fmt == "parquet":
@@ -76,10 +82,11 @@ def export_run(
         notes = [source.note] if source.note else []
         with staged_dir(out, force=force) as folder:
             if fmt == "inspect":
-                from toolgauge.export.inspect_log import write_inspect_log
+                from toolgauge.export.inspect_log import InspectLogFormat, write_inspect_log
 
                 headline = headline_of(source.run.benchmark) if headline_of is not None else ()
-                files = [write_inspect_log(folder, source, headline=headline)]
+                chosen: InspectLogFormat = "json" if log_format == "json" else "eval"
+                files = [write_inspect_log(folder, source, headline=headline, log_format=chosen)]
             elif fmt == "bfcl":
                 from toolgauge.export.bfcl import write_bfcl_scores
 

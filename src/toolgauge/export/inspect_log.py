@@ -1,4 +1,4 @@
-"""An Inspect AI eval log (the ``.json`` log format) of a stored run, readable by ``inspect_ai.log.read_eval_log``.
+"""An Inspect AI eval log of a stored run (``.eval`` or ``.json``), readable by ``inspect_ai.log.read_eval_log``.
 
 toolgauge never imports inspect-ai: the models below are our own pydantic models of the subset of
 Inspect's log schema (``inspect_ai/log/_log.py``, ``model/_chat_message.py``, ``model/_model_output.py``,
@@ -32,6 +32,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from toolgauge.export.inspect_eval_file import write_eval_file
 from toolgauge.export.source import RunSource, split_store_key, transcript_key
 from toolgauge.records import AssistantTurn, Message, ToolCall
 from toolgauge.redact import redact_tree, secret_values
@@ -39,6 +40,8 @@ from toolgauge.results import Metric, SampleScore
 from toolgauge.store.transcripts import ModelCallRecord
 
 InspectStatus = Literal["started", "success", "cancelled", "error"]
+InspectLogFormat = Literal["eval", "json"]
+"""Inspect's two log formats: the ``.eval`` zip (Inspect's default) and one ``.json`` document."""
 StopReason = Literal["stop", "max_tokens", "model_length", "tool_calls", "content_filter", "unknown"]
 
 # Run status -> Inspect's eval status.
@@ -278,19 +281,24 @@ def _iso(ts: float | None) -> str:
     return "" if ts is None else datetime.fromtimestamp(ts, UTC).isoformat()
 
 
-def log_file_name(source: RunSource) -> str:
-    """Inspect's file naming: ``<created>_<task>_<id>.json`` (``:`` in the time as ``-``)."""
+def log_file_name(source: RunSource, log_format: InspectLogFormat = "eval") -> str:
+    """Inspect's file naming: ``<created>_<task>_<id>.eval`` (or ``.json``; ``:`` in the time as ``-``)."""
     created = datetime.fromtimestamp(source.run.created_at, UTC).strftime("%Y-%m-%dT%H-%M-%S+00-00")
     task = "".join(c if c.isalnum() or c in "-_" else "-" for c in source.run.benchmark)
-    return f"{created}_{task}_{source.run.id}.json"
+    return f"{created}_{task}_{source.run.id}.{log_format}"
 
 
-def write_inspect_log(folder: Path, source: RunSource, *, headline: Sequence[str] = ()) -> Path:
-    """Write the run as one Inspect ``.json`` eval log in ``folder`` and return its path."""
+def write_inspect_log(
+    folder: Path, source: RunSource, *, headline: Sequence[str] = (), log_format: InspectLogFormat = "eval"
+) -> Path:
+    """Write the run as one Inspect eval log in ``folder`` (``.eval`` zip or ``.json``) and return its path."""
     log = build_eval_log(source, headline=headline)
-    path = folder / log_file_name(source)
+    path = folder / log_file_name(source, log_format)
     document = redact_tree(log.model_dump(mode="json", exclude_none=True), secrets=secret_values())
-    path.write_text(json.dumps(document, ensure_ascii=False, indent=2), encoding="utf-8")
+    if log_format == "json":
+        path.write_text(json.dumps(document, ensure_ascii=False, indent=2), encoding="utf-8")
+    else:
+        write_eval_file(path, document)
     return path
 
 
