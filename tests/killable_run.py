@@ -1,4 +1,7 @@
-"""A slow run for the kill -9 test: ``python tests/killable_run.py STORE_URL RUN_ID``."""
+"""A run for the kill -9 test that never finishes: ``python tests/killable_run.py STORE_URL RUN_ID ANSWERS``.
+
+Its model answers ANSWERS calls and then never answers again, so a kill lands mid-run whatever the machine's load.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ from pydantic import BaseModel
 
 from toolgauge.engine import EngineConfig, EpisodeContext, run_episodes
 from toolgauge.models.offline import ScriptedClient
-from toolgauge.records import AssistantTurn, Message
+from toolgauge.records import AssistantTurn, Message, ModelRequest
 from toolgauge.store import open_store
 
 N_SAMPLES = 200
@@ -28,16 +31,24 @@ def samples() -> list[tuple[str, str]]:
     return [(f"s{i:03d}", f"q{i}") for i in range(N_SAMPLES)]
 
 
-async def main(url: str, run_id: str) -> None:
+async def main(url: str, run_id: str, answers: int) -> None:
     store = open_store(url)
     if store.get_run(run_id) is None:
         store.create_run("kill-test", "scripted", {}, run_id=run_id)
-    client = ScriptedClient(policy=lambda r: AssistantTurn(content=(r.messages[-1].content or "").upper()), delay=0.02)
+    answered = 0
+
+    async def answer_then_hang(request: ModelRequest) -> AssistantTurn:
+        nonlocal answered
+        answered += 1
+        if answered > answers:
+            await asyncio.Event().wait()
+        return AssistantTurn(content=(request.messages[-1].content or "").upper())
+
     await run_episodes(
         samples(),
         episode,
         Echo,
-        client=client,
+        client=ScriptedClient(policy=answer_then_hang),
         store=store,
         run_id=run_id,
         config=EngineConfig(concurrency=4, show_progress=False),
@@ -45,4 +56,4 @@ async def main(url: str, run_id: str) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], sys.argv[2]))
+    asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3])))

@@ -21,6 +21,11 @@ import time
 from pathlib import Path
 
 USER = "toolgauge"
+# Starts on a new port after the picked one was taken: a port found free is bound only after initdb, and by then
+# another process may hold it.
+PORT_RETRIES = 3
+# What the server logs when its port is taken.
+PORT_TAKEN = ("Address already in use", "could not bind")
 
 
 class PgUnavailable(Exception):
@@ -63,6 +68,8 @@ class PgServer:
         self.prefix, uid, gid = _run_as()
         self.password = secrets.token_hex(12)
         self.port = _free_port()
+        # Whether the server ever started: from then on its URLs are out, so it keeps its port.
+        self._started = False
         self.base = Path(tempfile.mkdtemp(prefix="toolgauge-pg-"))
         self.data = self.base / "data"
         self.sockets = self.base / "sockets"
@@ -91,9 +98,36 @@ class PgServer:
             raise PgUnavailable(f"{tool} failed: {(proc.stderr or proc.stdout).strip()[-500:]}")
 
     def start(self) -> None:
-        """Start the server and wait until it accepts connections."""
-        options = f"-p {self.port} -k {self.sockets} -c listen_addresses=127.0.0.1 -c fsync=off"
-        self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.log), "-w", "-t", "60", "start")
+        """Start the server and wait until it accepts connections.
+
+        The first start moves to a new free port when another process took the picked one (up to
+        ``PORT_RETRIES`` times); a restart keeps the port, which the URLs handed out name.
+
+        Raises:
+            PgUnavailable: the server did not start (pg_ctl's message).
+        """
+        for retry in range(PORT_RETRIES + 1):
+            logged = self.log.stat().st_size if self.log.exists() else 0
+            options = f"-p {self.port} -k {self.sockets} -c listen_addresses=127.0.0.1 -c fsync=off"
+            try:
+                self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.log), "-w", "-t", "60", "start")
+            except PgUnavailable:
+                if self._started or retry == PORT_RETRIES or not self._port_taken(since=logged):
+                    raise
+                self.port = _free_port()
+                continue
+            self._started = True
+            return
+
+    def _port_taken(self, *, since: int) -> bool:
+        """Whether the server's log after byte ``since`` says its port was taken."""
+        try:
+            with self.log.open("rb") as f:
+                f.seek(since)
+                text = f.read().decode(errors="replace")
+        except OSError:
+            return False
+        return any(sign in text for sign in PORT_TAKEN)
 
     def stop(self) -> None:
         """Stop at once: every connection is cut, like a server crash or a network loss."""

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from proc_tree import descendants, proc_table
@@ -29,10 +30,19 @@ OBJECT_STORE_BYTES = 100 * 1000 * 1000
 
 # What the cluster's processes and every driver of it need in their environment.
 RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+# Starts of a node with new ports after ``ray start`` failed on a taken one: a port found free is bound only
+# seconds later, and by then another process may hold it.
+PORT_RETRIES = 3
+# What ``ray start`` prints when a port of the node is taken (its gRPC server cannot bind it).
+PORT_TAKEN = ("Failed to start the grpc server", "Address already in use", "already occupied")
 
 
 class RayUnavailable(Exception):
     """The cluster could not be started (the reason is the message)."""
+
+
+class PortTaken(RayUnavailable):
+    """``ray start`` failed because a port it was to listen on was taken."""
 
 
 def ray_binary() -> Path | None:
@@ -67,30 +77,68 @@ class RayCluster:
         proc = subprocess.run([str(self.binary), "start", *args, "--disable-usage-stats"], env=self.env,
                               capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
         if proc.returncode != 0:
-            raise RayUnavailable(f"ray start {args[0]} failed: {(proc.stderr or proc.stdout).strip()[-800:]}")
+            error = PortTaken if any(sign in proc.stderr + proc.stdout for sign in PORT_TAKEN) else RayUnavailable
+            raise error(f"ray start {args[0]} failed: {(proc.stderr or proc.stdout).strip()[-800:]}")
+
+    def _start_node(
+        self, args: Callable[[], list[str]], leftovers: Callable[[], set[int]], move: Callable[[], None] | None = None
+    ) -> None:
+        """``ray start`` with ``args()`` (which picks free ports each time).
+
+        After a taken port: kill the failed start's ``leftovers()``, ``move()`` to new fixed ports, and start again.
+
+        Raises:
+            RayUnavailable: the node did not start (a port was taken ``PORT_RETRIES + 1`` times, or another reason).
+        """
+        for retry in range(PORT_RETRIES + 1):
+            try:
+                self._start(*args())
+                return
+            except PortTaken:
+                if retry == PORT_RETRIES:
+                    raise
+                self._kill_until_gone(leftovers)
+                if move is not None:
+                    move()
 
     def start(self, *, worker: bool = True) -> None:
         """Start the head node, then (unless ``worker`` is false) the worker node."""
-        self._start(
-            "--head", f"--node-ip-address={HEAD_IP}", f"--port={self.port}", "--num-cpus=1",
-            f"--object-store-memory={OBJECT_STORE_BYTES}", "--include-dashboard=false", f"--temp-dir={self.temp_dir}",
-            f"--ray-client-server-port={_free_port(HEAD_IP)}", f"--dashboard-port={_free_port('127.0.0.1')}",
-            f"--dashboard-agent-listen-port={_free_port(HEAD_IP)}",
-        )  # fmt: skip
+
+        def head_args() -> list[str]:
+            return [
+                "--head", f"--node-ip-address={HEAD_IP}", f"--port={self.port}", "--num-cpus=1",
+                f"--object-store-memory={OBJECT_STORE_BYTES}", "--include-dashboard=false",
+                f"--temp-dir={self.temp_dir}", f"--ray-client-server-port={_free_port(HEAD_IP)}",
+                f"--dashboard-port={_free_port('127.0.0.1')}", f"--dashboard-agent-listen-port={_free_port(HEAD_IP)}",
+            ]  # fmt: skip
+
+        def move_head() -> None:
+            self.port = _free_port(HEAD_IP)
+            self.address = f"{HEAD_IP}:{self.port}"
+
+        self._start_node(head_args, self._ours, move_head)
         if not worker:
             return
         head = self._ours()
         before_worker = set(proc_table())
-        self._start(
-            f"--address={self.address}", f"--node-ip-address={WORKER_IP}", "--num-cpus=1",
-            f"--object-store-memory={OBJECT_STORE_BYTES}", f"--dashboard-agent-listen-port={_free_port(WORKER_IP)}",
-        )  # fmt: skip
-        # The worker node's own daemons: new, and not started by a head process (the head's task workers are).
-        table = proc_table()
-        self.worker_pids = {
-            pid for pid in self._ours() - head
-            if pid not in before_worker and table.get(pid, (0,))[0] not in head
-        }  # fmt: skip
+
+        def worker_args() -> list[str]:
+            return [
+                f"--address={self.address}", f"--node-ip-address={WORKER_IP}", "--num-cpus=1",
+                f"--object-store-memory={OBJECT_STORE_BYTES}",
+                f"--dashboard-agent-listen-port={_free_port(WORKER_IP)}",
+            ]  # fmt: skip
+
+        def worker_daemons() -> set[int]:
+            # The worker node's own daemons: new, and not started by a head process (the head's task workers are).
+            table = proc_table()
+            return {
+                pid for pid in self._ours() - head
+                if pid not in before_worker and table.get(pid, (0,))[0] not in head
+            }  # fmt: skip
+
+        self._start_node(worker_args, worker_daemons)
+        self.worker_pids = worker_daemons()
         if not any("raylet" in cmd for pid, (_, _, _, cmd) in proc_table().items() if pid in self.worker_pids):
             raise RayUnavailable("the worker node's raylet was not found after ray start")
 
@@ -128,14 +176,18 @@ class RayCluster:
                 os.kill(pid, signal.SIGKILL)
         return order
 
-    def close(self) -> None:
-        """Kill every process the cluster started (by pid) and delete its folder."""
+    def _kill_until_gone(self, find: Callable[[], set[int]]) -> None:
+        """SIGKILL the processes ``find()`` returns, and again whatever it returns then (three rounds at most)."""
         for _ in range(3):
-            ours = self._ours() | set(self.worker_node_processes())
-            if not ours:
+            found = find()
+            if not found:
                 break
-            for pid in ours:
+            for pid in found:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
             time.sleep(0.5)
+
+    def close(self) -> None:
+        """Kill every process the cluster started (by pid) and delete its folder."""
+        self._kill_until_gone(lambda: self._ours() | set(self.worker_node_processes()))
         shutil.rmtree(self.temp_dir, ignore_errors=True)

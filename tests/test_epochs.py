@@ -206,7 +206,8 @@ def _done_tries(store: Path, run_id: str) -> dict[str, int]:
 
 
 def test_resume_after_the_endpoint_died_repeats_no_finished_try(tmp_path: Path) -> None:
-    common = ("--limit", "6", "--epochs", "3", "--timeout", "3", "--max-retries", "1", "-c", "4", "--json")
+    # No short --timeout: the servers inject no hangs, and a slow answer timed out would reach the server twice.
+    common = ("--limit", "6", "--epochs", "3", "--max-retries", "1", "-c", "4", "--json")
     with FaultServer() as clean:
         ok = invoke("eval", "suite", "-m", f"{clean.url}#m", "--store", f"sqlite:///{tmp_path / 'clean.db'}", *common,
                     "--samples", tmp_path / "clean.jsonl")  # fmt: skip

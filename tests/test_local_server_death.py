@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import subprocess
 import sys
@@ -10,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from toolgauge.errors import EndpointDown
+from toolgauge.errors import ConnectionFailed, EndpointDown
 from toolgauge.models.local_server import LocalServerClient
 from toolgauge.models.openai_compat import OpenAICompatClient
 from toolgauge.records import Message, ModelRequest
@@ -45,17 +46,29 @@ def client_with_server(code: str, port: int) -> LocalServerClient:
         (EXITING_SERVER, "exited with code 3", "bad model"),
     ],
 )
-async def test_dead_server_is_reported_with_signal_and_log(code: str, how: str, log_line: str, closed_port: int):
+async def test_dead_server_is_reported_with_signal_and_log(
+    code: str, how: str, log_line: str, closed_port: int, monkeypatch: pytest.MonkeyPatch
+):
     client = client_with_server(code, closed_port)
     request = ModelRequest(messages=[Message(role="user", content="hi")])
+    proc = client._proc
+    assert proc is not None
+    # Let the fake server print and die first: the client gives a dying server only a moment to be reaped, and on a
+    # loaded machine Python alone can take longer than that to start.
+    await asyncio.to_thread(proc.wait, 60)
     try:
-        with pytest.raises(EndpointDown) as caught:
-            await client.generate(request)
-        # Whether the death is seen before the request or after its connection error, the message is the same.
+        # The death is seen after the request's connection error: the server looked alive when the request went out.
+        with monkeypatch.context() as patch:
+            patch.setattr(proc, "poll", lambda: None)
+            with pytest.raises(EndpointDown) as caught:
+                await client.generate(request)
+        # Or it is seen before the request: the message is the same.
         with pytest.raises(EndpointDown) as again:
             await client.generate(request)
     finally:
         await client.close()
+    assert isinstance(caught.value.__cause__, ConnectionFailed), caught.value.__cause__
+    assert again.value.__cause__ is None
     for exc in (caught.value, again.value):
         assert how in str(exc)
         assert log_line in str(exc)

@@ -285,11 +285,12 @@ async def test_cpu_spin_hits_the_cpu_limit(tmp_path):
 @needs_bwrap
 async def test_sleeping_forever_hits_the_wall_clock(tmp_path):
     tag = uuid.uuid4().hex
+    # Long enough for bubblewrap and Python to start and print on a loaded machine; the program sleeps for days.
     result = await hostile(
-        "sleep_forever.py", tmp_path, "--tag", tag, limits=SMALL.model_copy(update={"wall_seconds": 1.5})
+        "sleep_forever.py", tmp_path, "--tag", tag, limits=SMALL.model_copy(update={"wall_seconds": 10})
     )
     assert result.timed_out
-    assert result.reason == "timed out after 1.5 s (wall clock)"
+    assert result.reason == "timed out after 10 s (wall clock)"
     assert result.stdout == "sleeping\n"
     assert wait_gone(tag) == []
 

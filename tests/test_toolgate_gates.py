@@ -376,11 +376,11 @@ async def test_no_submission_is_no_answer(tmp_path):
 
 
 async def test_time_limit_ends_the_solve_during_a_model_call(tmp_path):
-    slow = ScriptedClient([submit("D")], delay=5.0)
+    slow = ScriptedClient([submit("D")], delay=600.0)
     result = await solve(tmp_path, slow, cand(answer="D"), kind="bwrap", time_limit=0.3)
     assert (result.solved, result.reason, result.answer) == (False, "timeout", None)
     assert result.detail == "time limit of 0.3 s reached without a submission (0 tool calls)"
-    assert result.seconds is not None and 0.3 <= result.seconds < 3
+    assert result.seconds is not None and 0.3 <= result.seconds < 60  # the solve did not wait for the model's reply
     transcript = ToolTranscript.model_validate(result.transcript)
     assert transcript.model_error == "the solve's time limit of 0.3 s was reached"
 
@@ -435,16 +435,22 @@ async def test_run_python_runs_scripts_in_the_sandbox(tmp_path):
         "import json\nprint(__name__)\nprint(json.load(open('question.json')))",
         "raise SystemExit('boom')",
         "print('x' * 20000)",
-        "import time\ntime.sleep(30)",
         "import socket\nsocket.create_connection(('1.1.1.1', 80), timeout=2)",
     ]
+    # Scripts that end on their own get a per-call limit far above a sandbox's start; the sleeper gets its own solve,
+    # with a short one it sleeps far past.
     script = [run_code(*codes), submit("D")]
-    result = await solve(tmp_path, ScriptedClient(script), cand(answer="D"), call_time_limit=3.0)
+    result = await solve(tmp_path / "a", ScriptedClient(script), cand(answer="D"), time_limit=600, call_time_limit=60)
     assert result.solved
     steps = ToolTranscript.model_validate(result.transcript).steps
-    replies = [json.loads(s.result.text) for s in steps[:5]]
+    replies = [json.loads(s.result.text) for s in steps[:4]]
+    sleeping = [run_code("import time\ntime.sleep(600)"), submit("D")]
+    slept = await solve(tmp_path / "b", ScriptedClient(sleeping), cand(answer="D"), time_limit=600, call_time_limit=1.0)
+    assert slept.solved
+    slept_steps = ToolTranscript.model_validate(slept.transcript).steps
+    replies.append(json.loads(slept_steps[0].result.text))
     assert all(set(r) == {"stdout", "stderr", "exit_code"} for r in replies)
-    main, crash, flood, sleeper, network = replies
+    main, crash, flood, network, sleeper = replies
     # __main__, and question.json holds the question and the options only.
     assert main["exit_code"] == 0
     assert main["stdout"].splitlines() == [
@@ -453,9 +459,9 @@ async def test_run_python_runs_scripts_in_the_sandbox(tmp_path):
     ]
     assert (crash["exit_code"], crash["stderr"].strip()) == (1, "boom")
     assert flood["exit_code"] == 0 and "characters cut]" in flood["stdout"] and len(steps[2].result.text) <= 4000
-    assert sleeper["exit_code"] is None and "[stopped: timed out after 3 s (wall clock)]" in sleeper["stderr"]
+    assert sleeper["exit_code"] is None and "[stopped: timed out after 1 s (wall clock)]" in sleeper["stderr"]
     assert network["exit_code"] == 1 and "Network is unreachable" in network["stderr"]
-    assert steps[5].result.text == "Submitted D."
+    assert steps[4].result.text == "Submitted D." and slept_steps[1].result.text == "Submitted D."
 
 
 # --- the pool: scoring ---------------------------------------------------------------------------------------

@@ -244,16 +244,17 @@ def test_screen_domain_filter_store_concurrency_and_json(pool, store, tmp_path):
 
 @needs_bwrap
 def test_verify_domain_filter_time_limit_and_json(store, tmp_path, fem_installed):
-    slow = candidate("f3", "fem", solution="import time\ntime.sleep(60)\nprint('ANSWER: 0.2')\n")
+    # A limit far above what a sandboxed script needs to start, and a slow candidate far past it.
+    slow = candidate("f3", "fem", solution="import time\ntime.sleep(600)\nprint('ANSWER: 0.2')\n")
     path = write_pool(tmp_path / "pool.jsonl", [*MIXED, slow])
-    res = invoke("gate", "verify", "--candidates", path, "--domain", "fem", "--time-limit", "2", "--concurrency", "3",
+    res = invoke("gate", "verify", "--candidates", path, "--domain", "fem", "--time-limit", "20", "--concurrency", "3",
                  "--store", store, "--json")  # fmt: skip
     data = gate_json(res)
     outcomes = {c["id"]: (c["outcome"], c["reason"], c["gates"]["verify"]["time_limit"]) for c in data["candidates"]}
     assert outcomes == {
-        "f1": ("passed", None, 2.0),
-        "f2": ("passed", None, 2.0),
-        "f3": ("rejected", "timeout", 2.0),  # the script's wall clock is --time-limit
+        "f1": ("passed", None, 20.0),
+        "f2": ("passed", None, 20.0),
+        "f3": ("rejected", "timeout", 20.0),  # the script's wall clock is --time-limit
     }
     assert latest_run(store)["samples"] == 3
 

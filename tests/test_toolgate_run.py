@@ -688,7 +688,19 @@ def killable_main(url: str, log: str, pause: bool) -> None:
     verify and screen A. Otherwise (gates that never yield): killed when round 2 first reads its gate log, on the
     store's thread. Round 1's row is then still in the store's buffer: its commit is queued on that thread behind
     the read (every gate record of round 1 is committed, each after a flush).
+
+    The stores' time-based flush is off in the child: a row is committed by the engine's group commit or an
+    explicit flush only, never early because a slow moment let the timer fire.
     """
+    from toolgauge.store.store import Store
+
+    init = Store.__init__
+
+    def init_never_by_time(self: Store, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        self.flush_seconds = float("inf")
+
+    Store.__init__ = init_never_by_time  # type: ignore[method-assign]
     if not pause:
         from toolgauge.benchmarks.toolgate.gate_store import GateLog
 
