@@ -35,7 +35,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from toolgauge.benchmarks.bfcl.loader import bfcl_language
 from toolgauge.errors import DataError, UsageError
 from toolgauge.export.source import RunSource
 from toolgauge.jsonl import read_jsonl_objects
@@ -191,7 +190,8 @@ def _failed_entry(
     if error_type == "ast_decoder:decoder_failed":
         return {**entry, "model_result_raw": output, "possible_answer": ground_truth}
     if error_type == WRONG_FORMAT:
-        shown = _wrong_shape(category, output, decoded)
+        # str() of what BFCL's decoder returned (the verdict keeps it: {} for Java, None for JavaScript)
+        shown = str(unit.metadata.get("wrong_shape", decoded))
         return {**entry, "model_result_raw": str(output), "model_result_decoded": shown,
                 "possible_answer": ground_truth}  # fmt: skip
     return {
@@ -200,17 +200,6 @@ def _failed_entry(
         "model_result_decoded": decoded,
         "possible_answer": ground_truth,
     }
-
-
-def _wrong_shape(category: str, output: Any, decoded: Any) -> str:
-    """``str()`` of what BFCL's decoder returned for call text that holds no call.
-
-    toolgauge keeps no decoded value of the wrong shape; BFCL's tree-sitter decoders return ``{}``
-    (Java) and ``None`` (JavaScript) for such text, and only they produce this error type from text.
-    """
-    if isinstance(output, str) and bfcl_language(category) == "java":
-        return str({})
-    return str(decoded)
 
 
 def _no_match_errors(message: str, decoded: Any, ground_truth: Any) -> list[Any]:

@@ -19,8 +19,13 @@ class BfclWrongFormatError(BfclDecodeError):
     """Decoding succeeded but found no call (BFCL: ``ast_decoder:decoder_wrong_output_format``).
 
     Only the Java/JavaScript decoders produce this: BFCL's tree-sitter decoders return ``{}`` or
-    ``None`` when the text holds no call.
+    ``None`` when the text holds no call. ``decoded_text`` is the ``str()`` of that value, what BFCL's
+    score file shows as the decoded result.
     """
+
+    def __init__(self, message: str, decoded_text: str):
+        super().__init__(message)
+        self.decoded_text = decoded_text
 
 
 # What BFCL's tree-sitter decoders raise (bfcl_eval/model_handler/parser/*_parser.py): one message for any

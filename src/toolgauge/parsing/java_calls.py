@@ -131,7 +131,7 @@ class JavaCallDecoder(TokenParser):
             invocation = self._first_invocation(statement)
             if invocation is not None:
                 return [self._call(invocation)]
-        raise BfclWrongFormatError("no method invocation found")
+        raise BfclWrongFormatError("no method invocation found", decoded_text=str({}))
 
     def _first_invocation(self, node: Node) -> Node | None:
         if node.type == "method_invocation":

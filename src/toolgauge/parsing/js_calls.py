@@ -166,7 +166,7 @@ class JsCallDecoder(TokenParser):
         for statement in statements:
             if statement.type == "call_expression":
                 return [self._call(statement)]
-        raise BfclWrongFormatError("no call expression found")
+        raise BfclWrongFormatError("no call expression found", decoded_text=str(None))
 
     def _call(self, call: Node) -> DecodedCall:
         arguments: dict[str, Any] = {}

@@ -45,6 +45,8 @@ class BfclVerdict(BaseModel):
     decoded: list[dict[str, Any]] | None
     unsatisfiable: bool
     unparsable: bool
+    # A decoder_wrong_output_format verdict: str() of what BFCL's decoder returned (its score files show it).
+    wrong_shape: str | None = None
 
 
 @dataclass(frozen=True)
@@ -85,16 +87,19 @@ def check_bfcl_entry(entry: BfclEntry, output: BfclOutput, *, underscore_to_dot:
     unsatisfiable = unsatisfiable_reason(entry) is not None
     language = bfcl_language(entry.category)
     decoded: list[dict[str, Any]] | None = None
+    wrong_shape: str | None = None
     try:
         decoded = _decode(output, "python" if entry.category in BFCL_RELEVANCE_CATEGORIES else language)
     except BfclWrongFormatError as error:
         decode_error: tuple[str, str] | None = ("ast_decoder:decoder_wrong_output_format", str(error))
+        wrong_shape = error.decoded_text
     except BfclDecodeError as error:
         decode_error = ("ast_decoder:decoder_failed", f"Invalid syntax. Failed to decode AST. {error}")
     else:
         decode_error = None
         if not _is_call_format(decoded):
             decode_error = ("ast_decoder:decoder_wrong_output_format", "Did not output in the specified format.")
+            wrong_shape = str(decoded)
     unparsable = decode_error is not None and _looks_like_call(output)
     safe_decoded = _json_safe(decoded) if decoded is not None and _is_call_format(decoded) else None
 
@@ -108,6 +113,7 @@ def check_bfcl_entry(entry: BfclEntry, output: BfclOutput, *, underscore_to_dot:
             decoded=safe_decoded,
             unsatisfiable=unsatisfiable,
             unparsable=unparsable,
+            wrong_shape=wrong_shape if error_type == "ast_decoder:decoder_wrong_output_format" else None,
         )
 
     if entry.category in BFCL_RELEVANCE_CATEGORIES:

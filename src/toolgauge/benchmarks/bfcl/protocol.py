@@ -66,6 +66,8 @@ class JudgedEntry:
             "decoded": v.decoded,
             "errors": v.errors,
         }
+        if v.wrong_shape is not None:
+            metadata["wrong_shape"] = v.wrong_shape
         if self.gold is not None:
             metadata["gold"] = self.gold
         if self.missing:
