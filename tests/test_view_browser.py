@@ -474,18 +474,19 @@ def test_three_runs_picked_in_the_list_compare_against_the_first_with_the_differ
     assert [row.locator(f'td[data-run="{r}"] .badge').text_content() for r in runs] == ["pass", "pass", "fail"]
     assert [page.locator(f'table.differing tr[data-unit="{both}"] td[data-run="{r}"] .badge').text_content()
             for r in runs] == ["pass", "fail", "fail"]  # fmt: skip
-    row.locator(f'td[data-run="{swept.replay2}"] a.in-run').click()
-    page.wait_for_function(f"() => location.hash === '#/run/{swept.replay2}/sample/{one.split('#')[0]}'")
-    watched.ready()
-    assert page.locator(f'.unit[data-unit="{one}"] .badge').text_content() == "fail"
-    page.go_back()
-    watched.ready()
-    page.locator(f'table.differing tr[data-unit="{one}"] td[data-run="{swept.replay}"] a.in-run').click()
-    page.wait_for_function(f"() => location.hash === '#/run/{swept.replay}/sample/{one.split('#')[0]}'")
-    watched.ready()
-    assert page.locator(f'.unit[data-unit="{one}"] .badge').text_content() == "pass"
-    page.go_back()
-    watched.ready()
+
+    def follow_to_sample(run: str) -> str | None:
+        """Follow the flipped unit's link into ``run``'s sample page; its verdict there, then back."""
+        row.locator(f'td[data-run="{run}"] a.in-run').click()
+        page.wait_for_function(f"() => location.hash === '#/run/{run}/sample/{one.split('#')[0]}'")
+        watched.ready()
+        verdict = page.locator(f'.unit[data-unit="{one}"] .badge').text_content()
+        page.go_back()
+        watched.ready()
+        return verdict
+
+    assert follow_to_sample(swept.replay2) == "fail"
+    assert follow_to_sample(swept.replay) == "pass"
     # Another baseline: the second replay first, the others after it in their order.
     page.locator(f'.sides li[data-run="{swept.replay2}"] a.baseline-link').click()
     page.wait_for_function(f"() => location.hash.startsWith('#/compare?run={swept.replay2}&')")
