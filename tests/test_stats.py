@@ -20,6 +20,7 @@ from toolgauge.stats import (
     successes_by_sample,
     weighted_mean,
 )
+from toolgauge.stats.bootstrap import ExactSum
 
 
 # -- pass@k and pass^k ---------------------------------------------------------------------------------
@@ -204,3 +205,51 @@ def test_the_combined_run_keeps_the_benchmarks_own_scored_run_class() -> None:
     assert isinstance(combined, Logged) and combined.logs == ("kept",)
     assert combined.results.value("acc") == pytest.approx(0.25) and len(combined.samples) == 4
     assert first.results.summary == {} and len(first.samples) == 2  # epoch 1's own run is unchanged
+
+
+# -- the order units come in changes nothing ----------------------------------------------------------------
+def _shuffled_epochs(order_seed: int) -> list[ScoredRun]:
+    """Two epochs of 30 samples in clusters of 1-3, with fractional weighted scores, units in a shuffled order."""
+    rng = random.Random(7)  # the data: the same for every order
+    units = [
+        SampleScore(id=f"s{i}", sample=f"s{i}", value=None, epoch=epoch, cluster=f"c{i // 3}",
+                    scores={"acc": rng.random()}, weights={"acc": rng.choice([0.1, 0.7, 3.0])})
+        for epoch in (1, 2)
+        for i in range(30)
+    ]  # fmt: skip
+    random.Random(order_seed).shuffle(units)
+    runs = []
+    for epoch in (1, 2):
+        mine = [u for u in units if u.epoch == epoch]
+        results = EvalResults(benchmark="t", metrics=[Metric(name="acc", value=0.5, n=len(mine))])
+        runs.append(ScoredRun(results, mine))
+    return runs
+
+
+def test_the_interval_depends_on_the_units_not_on_their_order() -> None:
+    # Samples finish in any order and a rescore may load them in another: the resamples follow cluster ids.
+    first = aggregate_epochs(_shuffled_epochs(0), ["acc"], resamples=400, seed=3).results.summary["acc"]
+    assert first.ci_low is not None and first.ci_high is not None and first.ci_low < first.ci_high
+    for order in (1, 2, 3):
+        again = aggregate_epochs(_shuffled_epochs(order), ["acc"], resamples=400, seed=3).results.summary["acc"]
+        assert again == first  # exactly: the mean, stderr and both ends to the last bit
+
+
+def test_clustered_bootstrap_of_a_mapping_resamples_in_id_order() -> None:
+    rows = {"b": [(1.0, 1.0)], "a": [(0.0, 1.0)], "c": [(0.0, 1.0)], "d": [(1.0, 2.0)]}
+    by_id = clustered_bootstrap([rows[k] for k in sorted(rows)], resamples=300, seed=5)
+    assert clustered_bootstrap(rows, resamples=300, seed=5) == by_id
+    assert clustered_bootstrap(dict(reversed(list(rows.items()))), resamples=300, seed=5) == by_id
+
+
+def test_exact_sum_does_not_depend_on_the_order_of_its_terms() -> None:
+    terms = [0.1, 1e16, 0.2, -1e16, 0.3, 1e-8, 2.5] * 5
+    plain = {sum(random.Random(seed).sample(terms, len(terms))) for seed in range(20)}
+    assert len(plain) > 1  # the plain float sum does depend on the order
+    exact = set()
+    for seed in range(20):
+        total = ExactSum()
+        for term in random.Random(seed).sample(terms, len(terms)):
+            total.add(term)
+        exact.add(total.value)
+    assert exact == {math.fsum(terms)}

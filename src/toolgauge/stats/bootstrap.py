@@ -7,12 +7,18 @@ added up within each try. The statistic is the mean over epochs of each epoch's 
 carrying all of its units of every epoch; the standard error is the standard deviation of the resampled
 statistics and the 95% interval their 2.5th and 97.5th percentiles (Efron & Tibshirani 1993, ch. 6 and
 13; clusters as in Field & Welsh 2007).
+
+Clusters are resampled in the order of their ids (:func:`in_id_order`), never in the order the units came in
+(the order samples finished, or a rescore's load order): a run's interval is a function of its verdicts and
+its seed only. Within a cluster the sums are exact (:class:`ExactSum`), so they do not depend on that order
+either.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 # Resamples drawn per chunk are bounded so that chunk x clusters stays near this many counts in memory.
 _CHUNK_CELLS = 1_000_000
@@ -27,6 +33,45 @@ class Spread:
     ci_low: float | None
     ci_high: float | None
     n: int
+
+
+ClusterTotals = Sequence[Sequence[tuple[float, float]]]
+
+
+def in_id_order(totals: Mapping[str, Sequence[tuple[float, float]]]) -> list[Sequence[tuple[float, float]]]:
+    """Each cluster's per-epoch totals, clusters sorted by id: the one order every resample is drawn in."""
+    return [totals[cluster] for cluster in sorted(totals)]
+
+
+@dataclass
+class ExactSum:
+    """A float sum that does not depend on the order its terms are added in (it is exact until read).
+
+    Keeps the non-overlapping partial sums of Shewchuk's algorithm, so ``value`` is the correctly rounded
+    sum (``math.fsum``) of everything added, whatever the order; a plain ``+=`` differs in the last bits.
+    """
+
+    partials: list[float] = field(default_factory=list)
+
+    def add(self, x: float) -> None:
+        """Add ``x``; the partials stay exact and few (one or two for ordinary scores)."""
+        kept = 0
+        for y in self.partials:
+            if abs(x) < abs(y):
+                x, y = y, x
+            high = x + y
+            low = y - (high - x)
+            if low:
+                self.partials[kept] = low
+                kept += 1
+            x = high
+        del self.partials[kept:]
+        self.partials.append(x)
+
+    @property
+    def value(self) -> float:
+        """The correctly rounded sum."""
+        return math.fsum(self.partials)
 
 
 def weighted_mean(units: Iterable[tuple[float, float]]) -> float | None:
@@ -60,7 +105,7 @@ def _ratio(total: float, weight: float) -> float | None:
 
 
 def clustered_bootstrap(
-    totals: Sequence[Sequence[tuple[float, float]]],
+    totals: ClusterTotals | Mapping[str, Sequence[tuple[float, float]]],
     *,
     resamples: int = 2000,
     seed: int = 0,
@@ -68,13 +113,15 @@ def clustered_bootstrap(
 ) -> Spread:
     """:func:`epoch_mean` with its clustered-bootstrap standard error and percentile interval.
 
-    ``totals[c][e]`` is cluster c's (sum of score * weight, sum of weight) in epoch e (see the module).
-    Clusters whose weights are 0 in every epoch do not count. The spread needs at least 2 clusters
-    (else None); the same ``seed`` gives the same numbers.
+    ``totals[c][e]`` is cluster c's (sum of score * weight, sum of weight) in epoch e (see the module); a
+    mapping is keyed by cluster id and resampled in id order (:func:`in_id_order`), a sequence in its own
+    order. Clusters whose weights are 0 in every epoch do not count. The spread needs at least 2 clusters
+    (else None); the same clusters and ``seed`` give the same numbers.
     """
     import numpy as np
 
-    kept = [row for row in totals if any(w > 0 for _, w in row)]
+    rows = in_id_order(totals) if isinstance(totals, Mapping) else totals
+    kept = [row for row in rows if any(w > 0 for _, w in row)]
     mean = epoch_mean(kept)
     n = len(kept)
     if mean is None or n < 2 or resamples < 2:

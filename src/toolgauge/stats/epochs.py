@@ -10,7 +10,7 @@ import copy
 from collections.abc import Iterator, Sequence
 
 from toolgauge.results import EvalResults, Metric, MetricSummary, SampleScore, ScoredRun
-from toolgauge.stats.bootstrap import clustered_bootstrap
+from toolgauge.stats.bootstrap import ExactSum, clustered_bootstrap
 from toolgauge.stats.passk import pass_rates, successes_by_sample
 
 RESAMPLES = 2000
@@ -71,7 +71,7 @@ def aggregate_epochs(
       from the units' ``scores[name]`` (a metric over units is ``sum(scores[m] * w) / sum(w)``,
       ``w = weights.get(m, 1)``), the mean over epochs with a clustered-bootstrap standard error and
       95% interval over ``n`` clusters (``cluster``, else ``sample``), each resampled cluster carrying
-      all its epochs. A headline metric that no unit scores gets its mean over epochs only.
+      all its epochs; clusters are resampled in id order, so the order of the units changes nothing. A headline metric that no unit scores gets its mean over epochs only.
     - ``pass_at_k`` / ``pass_hat_k`` for k = 1..K from each sample's tries: a try succeeds when every
       unit of the sample in that epoch has value 1.
     - the per-unit scores of every epoch, each with its ``epoch``.
@@ -84,8 +84,9 @@ def aggregate_epochs(
     epochs = len(per_epoch)
     first = per_epoch[0].results
     names = headline_names(first, headline)
-    # name -> cluster -> per-epoch (sum of score * weight, sum of weight)
-    totals: dict[str, dict[str, list[list[float]]]] = {name: {} for name in names}
+    # name -> cluster -> per-epoch (sum of score * weight, sum of weight), exact so the order units come in
+    # (samples finish in any order) changes nothing; the bootstrap resamples the clusters in id order.
+    totals: dict[str, dict[str, list[tuple[ExactSum, ExactSum]]]] = {name: {} for name in names}
     clusters: set[str] = set()
     verdicts: list[tuple[str, int, float | None]] = []
     for e, run in enumerate(per_epoch, start=1):
@@ -98,15 +99,15 @@ def aggregate_epochs(
                 if score is None:
                     continue
                 weight = float(unit.weights.get(name, 1.0))
-                row = totals[name].setdefault(cluster, [[0.0, 0.0] for _ in range(epochs)])
-                row[e - 1][0] += score * weight
-                row[e - 1][1] += weight
+                row = totals[name].setdefault(cluster, [(ExactSum(), ExactSum()) for _ in range(epochs)])
+                row[e - 1][0].add(score * weight)
+                row[e - 1][1].add(weight)
     metrics = mean_metrics([r.results for r in per_epoch])
     overall = {m.name: m for m in metrics if m.group is None}
     summary: dict[str, MetricSummary] = {}
     for name in names:
         if totals[name]:
-            rows = [[(s, w) for s, w in row] for row in totals[name].values()]
+            rows = {cluster: [(s.value, w.value) for s, w in row] for cluster, row in totals[name].items()}
             spread = clustered_bootstrap(rows, resamples=resamples, seed=seed)
             summary[name] = MetricSummary(mean=spread.mean, stderr=spread.stderr, ci_low=spread.ci_low,
                                           ci_high=spread.ci_high, n=spread.n, epochs=epochs)  # fmt: skip

@@ -109,14 +109,14 @@ def mcnemar(to_fail: int, to_pass: int) -> tuple[PairedTest, float]:
 def cluster_sums(units: Sequence[PairedUnit]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
     """Per cluster, in sorted cluster order: the ids, ``sum(w * a)``, ``sum(w * b)`` and ``sum(w)``.
 
-    Sorting makes the resamples depend on the clusters only, not on the order of the units or on
-    which run is A.
+    Sorting (the clusters, and the units by id within them) makes the resamples depend on the units only,
+    not on the order they came in or on which run is A.
     """
     index: dict[str, int] = {name: i for i, name in enumerate(sorted({u.cluster for u in units}))}
     sum_a = np.zeros(len(index))
     sum_b = np.zeros(len(index))
     sum_w = np.zeros(len(index))
-    for unit in units:
+    for unit in sorted(units, key=lambda u: (u.cluster, u.id)):
         i = index[unit.cluster]
         sum_a[i] += unit.weight * unit.a
         sum_b[i] += unit.weight * unit.b
