@@ -71,7 +71,8 @@ def aggregate_epochs(
       from the units' ``scores[name]`` (a metric over units is ``sum(scores[m] * w) / sum(w)``,
       ``w = weights.get(m, 1)``), the mean over epochs with a clustered-bootstrap standard error and
       95% interval over ``n`` clusters (``cluster``, else ``sample``), each resampled cluster carrying
-      all its epochs; clusters are resampled in id order, so the order of the units changes nothing. A headline metric that no unit scores gets its mean over epochs only.
+      all its epochs; clusters are resampled in id order, so the order of the units changes nothing.
+      A headline metric that no unit scores gets its mean over epochs only.
     - ``pass_at_k`` / ``pass_hat_k`` for k = 1..K from each sample's tries: a try succeeds when every
       unit of the sample in that epoch has value 1.
     - the per-unit scores of every epoch, each with its ``epoch``.
