@@ -115,6 +115,21 @@ def test_terminal_table_and_the_python_api_agree(runs: tuple[str, str, str, str]
     assert compare(gold, replay, store=store) == compared(store, gold, replay)
 
 
+def test_the_table_shows_percent_and_differences_in_percentage_points(runs: tuple[str, str, str, str]) -> None:
+    store, gold, replay, _ = runs
+    res = invoke("compare", gold, replay, "--store", store)
+    assert res.exit_code == 0, res.output
+    assert res.stdout.endswith("\n")
+    assert "(A, B in percent; diff = B - A in percentage points)" in res.stdout
+    success = compared(store, gold, replay).metrics["success_rate"]  # JSON: fractions
+    assert success.b is not None and success.diff is not None and success.ci_low is not None
+    assert success.ci_high is not None and 0 < success.b < 1 and -1 < success.diff < 0
+    row = next(line for line in res.stdout.splitlines() if line.strip().startswith("success_rate"))
+    b, diff = f"{success.b * 100:.2f}", f"{success.diff * 100:+.2f}"
+    interval = f"[{success.ci_low * 100:+.2f}, {success.ci_high * 100:+.2f}]"
+    assert row.split()[:7] == ["success_rate", str(success.n), "100.00", b, diff, *interval.split()], row
+
+
 def test_three_runs_compare_each_with_the_first(runs: tuple[str, str, str, str]) -> None:
     store, gold, replay, first_20 = runs
     res = invoke("compare", gold, replay, first_20, "--store", store, "--json")

@@ -40,9 +40,30 @@ def _print_version(value: bool) -> None:
         raise typer.Exit(0)
 
 
+def _flags_show_no_type() -> None:
+    """A flag takes no value, but typer's help prints ``<bool>`` in its type column: print nothing there.
+
+    Typer asks each option for that column (``TyperOption.display_type_rich``); flags answer None, every other
+    option as before.
+    """
+    from typer.core import TyperOption
+
+    shown = TyperOption.display_type_rich
+    if getattr(shown, "hides_flag_types", False):
+        return
+
+    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
+        return None if self.is_flag else shown(self, ctx)
+
+    display_type_rich.hides_flag_types = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
 def build_app() -> typer.Typer:
     """The CLI: ``eval``, ``score``, the stored-run commands, and each benchmark's own commands."""
     from toolgauge.benchmarks.registry import specs
+
+    _flags_show_no_type()
 
     root = typer.Typer(
         name="toolgauge",

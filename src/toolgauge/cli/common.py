@@ -36,9 +36,18 @@ from toolgauge.settings import CallSettings
 
 T = TypeVar("T")
 
+# Piped stdout is as wide as $COLUMNS says, else wide enough that no table is folded into narrow columns.
+PIPED_WIDTH = 1000
+
+
+def piped_width(environ: Mapping[str, str]) -> int:
+    """The width of stdout when it is not a terminal: ``$COLUMNS`` when it is a positive number, else PIPED_WIDTH."""
+    columns = environ.get("COLUMNS", "").strip()
+    return int(columns) if columns.isdigit() and int(columns) > 0 else PIPED_WIDTH
+
+
 err = Console(stderr=True)
-# Piped output keeps full tables instead of wrapping at rich's 80-column default.
-out = Console() if sys.stdout.isatty() else Console(width=120)
+out = Console() if sys.stdout.isatty() else Console(width=piped_width(os.environ))
 
 
 class Mode(StrEnum):

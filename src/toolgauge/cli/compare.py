@@ -15,7 +15,7 @@ from rich.table import Table
 
 from toolgauge.cli.common import JsonOpt, StoreOpt, guarded, out
 from toolgauge.redact import redact_tree
-from toolgauge.report.terminal import esc
+from toolgauge.report.terminal import MISSING, esc, interval, number
 
 if TYPE_CHECKING:  # toolgauge.compare loads numpy: only when the command runs
     from toolgauge.compare import RunComparison
@@ -71,16 +71,9 @@ def compare_cmd(
     guarded(body)
 
 
-def _number(value: float | None, *, signed: bool = False) -> str:
-    """A rate in percent (or percentage points with ``signed``), two decimals; "—" when absent."""
-    if value is None:
-        return "—"
-    return f"{value * 100:+.2f}" if signed else f"{value * 100:.2f}"
-
-
 def _p_value(value: float | None) -> str:
     if value is None:
-        return "—"
+        return MISSING
     return "<0.0001" if value < 1e-4 else f"{value:.4f}"
 
 
@@ -93,18 +86,17 @@ def _verdict(row: MetricComparison) -> str:
 def render_comparison(comparison: RunComparison) -> None:
     """Print the metric table, the flipped units and the units only one run has."""
     table = Table(
-        title=f"{esc(comparison.benchmark)}: B {esc(comparison.b)} vs A {esc(comparison.a)} (percent; diff = B - A)",
+        title=f"{esc(comparison.benchmark)}: B {esc(comparison.b)} vs A {esc(comparison.a)} "
+        "(A, B in percent; diff = B - A in percentage points)",
         title_justify="left",
         box=box.SIMPLE_HEAD,
     )
     for column in ("metric", "n", "A", "B", "diff", "95% CI", "test", "p", ""):
         table.add_column(column, justify="left" if column in ("metric", "test", "") else "right")
     for name, row in comparison.metrics.items():
-        interval = "—"
-        if row.ci_low is not None:
-            interval = f"[{_number(row.ci_low, signed=True)}, {_number(row.ci_high, signed=True)}]"
-        table.add_row(esc(name), str(row.n), _number(row.a), _number(row.b), _number(row.diff, signed=True), interval,
-                      esc(row.test or "—"), _p_value(row.p_value), _verdict(row))  # fmt: skip
+        ci = interval(row.ci_low, row.ci_high, "points") or MISSING
+        table.add_row(esc(name), str(row.n), number(row.a), number(row.b), number(row.diff, "points"), ci,
+                      esc(row.test or MISSING), _p_value(row.p_value), _verdict(row))  # fmt: skip
     out.print(table)
     for label, ids in (("fail -> pass", comparison.flipped.to_pass), ("pass -> fail", comparison.flipped.to_fail)):
         shown = ", ".join(ids[:SHOWN_FLIPS]) + (", ..." if len(ids) > SHOWN_FLIPS else "")

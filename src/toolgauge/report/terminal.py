@@ -1,13 +1,16 @@
-"""Rich tables for typed results; rates shown as percentages with two decimals.
+"""Rich tables for typed results, and the one rule for the numbers in every table.
 
-:func:`render_results` prints a run with the benchmark's own renderer when it has one (through the
-registry) and the generic tables otherwise; the helpers below are what the renderers build on.
+The rule (:func:`number`): rates are percentages with two decimals, differences of rates are signed
+percentage points, counts are whole numbers (a count averaged over epochs has two decimals), other means have
+two decimals. JSON keeps fractions. :func:`render_results` prints a run with the benchmark's own renderer when
+it has one (through the registry) and the generic tables otherwise; the helpers below are what the renderers
+build on.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from rich import box
 from rich.console import Console
@@ -17,23 +20,64 @@ from rich.table import Table
 from toolgauge.redact import redact
 from toolgauge.results import EvalResults, Metric, MetricSummary, RunStats
 
+# What a number in a table is: a rate (a fraction shown in percent), a difference of two rates (percentage
+# points), a count, or another mean.
+Shown = Literal["rate", "points", "count", "mean"]
+MISSING = "—"
+
+
+def number(value: Any, unit: Shown = "rate") -> str:
+    """A number as every table shows it ("—" when absent).
+
+    ``rate``: a fraction as a percentage with two decimals (0.625 -> ``62.50``); ``points``: a difference of
+    rates in signed percentage points (-0.0125 -> ``-1.25``); ``count``: a whole number (``12``), or with two
+    decimals when it is a mean count over epochs (``1.33``); ``mean``: two decimals, whole numbers as they are.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return MISSING
+    if unit == "rate":
+        return f"{value * 100:.2f}"
+    if unit == "points":
+        return f"{value * 100:+.2f}"
+    if isinstance(value, int) or value.is_integer():
+        return str(int(value))
+    return f"{value:.2f}"
+
 
 def pct(value: Any) -> str:
-    """Format a fraction as a percentage with two decimals ("—" when absent)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return "—"
-    return f"{value * 100:.2f}"
+    """A fraction as a percentage with two decimals ("—" when absent): :func:`number` of a rate."""
+    return number(value, "rate")
+
+
+def interval(low: Any, high: Any, unit: Shown = "rate") -> str:
+    """A 95% interval as ``[low, high]`` in the table's unit ("" when either end is absent)."""
+    if low is None or high is None:
+        return ""
+    return f"[{number(low, unit)}, {number(high, unit)}]"
 
 
 def shown(metric: Metric | None) -> str:
-    """A metric's value as the tables show it: rates as percentages, counts and means as numbers."""
-    if metric is None or metric.value is None:
-        return "—"
-    if metric.kind == "rate":
-        return pct(metric.value)
-    if isinstance(metric.value, float) and not metric.value.is_integer():
-        return f"{metric.value:.4g}"
-    return str(int(metric.value))
+    """A metric's value as the tables show it (:func:`number` of its kind)."""
+    if metric is None:
+        return MISSING
+    return number(metric.value, metric.kind)
+
+
+# Marks a metric whose reference definition scores even the gold answers below 100%; see gold_note.
+GOLD_MARK = "*"
+
+
+def gold_marked(label: str, marked: bool) -> str:
+    """A metric's row label, with :data:`GOLD_MARK` when the gold answers score below 100% on it."""
+    return f"{label} {GOLD_MARK}" if marked else label
+
+
+def gold_note(doc: str) -> str:
+    """The footnote under a table with :data:`GOLD_MARK` rows: why gold is below 100%, and where that is explained.
+
+    ``doc`` is the metric page's anchor (``docs/metrics/wildtoolbench.md#gold-below-100``).
+    """
+    return f"{GOLD_MARK} the reference definition can score even the gold answers below 100% here: see {doc}"
 
 
 def esc(value: Any) -> str:
@@ -52,7 +96,7 @@ def run_line(run: RunStats, unit: str) -> str:
     Tokens are those spent by real calls; answers from the cache add their tokens apart, when there are any.
     """
     status = f" · [yellow]{esc(run.status)}[/]" if run.status != "finished" else ""
-    epochs = f" × {run.epochs} epochs" if run.epochs != 1 else ""
+    epochs = f" × {plural(run.epochs, 'epoch')}" if run.epochs != 1 else ""
     cached = run.cached_input_tokens + run.cached_output_tokens
     cached_tokens = f" (+{run.cached_input_tokens}+{run.cached_output_tokens} cached)" if cached else ""
     return (
@@ -61,12 +105,6 @@ def run_line(run: RunStats, unit: str) -> str:
         f"({run.cached_calls} from cache) · "
         f"{run.input_tokens}+{run.output_tokens} tokens{cached_tokens} · {run.wall_seconds} s"
     )
-
-
-def _summary_value(value: float | None, rate: bool) -> str:
-    if value is None:
-        return "—"
-    return pct(value) if rate else f"{value:.4g}"
 
 
 def summary_lines(results: EvalResults) -> list[str]:
@@ -79,7 +117,7 @@ def summary_lines(results: EvalResults) -> list[str]:
     order = {name: i for i, name in enumerate(dict.fromkeys(m.name for m in results.metrics))}
     names = sorted(results.summary, key=lambda name: order.get(name, len(order)))
     width = max((len(name) for name in names), default=0)
-    lines = [_summary_line(name.ljust(width), results.summary[name], _is_rate(results, name)) for name in names]
+    lines = [_summary_line(name.ljust(width), results.summary[name], _unit(results, name)) for name in names]
     epochs = max((s.epochs for s in results.summary.values()), default=1)
     if epochs > 1 and results.pass_at_k:
         lines.append("pass@k".ljust(width) + "  " + "  ".join(f"k={k} {pct(v)}" for k, v in results.pass_at_k.items()))
@@ -87,21 +125,23 @@ def summary_lines(results: EvalResults) -> list[str]:
     return lines
 
 
-def _is_rate(results: EvalResults, name: str) -> bool:
+def _unit(results: EvalResults, name: str) -> Shown:
     metric = results.metric(name)
-    return metric is None or metric.kind == "rate"
+    # A summarised count is a mean per cluster, not a count: two decimals.
+    return "rate" if metric is None or metric.kind == "rate" else "mean"
 
 
-def _summary_line(name: str, s: MetricSummary, rate: bool) -> str:
-    spread = f" ± {_summary_value(s.stderr, rate)}" if s.stderr is not None else ""
-    interval = (
-        f"  [{_summary_value(s.ci_low, rate)}, {_summary_value(s.ci_high, rate)}]"
-        if s.ci_low is not None and s.ci_high is not None
-        else ""
-    )
-    clusters = "cluster" if s.n == 1 else "clusters"
-    epochs = "epoch" if s.epochs == 1 else "epochs"
-    return f"{esc(name)}  {_summary_value(s.mean, rate)}{spread}{interval}  over {s.n} {clusters}, {s.epochs} {epochs}"
+def plural(count: int, word: str) -> str:
+    """``1 epoch``, ``2 epochs``: a count with its noun (English ``s`` plural)."""
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def _summary_line(name: str, s: MetricSummary, unit: Shown) -> str:
+    spread = f" ± {number(s.stderr, unit)}" if s.stderr is not None else ""
+    ci = interval(s.ci_low, s.ci_high, unit)
+    ci = f"  {ci}" if ci else ""
+    over = f"over {plural(s.n, 'cluster')}, {plural(s.epochs, 'epoch')}"
+    return f"{esc(name)}  {number(s.mean, unit)}{spread}{ci}  {over}"
 
 
 def print_summary(results: EvalResults, console: Console) -> None:

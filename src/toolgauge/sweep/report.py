@@ -18,7 +18,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from toolgauge.errors import UsageError
-from toolgauge.results import EvalResults
+from toolgauge.report.terminal import MISSING, interval, number
+from toolgauge.results import EvalResults, MetricKind
 from toolgauge.store import Store
 from toolgauge.store.sweeps import SweepRecord, get_sweep
 
@@ -31,6 +32,8 @@ class MetricStat(BaseModel):
     ci_low: float | None = None
     ci_high: float | None = None
     n: int = 0
+    # How the leaderboard shows it (a rate in percent); not part of the JSON document.
+    kind: MetricKind = Field(default="rate", exclude=True)
 
 
 class CellReport(BaseModel):
@@ -84,14 +87,15 @@ def cell_metrics(results: EvalResults, names: Sequence[str]) -> dict[str, Metric
     out: dict[str, MetricStat] = {}
     for name in names:
         summary = results.summary.get(name)
+        metric = results.metric(name)
+        kind: MetricKind = metric.kind if metric is not None else "rate"
         if summary is not None:
             out[name] = MetricStat(mean=summary.mean, stderr=summary.stderr, ci_low=summary.ci_low,
-                                   ci_high=summary.ci_high, n=summary.n)  # fmt: skip
+                                   ci_high=summary.ci_high, n=summary.n, kind=kind)  # fmt: skip
             continue
-        metric = results.metric(name)
         if metric is not None and metric.value is not None:
             out[name] = MetricStat(mean=float(metric.value), stderr=metric.stderr, ci_low=metric.ci_low,
-                                   ci_high=metric.ci_high, n=metric.n or 0)  # fmt: skip
+                                   ci_high=metric.ci_high, n=metric.n or 0, kind=kind)  # fmt: skip
     return out
 
 
@@ -183,13 +187,15 @@ def paired_comparison() -> Callable[[Store, str, str, str], bool | None] | None:
 
 
 def _interval(stat: MetricStat) -> str:
+    """``mean [low, high]`` (else ``mean ± stderr``) as every table shows numbers: a rate in percent."""
+    unit = "mean" if stat.kind == "count" else stat.kind  # a summarised count is a mean per cluster
+    text = number(stat.mean, unit)
     if stat.mean is None:
-        return "-"
-    text = f"{stat.mean:.3f}"
+        return text
     if stat.ci_low is not None and stat.ci_high is not None:
-        text += f" [{stat.ci_low:.3f}, {stat.ci_high:.3f}]"
+        text += " " + interval(stat.ci_low, stat.ci_high, unit)
     elif stat.stderr is not None:
-        text += f" ± {stat.stderr:.3f}"
+        text += f" ± {number(stat.stderr, unit)}"
     return text
 
 
@@ -211,11 +217,11 @@ def render_leaderboard(report: SweepReport, console: Console) -> None:
             else:
                 mark = "significant" if cell.significant else "not significant"
                 any_intervals = any_intervals or cell.test == "intervals"
-            values = [_interval(cell.metrics[n]) if n in cell.metrics else "-" for n in names]
+            values = [_interval(cell.metrics[n]) if n in cell.metrics else MISSING for n in names]
             table.add_row(str(rank), escape(cell.model), *values, mark, cell.run, cell.status)
         console.print(table)
     console.print(
-        f"sweep {report.sweep}: {report.status}; metrics as mean [95% interval]"
+        f"sweep {report.sweep}: {report.status}; rates in percent, each as mean [95% interval]"
         + ("; 'not significant' by overlapping intervals (no paired comparison in this toolgauge)"
            if any_intervals else "")
     , highlight=False)  # fmt: skip

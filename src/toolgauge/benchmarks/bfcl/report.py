@@ -6,7 +6,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from toolgauge.report.terminal import esc, pct
+from toolgauge.report.terminal import esc, number, pct
 from toolgauge.results import EvalResults
 
 
@@ -23,7 +23,8 @@ def render_bfcl(results: EvalResults, console: Console) -> None:
         correct = results.value("correct", category, by="category")
         accuracy = results.metric("accuracy", category, by="category")
         n = accuracy.n if accuracy is not None else None
-        table.add_row(esc(category), esc("" if correct is None else correct), esc("" if n is None else n),
+        # Over epochs "correct" is a mean count (1.33 of 2); number() shows it with two decimals.
+        table.add_row(esc(category), "" if correct is None else number(correct, "count"), esc("" if n is None else n),
                       pct(accuracy.value if accuracy is not None else None))  # fmt: skip
     overall = results.metric("accuracy")
     if overall is not None:
@@ -37,9 +38,11 @@ def render_bfcl(results: EvalResults, console: Console) -> None:
     notes = []
     unsatisfiable = results.value("unsatisfiable")
     if unsatisfiable:
-        notes.append(f"{unsatisfiable} entries cannot be passed by any answer (data defects)")
+        notes.append(f"{number(unsatisfiable, 'count')} entries cannot be passed by any answer (data defects)")
     loophole = results.value("irrelevance_correct_but_unparsable")
     if loophole:
-        notes.append(f"{loophole} 'correct abstentions' on irrelevance were really unparsable call attempts")
+        notes.append(
+            f"{number(loophole, 'count')} 'correct abstentions' on irrelevance were really unparsable call attempts"
+        )
     for note in notes:
         console.print(f"[yellow]note:[/] {esc(note)}")
