@@ -44,10 +44,30 @@ LIMIT = 20
 MAX_DELAY_S = 0.03
 
 
-class GoldOrNot:
-    """Answers each BFCL entry with its gold call or a refusal (by a hash of the question), after a seeded delay."""
+class DelayedAnswers:
+    """An endpoint that answers each request (``answer``) after a random delay drawn from a seeded generator."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.lock = threading.Lock()
+
+    def answer(self, request: dict[str, Any]) -> bytes:
+        raise NotImplementedError
+
+    def __call__(self, request: dict[str, Any], _headers: Mapping[str, str]) -> tuple[int, bytes]:
+        if is_probe(request):
+            return 200, completion("ok")
+        with self.lock:
+            delay = self.rng.uniform(0, MAX_DELAY_S)
+        time.sleep(delay)  # samples finish in an order of their own; nothing waits on this
+        return 200, self.answer(request)
+
+
+class GoldOrNot(DelayedAnswers):
+    """Answers each BFCL entry with its gold call or a refusal (by its place in the data)."""
 
     def __init__(self, bfcl_dir: Path):
+        super().__init__(1234)
         entries = limit_items(load_bfcl(bfcl_dir, CATEGORIES), LIMIT, group=lambda e: e.category)
         self.answers: dict[str, bytes] = {}
         for i, entry in enumerate(entries):
@@ -57,16 +77,9 @@ class GoldOrNot:
             else:
                 turn = bfcl_gold_turn(entry, style="native", underscore_to_dot=True)
                 self.answers[question] = tool_calls_body(turn.tool_calls)
-        self.rng = random.Random(1234)
-        self.lock = threading.Lock()
 
-    def __call__(self, request: dict[str, Any], _headers: Mapping[str, str]) -> tuple[int, bytes]:
-        if is_probe(request):
-            return 200, completion("ok")
-        with self.lock:
-            delay = self.rng.uniform(0, MAX_DELAY_S)
-        time.sleep(delay)  # samples finish in an order of their own; nothing waits on this
-        return 200, self.answers[request["messages"][-1]["content"]]
+    def answer(self, request: dict[str, Any]) -> bytes:
+        return self.answers[request["messages"][-1]["content"]]
 
 
 def tool_calls_body(calls: list[ToolCall]) -> bytes:
@@ -119,23 +132,14 @@ def _overall(results: EvalResults) -> dict[str, Any]:
     return {m.name: m.value for m in results.overall()}
 
 
-class SomeRight:
+class SomeRight(DelayedAnswers):
     """Suite turns: a call to the first tool offered (right or not) or a refusal, by a hash of the request."""
 
-    def __init__(self) -> None:
-        self.rng = random.Random(99)
-        self.lock = threading.Lock()
-
-    def __call__(self, request: dict[str, Any], _headers: Mapping[str, str]) -> tuple[int, bytes]:
-        if is_probe(request):
-            return 200, completion("ok")
-        with self.lock:
-            delay = self.rng.uniform(0, MAX_DELAY_S)
-        time.sleep(delay)
+    def answer(self, request: dict[str, Any]) -> bytes:
         tools = request.get("tools") or []
         if not tools or zlib.crc32(json.dumps(request["messages"], sort_keys=True).encode()) % 3 == 0:
-            return 200, completion("I cannot help with that.")
-        return 200, tool_calls_body([ToolCall(name=tools[0]["function"]["name"])])
+            return completion("I cannot help with that.")
+        return tool_calls_body([ToolCall(name=tools[0]["function"]["name"])])
 
 
 def test_local_and_ray_executors_give_the_same_intervals(tmp_path: Path) -> None:
@@ -144,7 +148,7 @@ def test_local_and_ray_executors_give_the_same_intervals(tmp_path: Path) -> None
             pytest.fail("CI must run the Ray tests: ray is not installed")
         pytest.skip("ray is not installed (pip install 'toolgauge[ray]'; make test installs it)")
     sweep_file = tmp_path / "SWEEP.toml"
-    with ChatStub(SomeRight()) as stub:
+    with ChatStub(SomeRight(99)) as stub:
         sweep_file.write_text(
             f'epochs = 2\n[[model]]\nspec = "{stub.model()}"\nconcurrency = 4\nno_cache = true\n'
             '[[benchmark]]\nname = "suite"\nlimit = 12\n'
