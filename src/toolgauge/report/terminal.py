@@ -18,7 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from toolgauge.redact import redact
-from toolgauge.results import EvalResults, Metric, MetricSummary, RunStats
+from toolgauge.results import EvalResults, Metric, MetricKind, MetricSummary, RunStats
 
 # What a number in a table is: a rate (a fraction shown in percent), a difference of two rates (percentage
 # points), a count, or another mean.
@@ -125,10 +125,17 @@ def summary_lines(results: EvalResults) -> list[str]:
     return lines
 
 
+def summary_unit(kind: MetricKind | None) -> Shown:
+    """How a metric's mean over clusters and its interval are shown: a rate in percent, anything else as a mean.
+
+    A count summarised over clusters is a mean per cluster, no longer a count (``None``: unknown, a rate).
+    """
+    return "rate" if kind is None or kind == "rate" else "mean"
+
+
 def _unit(results: EvalResults, name: str) -> Shown:
     metric = results.metric(name)
-    # A summarised count is a mean per cluster, not a count: two decimals.
-    return "rate" if metric is None or metric.kind == "rate" else "mean"
+    return summary_unit(metric.kind if metric is not None else None)
 
 
 def plural(count: int, word: str) -> str:

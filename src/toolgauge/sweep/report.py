@@ -18,7 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from toolgauge.errors import UsageError
-from toolgauge.report.terminal import MISSING, interval, number
+from toolgauge.report.terminal import MISSING, interval, number, summary_unit
 from toolgauge.results import EvalResults, MetricKind
 from toolgauge.store import Store
 from toolgauge.store.sweeps import SweepRecord, get_sweep
@@ -188,7 +188,7 @@ def paired_comparison() -> Callable[[Store, str, str, str], bool | None] | None:
 
 def _interval(stat: MetricStat) -> str:
     """``mean [low, high]`` (else ``mean ± stderr``) as every table shows numbers: a rate in percent."""
-    unit = "mean" if stat.kind == "count" else stat.kind  # a summarised count is a mean per cluster
+    unit = summary_unit(stat.kind)
     text = number(stat.mean, unit)
     if stat.mean is None:
         return text
