@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
-from rich.console import Console
 from rich.text import Text
 
 from toolgauge.benchmark import Benchmark
@@ -29,6 +28,7 @@ from toolgauge.engine import EngineConfig
 from toolgauge.errors import DataError, RunInterrupted, RunStopped, UsageError
 from toolgauge.models.base import ModelClient
 from toolgauge.redact import redact, redact_tree
+from toolgauge.report.console import TerminalConsole, json_for_terminal
 from toolgauge.report.export import sample_lines, write_lines_atomic
 from toolgauge.report.terminal import render_results
 from toolgauge.results import EvalResults
@@ -36,9 +36,10 @@ from toolgauge.settings import CallSettings
 
 T = TypeVar("T")
 
-err = Console(stderr=True)
+# Every command prints through these: control characters in data are shown, never obeyed (report/console.py).
+err = TerminalConsole(stderr=True)
 # Piped output keeps full tables instead of wrapping at rich's 80-column default.
-out = Console() if sys.stdout.isatty() else Console(width=120)
+out = TerminalConsole() if sys.stdout.isatty() else TerminalConsole(width=120)
 
 
 class Mode(StrEnum):
@@ -382,7 +383,7 @@ def print_results(results: EvalResults, *, as_json: bool, document: Callable[[Ev
 
     if as_json:
         data = document(results) if document is not None else results.model_dump(mode="json")
-        sys.stdout.write(json.dumps(redact_tree(data), indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(json_for_terminal(json.dumps(redact_tree(data), indent=2, ensure_ascii=False)) + "\n")
         return
     spec = spec_for_run(results.benchmark)
     render_results(results, out, spec.render if spec else None, spec.unit if spec else "samples")
