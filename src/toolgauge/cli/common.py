@@ -23,13 +23,14 @@ import typer
 from rich.text import Text
 
 from toolgauge.benchmark import Benchmark
+from toolgauge.bounds import BOUNDED, check_options, cli_range
 from toolgauge.driver import RunOptions, RunResult, run_benchmark
 from toolgauge.engine import EngineConfig
 from toolgauge.errors import DataError, RunInterrupted, RunStopped, UsageError
 from toolgauge.models.base import ModelClient
 from toolgauge.redact import redact, redact_tree
 from toolgauge.report.console import TerminalConsole, json_for_terminal
-from toolgauge.report.export import sample_lines, write_lines_atomic
+from toolgauge.report.export import check_output_file, sample_lines, write_lines_atomic
 from toolgauge.report.terminal import render_results
 from toolgauge.results import EvalResults
 from toolgauge.settings import CallSettings
@@ -64,10 +65,19 @@ class ToolChoice(StrEnum):
     expected = "expected"
 
 
+def _store_given(value: str | None) -> str | None:
+    # An empty --store (an unset variable in a script) must not quietly mean the default store.
+    if value is not None and not value.strip():
+        raise typer.BadParameter("an empty store URL; give a URL, or leave --store out for the default store")
+    return value
+
+
 StoreOpt = Annotated[
     str | None,
     typer.Option(
-        "--store", help="SQLAlchemy URL of the store (default: $TOOLGAUGE_STORE, else .toolgauge/toolgauge.db)"
+        "--store",
+        callback=_store_given,
+        help="SQLAlchemy URL of the store (default: $TOOLGAUGE_STORE, else .toolgauge/toolgauge.db)",
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the results as JSON on stdout.")]
@@ -123,9 +133,7 @@ class RunFlags:
 
     def run_options(self, headline: tuple[str, ...] = ()) -> RunOptions:
         """The driver's options (``headline``: the benchmark's headline metrics, summarised with their spread)."""
-        require_finite(temperature=self.temperature, timeout=self.timeout)
-        if self.epochs < 1:
-            raise UsageError(f"--epochs must be at least 1, got {self.epochs}")
+        self.check_bounds()
         return RunOptions(
             store_url=self.store,
             resume=self.resume,
@@ -145,8 +153,15 @@ class RunFlags:
 
     def call_settings(self, tool_choice: ToolChoice = ToolChoice.auto) -> CallSettings:
         """The sampling settings for model requests."""
-        require_finite(temperature=self.temperature)
+        self.check_bounds()
         return CallSettings(temperature=self.temperature, max_tokens=self.max_tokens, tool_choice=tool_choice.value)
+
+    def check_bounds(self) -> None:
+        """Check the bounded options against their one declaration (:mod:`toolgauge.bounds`), as a sweep file's.
+
+        The CLI's ranges already hold; this catches what a range cannot (``--temperature nan``).
+        """
+        check_options({name: getattr(self, name) for name in BOUNDED if hasattr(self, name)})
 
     @property
     def model_spec(self) -> str:
@@ -172,22 +187,29 @@ ModelOpt = Annotated[
     str,
     typer.Option("--model", "-m", help="local | gold | replay:PATH | scripted:PATH | openai:MODEL[@URL] | URL#MODEL"),
 ]
-ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", "-c", min=1, help="Samples run at once.")]
-TimeoutOpt = Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds per model request.")]
-RetriesOpt = Annotated[int, typer.Option("--max-retries", min=0, help="Retries on 429/5xx/timeouts.")]
+ConcurrencyOpt = Annotated[
+    int, typer.Option("--concurrency", "-c", **cli_range("concurrency"), help="Samples run at once.")
+]
+TimeoutOpt = Annotated[float, typer.Option("--timeout", **cli_range("timeout"), help="Seconds per model request.")]
+RetriesOpt = Annotated[
+    int, typer.Option("--max-retries", **cli_range("max_retries"), help="Retries on 429/5xx/timeouts.")
+]
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Do not serve model answers from the cache.")]
 ResumeOpt = Annotated[str | None, typer.Option("--resume", help="Continue an interrupted run by id.")]
 SamplesOpt = Annotated[Path | None, typer.Option("--samples", help="Write one JSON line per scored unit to this file.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet/--progress", "-q", help="No progress bar.")]
 LimitOpt = Annotated[
-    int | None, typer.Option("--limit", min=1, help="Run only the first N samples (of each split or category).")
+    int | None,
+    typer.Option("--limit", **cli_range("limit"), help="Run only the first N samples (of each split or category)."),
 ]
-TempOpt = Annotated[float, typer.Option("--temperature", help="Sampling temperature.")]
-MaxTokOpt = Annotated[int, typer.Option("--max-tokens", min=1, help="Max tokens per model reply.")]
+TempOpt = Annotated[float, typer.Option("--temperature", **cli_range("temperature"), help="Sampling temperature.")]
+MaxTokOpt = Annotated[int, typer.Option("--max-tokens", **cli_range("max_tokens"), help="Max tokens per model reply.")]
 EpochsOpt = Annotated[
     int,
     typer.Option(
-        "--epochs", min=1, help="Run every sample this many times; report mean, stderr, 95% CI, pass@k and pass^k."
+        "--epochs",
+        **cli_range("epochs"),
+        help="Run every sample this many times; report mean, stderr, 95% CI, pass@k and pass^k.",
     ),
 ]
 
@@ -247,7 +269,13 @@ def run_command(
         @functools.wraps(fn)
         def command(**kwargs: Any) -> None:
             flags = RunFlags(**{k: v for k, v in kwargs.items() if k in shared_names})
-            guarded(lambda: fn(**{k: v for k, v in kwargs.items() if k not in shared_names}, flags=flags))
+
+            def body() -> None:
+                if flags.samples is not None:  # checked before anything runs or is stored
+                    check_output_file(flags.samples, "--samples")
+                fn(**{k: v for k, v in kwargs.items() if k not in shared_names}, flags=flags)
+
+            guarded(body)
 
         # --model first, then the command's own options, then the shared ones (as --help lists them).
         params = [p for p in shared if p.name == "model"] + own + [p for p in shared if p.name != "model"]

@@ -54,7 +54,8 @@ def main() -> int:
     except ModelError as exc:
         print(f"error: embedded model self-check failed: {printable(str(exc))}; {_HINT}", file=sys.stderr)
         return 1
-    print(f"embedded model {MODEL_ALIAS} answered a forced tool call in {time.perf_counter() - started:.1f} s: {printable(raw)}")
+    seconds = time.perf_counter() - started
+    print(f"embedded model {MODEL_ALIAS} answered a forced tool call in {seconds:.1f} s: {printable(raw)}")
     return 0
 
 

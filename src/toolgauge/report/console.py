@@ -1,9 +1,9 @@
-"""What reaches a terminal: text from models, servers and data with its control characters made visible.
+r"""What reaches a terminal: text from models, servers and data with its control characters made visible.
 
 A model's answer, a server's error body or a generated server's stderr may hold escape sequences: OSC 52
 (write the clipboard), OSC 0 (the window title), cursor moves and erases (redraw a line: a fake "all tests
 passed"), clear-screen. Printed raw, the terminal obeys them. :func:`printable` shows every control character
-but newline and tab as ``\\xNN`` (ESC as ``\\x1b``, CSI as ``\\x9b``), and :class:`TerminalConsole`, the console
+but newline and tab as ``\xNN`` (ESC as ``\x1b``, CSI as ``\x9b``), and :class:`TerminalConsole`, the console
 every command prints through, applies it to all the text it renders, so no call site can forget it. JSON
 output keeps the text as it is: JSON escapes the C0 controls, and :func:`json_for_terminal` the rest.
 """
@@ -29,7 +29,7 @@ def _escaped(char: str) -> str:
 
 
 def printable(text: str) -> str:
-    """``text`` with every control character but ``\\n`` and ``\\t`` shown as ``\\xNN`` (a CRLF ends a line)."""
+    r"""``text`` with every control character but ``\n`` and ``\t`` shown as ``\xNN`` (a CRLF ends a line)."""
     if not _CONTROL.search(text):
         return text
     return _CONTROL.sub(lambda m: _escaped(m.group()), text.replace("\r\n", "\n"))
@@ -63,7 +63,7 @@ def printable_text(text: Text) -> Text:
 
 
 def json_for_terminal(document: str) -> str:
-    """JSON text with DEL and the C1 controls written as ``\\u00XX``: the same JSON value, nothing a terminal obeys.
+    r"""JSON text with DEL and the C1 controls written as ``\u00XX``: the same JSON value, nothing a terminal obeys.
 
     Outside strings JSON holds no such character, so each one replaced is inside a string.
     """
@@ -71,7 +71,7 @@ def json_for_terminal(document: str) -> str:
 
 
 class TerminalConsole(Console):
-    """A rich console that shows control characters in what it prints as ``\\xNN`` (see :func:`printable`).
+    r"""A rich console that shows control characters in what it prints as ``\xNN`` (see :func:`printable`).
 
     Strings (markup included) are made printable before they are laid out, ``Text`` objects likewise with their
     styles kept; any other renderable's text is made printable as it is rendered. The console's own control

@@ -640,6 +640,10 @@ def export_pool(
         "rejections": "rejections.jsonl",
         "summary": "summary.csv",
     }
+    try:  # the folder --out names, not its parents
+        out_dir.mkdir(exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--out {out_dir}: cannot create the folder: {exc.strerror or exc}") from None
     for name in ("accepted", "records", "rejections"):
         write_lines_atomic(out_dir / files[name], lines[name])
     write_atomic(out_dir / files["summary"], _csv(rows))
