@@ -12,6 +12,7 @@ import inspect
 import json
 import math
 import os
+import shlex
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -321,14 +322,12 @@ def guarded(fn: Callable[[], T]) -> T:
     except UsageError as exc:
         fail(str(exc))
     except RunStopped as exc:
-        again = " ".join(_without_resume(sys.argv[1:]))
-        fail(f"{exc.reason}; the run is resumable: toolgauge {again} --resume {exc.run_id}", code=75)
+        fail(f"{exc.reason}; the run is resumable: {resume_command(sys.argv[1:], exc.run_id)}", code=75)
     except RunInterrupted as exc:
-        again = redact(" ".join(_without_resume(sys.argv[1:])))
         notice = Text("interrupted", style="yellow")
         notice.append(
             f": finished samples of run {exc.run_id} are saved; continue with:\n"
-            f"  toolgauge {again} --resume {exc.run_id}"
+            f"  {redact(resume_command(sys.argv[1:], exc.run_id))}"
         )
         err.print(notice, highlight=False, soft_wrap=True)
         raise typer.Exit(130) from None
@@ -344,6 +343,42 @@ def guarded(fn: Callable[[], T]) -> T:
             f"internal error: {exc.__class__.__name__}: {exc} (set TOOLGAUGE_DEBUG=1 for the traceback)",
             code=70,
         )
+
+
+def resume_command(args: list[str], run_id: str) -> str:
+    """The command that resumes run ``run_id``: the command line ``args`` as given, ``--resume`` replaced.
+
+    A password in the ``--store`` URL is left out, with a note to set ``PGPASSWORD`` (PostgreSQL reads it
+    there): the command then works when copied, and the password is never printed. A store named by
+    ``$TOOLGAUGE_STORE`` is not printed at all; the note says the variable must be set as it was.
+    """
+    kept: list[str] = []
+    notes: list[str] = []
+    store_given = False
+    for arg in _without_resume(args):
+        flag, eq, value = arg.partition("=")
+        if (flag == "--store" and eq) or kept[-1:] == ["--store"]:
+            store_given = True
+            url = value if eq else arg
+            bare = _without_password(url)
+            if bare != url:
+                notes.append("with the store's password in PGPASSWORD")
+            arg = f"--store={bare}" if eq else bare
+        kept.append(arg)
+    if not store_given and os.environ.get("TOOLGAUGE_STORE"):
+        notes.append("with TOOLGAUGE_STORE set as for this run")
+    command = shlex.join(["toolgauge", *kept, "--resume", run_id])
+    return f"{command} ({'; '.join(notes)})" if notes else command
+
+
+def _without_password(url: str) -> str:
+    """``url`` with the password of its ``user:password@`` part left out."""
+    scheme, sep, rest = url.partition("://")
+    netloc, slash, path = rest.partition("/")
+    userinfo, at, host = netloc.rpartition("@")
+    if not sep or not at or ":" not in userinfo:
+        return url
+    return f"{scheme}://{userinfo.split(':', 1)[0]}@{host}{slash}{path}"
 
 
 def _without_resume(args: list[str]) -> list[str]:
