@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import shutil
 import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -22,6 +23,7 @@ from toolgauge.benchmarks.suite.loader import builtin_suite_path
 from toolgauge.report.console import TerminalConsole, printable
 from toolgauge.report.terminal import render_results
 from toolgauge.results import EvalResults, Metric, RunStats
+from toolgauge.sandbox import detect_sandbox
 
 HOSTILE = "[/x][bold]x[/][red]"  # no spaces: table titles wrap at spaces
 
@@ -301,3 +303,26 @@ def test_json_on_stdout_keeps_control_characters_as_json_escapes(tmp_path: Path)
     first = results_of(res).run.first_error  # type: ignore[union-attr]
     assert first is not None and first.error.endswith(f"HTTP 400: {CONTROL}"), first
     assert not any(raw in res.stderr for raw in RAW), res.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(detect_sandbox() != "bwrap", reason="bubblewrap sandbox not available here")
+def test_a_generated_servers_stderr_is_shown_escaped_in_the_genesis_table(tmp_path: Path) -> None:
+    fixtures = Path(__file__).parent / "fixtures" / "genesis"
+    server = tmp_path / "pred" / "mini-calc"
+    server.mkdir(parents=True)
+    shutil.copy(fixtures / "no_start" / "tools.json", server / "tools.json")
+    # A server that prints the sequences on stderr and exits before serving: the table's reason quotes its stderr.
+    (server / "server.py").write_text(
+        f"import sys\nsys.stderr.write({CONTROL!r})\nsys.stderr.flush()\nraise SystemExit(1)\n"
+    )
+    registry = tmp_path / "pred" / "registry.json"
+    registry.write_text(json.dumps({"mini-calc": {"json_schema_path": "mini-calc/tools.json",
+                                                  "env_code_path": "mini-calc/server.py"}}))  # fmt: skip
+    data = tmp_path / "data.json"
+    data.write_text("[" + (fixtures / "spec.json").read_text() + "]")
+    res = invoke("genesis", "evaluate", "--data", data, "--pred", registry, "--store", f"sqlite:///{tmp_path / 's.db'}")
+    assert res.exit_code == 0, res.output
+    flat = "".join(res.stdout.split())  # the reason column wraps
+    assert "stderr:" in flat and "".join(printable(CONTROL).split()) in flat, res.stdout
+    assert not any(raw in res.output for raw in RAW), res.output
