@@ -164,14 +164,12 @@ def test_bad_file_is_one_line_exit_2(tmp_path: Path, loader: str, kind: str) -> 
     assert (f"{bad_file}:1:" in line) != whole_file, line
 
 
-@pytest.mark.parametrize(
-    ("flag", "value"),
-    # (--timeout nan already fails typer's own min=0.1 check; its usage box is cli.main()'s to shorten.)
-    [("--temperature", "nan"), ("--temperature", "inf"), ("--temperature", "-inf"), ("--timeout", "inf")],
-)
-def test_non_finite_float_flags_are_usage_errors(tmp_path: Path, flag: str, value: str) -> None:
-    line = run_rejected(tmp_path, ["eval", "suite", "--model", "gold", flag, value])
-    assert flag in line and "finite" in line
+def test_a_non_finite_float_flag_within_its_range_is_a_usage_error(tmp_path: Path) -> None:
+    # --timeout has no upper bound, so inf passes typer's range and is refused by the bounds' own check.
+    # (--timeout nan and every --temperature beyond 0..2, nan and inf included, fail typer's range check:
+    # test_cli_inputs.py checks that cli.main() prints those as one line.)
+    line = run_rejected(tmp_path, ["eval", "suite", "--model", "gold", "--timeout", "inf"])
+    assert line == "error: --timeout: input should be a finite number, got inf", line
 
 
 @pytest.mark.parametrize(

@@ -64,6 +64,7 @@ def test_a_model_that_never_calls_is_right_only_on_no_call_turns(store, tmp_path
 
 def test_samples_file_has_one_line_per_turn_and_report_exports(store, tmp_path):
     samples = tmp_path / "out" / "samples.jsonl"
+    samples.parent.mkdir()  # toolgauge makes no folder it was not asked for (test_cli_inputs.py)
     res = invoke("eval", "suite", "--model", "gold", "--store", store, "--samples", str(samples), "-q", "--json")
     assert res.exit_code == 0, res.output
     run = results_of(res).run

@@ -531,6 +531,7 @@ async def test_code_agent_keeps_working_files_when_the_model_fails_late(tmp_path
     def always_fail(request: ModelRequest) -> AssistantTurn:
         raise ModelError("HTTP 500")
 
+    (tmp_path / "b").mkdir()  # the store's folder: toolgauge makes none for a named store
     _, failing = await run(tmp_path / "b", ScriptedClient(policy=always_fail), strategy="code-agent")
     assert failing.scored.samples[0].explanation == (
         "model error at step 0: HTTP 500; no tools.json was written; no server.py was written"

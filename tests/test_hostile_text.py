@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import json
+import re
+import shutil
 import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -10,13 +13,17 @@ from typing import Any
 
 import pytest
 from rich.console import Console
+from rich.table import Table
+from rich.text import Text
 
 from chat_stub import ChatStub, completion, error, is_probe
-from cli_helpers import invoke
+from cli_helpers import invoke, results_of
 from toolgauge.benchmarks.registry import spec_for_run
 from toolgauge.benchmarks.suite.loader import builtin_suite_path
+from toolgauge.report.console import TerminalConsole, printable
 from toolgauge.report.terminal import render_results
 from toolgauge.results import EvalResults, Metric, RunStats
+from toolgauge.sandbox import detect_sandbox
 
 HOSTILE = "[/x][bold]x[/][red]"  # no spaces: table titles wrap at spaces
 
@@ -160,3 +167,162 @@ def test_every_renderer_prints_data_literally(case: str) -> None:
         # ... and nothing of it is shown any other way.
         assert text.count(f"zz{i}") == 2 * text.count(H[i]), (H[i], text)
     assert f"run {H[places]} · 1 " in text, text
+
+
+# -- control characters: shown as \xNN on the terminal, kept as they are in JSON ----------------------------------
+# What a hostile model, server or generated server may print, each sequence a terminal would obey.
+ATTACKS = {
+    "osc52_clipboard": "\x1b]52;c;cm0gLXJmIH4=\x07",
+    "osc0_title": "\x1b]0;pwned\x07",
+    "cursor_up_erase_line": "\x1b[1A\x1b[2K",
+    "clear_screen": "\x1b[2J\x1b[H",
+    "c1_csi": "\x9b31m",
+    "bell": "\x07",
+}
+CONTROL = "".join(ATTACKS.values()) + "all tests passed"
+# A raw byte of any of these in terminal output came from the data: the consoles below draw no colour.
+RAW = ("\x1b", "\x9b", "\x07")
+
+
+def assert_shown_not_obeyed(text: str) -> None:
+    """No raw control character of the attacks reached the output, and each is visible as its escape."""
+    for raw in RAW:
+        assert raw not in text, (raw, text)
+    for seq in ("\\x1b]52;c;cm0gLXJmIH4=", "\\x1b]0;pwned", "\\x1b[1A\\x1b[2K", "\\x1b[2J\\x1b[H", "\\x9b31m"):
+        assert seq in text, (seq, text)
+
+
+def test_printable_escapes_every_control_character_but_newline_and_tab() -> None:
+    every = "".join(map(chr, range(0x00, 0xA0)))
+    shown = printable(every)
+    assert "\n" in shown and "\t" in shown
+    kept = {c for c in shown if not c.isprintable()}
+    assert kept == {"\n", "\t"}, kept
+    assert printable("a\x1b[2Jb\x9b\x7f\r\nc") == "a\\x1b[2Jb\\x9b\\x7f\nc"
+    assert printable("plain text: é, 日本, \u2028") == "plain text: é, 日本, \u2028"
+
+
+def test_the_terminal_console_shows_control_characters_in_strings_text_and_tables_and_keeps_its_own_styles() -> None:
+    buf = io.StringIO()
+    console = TerminalConsole(file=buf, force_terminal=True, color_system="truecolor", width=300)
+    table = Table("id", "reason")
+    table.add_row(CONTROL, Text(CONTROL, style="red"))
+    console.print(CONTROL)
+    console.print(f"[bold]{CONTROL}[/]")
+    console.print(Text(CONTROL, style="bold"), Text.assemble(("x", "green"), CONTROL))
+    console.print(table)
+    written = buf.getvalue()
+    # The console's own colours are escape sequences too: only SGR ones (ESC [ ... m) may be there.
+    own = re.sub(r"\x1b\[[0-9;]*m", "", written)
+    assert_shown_not_obeyed(own)
+    assert "\x1b[1m" in written  # bold still drawn: styles are not text
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_every_renderer_shows_control_characters_from_data(case: str) -> None:
+    results, _places = CASES[case]
+    hostile = EvalResults.model_validate(with_control(results.model_dump(mode="json")))
+    buf = io.StringIO()
+    console = TerminalConsole(file=buf, width=400, color_system=None)
+    spec = spec_for_run(hostile.benchmark)
+    render_results(hostile, console, spec.render if spec else None, spec.unit if spec else "samples")
+    assert_shown_not_obeyed(buf.getvalue())
+
+
+def with_control(value: Any) -> Any:
+    """``value`` with the control sequences put where the markup-shaped text marks a place (``zz``)."""
+    if isinstance(value, str):
+        return value.replace("zz", CONTROL)
+    if isinstance(value, dict):
+        return {with_control(k): with_control(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [with_control(v) for v in value]
+    return value
+
+
+@pytest.fixture()
+def hostile_model() -> Iterator[str]:
+    """An endpoint whose every answer is the control sequences (after a clean probe)."""
+
+    def respond(request: dict[str, Any], _headers: Mapping[str, str]) -> tuple[int, bytes]:
+        return 200, completion("fine" if is_probe(request) else CONTROL)
+
+    with ChatStub(respond) as stub:
+        yield stub.model()
+
+
+def test_a_models_answer_is_shown_escaped_by_transcript_and_kept_by_its_json(
+    tmp_path: Path, hostile_model: str
+) -> None:
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    res = invoke("eval", "suite", "--model", hostile_model, "--store", store, "--limit", "1", "-q", "--json")
+    assert res.exit_code in (0, 1), res.output
+    run_id = results_of(res).run.id  # type: ignore[union-attr]
+    key = json.loads(builtin_suite_path().read_text().splitlines()[0])["id"]
+    shown = invoke("transcript", run_id, key, "--store", store)
+    assert shown.exit_code == 0, shown.output
+    assert_shown_not_obeyed(shown.stdout)
+    assert "all tests passed" in shown.stdout
+    as_json = invoke("transcript", run_id, key, "--store", store, "--json")
+    assert as_json.exit_code == 0 and not any(raw in as_json.stdout for raw in RAW)
+    answers = [call["response"]["content"] for call in json.loads(as_json.stdout)]
+    assert answers and all(answer == CONTROL for answer in answers), answers
+
+
+def test_a_servers_error_body_is_shown_escaped_in_the_probe_error_line(tmp_path: Path) -> None:
+    def respond(_request: dict[str, Any], _headers: Mapping[str, str]) -> tuple[int, bytes]:
+        return 400, error(f"bad model {CONTROL}")
+
+    with ChatStub(respond) as stub:
+        res = invoke("eval", "suite", "--model", stub.model(), "--store", f"sqlite:///{tmp_path / 's.db'}", "-q")
+    assert res.exit_code == 2, res.output
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "HTTP 400" in lines[0], res.stderr
+    assert_shown_not_obeyed(res.stderr)
+
+
+def test_json_on_stdout_keeps_control_characters_as_json_escapes(tmp_path: Path) -> None:
+    # The first sample is rejected with the sequences in the error body: --json carries the error whole, each
+    # control character written as a JSON escape (\u001b, \u009b), none raw.
+    rejected = threading.Event()
+
+    def respond(request: dict[str, Any], _headers: Mapping[str, str]) -> tuple[int, bytes]:
+        if is_probe(request) or rejected.is_set():
+            return 200, completion("fine")
+        rejected.set()
+        return 400, error(CONTROL)
+
+    with ChatStub(respond) as stub:
+        res = invoke(
+            "eval", "suite", "--model", stub.model(), "--store", f"sqlite:///{tmp_path / 's.db'}", "--limit", "2",
+            "--max-retries", "0", "--concurrency", "1", "-q", "--json",
+        )  # fmt: skip
+    assert res.exit_code == 1, res.output
+    assert not any(raw in res.stdout for raw in RAW), res.stdout
+    assert "\\u001b]52;" in res.stdout and "\\u009b31m" in res.stdout
+    first = results_of(res).run.first_error  # type: ignore[union-attr]
+    assert first is not None and first.error.endswith(f"HTTP 400: {CONTROL}"), first
+    assert not any(raw in res.stderr for raw in RAW), res.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(detect_sandbox() != "bwrap", reason="bubblewrap sandbox not available here")
+def test_a_generated_servers_stderr_is_shown_escaped_in_the_genesis_table(tmp_path: Path) -> None:
+    fixtures = Path(__file__).parent / "fixtures" / "genesis"
+    server = tmp_path / "pred" / "mini-calc"
+    server.mkdir(parents=True)
+    shutil.copy(fixtures / "no_start" / "tools.json", server / "tools.json")
+    # A server that prints the sequences on stderr and exits before serving: the table's reason quotes its stderr.
+    (server / "server.py").write_text(
+        f"import sys\nsys.stderr.write({CONTROL!r})\nsys.stderr.flush()\nraise SystemExit(1)\n"
+    )
+    registry = tmp_path / "pred" / "registry.json"
+    registry.write_text(json.dumps({"mini-calc": {"json_schema_path": "mini-calc/tools.json",
+                                                  "env_code_path": "mini-calc/server.py"}}))  # fmt: skip
+    data = tmp_path / "data.json"
+    data.write_text("[" + (fixtures / "spec.json").read_text() + "]")
+    res = invoke("genesis", "evaluate", "--data", data, "--pred", registry, "--store", f"sqlite:///{tmp_path / 's.db'}")
+    assert res.exit_code == 0, res.output
+    flat = "".join(res.stdout.split())  # the reason column wraps
+    assert "stderr:" in flat and "".join(printable(CONTROL).split()) in flat, res.stdout
+    assert not any(raw in res.output for raw in RAW), res.output

@@ -149,7 +149,7 @@ def test_samples_written_line_by_line_match_the_whole_text(tmp_path: Path, monke
         {"id": "a", "error": "key sk-abcdefghijklmnopqrstuvwx", "nested": [{"hunter2-planted": "x hunter2-planted"}]},
         {"id": "b", "text": "ü", "n": 3},
     ]
-    path = tmp_path / "out" / "samples.jsonl"
+    path = tmp_path / "samples.jsonl"
     write_lines_atomic(path, sample_lines(rows))
     assert path.read_text() == samples_jsonl(rows)
     # The same masking as redact_tree, environment secrets included.

@@ -69,9 +69,9 @@ BAD = [
     ("[[model]]\nspec = 'gold'\n[[benchmark]]\nname = 'suite'\nepochs = 2\n",
      "s.toml: benchmark[1].epochs: set it at the top of the file, for the whole sweep"),
     ("epochs = 0\n[[model]]\nspec = 'gold'\n[[benchmark]]\nname = 'suite'\n",
-     "s.toml: epochs: must be at least 1, got 0"),
+     "s.toml: epochs: input should be greater than or equal to 1, got 0"),
     ("seed = 1.5\n[[model]]\nspec = 'gold'\n[[benchmark]]\nname = 'suite'\n",
-     "s.toml: seed: must be an integer, got 1.5"),
+     "s.toml: seed: input should be a valid integer, got 1.5"),
     ("[[model]]\nspec = 'gold'\n", "s.toml: benchmark: no [[benchmark]] entry; a sweep needs at least one"),
     ("[[model]]\n[[benchmark]]\nname = 'suite'\n", "s.toml: model[1].spec: missing"),
     ("models = 1\n", "s.toml: models: unknown key (a sweep file has epochs, seed, model, benchmark)"),
@@ -106,8 +106,7 @@ def test_the_command_prints_one_line_exits_2_and_writes_nothing(tmp_path: Path):
     res = invoke("sweep", sweep, "--store", f"sqlite:///{store}")
     assert res.exit_code == 2
     lines = res.stderr.strip().splitlines()
-    assert lines == [f"error: {sweep}: benchmark[1].limit: input should be a valid integer, unable to parse string "
-                     "as an integer"]  # fmt: skip
+    assert lines == [f"error: {sweep}: benchmark[1].limit: input should be a valid integer, got 'ten'"]
     assert not store.parent.exists()
 
 

@@ -85,7 +85,7 @@ def test_runs_are_listed_newest_first_and_filtered(base: str, runs: Runs):
 
 def test_a_bad_date_is_one_error_not_a_crash(base: str):
     status, _h, body = fetch(base + "api/runs?since=yesterday")
-    assert status == 404 and "YYYY-MM-DD" in json.loads(body)["error"]
+    assert status == 400 and "YYYY-MM-DD" in json.loads(body)["error"]
 
 
 def test_the_run_page_has_every_breakdown_and_a_chart_for_each(base: str, runs: Runs):
@@ -157,6 +157,15 @@ def test_a_page_that_waits_has_the_verdicts_at_once(runs: Runs):
         status, _h, body = fetch(fresh + f"api/runs/{runs.mixed}/units?wait=1")
         page = json.loads(body)
         assert status == 200 and not page["pending"] and page["total"] == sum(page["verdicts"].values()) > 0
+
+
+@pytest.mark.parametrize("query", ["page=abc", "page=0", "per_page=-3", "page=1.5"])
+def test_a_malformed_page_number_is_400_with_a_reason(base: str, runs: Runs, query: str):
+    status, _h, body = fetch(base + f"api/runs/{runs.gold}/units?{query}")
+    name, value = query.split("=")
+    assert status == 400 and json.loads(body)["error"].startswith(f"{name} '{value}': expected a "), body
+    # An unknown run stays 404, whatever its parameters.
+    assert fetch(base + f"api/runs/no-such-run/units?{query.replace(value, '2')}")[0] == 404
 
 
 def test_unknown_runs_and_samples_are_404_with_a_reason(base: str, runs: Runs):
@@ -391,7 +400,7 @@ def test_compare_of_unknown_runs_or_one_run_missing_is_a_reason_not_a_crash(swee
     status, _h, body = fetch(sweep_base + f"api/compare?a={swept.gold}&b=no-such-run")
     assert status == 404 and json.loads(body)["error"] == "no run 'no-such-run' in the store"
     status, _h, body = fetch(sweep_base + f"api/compare?a={swept.gold}")
-    assert status == 404 and "two runs" in json.loads(body)["error"]
+    assert status == 400 and "two runs" in json.loads(body)["error"]
     status, _h, body = fetch(sweep_base + f"api/compare?run={swept.gold}")
     assert status == 404 and "two or more runs" in json.loads(body)["error"]
     status, _h, body = fetch(sweep_base + f"api/compare?run={swept.gold}&run={swept.replay}&run=no-such-run")

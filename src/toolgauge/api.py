@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from toolgauge.benchmark import Benchmark, BenchmarkSpec, variants_text, with_evaluated_model
+from toolgauge.bounds import OptionOutOfBounds, check_options
 from toolgauge.driver import RunOptions, RunResult, run_benchmark
 from toolgauge.engine import EngineConfig, stored_outcomes
 from toolgauge.errors import UsageError
@@ -119,16 +120,19 @@ async def evaluate_async(
         resume: Continue an interrupted run by id.
         keep_samples: Also return every per-unit score (one per turn, task or server).
         roles: Extra clients by role (Tool-Genesis's ``agent`` and ``judge``).
-        epochs: Tries of every sample (at least 1). The results' metrics are means over epochs and
-            ``summary`` / ``pass_at_k`` / ``pass_hat_k`` hold the spread (docs/statistics.md).
+        epochs: Tries of every sample (1 to ``toolgauge.bounds.MAX_EPOCHS``). The results' metrics are means
+            over epochs and ``summary`` / ``pass_at_k`` / ``pass_hat_k`` hold the spread (docs/statistics.md).
         **options: The benchmark's own options, named as its ``eval`` command's options with ``-``
             as ``_`` (``data``, ``limit``, ``variant``, ``splits``, ``categories``, ``temperature``, ...).
 
     Returns:
         The run id, its results and (with ``keep_samples``) the per-unit scores.
     """
-    if epochs < 1:
-        raise UsageError(f"epochs must be at least 1, got {epochs}")
+    engine_options = {"epochs": epochs, "concurrency": concurrency, "timeout": timeout, "max_retries": max_retries}
+    try:  # the bounds eval's options and a sweep file's keys have (toolgauge.bounds)
+        check_options({**options, **engine_options})
+    except OptionOutOfBounds as exc:
+        raise UsageError(f"{exc.name}: {exc.problem}") from None
     if isinstance(benchmark, str) and epochs > 1 and not _spec(benchmark).repeatable:
         raise UsageError(f"{benchmark} runs cannot repeat samples yet (epochs={epochs}); use epochs=1")
     if isinstance(benchmark, str) and isinstance(model, str):

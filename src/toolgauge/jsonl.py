@@ -9,13 +9,20 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-from toolgauge.errors import DataError
+from toolgauge.errors import DataError, UsageError
 
 PairsHook = Callable[[list[tuple[str, Any]]], Any]
+
+MAX_INPUT_ENV = "TOOLGAUGE_MAX_INPUT_BYTES"
+# The most bytes one input file may hold (data, predictions, scripts, sweep files): /dev/zero or a runaway
+# file is refused in one line instead of ending in MemoryError. The real data files are a few MB.
+DEFAULT_MAX_INPUT_BYTES = 512 * 1024 * 1024
 
 
 class JsonProblem(ValueError):
@@ -70,19 +77,95 @@ def loads_json(text: str, path: Path | str, *, line: int | None = None, field: s
         raise DataError(str(path), problem.message, line=line, field=field) from None
 
 
-def read_text(path: Path) -> str:
-    """Return a UTF-8 file's text (a leading BOM is dropped).
+def max_input_bytes() -> int:
+    """The most bytes an input file may hold: ``$TOOLGAUGE_MAX_INPUT_BYTES``, else 512 MiB.
 
     Raises:
-        DataError: the file is missing or unreadable, or not UTF-8 (with the failing line).
+        UsageError: the variable is set to something other than a positive whole number.
+    """
+    raw = os.environ.get(MAX_INPUT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX_INPUT_BYTES
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise UsageError(f"{MAX_INPUT_ENV}={raw!r}: expected a positive number of bytes")
+    return value
+
+
+def too_large(limit: int, size: int | None = None) -> str:
+    """The message for an input file over ``limit`` bytes (``size`` when known)."""
+    held = f"holds {size} bytes" if size is not None else "holds more"
+    return f"the file {held}, over the input limit of {limit} bytes (set {MAX_INPUT_ENV} to raise it)"
+
+
+def _kind(mode: int) -> str:
+    kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+             (stat.S_ISSOCK, "a socket"))  # fmt: skip
+    return next((name for test, name in kinds if test(mode)), "not a file")
+
+
+def open_input(path: Path | str) -> BinaryIO:
+    """Open an input file for reading in binary: a regular file within :func:`max_input_bytes`.
+
+    A FIFO, a device (``/dev/zero``) or a socket is refused before a byte is read (opening does not wait for
+    a FIFO's writer). The caller still reads at most the limit: a file may grow after this check.
+
+    Raises:
+        DataError: missing, unreadable, not a regular file, or over the limit.
     """
     shown = str(path)
     try:
-        data = Path(path).read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         raise DataError(shown, "file not found") from None
     except OSError as exc:
         raise DataError(shown, f"cannot read the file: {exc.strerror or exc}") from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise DataError(shown, "cannot read the file: Is a directory")
+        if not stat.S_ISREG(info.st_mode):
+            raise DataError(shown, f"not a regular file ({_kind(info.st_mode)}); give a file")
+        limit = max_input_bytes()
+        if info.st_size > limit:
+            raise DataError(shown, too_large(limit, info.st_size))
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_input_bytes(path: Path | str) -> bytes:
+    """An input file's bytes (see :func:`open_input`).
+
+    Raises:
+        DataError: missing, unreadable, not a regular file, or over the limit.
+    """
+    shown = str(path)
+    limit = max_input_bytes()
+    with open_input(path) as handle:
+        try:
+            data = handle.read(limit + 1)
+        except OSError as exc:
+            raise DataError(shown, f"cannot read the file: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        raise DataError(shown, too_large(limit))
+    return data
+
+
+def read_text(path: Path) -> str:
+    """Return a UTF-8 file's text (a leading BOM is dropped).
+
+    Raises:
+        DataError: the file is missing or unreadable, not a regular file, over the input limit, or not
+            UTF-8 (with the failing line).
+    """
+    shown = str(path)
+    data = read_input_bytes(path)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

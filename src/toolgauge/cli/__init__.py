@@ -12,6 +12,7 @@ from functools import cache
 from typing import Annotated, Any
 
 import typer
+from rich.text import Text
 
 from toolgauge.benchmark import CommandGroups
 from toolgauge.cli.common import err
@@ -145,7 +146,9 @@ def main() -> None:
         ctx = exc.ctx if isinstance(exc, click_errors.UsageError) else None
         where = f" (see: {ctx.command_path} --help)" if ctx is not None else ""
         message = " ".join(exc.format_message().split())
-        err.print(f"[bold red]error:[/] {message}{where}", highlight=False, soft_wrap=True)
+        line = Text("error:", style="bold red")
+        line.append(f" {message}{where}")  # plain text: it quotes the command line ("--data '[/x]'")
+        err.print(line, highlight=False, soft_wrap=True)
         code = exc.exit_code
     except (typer.Abort, KeyboardInterrupt):
         # A second Ctrl-C during the shutdown of the first: no traceback.

@@ -12,6 +12,7 @@ import inspect
 import json
 import math
 import os
+import shlex
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -20,16 +21,17 @@ from pathlib import Path
 from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
-from rich.console import Console
 from rich.text import Text
 
 from toolgauge.benchmark import Benchmark
+from toolgauge.bounds import BOUNDED, check_options, cli_range
 from toolgauge.driver import RunOptions, RunResult, run_benchmark
 from toolgauge.engine import EngineConfig
 from toolgauge.errors import DataError, RunInterrupted, RunStopped, UsageError
 from toolgauge.models.base import ModelClient
 from toolgauge.redact import redact, redact_tree
-from toolgauge.report.export import sample_lines, write_lines_atomic
+from toolgauge.report.console import TerminalConsole, json_for_terminal
+from toolgauge.report.export import check_output_file, sample_lines, write_lines_atomic
 from toolgauge.report.terminal import render_results
 from toolgauge.results import EvalResults
 from toolgauge.settings import CallSettings
@@ -46,8 +48,9 @@ def piped_width(environ: Mapping[str, str]) -> int:
     return int(columns) if columns.isdigit() and int(columns) > 0 else PIPED_WIDTH
 
 
-err = Console(stderr=True)
-out = Console() if sys.stdout.isatty() else Console(width=piped_width(os.environ))
+# Every command prints through these: control characters in data are shown, never obeyed (report/console.py).
+err = TerminalConsole(stderr=True)
+out = TerminalConsole() if sys.stdout.isatty() else TerminalConsole(width=piped_width(os.environ))
 
 
 class Mode(StrEnum):
@@ -72,10 +75,19 @@ class ToolChoice(StrEnum):
     expected = "expected"
 
 
+def _store_given(value: str | None) -> str | None:
+    # An empty --store (an unset variable in a script) must not quietly mean the default store.
+    if value is not None and not value.strip():
+        raise typer.BadParameter("an empty store URL; give a URL, or leave --store out for the default store")
+    return value
+
+
 StoreOpt = Annotated[
     str | None,
     typer.Option(
-        "--store", help="SQLAlchemy URL of the store (default: $TOOLGAUGE_STORE, else .toolgauge/toolgauge.db)"
+        "--store",
+        callback=_store_given,
+        help="SQLAlchemy URL of the store (default: $TOOLGAUGE_STORE, else .toolgauge/toolgauge.db)",
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the results as JSON on stdout.")]
@@ -131,9 +143,7 @@ class RunFlags:
 
     def run_options(self, headline: tuple[str, ...] = ()) -> RunOptions:
         """The driver's options (``headline``: the benchmark's headline metrics, summarised with their spread)."""
-        require_finite(temperature=self.temperature, timeout=self.timeout)
-        if self.epochs < 1:
-            raise UsageError(f"--epochs must be at least 1, got {self.epochs}")
+        self.check_bounds()
         return RunOptions(
             store_url=self.store,
             resume=self.resume,
@@ -153,8 +163,15 @@ class RunFlags:
 
     def call_settings(self, tool_choice: ToolChoice = ToolChoice.auto) -> CallSettings:
         """The sampling settings for model requests."""
-        require_finite(temperature=self.temperature)
+        self.check_bounds()
         return CallSettings(temperature=self.temperature, max_tokens=self.max_tokens, tool_choice=tool_choice.value)
+
+    def check_bounds(self) -> None:
+        """Check the bounded options against their one declaration (:mod:`toolgauge.bounds`), as a sweep file's.
+
+        The CLI's ranges already hold; this catches what a range cannot (``--temperature nan``).
+        """
+        check_options({name: getattr(self, name) for name in BOUNDED if hasattr(self, name)})
 
     @property
     def model_spec(self) -> str:
@@ -180,22 +197,29 @@ ModelOpt = Annotated[
     str,
     typer.Option("--model", "-m", help="local | gold | replay:PATH | scripted:PATH | openai:MODEL[@URL] | URL#MODEL"),
 ]
-ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", "-c", min=1, help="Samples run at once.")]
-TimeoutOpt = Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds per model request.")]
-RetriesOpt = Annotated[int, typer.Option("--max-retries", min=0, help="Retries on 429/5xx/timeouts.")]
+ConcurrencyOpt = Annotated[
+    int, typer.Option("--concurrency", "-c", **cli_range("concurrency"), help="Samples run at once.")
+]
+TimeoutOpt = Annotated[float, typer.Option("--timeout", **cli_range("timeout"), help="Seconds per model request.")]
+RetriesOpt = Annotated[
+    int, typer.Option("--max-retries", **cli_range("max_retries"), help="Retries on 429/5xx/timeouts.")
+]
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Do not serve model answers from the cache.")]
 ResumeOpt = Annotated[str | None, typer.Option("--resume", help="Continue an interrupted run by id.")]
 SamplesOpt = Annotated[Path | None, typer.Option("--samples", help="Write one JSON line per scored unit to this file.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet/--progress", "-q", help="No progress bar.")]
 LimitOpt = Annotated[
-    int | None, typer.Option("--limit", min=1, help="Run only the first N samples (of each split or category).")
+    int | None,
+    typer.Option("--limit", **cli_range("limit"), help="Run only the first N samples (of each split or category)."),
 ]
-TempOpt = Annotated[float, typer.Option("--temperature", help="Sampling temperature.")]
-MaxTokOpt = Annotated[int, typer.Option("--max-tokens", min=1, help="Max tokens per model reply.")]
+TempOpt = Annotated[float, typer.Option("--temperature", **cli_range("temperature"), help="Sampling temperature.")]
+MaxTokOpt = Annotated[int, typer.Option("--max-tokens", **cli_range("max_tokens"), help="Max tokens per model reply.")]
 EpochsOpt = Annotated[
     int,
     typer.Option(
-        "--epochs", min=1, help="Run every sample this many times; report mean, stderr, 95% CI, pass@k and pass^k."
+        "--epochs",
+        **cli_range("epochs"),
+        help="Run every sample this many times; report mean, stderr, 95% CI, pass@k and pass^k.",
     ),
 ]
 
@@ -255,7 +279,13 @@ def run_command(
         @functools.wraps(fn)
         def command(**kwargs: Any) -> None:
             flags = RunFlags(**{k: v for k, v in kwargs.items() if k in shared_names})
-            guarded(lambda: fn(**{k: v for k, v in kwargs.items() if k not in shared_names}, flags=flags))
+
+            def body() -> None:
+                if flags.samples is not None:  # checked before anything runs or is stored
+                    check_output_file(flags.samples, "--samples")
+                fn(**{k: v for k, v in kwargs.items() if k not in shared_names}, flags=flags)
+
+            guarded(body)
 
         # --model first, then the command's own options, then the shared ones (as --help lists them).
         params = [p for p in shared if p.name == "model"] + own + [p for p in shared if p.name != "model"]
@@ -301,14 +331,12 @@ def guarded(fn: Callable[[], T]) -> T:
     except UsageError as exc:
         fail(str(exc))
     except RunStopped as exc:
-        again = " ".join(_without_resume(sys.argv[1:]))
-        fail(f"{exc.reason}; the run is resumable: toolgauge {again} --resume {exc.run_id}", code=75)
+        fail(f"{exc.reason}; the run is resumable: {resume_command(sys.argv[1:], exc.run_id)}", code=75)
     except RunInterrupted as exc:
-        again = redact(" ".join(_without_resume(sys.argv[1:])))
         notice = Text("interrupted", style="yellow")
         notice.append(
             f": finished samples of run {exc.run_id} are saved; continue with:\n"
-            f"  toolgauge {again} --resume {exc.run_id}"
+            f"  {redact(resume_command(sys.argv[1:], exc.run_id))}"
         )
         err.print(notice, highlight=False, soft_wrap=True)
         raise typer.Exit(130) from None
@@ -324,6 +352,42 @@ def guarded(fn: Callable[[], T]) -> T:
             f"internal error: {exc.__class__.__name__}: {exc} (set TOOLGAUGE_DEBUG=1 for the traceback)",
             code=70,
         )
+
+
+def resume_command(args: list[str], run_id: str) -> str:
+    """The command that resumes run ``run_id``: the command line ``args`` as given, ``--resume`` replaced.
+
+    A password in the ``--store`` URL is left out, with a note to set ``PGPASSWORD`` (PostgreSQL reads it
+    there): the command then works when copied, and the password is never printed. A store named by
+    ``$TOOLGAUGE_STORE`` is not printed at all; the note says the variable must be set as it was.
+    """
+    kept: list[str] = []
+    notes: list[str] = []
+    store_given = False
+    for arg in _without_resume(args):
+        flag, eq, value = arg.partition("=")
+        if (flag == "--store" and eq) or kept[-1:] == ["--store"]:
+            store_given = True
+            url = value if eq else arg
+            bare = _without_password(url)
+            if bare != url:
+                notes.append("with the store's password in PGPASSWORD")
+            arg = f"--store={bare}" if eq else bare
+        kept.append(arg)
+    if not store_given and os.environ.get("TOOLGAUGE_STORE"):
+        notes.append("with TOOLGAUGE_STORE set as for this run")
+    command = shlex.join(["toolgauge", *kept, "--resume", run_id])
+    return f"{command} ({'; '.join(notes)})" if notes else command
+
+
+def _without_password(url: str) -> str:
+    """``url`` with the password of its ``user:password@`` part left out."""
+    scheme, sep, rest = url.partition("://")
+    netloc, slash, path = rest.partition("/")
+    userinfo, at, host = netloc.rpartition("@")
+    if not sep or not at or ":" not in userinfo:
+        return url
+    return f"{scheme}://{userinfo.split(':', 1)[0]}@{host}{slash}{path}"
 
 
 def _without_resume(args: list[str]) -> list[str]:
@@ -391,7 +455,7 @@ def print_results(results: EvalResults, *, as_json: bool, document: Callable[[Ev
 
     if as_json:
         data = document(results) if document is not None else results.model_dump(mode="json")
-        sys.stdout.write(json.dumps(redact_tree(data), indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(json_for_terminal(json.dumps(redact_tree(data), indent=2, ensure_ascii=False)) + "\n")
         return
     spec = spec_for_run(results.benchmark)
     render_results(results, out, spec.render if spec else None, spec.unit if spec else "samples")

@@ -15,7 +15,7 @@ from rich.table import Table
 from toolgauge.cli.common import JsonOpt, StoreOpt, fail, guarded, out, print_results
 from toolgauge.errors import UsageError
 from toolgauge.redact import redact
-from toolgauge.report.export import results_to_csv, sample_lines, write_lines_atomic
+from toolgauge.report.export import check_output_file, results_to_csv, sample_lines, write_lines_atomic
 
 if TYPE_CHECKING:
     from toolgauge.store.store import RunInfo, Store
@@ -90,6 +90,8 @@ def report_cmd(
         from toolgauge.cli.sweep import report_sweep
         from toolgauge.store import open_store  # SQLAlchemy: loaded only by a command that opens the store
 
+        if html is not None:
+            check_output_file(html, "--html")
         if not as_csv and report_sweep(store, run_id, as_json, html):
             return
         st = open_store(store, create=False)
@@ -148,6 +150,8 @@ def rescore_cmd(
     def body() -> None:
         from toolgauge.api import rescore
 
+        if samples is not None:
+            check_output_file(samples, "--samples")
         evaluation = rescore(run_id, variant=variant, store=store, keep_samples=samples is not None)
         if samples is not None:
             write_lines_atomic(samples, sample_lines(s.model_dump(mode="json") for s in evaluation.samples))

@@ -45,6 +45,7 @@ from toolgauge.errors import (
 from toolgauge.models.base import ModelClient
 from toolgauge.records import AssistantTurn, GenerateOptions, Message, ModelRequest, ToolSpec
 from toolgauge.redact import redact
+from toolgauge.report.console import TerminalConsole
 from toolgauge.store.group_commit import GroupCommit
 from toolgauge.store.transcripts import MessageChain
 
@@ -565,7 +566,7 @@ def _progress(console: Console | None) -> Progress:
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         TimeRemainingColumn(),
-        console=console or Console(stderr=True),
+        console=console or TerminalConsole(stderr=True),
         transient=False,
     )
 

@@ -15,6 +15,7 @@ import time
 from toolgauge.errors import ModelError
 from toolgauge.models.local_server import MODEL_ALIAS, LocalServerClient
 from toolgauge.records import GenerateOptions, Message, ModelRequest, ToolSpec
+from toolgauge.report.console import printable
 
 _WEATHER = ToolSpec(
     name="get_weather",
@@ -51,9 +52,10 @@ def main() -> int:
     try:
         raw = asyncio.run(_one_completion())
     except ModelError as exc:
-        print(f"error: embedded model self-check failed: {exc}; {_HINT}", file=sys.stderr)
+        print(f"error: embedded model self-check failed: {printable(str(exc))}; {_HINT}", file=sys.stderr)
         return 1
-    print(f"embedded model {MODEL_ALIAS} answered a forced tool call in {time.perf_counter() - started:.1f} s: {raw}")
+    seconds = time.perf_counter() - started
+    print(f"embedded model {MODEL_ALIAS} answered a forced tool call in {seconds:.1f} s: {printable(raw)}")
     return 0
 
 

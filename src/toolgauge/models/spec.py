@@ -110,11 +110,29 @@ def _compatible_key() -> str:
     return os.environ.get("TOOLGAUGE_API_KEY") or os.environ.get("OPENAI_API_KEY") or "sk-no-key"
 
 
+# The keys of one scripted output object (what ``as_turn`` reads).
+SCRIPT_KEYS = frozenset({"content", "tool_calls", "finish_reason"})
+
+
+def _one_multiline_object(text: str) -> bool:
+    """Whether ``text`` is one JSON object over several lines (a one-line object is a JSON-lines script)."""
+    from toolgauge.jsonl import JsonProblem, parse_json, text_lines
+
+    if not text.lstrip().startswith("{") or sum(1 for line in text_lines(text) if line.strip()) < 2:
+        return False
+    try:
+        return isinstance(parse_json(text), dict)
+    except JsonProblem:
+        return False
+
+
 def _read_script(path: Path) -> list[ScriptItem]:
     from toolgauge.jsonl import JsonProblem, loads_json, parse_json, read_text, text_lines
 
     text = read_text(path)
     items: list[object]
+    if _one_multiline_object(text):
+        raise DataError(str(path), "expected a JSON array of outputs (or one output per line), got a JSON object")
     if text.lstrip().startswith("["):
         try:
             items = list(parse_json(text))
@@ -129,6 +147,12 @@ def _read_script(path: Path) -> list[ScriptItem]:
         if isinstance(item, str):
             out.append(item)
         elif isinstance(item, dict):
+            unknown = sorted(set(item) - SCRIPT_KEYS)
+            if unknown:
+                raise DataError(
+                    str(path),
+                    f"output {i}: unknown key {unknown[0]!r} (an output has {', '.join(sorted(SCRIPT_KEYS))})",
+                )
             try:
                 from toolgauge.models.offline import as_turn
 

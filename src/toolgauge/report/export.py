@@ -38,6 +38,28 @@ def results_to_csv(results: EvalResults) -> str:
     return buf.getvalue()
 
 
+def check_output_file(path: Path, option: str) -> None:
+    """Refuse an output file that could not be written, before a run starts (one line, exit 2).
+
+    It must not be a folder or anything but a regular file (a rename onto ``/dev/null`` would replace it), and
+    its folder must exist and be writable: toolgauge creates no folder it was not asked for.
+
+    Raises:
+        UsageError: ``OPTION PATH: what is wrong``.
+    """
+    path = Path(path)
+    where = f"{option} {path}"
+    if path.is_dir():
+        raise UsageError(f"{where}: is a folder; give the path of a file to write")
+    if path.exists() and not path.is_file():
+        raise UsageError(f"{where}: not a regular file; give the path of a file to write")
+    folder = path.parent
+    if not folder.is_dir():
+        raise UsageError(f"{where}: the folder {folder} does not exist (toolgauge creates no folder); create it first")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"{where}: cannot write in the folder {folder}: permission denied")
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Write a file so that readers never see it half-written."""
     write_lines_atomic(path, [text])
@@ -46,14 +68,13 @@ def write_atomic(path: Path, text: str) -> None:
 def write_lines_atomic(path: Path, chunks: Iterable[str]) -> None:
     """Write ``chunks`` one after the other into a temporary file beside ``path``, then rename it to ``path``.
 
-    Readers never see a half-written file, and only one chunk need be in memory at a time. If
-    anything fails on the way (a full disk, an exception while the chunks are made) the temporary
-    file is removed and ``path`` is left as it was.
+    Readers never see a half-written file, and only one chunk need be in memory at a time. The folder must
+    exist (see :func:`check_output_file`). If anything fails on the way (a full disk, an exception while the
+    chunks are made) the temporary file is removed and ``path`` is left as it was.
     """
     path = Path(path)
     tmp: str | None = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         with os.fdopen(fd, "w") as fh:
             for chunk in chunks:

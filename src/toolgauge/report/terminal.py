@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from toolgauge.redact import redact
+from toolgauge.report.console import printable
 from toolgauge.results import EvalResults, Metric, MetricKind, MetricSummary, RunStats
 
 # What a number in a table is: a rate (a fraction shown in percent), a difference of two rates (percentage
@@ -81,8 +82,12 @@ def gold_note(doc: str) -> str:
 
 
 def esc(value: Any) -> str:
-    """Data as literal text in a markup string: ``[/x]`` from a suite id must print, not parse."""
-    return escape(str(value))
+    r"""Data as literal text in a markup string: ``[/x]`` from a suite id must print, not parse.
+
+    Its control characters are shown as ``\xNN`` too (:func:`~toolgauge.report.console.printable`), so a
+    renderer given any console prints no escape sequence from data.
+    """
+    return escape(printable(str(value)))
 
 
 def warning_line(warning: Any) -> str:

@@ -1091,9 +1091,10 @@ def _migrate(conn: Connection, found: int | None) -> None:
 def open_store(url: str | None = None, *, create: bool = True) -> Store:
     """Open the store at ``url`` or the default location.
 
-    With ``create`` (commands that run things) a missing store is created, folder included, and
-    missing tables are added. Without it (read-only commands such as ``runs`` and ``report``)
-    nothing is created: a missing SQLite file or an empty database is a ``UsageError``.
+    With ``create`` (commands that run things) a missing store is created, and missing tables are added; the
+    folder is made only for the default store (a named store's folder must exist). Without it (read-only
+    commands such as ``runs`` and ``report``) nothing is created: a missing SQLite file or an empty database
+    is a ``UsageError``.
     """
     url = url or default_store_url()
     shown = redact_url(url)
@@ -1105,6 +1106,10 @@ def open_store(url: str | None = None, *, create: bool = True) -> Store:
     if path is not None and not create and not path.exists():
         raise UsageError(f"no store at {path}; run an eval first")
     if path is not None and create:
+        if url != default_store_url() and not path.parent.is_dir():  # only the default store's folder is made
+            raise UsageError(
+                f"store {shown!r}: the folder {path.parent} does not exist (toolgauge creates no folder); create it"
+            )
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

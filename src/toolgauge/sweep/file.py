@@ -13,7 +13,9 @@ categories = ["simple_python", "multiple"]
 limit = 50
 ```
 
-Option keys are the ``eval`` command's option names with ``-`` as ``_``. A benchmark entry takes the options
+Option keys are the ``eval`` command's option names with ``-`` as ``_``; the bounded ones (``limit``,
+``temperature``, ``epochs``, ``concurrency``, ...) are checked by the declaration ``eval`` uses
+(:mod:`toolgauge.bounds`), with strict types (``limit = true`` is no number). A benchmark entry takes the options
 of its benchmark's ``build`` (what ``toolgauge.api.evaluate`` passes on) and the engine options below; a model
 entry takes the engine options and any option every benchmark of the file accepts (``temperature``,
 ``max_tokens``). An option set by both a model and a benchmark entry is an error. Entries are counted from 1
@@ -25,7 +27,6 @@ model is its ``[[model]]`` spec. Extra roles' models are options too (Tool-Genes
 from __future__ import annotations
 
 import inspect
-import math
 import tomllib
 import typing
 from collections.abc import Callable, Mapping
@@ -35,7 +36,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from toolgauge.benchmark import BenchmarkSpec, build_parameters
-from toolgauge.errors import UsageError
+from toolgauge.bounds import BOUNDED, OptionOutOfBounds, check_option
+from toolgauge.errors import DataError, UsageError
+from toolgauge.jsonl import read_text
+
+MAX_NESTING = 32
+"""The deepest a sweep file's arrays and tables may nest (its real options nest two levels at most)."""
 
 
 class SweepFileError(UsageError):
@@ -49,9 +55,10 @@ class EngineOptions(BaseModel):
 
     # For a model: the most requests in flight to its endpoint across the whole sweep (every worker of a
     # cluster), and its runs' samples at once. For a benchmark: its runs' samples at once.
-    concurrency: int | None = Field(default=None, ge=1)
-    timeout: float | None = Field(default=None, gt=0)
-    max_retries: int | None = Field(default=None, ge=0)
+    # The bounds of the numbers are eval's (toolgauge.bounds), checked before this model is made.
+    concurrency: int | None = None
+    timeout: float | None = None
+    max_retries: int | None = None
     no_cache: bool | None = None
 
 
@@ -91,9 +98,9 @@ _MODEL_KEY = "not an option here: each cell's model is its [[model]] entry's spe
 def read_sweep_file(path: Path) -> tuple[SweepFile, str]:
     """Read and check a sweep file; return it and its text. Raises ``SweepFileError`` (one line)."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SweepFileError(f"{path}: cannot read the sweep file: {exc}") from None
+        text = read_text(path)  # a regular file within the input limit, as every input
+    except DataError as exc:
+        raise SweepFileError(exc.render()) from None
     return parse_sweep(text, str(path)), text
 
 
@@ -107,11 +114,16 @@ def parse_sweep(text: str, where: str) -> SweepFile:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise bad("", f"not valid TOML: {exc}") from None
+    except RecursionError:
+        raise bad("", f"arrays or tables nested deeper than {MAX_NESTING} levels") from None
+    too_deep = _deeper_than(data, MAX_NESTING)
+    if too_deep is not None:
+        raise bad(too_deep, f"arrays or tables nested deeper than {MAX_NESTING} levels")
     unknown = [k for k in data if k not in TOP_KEYS]
     if unknown:
         raise bad(unknown[0], f"unknown key (a sweep file has {', '.join(TOP_KEYS)})")
-    epochs = _integer(data.get("epochs", 1), "epochs", bad, minimum=1)
-    seed = _integer(data.get("seed", 0), "seed", bad, minimum=0)
+    epochs = _bounded("epochs", data.get("epochs", 1), "epochs", bad)
+    seed = _bounded("seed", data.get("seed", 0), "seed", bad)
     models_raw = _tables(data.get("model"), "model", bad)
     benches_raw = _tables(data.get("benchmark"), "benchmark", bad)
     benchmarks = [_benchmark_entry(i, raw, bad) for i, raw in enumerate(benches_raw, 1)]
@@ -130,12 +142,26 @@ def parse_sweep(text: str, where: str) -> SweepFile:
     return SweepFile(epochs=epochs, seed=seed, models=models, benchmarks=benchmarks)
 
 
-def _integer(value: Any, field: str, bad: Callable[[str, str], SweepFileError], *, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise bad(field, f"must be an integer, got {value!r}")
-    if value < minimum:
-        raise bad(field, f"must be at least {minimum}, got {value}")
-    return value
+def _bounded(name: str, value: Any, where: str, bad: Callable[[str, str], SweepFileError]) -> Any:
+    """A bounded option's value as eval's declaration accepts it (:func:`toolgauge.bounds.check_option`)."""
+    try:
+        return check_option(name, value)
+    except OptionOutOfBounds as exc:
+        raise bad(where, exc.problem) from None
+
+
+def _deeper_than(data: Mapping[str, Any], limit: int) -> str | None:
+    """The first key (``model[1].x``) whose value nests arrays or tables deeper than ``limit``, else None."""
+    stack: list[tuple[str, Any, int]] = [(key, value, 1) for key, value in data.items()]
+    while stack:
+        where, value, depth = stack.pop()
+        if depth > limit:
+            return where
+        if isinstance(value, dict):
+            stack.extend((f"{where}.{k}", v, depth + 1) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((f"{where}[{i + 1}]", v, depth + 1) for i, v in enumerate(value))
+    return None
 
 
 def _tables(value: Any, key: str, bad: Callable[[str, str], SweepFileError]) -> list[dict[str, Any]]:
@@ -150,16 +176,13 @@ def _tables(value: Any, key: str, bad: Callable[[str, str], SweepFileError]) -> 
 
 def _engine(raw: Mapping[str, Any], where: str, bad: Callable[[str, str], SweepFileError]) -> EngineOptions:
     picked = {k: raw[k] for k in ENGINE_KEYS if k in raw}
-    if "timeout" in picked and isinstance(picked["timeout"], int) and not isinstance(picked["timeout"], bool):
-        picked["timeout"] = float(picked["timeout"])
+    for key in BOUNDED.intersection(picked):
+        picked[key] = _bounded(key, picked[key], f"{where}.{key}", bad)
     try:
-        engine = EngineOptions.model_validate(picked)
+        return EngineOptions.model_validate(picked)
     except ValidationError as exc:
         first = exc.errors()[0]
         raise bad(f"{where}.{first['loc'][0]}", _lower(first["msg"])) from None
-    if engine.timeout is not None and not math.isfinite(engine.timeout):
-        raise bad(f"{where}.timeout", "must be a finite number")
-    return engine
 
 
 def _benchmark_entry(index: int, raw: dict[str, Any], bad: Callable[[str, str], SweepFileError]) -> BenchmarkEntry:
@@ -184,6 +207,9 @@ def _benchmark_entry(index: int, raw: dict[str, Any], bad: Callable[[str, str], 
             raise bad(f"{where}.{key}", _MODEL_KEY)
         if key not in params:
             raise bad(f"{where}.{key}", f"not an option of {name} (options: {', '.join(sorted(params))})")
+        if key in BOUNDED:
+            options[key] = _bounded(key, value, f"{where}.{key}", bad)
+            continue
         options[key] = _absolute(_checked(value, params[key], f"{where}.{key}", bad), params[key])
     missing = [k for k, p in params.items() if p.default is inspect.Parameter.empty and k not in options]
     if missing:
@@ -212,8 +238,9 @@ def _model_entry(
             params = build_parameters(bench)
             if key not in params:
                 raise bad(f"{where}.{key}", f"not an option of benchmark {bench.name}, which this model runs")
-            _checked(value, params[key], f"{where}.{key}", bad)
-        options[key] = value
+            if key not in BOUNDED:
+                _checked(value, params[key], f"{where}.{key}", bad)
+        options[key] = _bounded(key, value, f"{where}.{key}", bad) if key in BOUNDED else value
     return ModelEntry(spec=spec.strip(), engine=engine, options=options)
 
 
@@ -222,6 +249,8 @@ def _checked(value: Any, param: inspect.Parameter, where: str, bad: Callable[[st
     annotation = param.annotation
     if annotation is inspect.Parameter.empty or annotation is Any:
         return value
+    if isinstance(value, bool) and not _takes_bool(annotation):  # lax pydantic would take true for 1
+        raise bad(where, f"expected {_type_name(annotation)}, got {str(value).lower()}")
     try:
         return TypeAdapter(annotation).validate_python(value)
     except ValidationError as exc:
@@ -229,6 +258,15 @@ def _checked(value: Any, param: inspect.Parameter, where: str, bad: Callable[[st
         # A union reports one error per member: the member the value's type names says it best.
         first = next((e for e in errors if "int" in e["type"] or "literal" in e["type"]), errors[0])
         raise bad(where, _lower(first["msg"])) from None
+
+
+def _takes_bool(annotation: Any) -> bool:
+    return annotation is bool or bool in typing.get_args(annotation)
+
+
+def _type_name(annotation: Any) -> str:
+    names = [getattr(a, "__name__", str(a)) for a in (typing.get_args(annotation) or (annotation,)) if a is not None]
+    return " or ".join(n for n in names if n != "NoneType") or str(annotation)
 
 
 def _absolute(value: Any, param: inspect.Parameter) -> Any:

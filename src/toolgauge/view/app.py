@@ -99,6 +99,10 @@ def _with_headers(response: Response) -> Response:
     return response
 
 
+class BadQuery(UsageError):
+    """A malformed request parameter (a page that is no number, a bad date): answered 400, not 404."""
+
+
 def _day(text: str | None, *, end: bool = False) -> float | None:
     """``YYYY-MM-DD`` (UTC) as seconds since the epoch; with ``end``, the start of the next day."""
     if not text:
@@ -106,17 +110,21 @@ def _day(text: str | None, *, end: bool = False) -> float | None:
     try:
         day = datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=UTC)
     except ValueError as exc:
-        raise UsageError(f"date {text!r}: expected YYYY-MM-DD") from exc
+        raise BadQuery(f"date {text!r}: expected YYYY-MM-DD") from exc
     return day.timestamp() + (86400 if end else 0)
 
 
 def _int(text: str | None, default: int, name: str) -> int:
+    """A positive whole-number query parameter (``page``, ``per_page``), ``default`` when absent."""
     if text is None or text == "":
         return default
     try:
-        return int(text)
+        value = int(text)
     except ValueError as exc:
-        raise UsageError(f"{name} {text!r}: expected a whole number") from exc
+        raise BadQuery(f"{name} {text!r}: expected a whole number") from exc
+    if value < 1:
+        raise BadQuery(f"{name} {text!r}: expected a number from 1")
+    return value
 
 
 def create_app(data: ViewData, *, token: str | None = None, allowed_hosts: list[str] | None = None) -> Starlette:
@@ -207,7 +215,7 @@ def create_app(data: ViewData, *, token: str | None = None, allowed_hosts: list[
             return JSONResponse(data.compare_runs(chosen, page=page, per_page=per_page))
         a, b = q.get("a"), q.get("b")
         if not a or not b:
-            raise UsageError("compare needs two runs: ?a=RUN&b=RUN, or two or more: ?run=A&run=B&run=C")
+            raise BadQuery("compare needs two runs: ?a=RUN&b=RUN, or two or more: ?run=A&run=B&run=C")
         return JSONResponse(data.compare(a, b))
 
     def sweeps(_request: Request) -> Response:
@@ -223,7 +231,8 @@ def create_app(data: ViewData, *, token: str | None = None, allowed_hosts: list[
         return Response(status_code=204)
 
     async def usage_error(_request: Request, exc: Exception) -> Response:
-        return JSONResponse({"error": str(exc)}, status_code=404)
+        # A malformed parameter is the request's fault (400); anything else names what is not there (404).
+        return JSONResponse({"error": str(exc)}, status_code=400 if isinstance(exc, BadQuery) else 404)
 
     routes = [
         Route("/", index),

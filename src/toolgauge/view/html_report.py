@@ -142,7 +142,6 @@ def write_sweep_report(store: Store, sweep_id: str, out: Path, benchmarks: Bench
 
 def write_atomic(out: Path, text: str) -> None:
     """Write ``text`` to ``out`` through a temporary file in the same folder, then rename it into place."""
-    out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from toolgauge.errors import DataError
-from toolgauge.jsonl import JsonProblem, UniqueIds, parse_json
+from toolgauge.jsonl import JsonProblem, UniqueIds, max_input_bytes, open_input, parse_json, too_large
 from toolgauge.records import Message, ToolCall, ToolSpec
 
 __all__ = [
@@ -254,21 +254,19 @@ def _read_lines(path: Path, shown: str) -> Iterator[tuple[int, str]]:
     carriage return.
     Errors read as :func:`toolgauge.jsonl.read_text`'s do.
     """
-    try:
-        handle = path.open("rb")
-    except FileNotFoundError:
-        raise DataError(shown, "file not found") from None
-    except OSError as exc:
-        raise DataError(shown, f"cannot read the file: {exc.strerror or exc}") from None
-    with handle:
+    left = max_input_bytes()
+    with open_input(path) as handle:
         number = 0
         while True:
             try:
-                data = handle.readline()
+                data = handle.readline(left + 1)  # the input limit holds for a file that grows while read
             except OSError as exc:
                 raise DataError(shown, f"cannot read the file: {exc.strerror or exc}") from None
             if not data:
                 return
+            left -= len(data)
+            if left < 0:
+                raise DataError(shown, too_large(max_input_bytes()))
             number += 1
             if number == 1:
                 data = data.removeprefix(codecs.BOM_UTF8)

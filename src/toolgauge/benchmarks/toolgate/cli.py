@@ -69,6 +69,7 @@ from toolgauge.cli.common import (
 from toolgauge.errors import UsageError
 from toolgauge.models.base import ModelClient
 from toolgauge.redact import redact_tree
+from toolgauge.report.console import json_for_terminal
 from toolgauge.report.export import write_atomic, write_lines_atomic
 from toolgauge.report.terminal import esc, pct
 
@@ -517,7 +518,7 @@ def gate_audit(
             "middle_value_accuracy": report.middle_value.middle_value_accuracy,
             **report.model_dump(mode="json"),
         }
-        sys.stdout.write(json.dumps(redact_tree(data), indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(json_for_terminal(json.dumps(redact_tree(data), indent=2, ensure_ascii=False)) + "\n")
         return
     _print_audit(report, source, out)
 
@@ -639,6 +640,10 @@ def export_pool(
         "rejections": "rejections.jsonl",
         "summary": "summary.csv",
     }
+    try:  # the folder --out names, not its parents
+        out_dir.mkdir(exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--out {out_dir}: cannot create the folder: {exc.strerror or exc}") from None
     for name in ("accepted", "records", "rejections"):
         write_lines_atomic(out_dir / files[name], lines[name])
     write_atomic(out_dir / files["summary"], _csv(rows))
@@ -679,7 +684,7 @@ def gate_export(
     config = run.config if run is not None else {}
     manifest = export_pool(pool, out_dir, seed=seed, config=config, domain=gate.domain)
     if flags.as_json:
-        sys.stdout.write(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(json_for_terminal(json.dumps(manifest, indent=2, ensure_ascii=False)) + "\n")
         return
     counts = manifest["counts"]
     if not counts["accepted"]:

@@ -26,6 +26,7 @@ from toolgauge.cli.common import (
 )
 from toolgauge.driver import RunResult
 from toolgauge.errors import DataError, UsageError
+from toolgauge.report.export import check_output_file
 from toolgauge.settings import CallSettings, ToolChoiceMode
 
 BUILTIN = "builtin:wild_sample"
@@ -181,8 +182,10 @@ def log_outputs(
 
     outputs: dict[str, tuple[Path, Callable[[RunResult[Any]], None]]] = {}
     if predictions_out is not None:
+        check_output_file(predictions_out, "--predictions-out")
         outputs["official result file"] = (predictions_out, official)
     if steps_out is not None:
+        check_output_file(steps_out, "--steps-out")
         outputs["step JSONL"] = (steps_out, steps)
     return outputs
 
