@@ -83,6 +83,11 @@ def test_a_good_candidate_and_its_public_part():
         (
             {"solutoin": "x"},
             "solutoin",
+            "unknown field; did you mean 'solution'? (allowed: id, domain, question, options, answer, solution, meta)",
+        ),
+        (
+            {"colour": "red"},
+            "colour",
             "unknown field (allowed: id, domain, question, options, answer, solution, meta)",
         ),
     ],

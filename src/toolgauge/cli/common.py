@@ -28,6 +28,7 @@ from toolgauge.driver import RunOptions, RunResult, run_benchmark
 from toolgauge.engine import EngineConfig
 from toolgauge.errors import DataError, RunInterrupted, RunStopped, UsageError
 from toolgauge.models.base import ModelClient
+from toolgauge.parsing.call_rate import PROMPT_MODE_WARNING
 from toolgauge.redact import redact, redact_tree
 from toolgauge.report.export import sample_lines, write_lines_atomic
 from toolgauge.report.terminal import render_results
@@ -355,6 +356,18 @@ def limit_items(items: list[T], limit: int | None, group: Callable[[T], str] | N
     return kept
 
 
+def existing_data(path: str | Path, option: str = "--data") -> Path:
+    """``path`` when something is there; else a usage error about the option, not about a file inside it.
+
+    Raises:
+        UsageError: ``--data /nope: no such file or folder`` (a sweep reports it under its entry).
+    """
+    found = Path(path)
+    if not found.exists():
+        raise UsageError(f"{option} {path}: no such file or folder")
+    return found
+
+
 def split_list(value: str | None) -> list[str] | None:
     """A comma list as a list (None when not given); an empty list is a usage error."""
     if value is None:
@@ -446,6 +459,10 @@ def execute(
     if not flags.as_json:
         for label, path in written:
             out.print(Text(f"{label}: {path}"), highlight=False)
+    else:  # the table carries the prompt-mode warning; JSON readers get it on stderr too
+        for warning in results.warnings:
+            if warning.startswith(PROMPT_MODE_WARNING):
+                warn(warning)
     if status == "finished_with_errors" and run is not None:
         if flags.as_json:  # the table carries this warning; JSON readers get it on stderr too
             err.print(

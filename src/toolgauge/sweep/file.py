@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from toolgauge.benchmark import BenchmarkSpec, build_parameters
 from toolgauge.errors import UsageError
+from toolgauge.unknown_fields import did_you_mean
 
 
 class SweepFileError(UsageError):
@@ -109,7 +110,9 @@ def parse_sweep(text: str, where: str) -> SweepFile:
         raise bad("", f"not valid TOML: {exc}") from None
     unknown = [k for k in data if k not in TOP_KEYS]
     if unknown:
-        raise bad(unknown[0], f"unknown key (a sweep file has {', '.join(TOP_KEYS)})")
+        raise bad(
+            unknown[0], f"unknown key{did_you_mean(unknown[0], TOP_KEYS)} (a sweep file has {', '.join(TOP_KEYS)})"
+        )
     epochs = _integer(data.get("epochs", 1), "epochs", bad, minimum=1)
     seed = _integer(data.get("seed", 0), "seed", bad, minimum=0)
     models_raw = _tables(data.get("model"), "model", bad)
@@ -183,7 +186,8 @@ def _benchmark_entry(index: int, raw: dict[str, Any], bad: Callable[[str, str], 
         if key == "model":
             raise bad(f"{where}.{key}", _MODEL_KEY)
         if key not in params:
-            raise bad(f"{where}.{key}", f"not an option of {name} (options: {', '.join(sorted(params))})")
+            hint = did_you_mean(key, [*params, *ENGINE_KEYS])
+            raise bad(f"{where}.{key}", f"not an option of {name}{hint} (options: {', '.join(sorted(params))})")
         options[key] = _absolute(_checked(value, params[key], f"{where}.{key}", bad), params[key])
     missing = [k for k, p in params.items() if p.default is inspect.Parameter.empty and k not in options]
     if missing:
@@ -211,7 +215,8 @@ def _model_entry(
             assert bench is not None
             params = build_parameters(bench)
             if key not in params:
-                raise bad(f"{where}.{key}", f"not an option of benchmark {bench.name}, which this model runs")
+                hint = did_you_mean(key, [*params, *ENGINE_KEYS])
+                raise bad(f"{where}.{key}", f"not an option of benchmark {bench.name}, which this model runs{hint}")
             _checked(value, params[key], f"{where}.{key}", bad)
         options[key] = value
     return ModelEntry(spec=spec.strip(), engine=engine, options=options)
