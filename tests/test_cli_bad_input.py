@@ -224,7 +224,9 @@ def test_a_last_line_cut_short_is_not_called_pretty_printed(tmp_path: Path) -> N
     data = _jsonl(tmp_path / "mtu" / "S-S_eval.jsonl", MTU_ITEM)
     with data.open("a") as handle:
         handle.write('{"id": "S-S_1", "question": "q",\n')
-    line = run_rejected(tmp_path, ["eval", "mtu-bench", "--data", str(data.parent), "--splits", "S-S", "--model", "gold"])
+    line = run_rejected(
+        tmp_path, ["eval", "mtu-bench", "--data", str(data.parent), "--splits", "S-S", "--model", "gold"]
+    )
     assert line == f"error: {data}:2: invalid JSON: Expecting property name enclosed in double quotes (column 33)"
 
 
@@ -258,7 +260,16 @@ NOPE = "NOPE"
 MISSING_DATA: dict[str, list[str]] = {
     "eval suite": ["eval", "suite", "--data", NOPE, "--model", "gold"],
     "eval bfcl": ["eval", "bfcl", "--data", NOPE, "--categories", "simple_python", "--model", "gold"],
-    "score bfcl": ["score", "bfcl", "--data", NOPE, "--predictions", NOPE + "-results", "--categories", "simple_python"],
+    "score bfcl": [
+        "score",
+        "bfcl",
+        "--data",
+        NOPE,
+        "--predictions",
+        NOPE + "-results",
+        "--categories",
+        "simple_python",
+    ],
     "eval mtu-bench": ["eval", "mtu-bench", "--data", NOPE, "--model", "gold"],
     "score mtu-bench": ["score", "mtu-bench", "--data", NOPE, "--predictions", "PREDICTIONS"],
     "eval wildtoolbench": ["eval", "wildtoolbench", "--data", NOPE, "--model", "gold"],

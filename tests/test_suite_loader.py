@@ -421,7 +421,8 @@ def test_error_unknown_field(tmp_path: Path) -> None:
     d["turns"][0]["expected_calls"][0]["args"] = {}
     path = write_lines(tmp_path, d)
     assert load_error(path) == (
-        f"{path}:1: turns[0].expected_calls[0].args: unknown field; did you mean 'arguments'? (allowed: name, arguments)"
+        f"{path}:1: turns[0].expected_calls[0].args: unknown field; did you mean 'arguments'? "
+        "(allowed: name, arguments)"
     )
 
 

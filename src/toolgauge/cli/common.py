@@ -459,10 +459,9 @@ def execute(
     if not flags.as_json:
         for label, path in written:
             out.print(Text(f"{label}: {path}"), highlight=False)
-    else:  # the table carries the prompt-mode warning; JSON readers get it on stderr too
-        for warning in results.warnings:
-            if warning.startswith(PROMPT_MODE_WARNING):
-                warn(warning)
+    for warning in results.warnings:  # said at the end of the run, whatever stdout holds (the results keep it too)
+        if warning.startswith(PROMPT_MODE_WARNING):
+            warn(warning)
     if status == "finished_with_errors" and run is not None:
         if flags.as_json:  # the table carries this warning; JSON readers get it on stderr too
             err.print(
