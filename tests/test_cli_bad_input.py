@@ -310,3 +310,17 @@ def test_a_sweep_whose_data_is_missing_names_the_entry_and_the_path(tmp_path: Pa
     assert res.exit_code == 2 and res.stdout == ""
     assert res.stderr.strip() == f"error: {sweep}: benchmark[1] (bfcl): --data {nope}: no such file or folder"
     assert not db.exists()
+
+
+def test_rescore_of_a_run_whose_data_is_gone_names_the_run_and_its_data(tmp_path: Path) -> None:
+    data = tmp_path / "suite.jsonl"
+    data.write_bytes(builtin_suite_path().read_bytes())
+    store = f"sqlite:///{tmp_path / 'store.db'}"
+    res = invoke("eval", "suite", "--data", data, "--model", "gold", "--store", store, "-q", "--json")
+    assert res.exit_code == 0, res.output
+    run = results_of(res).run
+    assert run is not None
+    data.unlink()
+    res = invoke("rescore", run.id, "--store", store)
+    assert res.exit_code == 2 and res.stdout == ""
+    assert res.stderr == f"error: run {run.id} was made from {data}, which is gone: no such file or folder\n"

@@ -26,7 +26,7 @@ from rich.text import Text
 from toolgauge.benchmark import Benchmark
 from toolgauge.driver import RunOptions, RunResult, run_benchmark
 from toolgauge.engine import EngineConfig
-from toolgauge.errors import DataError, RunInterrupted, RunStopped, UsageError
+from toolgauge.errors import DataError, MissingDataPath, RunInterrupted, RunStopped, UsageError
 from toolgauge.models.base import ModelClient
 from toolgauge.parsing.call_rate import PROMPT_MODE_WARNING
 from toolgauge.redact import redact, redact_tree
@@ -360,11 +360,12 @@ def existing_data(path: str | Path, option: str = "--data") -> Path:
     """``path`` when something is there; else a usage error about the option, not about a file inside it.
 
     Raises:
-        UsageError: ``--data /nope: no such file or folder`` (a sweep reports it under its entry).
+        MissingDataPath: ``--data /nope: no such file or folder`` (a sweep reports it under its entry, ``rescore``
+            as the run's data).
     """
     found = Path(path)
     if not found.exists():
-        raise UsageError(f"{option} {path}: no such file or folder")
+        raise MissingDataPath(option, str(path))
     return found
 
 

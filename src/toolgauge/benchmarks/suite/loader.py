@@ -234,9 +234,9 @@ def load_suite(path: Path) -> list[SuiteDialogue]:
     dialogues: list[SuiteDialogue] = []
     ids = UniqueIds(shown, what="dialogue id", first="first used on line")
     known_tools = _ToolLists()
-    for number, raw, last in _content_lines(_read_lines(path, shown)):
+    for number, raw, last_line in _content_lines(_read_lines(path, shown)):
         try:
-            dialogue = _parse_dialogue(raw, shown, number, known_tools, last=last)
+            dialogue = _parse_dialogue(raw, shown, number, known_tools, last_line=last_line)
         except _Problem as problem:
             raise DataError(shown, problem.message, line=number, field=problem.field) from None
         ids.add(dialogue.id, number)
@@ -432,11 +432,11 @@ def _validate(model: type[_M], data: dict[str, Any], prefix: str) -> _M:
         raise _Problem(where, message) from None
 
 
-def _parse_dialogue(raw: str, path: str, line: int, known_tools: _ToolLists, *, last: bool) -> SuiteDialogue:
+def _parse_dialogue(raw: str, path: str, line: int, known_tools: _ToolLists, *, last_line: bool) -> SuiteDialogue:
     try:
         data = parse_json(raw, object_pairs_hook=_reject_duplicate_keys)
     except JsonProblem as problem:
-        message = jsonl_line_problem(problem, raw, last=last)
+        message = jsonl_line_problem(problem, raw, last=last_line)
         raise _Problem(None, message.replace("invalid JSON", "malformed JSON", 1)) from None
     if not isinstance(data, dict):
         raise _Problem(None, f"expected a JSON object (one dialogue per line), got {_json_type(data)}")
