@@ -460,9 +460,11 @@ def execute(
     if not flags.as_json:
         for label, path in written:
             out.print(Text(f"{label}: {path}"), highlight=False)
-    for warning in results.warnings:  # said at the end of the run, whatever stdout holds (the results keep it too)
-        if warning.startswith(PROMPT_MODE_WARNING):
-            warn(warning)
+    # Said on stderr at the end of the run, unless the table just showed it on this terminal (the results keep it).
+    if flags.as_json or not sys.stdout.isatty():
+        for warning in results.warnings:
+            if warning.startswith(PROMPT_MODE_WARNING):
+                warn(warning)
     if status == "finished_with_errors" and run is not None:
         if flags.as_json:  # the table carries this warning; JSON readers get it on stderr too
             err.print(
