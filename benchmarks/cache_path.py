@@ -22,8 +22,8 @@ Modes, each one run of ``--samples`` samples:
 ``cold - off`` is what the cache path adds to a run that calls the model; ``warm`` is a run served
 wholly from the cache. The machine's load (``/proc/loadavg``) is printed before and after.
 
-    # compare main at 1519644 with this tree, 5 interleaved repeats
-    git -C /work/main archive 1519644 src | tar -x -C /tmp/before
+    # compare commit 1519644 with this tree, 5 interleaved repeats (from the repository's root)
+    mkdir -p /tmp/before && git archive 1519644 src | tar -x -C /tmp/before
     PYTHONPATH=src .venv/bin/python benchmarks/cache_path.py --tree before=/tmp/before/src --tree after=src \\
         --samples 2000 --repeat 5
 """

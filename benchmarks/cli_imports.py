@@ -7,7 +7,7 @@ command itself. The trees run interleaved, ``--repeat`` times each. A second pas
 
 Commands: ``--help``; ``eval suite --model gold`` (24 dialogues, 55 model calls, a fresh SQLite store).
 
-    git -C /work/main archive 3982597 src | tar -x -C /tmp/before
+    mkdir -p /tmp/before && git archive 3982597 src | tar -x -C /tmp/before   # from the repository's root
     .venv/bin/python benchmarks/cli_imports.py --tree before=/tmp/before/src --tree after=src --repeat 5
 """
 

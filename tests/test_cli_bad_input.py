@@ -24,6 +24,12 @@ BAD_CONTENT: dict[str, tuple[bytes, str]] = {
     "infinity": (b'{"id": -Infinity}\n', "-Infinity is not a JSON value"),
     "float_overflow": (b'{"id": 1e999}\n', "out of range"),
     "empty": (b"\n   \n", "the file is empty"),
+    # An object spread over lines (json.dumps(..., indent=2)): line 1 is "{" alone.
+    "pretty_printed": (
+        b'{\n  "id": "x",\n  "question": "q"\n}\n',
+        "Expecting property name enclosed in double quotes (column 2); "
+        "each line must be one JSON object (JSON Lines); this file looks pretty-printed",
+    ),
 }
 
 MTU_ITEM = {"id": "S-S_0", "question": "q", "answer": {"A": {}}}
@@ -200,3 +206,119 @@ def test_the_builtin_suite_still_loads_with_the_safe_reader(tmp_path: Path) -> N
     assert res.exit_code == 0, res.output
     assert db.exists() and samples.exists()
     assert results_of(res).value("tool_accuracy") == 1.0
+
+
+def test_a_pretty_printed_file_whose_first_line_opens_an_object_with_a_key_gets_the_hint(tmp_path: Path) -> None:
+    data = tmp_path / "suite.jsonl"
+    data.write_text('{"id": "d1",\n "tools": [],\n "turns": []}\n')
+    line = run_rejected(tmp_path, ["eval", "suite", "--data", str(data), "--model", "gold"])
+    assert line == (
+        f"error: {data}:1: malformed JSON: Expecting property name enclosed in double quotes (column 13); "
+        "each line must be one JSON object (JSON Lines); this file looks pretty-printed"
+    )
+
+
+def test_a_last_line_cut_short_is_not_called_pretty_printed(tmp_path: Path) -> None:
+    data = _jsonl(tmp_path / "mtu" / "S-S_eval.jsonl", MTU_ITEM)
+    with data.open("a") as handle:
+        handle.write('{"id": "S-S_1", "question": "q",\n')
+    line = run_rejected(
+        tmp_path, ["eval", "mtu-bench", "--data", str(data.parent), "--splits", "S-S", "--model", "gold"]
+    )
+    assert line == f"error: {data}:2: invalid JSON: Expecting property name enclosed in double quotes (column 33)"
+
+
+def test_a_misspelt_suite_field_is_one_line_with_a_did_you_mean(tmp_path: Path) -> None:
+    dialogue = json.loads(builtin_suite_path().read_text().splitlines()[0])
+    dialogue["turns"][0]["expected_call"] = dialogue["turns"][0].pop("expected_calls")
+    data = _jsonl(tmp_path / "suite.jsonl", dialogue)
+    line = run_rejected(tmp_path, ["eval", "suite", "--data", str(data), "--model", "gold"])
+    assert line == (
+        f"error: {data}:1: turns[0].expected_call: unknown field; did you mean 'expected_calls'? "
+        "(allowed: user, expected_calls, tool_results, assistant)"
+    )
+
+
+def test_a_misspelt_candidate_field_is_said_the_same_way(tmp_path: Path) -> None:
+    seeds = tmp_path / "seeds.jsonl"
+    res = invoke("gate", "seeds", "fem", "--output", seeds)
+    assert res.exit_code == 0, res.output
+    candidate = json.loads(seeds.read_text().splitlines()[0])
+    candidate["solutoin"] = candidate.pop("solution")
+    pool = _jsonl(tmp_path / "pool.jsonl", candidate)
+    line = run_rejected(tmp_path, ["gate", "screen", "--candidates", str(pool), "--screen", "gold"])
+    assert line == (
+        f"error: {pool}:1: solutoin: unknown field; did you mean 'solution'? "
+        "(allowed: id, domain, question, options, answer, solution, meta)"
+    )
+
+
+# Each benchmark's data option, given a path where nothing is: the command line (with NOPE for the path).
+NOPE = "NOPE"
+MISSING_DATA: dict[str, list[str]] = {
+    "eval suite": ["eval", "suite", "--data", NOPE, "--model", "gold"],
+    "eval bfcl": ["eval", "bfcl", "--data", NOPE, "--categories", "simple_python", "--model", "gold"],
+    "score bfcl": [
+        "score",
+        "bfcl",
+        "--data",
+        NOPE,
+        "--predictions",
+        NOPE + "-results",
+        "--categories",
+        "simple_python",
+    ],
+    "eval mtu-bench": ["eval", "mtu-bench", "--data", NOPE, "--model", "gold"],
+    "score mtu-bench": ["score", "mtu-bench", "--data", NOPE, "--predictions", "PREDICTIONS"],
+    "eval wildtoolbench": ["eval", "wildtoolbench", "--data", NOPE, "--model", "gold"],
+    "score wildtoolbench": ["score", "wildtoolbench", "--data", NOPE, "--predictions", "STEPS"],
+    "eval tool-genesis": ["eval", "tool-genesis", "--data", NOPE, "--model", "gold", "--skip-l4"],
+    "genesis evaluate": ["genesis", "evaluate", "--data", NOPE, "--pred", NOPE + "-registry", "--skip-l4"],
+    "genesis generate": ["genesis", "generate", "--data", NOPE, "--out", "OUT", "--model", "gold"],
+    "gate screen": ["gate", "screen", "--candidates", NOPE, "--screen", "gold"],
+    "gate check": ["gate", "check", "--candidates", NOPE, "--screen", "gold", "--solver", "scripted:x.jsonl"],
+}
+
+
+@pytest.mark.parametrize("command", list(MISSING_DATA))
+def test_a_missing_data_path_names_the_option_not_a_file_inside_it(tmp_path: Path, command: str) -> None:
+    nope = tmp_path / "nope"
+    predictions = _jsonl(tmp_path / "S-S_mine.jsonl", {"id": "S-S_0", "response": "r"})
+    steps = _jsonl(tmp_path / "steps.jsonl", {"session": "s", "task": 0, "step": 0, "content": "hi"})
+    given = {NOPE: str(nope), "PREDICTIONS": str(predictions), "STEPS": str(steps), "OUT": str(tmp_path / "out")}
+    args = [given.get(arg, arg.replace(NOPE, str(nope))) for arg in MISSING_DATA[command]]
+    option = "--candidates" if command.startswith("gate") else "--data"
+    assert run_rejected(tmp_path, args) == f"error: {option} {nope}: no such file or folder"
+
+
+def test_gate_audit_of_a_missing_candidates_file_names_the_option(tmp_path: Path) -> None:
+    nope = tmp_path / "nope.jsonl"
+    res = invoke("gate", "audit", "--candidates", nope)
+    assert res.exit_code == 2 and res.stdout == ""
+    assert res.stderr.strip() == f"error: --candidates {nope}: no such file or folder"
+
+
+def test_a_sweep_whose_data_is_missing_names_the_entry_and_the_path(tmp_path: Path) -> None:
+    nope = tmp_path / "nope"
+    sweep = tmp_path / "s.toml"
+    sweep.write_text(f'[[model]]\nspec = "gold"\n[[benchmark]]\nname = "bfcl"\ndata = "{nope}"\n'
+                     'categories = ["simple_python"]\n')  # fmt: skip
+    db = tmp_path / "store.db"
+    res = invoke("sweep", sweep, "--store", f"sqlite:///{db}")
+    assert res.exit_code == 2 and res.stdout == ""
+    assert res.stderr.strip() == f"error: {sweep}: benchmark[1] (bfcl): --data {nope}: no such file or folder"
+    assert not db.exists()
+
+
+def test_rescore_of_a_run_whose_data_is_gone_names_the_run_and_its_data(tmp_path: Path) -> None:
+    data = tmp_path / "suite.jsonl"
+    data.write_bytes(builtin_suite_path().read_bytes())
+    store = f"sqlite:///{tmp_path / 'store.db'}"
+    res = invoke("eval", "suite", "--data", data, "--model", "gold", "--store", store, "-q", "--json")
+    assert res.exit_code == 0, res.output
+    run = results_of(res).run
+    assert run is not None
+    data.unlink()
+    res = invoke("rescore", run.id, "--store", store)
+    assert res.exit_code == 2 and res.stdout == ""
+    assert res.stderr == f"error: run {run.id} was made from {data}, which is gone: no such file or folder\n"

@@ -79,7 +79,7 @@ def test_score_gpt4_responses_matches_the_reference_scorer(mtu_dir, store, tmp_p
     ss, ms = results.value("tool_accuracy", "S-S", "split"), results.value("tool_accuracy", "M-S", "split")
     assert ss is not None and ms is not None
     assert results.value("tool_accuracy") == pytest.approx((ss * 104 + ms * 473) / 577)
-    assert any("duplicate prediction id 'S-M_23'" in w for w in results.warnings)
+    assert any("2 duplicate prediction(s) ignored" in w and "S-M_23 (line 27)" in w for w in results.warnings)
     assert results.run is not None and results.run.model == f"replay:{mtu_dir / 'responses'}"
     rows = sample_rows(samples)
     assert len(rows) == 104 + 94 + 473 + 266
@@ -224,11 +224,11 @@ def test_eval_with_a_replay_model_scores_and_warns_as_score_does(mtu_dir, store)
                                "--store", store))  # fmt: skip
     assert evaluated.metrics == scored.metrics
     assert evaluated.warnings == scored.warnings
-    assert [w.split(": ", 1)[-1] for w in evaluated.warnings[:2]] == [
-        "duplicate prediction id 'S-M_23' (2 predictions for 1 item(s)); ignored",
-        "duplicate prediction id 'S-M_30' (2 predictions for 1 item(s)); ignored",
+    assert evaluated.warnings == [
+        f"{replies}: 2 duplicate prediction(s) ignored (more predictions than items with that id): "
+        "S-M_23 (line 27), S-M_30 (line 31)",
+        "2 item(s) have no prediction and are scored as empty replies: S-M_24, S-M_31",
     ]
-    assert evaluated.warnings[2].startswith("2 item(s) have no prediction")
 
 
 def test_the_table_counts_every_item_of_a_split(mtu_dir, store):

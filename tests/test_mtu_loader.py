@@ -138,9 +138,27 @@ def test_pair_predictions_kth_rule_and_warnings() -> None:
     responses, warnings = pair_predictions(items, predictions)
     assert responses == ["first", "second", "only", None]
     assert warnings == [
-        "p.jsonl:2: prediction id 'M-M_9_0' matches no item",
-        "p.jsonl:5: duplicate prediction id 'M-M_2_0' (2 predictions for 1 item(s)); ignored",
+        "p.jsonl: 1 prediction(s) match no item and are ignored: M-M_9_0 (line 2)",
+        "p.jsonl: 1 duplicate prediction(s) ignored (more predictions than items with that id): M-M_2_0 (line 5)",
         "1 item(s) have no prediction and are scored as empty replies: M-M_3_0",
+    ]
+
+
+def test_pair_predictions_warns_once_per_file_and_not_for_splits_not_selected() -> None:
+    items = [_item("M-M_1_0")]
+    predictions = [
+        _prediction("M-M_1_0", "answer", 1),
+        *(_prediction(f"M-M_{n}_0", "stray", n) for n in range(2, 9)),  # 7 of a selected split: one line
+        *(_prediction(f"S-S_{n}", "other split", 10 + n) for n in range(40)),  # a split not selected: no line
+        *(_prediction("M-M_1_0", "again", 60 + n) for n in range(3)),
+    ]
+    responses, warnings = pair_predictions(items, predictions)
+    assert responses == ["answer"]
+    assert warnings == [
+        "p.jsonl: 7 prediction(s) match no item and are ignored: "
+        "M-M_2_0 (line 2), M-M_3_0 (line 3), M-M_4_0 (line 4), M-M_5_0 (line 5), M-M_6_0 (line 6), ...",
+        "p.jsonl: 3 duplicate prediction(s) ignored (more predictions than items with that id): "
+        "M-M_1_0 (line 60), M-M_1_0 (line 61), M-M_1_0 (line 62)",
     ]
 
 
@@ -171,7 +189,7 @@ def test_replay_table_pairs_kth_with_kth_and_keeps_nothing(tmp_path: Path) -> No
     again, warnings = replay_turns(items, load_mtu_predictions(path))
     assert again == table
     assert warnings == [
-        f"{path}:3: prediction id 'M-M_9_0' matches no item",
+        f"{path}: 1 prediction(s) match no item and are ignored: M-M_9_0 (line 3)",
         "1 item(s) have no prediction and are scored as empty replies: M-M_3_0",
     ]
 

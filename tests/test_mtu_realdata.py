@@ -148,12 +148,14 @@ def gpt4(items: list[MtuItem], mtu_dir: Path) -> tuple[list[MtuItem], list[str |
     return scored, responses, warnings
 
 
-def test_gpt4_pairing_warnings(gpt4: tuple[list[MtuItem], list[str | None], list[str]]) -> None:
+def test_gpt4_pairing_warnings(gpt4: tuple[list[MtuItem], list[str | None], list[str]], mtu_dir: Path) -> None:
     scored, responses, warnings = gpt4
     assert [i.id for i, r in zip(scored, responses, strict=True) if r is None] == ["S-M_24", "S-M_31"]
-    assert len(warnings) == 3
-    assert "duplicate prediction id 'S-M_23'" in warnings[0] and "duplicate prediction id 'S-M_30'" in warnings[1]
-    assert warnings[2].startswith("2 item(s) have no prediction")
+    assert warnings == [
+        f"{mtu_dir / 'responses' / 'S-M_gpt4_response.jsonl'}: 2 duplicate prediction(s) ignored (more predictions "
+        "than items with that id): S-M_23 (line 27), S-M_30 (line 31)",
+        "2 item(s) have no prediction and are scored as empty replies: S-M_24, S-M_31",
+    ]
 
 
 @pytest.mark.parametrize(("variant", "expected"), [("reference", GPT4_REFERENCE), ("strict", GPT4_STRICT)])

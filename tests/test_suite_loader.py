@@ -420,14 +420,30 @@ def test_error_unknown_field(tmp_path: Path) -> None:
     d = dialogue()
     d["turns"][0]["expected_calls"][0]["args"] = {}
     path = write_lines(tmp_path, d)
-    assert load_error(path) == f"{path}:1: turns[0].expected_calls[0].args: unknown field (allowed: name, arguments)"
+    assert load_error(path) == (
+        f"{path}:1: turns[0].expected_calls[0].args: unknown field; did you mean 'arguments'? "
+        "(allowed: name, arguments)"
+    )
 
 
 def test_error_unknown_top_level_field(tmp_path: Path) -> None:
     d = dialogue()
     d["turn"] = []
     path = write_lines(tmp_path, d)
-    assert load_error(path) == f"{path}:1: turn: unknown field (allowed: id, domain, system, tools, turns)"
+    assert load_error(path) == (
+        f"{path}:1: turn: unknown field; did you mean 'turns'? (allowed: id, domain, system, tools, turns)"
+    )
+
+
+def test_error_misspelt_field_is_reported_with_a_did_you_mean_not_as_the_missing_one(tmp_path: Path) -> None:
+    d = dialogue()
+    d["turns"][0]["expected_call"] = d["turns"][0].pop("expected_calls")
+    d["turns"][0]["colour"] = "red"  # a second unknown field with nothing close: the first one is reported
+    path = write_lines(tmp_path, d)
+    assert load_error(path) == (
+        f"{path}:1: turns[0].expected_call: unknown field; did you mean 'expected_calls'? "
+        "(allowed: user, expected_calls, tool_results, assistant)"
+    )
 
 
 def test_error_no_turns(tmp_path: Path) -> None:

@@ -55,7 +55,10 @@ BAD = [
     ("[[model]]\nspec = 'gold'\n[[benchmark]]\nname = 'suite'\n[[benchmark]]\nname = 'nope'\n",
      "s.toml: benchmark[2].name: unknown benchmark 'nope' (known: suite,"),
     ("[[model]]\nspec = 'gold'\n[[benchmark]]\nname = 'suite'\nlimt = 3\n",
-     "s.toml: benchmark[1].limt: not an option of suite (options: data, limit,"),
+     "s.toml: benchmark[1].limt: not an option of suite; did you mean 'limit'? (options: data, limit,"),
+    ("[[model]]\nspec = 'gold'\ntemprature = 0.5\n[[benchmark]]\nname = 'suite'\n",
+     "s.toml: model[1].temprature: not an option of benchmark suite, which this model runs; "
+     "did you mean 'temperature'?"),
     ("[[model]]\nspec = 'gold'\n[[benchmark]]\nname = 'suite'\nvariant = 'loose'\n",
      "s.toml: benchmark[1].variant: input should be 'reference' or 'strict'"),
     ("[[model]]\nspec = 'gold'\n[[benchmark]]\nname = 'bfcl'\ncategories = ['simple_python']\n",
@@ -74,7 +77,9 @@ BAD = [
      "s.toml: seed: input should be a valid integer, got 1.5"),
     ("[[model]]\nspec = 'gold'\n", "s.toml: benchmark: no [[benchmark]] entry; a sweep needs at least one"),
     ("[[model]]\n[[benchmark]]\nname = 'suite'\n", "s.toml: model[1].spec: missing"),
-    ("models = 1\n", "s.toml: models: unknown key (a sweep file has epochs, seed, model, benchmark)"),
+    ("models = 1\n", "s.toml: models: unknown key; did you mean 'model'? (a sweep file has epochs, seed, model, "
+     "benchmark)"),
+    ("colour = 1\n", "s.toml: colour: unknown key (a sweep file has epochs, seed, model, benchmark)"),
     ("[[model]\nspec = 'gold'\n", "s.toml: not valid TOML: "),
 ]  # fmt: skip
 

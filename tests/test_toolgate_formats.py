@@ -83,6 +83,11 @@ def test_a_good_candidate_and_its_public_part():
         (
             {"solutoin": "x"},
             "solutoin",
+            "unknown field; did you mean 'solution'? (allowed: id, domain, question, options, answer, solution, meta)",
+        ),
+        (
+            {"colour": "red"},
+            "colour",
             "unknown field (allowed: id, domain, question, options, answer, solution, meta)",
         ),
     ],
@@ -262,3 +267,18 @@ def test_json_shape_drops_gates_that_did_not_run():
     }
     assert first["gates"]["verify"]["reason"] is None  # a gate that ran keeps its null fields
     json.dumps(report)  # plain JSON
+
+
+def test_a_misspelt_domain_json_field_gets_the_did_you_mean(tmp_path, monkeypatch):
+    from toolgauge.benchmarks.toolgate import domains
+
+    folder = tmp_path / "optics"
+    folder.mkdir()
+    described = {"title": "Optics", "extra": "optics", "module": {"numpy": "numpy"}}
+    (folder / "domain.json").write_text(json.dumps(described))
+    monkeypatch.setattr(domains, "DOMAINS_DIR", tmp_path)
+    with pytest.raises(DataError) as caught:
+        domains.get_domain("optics")
+    assert str(caught.value) == (
+        f"{folder / 'domain.json'}: module: unknown field; did you mean 'modules'? (allowed: title, extra, modules)"
+    )

@@ -214,6 +214,8 @@ class FakeGates:
     kill_at: set[tuple[int, str]] = field(default_factory=set)
     # Yield to the event loop when a gate starts, as a real gate does (so the engine's group commit can run).
     pause: bool = True
+    # The max_steps each solve was given (--solver-steps).
+    solver_steps: list[int] = field(default_factory=list)
 
     def note(self, event: str, n: int, gate: str) -> None:
         self.events.append((event, n, gate))
@@ -284,8 +286,11 @@ class FakeGates:
         self.finished(role, n)
         return result
 
-    async def solve(self, ctx: Any, candidate: Candidate, *, time_limit: float, role: str = "solver") -> SolveResult:
+    async def solve(
+        self, ctx: Any, candidate: Candidate, *, time_limit: float, role: str = "solver", max_steps: int
+    ) -> SolveResult:
         n = round_number(candidate.id)
+        self.solver_steps.append(max_steps)
         if self.pause:
             await asyncio.sleep(0)
         self.started(n, "solve")
@@ -1073,6 +1078,35 @@ def test_cli_gate_run_time_limit_reaches_the_gates_and_the_run_goes_to_the_store
     store = open_store(store_url)
     try:
         assert [r.id for r in store.list_runs()] == [results.run.id]  # type: ignore[union-attr]
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("given", [None, 7])
+def test_cli_gate_run_solver_steps_reach_the_solve_gate_and_the_config(
+    gate_cli, tmp_path, store_url, fem_installed, given
+):
+    invoke, plans, gates = gate_cli
+    plans.update({1: Plan()})
+    gen = _generator_script(tmp_path, plans)
+    shrug = _script(tmp_path, "shrug.json", ["I cannot tell."] * 3)
+    solver = _script(tmp_path, "solver.json", ["B"])
+    steps = [] if given is None else ["--solver-steps", str(given)]
+    res = invoke("run", "--generator", f"scripted:{gen}", "--screen", f"A=scripted:{shrug}", "--solver",
+                 f"scripted:{solver}", "--rounds", "1", *steps, "--store", store_url, "-q", "--json")  # fmt: skip
+    assert res.exit_code == 0, res.output
+    results = EvalResults.model_validate_json(res.stdout)
+    assert results.value("accepted") == 1
+    assert gates.solver_steps == [given or 50]  # what gate check's --solver-steps means: the solve's model calls
+    # Recorded when given; the default leaves the config as runs before the option had it (they still resume).
+    assert results.settings.get("solver_steps") == given
+    run = results.run
+    assert run is not None
+    store = open_store(store_url)
+    try:
+        stored = store.get_run(run.id)
+        assert stored is not None
+        assert rescore_run(stored.config).solver_steps == (given or 50)
     finally:
         store.close()
 

@@ -156,7 +156,8 @@ def test_bare_tool_entries_are_wrapped_in_openai_shape(tmp_path):
 @pytest.mark.parametrize(
     ("changes", "field", "message"),
     [
-        ({"colour": "red"}, "colour", "unknown field"),
+        ({"colour": "red"}, "colour", "unknown field (allowed: env_info, id, language, tasks, tools)"),
+        ({"taks": []}, "taks", "unknown field; did you mean 'tasks'? (allowed: env_info, id, language, tasks, tools)"),
         ({"tasks": []}, "tasks", "has 0 tasks"),
         ({"tasks": [task_with()] * 5}, "tasks", "has 5 tasks"),
         ({"language": "fr"}, "language", 'must be "en" or "zh"'),

@@ -20,7 +20,7 @@ from toolgauge.benchmark import Benchmark, BenchmarkSpec, variants_text, with_ev
 from toolgauge.bounds import OptionOutOfBounds, check_options
 from toolgauge.driver import RunOptions, RunResult, run_benchmark
 from toolgauge.engine import EngineConfig, stored_outcomes
-from toolgauge.errors import UsageError
+from toolgauge.errors import MissingDataPath, UsageError
 from toolgauge.models.base import ModelClient
 from toolgauge.models.spec import display_spec, resolve_model
 from toolgauge.provenance import MODEL_OPTION_NAMES
@@ -266,7 +266,10 @@ def stored_scores(st: Store, run: RunInfo, variant: str | None = None) -> Scored
         raise UsageError(f"run {run.id} ({run.benchmark}) cannot be rescored from the store")
     if variant is not None and variant not in spec.variants:
         raise UsageError(f"variant {variant!r}: {variants_text(spec)}")
-    bench = spec.rescore(run.config, variant)
+    try:
+        bench = spec.rescore(run.config, variant)
+    except MissingDataPath as exc:  # no --data was given here: say whose data it is
+        raise UsageError(f"run {run.id} was made from {exc.path}, which is gone: no such file or folder") from None
     pairs = bench.samples()
     epochs = int(run.config.get("epochs", 1))
     outcomes = stored_outcomes(st, run.id, [k for k, _ in pairs], bench.result_type, epochs=epochs)

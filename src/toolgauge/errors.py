@@ -63,6 +63,15 @@ class StoreWriteError(Exception):
     """
 
 
+class MissingDataPath(UsageError):
+    """A data path given to a benchmark (``--data``, ``--candidates``) where nothing is: said about the option."""
+
+    def __init__(self, option: str, path: str):
+        super().__init__(f"{option} {path}: no such file or folder")
+        self.option = option
+        self.path = path
+
+
 class RunLocked(UsageError):
     """Another process is already running or resuming this run."""
 

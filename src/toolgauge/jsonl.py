@@ -2,7 +2,8 @@
 
 Hostile or broken input must not crash a loader: deeply nested JSON (``RecursionError``), integers past
 Python's digit limit (``ValueError``), binary files, ``NaN``/``Infinity`` (not JSON) and empty files
-are all reported as ``path:line: what is wrong``.
+are all reported as ``path:line: what is wrong``. A JSON Lines file that was pretty-printed (an object spread
+over many lines) gets a hint saying so (:func:`jsonl_values`), whichever loader reads it.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import json
 import math
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -24,14 +25,21 @@ MAX_INPUT_ENV = "TOOLGAUGE_MAX_INPUT_BYTES"
 # file is refused in one line instead of ending in MemoryError. The real data files are a few MB.
 DEFAULT_MAX_INPUT_BYTES = 512 * 1024 * 1024
 
+PRETTY_PRINTED = "each line must be one JSON object (JSON Lines); this file looks pretty-printed"
+
 
 class JsonProblem(ValueError):
-    """Text that is not acceptable JSON; ``message`` is the one-line reason (no path, no line)."""
+    """Text that is not acceptable JSON; ``message`` is the one-line reason (no path, no line).
 
-    def __init__(self, message: str, *, line: int | None = None):
+    ``unfinished``: the text stops in the middle of a value (``{`` alone, ``{"id": 1,``): in a JSON Lines file,
+    the first line of a pretty-printed object.
+    """
+
+    def __init__(self, message: str, *, line: int | None = None, unfinished: bool = False):
         super().__init__(message)
         self.message = message
         self.line = line
+        self.unfinished = unfinished
 
 
 def _reject_constant(name: str) -> Any:
@@ -57,7 +65,10 @@ def parse_json(text: str, *, object_pairs_hook: PairsHook | None = None) -> Any:
             text, object_pairs_hook=object_pairs_hook, parse_constant=_reject_constant, parse_float=_finite_float
         )
     except json.JSONDecodeError as exc:
-        raise JsonProblem(f"invalid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno) from None
+        unfinished = exc.pos >= len(text.rstrip())
+        raise JsonProblem(
+            f"invalid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno, unfinished=unfinished
+        ) from None
     except RecursionError:
         raise JsonProblem("invalid JSON: nesting too deep") from None
     except JsonProblem:
@@ -69,12 +80,21 @@ def parse_json(text: str, *, object_pairs_hook: PairsHook | None = None) -> Any:
         raise JsonProblem(f"invalid JSON: {str(exc).splitlines()[0] if str(exc) else 'bad value'}") from None
 
 
-def loads_json(text: str, path: Path | str, *, line: int | None = None, field: str | None = None) -> Any:
-    """Decode JSON text that came from ``path`` (at ``line``/``field``), or raise a one-line DataError."""
-    try:
-        return parse_json(text)
-    except JsonProblem as problem:
-        raise DataError(str(path), problem.message, line=line, field=field) from None
+def jsonl_line_problem(problem: JsonProblem, line: str, *, last: bool) -> str:
+    """The message for a line of a JSON Lines file that does not decode.
+
+    A line that stops in the middle of a value while more lines follow (or ``{`` alone) is what a
+    pretty-printed file gives: the message says so, instead of only "Expecting property name (column 2)".
+    The last line stopping early is a file cut short, not pretty-printed: no hint.
+
+    Args:
+        problem: why the line does not decode.
+        line: the line's text.
+        last: no non-blank line follows it.
+    """
+    if problem.unfinished and (not last or line.strip() in ("{", "[")):
+        return f"{problem.message}; {PRETTY_PRINTED}"
+    return problem.message
 
 
 def max_input_bytes() -> int:
@@ -183,6 +203,28 @@ def text_lines(text: str) -> list[str]:
     return [line.removesuffix("\r") for line in text.split("\n")]
 
 
+def jsonl_values(text: str, path: Path | str) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line number, decoded value)`` for every non-blank line of the JSON Lines text read from ``path``.
+
+    Every JSON Lines loader reads its lines through here (or :func:`jsonl_line_problem`), so each says a
+    pretty-printed file is one.
+
+    Raises:
+        DataError: a line that is not JSON (``path:line: invalid JSON: ...``), when the iteration reaches it.
+    """
+    lines = text_lines(text)
+    last = max((index for index, line in enumerate(lines) if line.strip()), default=-1)
+    for index, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            value = parse_json(line)
+        except JsonProblem as problem:
+            message = jsonl_line_problem(problem, line, last=index == last)
+            raise DataError(str(path), message, line=index + 1) from None
+        yield index + 1, value
+
+
 def read_json_file(path: Path, *, what: str = "data") -> Any:
     """Return the JSON value a whole file holds.
 
@@ -210,10 +252,7 @@ def read_jsonl_objects(path: Path, *, what: str = "records") -> list[tuple[int, 
             file with no records (a run on zero samples must never happen).
     """
     records: list[tuple[int, dict[str, Any]]] = []
-    for line_no, line in enumerate(text_lines(read_text(path)), start=1):
-        if not line.strip():
-            continue
-        record = loads_json(line, path, line=line_no)
+    for line_no, record in jsonl_values(read_text(path), path):
         if not isinstance(record, dict):
             raise DataError(str(path), f"expected a JSON object, got {type(record).__name__}", line=line_no)
         records.append((line_no, record))

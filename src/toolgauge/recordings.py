@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from toolgauge.errors import DataError
-from toolgauge.jsonl import loads_json, read_text, text_lines
+from toolgauge.jsonl import jsonl_values, read_text
 from toolgauge.records import AssistantTurn, ToolCall
 
 
@@ -23,10 +23,7 @@ def read_recorded_turns(path: Path, *, index_field: str, what: str) -> dict[str,
             empty file.
     """
     table: dict[str, list[AssistantTurn]] = {}
-    for n, line in enumerate(text_lines(read_text(path)), 1):
-        if not line.strip():
-            continue
-        obj = loads_json(line, path, line=n)
+    for n, obj in jsonl_values(read_text(path), path):
         try:
             key = str(obj["id"])
             index = int(obj.get(index_field, len(table.get(key, []))))

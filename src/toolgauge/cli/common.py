@@ -27,8 +27,9 @@ from toolgauge.benchmark import Benchmark
 from toolgauge.bounds import BOUNDED, check_options, cli_range
 from toolgauge.driver import RunOptions, RunResult, run_benchmark
 from toolgauge.engine import EngineConfig
-from toolgauge.errors import DataError, RunInterrupted, RunStopped, UsageError
+from toolgauge.errors import DataError, MissingDataPath, RunInterrupted, RunStopped, UsageError
 from toolgauge.models.base import ModelClient
+from toolgauge.parsing.call_rate import PROMPT_MODE_WARNING
 from toolgauge.redact import redact, redact_tree
 from toolgauge.report.console import TerminalConsole, json_for_terminal
 from toolgauge.report.export import check_output_file, sample_lines, write_lines_atomic
@@ -428,6 +429,19 @@ def limit_items(items: list[T], limit: int | None, group: Callable[[T], str] | N
     return kept
 
 
+def existing_data(path: str | Path, option: str = "--data") -> Path:
+    """``path`` when something is there; else a usage error about the option, not about a file inside it.
+
+    Raises:
+        MissingDataPath: ``--data /nope: no such file or folder`` (a sweep reports it under its entry, ``rescore``
+            as the run's data).
+    """
+    found = Path(path)
+    if not found.exists():
+        raise MissingDataPath(option, str(path))
+    return found
+
+
 def split_list(value: str | None) -> list[str] | None:
     """A comma list as a list (None when not given); an empty list is a usage error."""
     if value is None:
@@ -519,6 +533,11 @@ def execute(
     if not flags.as_json:
         for label, path in written:
             out.print(Text(f"{label}: {path}"), highlight=False)
+    # Said on stderr at the end of the run, unless the table just showed it on this terminal (the results keep it).
+    if flags.as_json or not sys.stdout.isatty():
+        for warning in results.warnings:
+            if warning.startswith(PROMPT_MODE_WARNING):
+                warn(warning)
     if status == "finished_with_errors" and run is not None:
         if flags.as_json:  # the table carries this warning; JSON readers get it on stderr too
             err.print(

@@ -127,7 +127,7 @@ def _one_multiline_object(text: str) -> bool:
 
 
 def _read_script(path: Path) -> list[ScriptItem]:
-    from toolgauge.jsonl import JsonProblem, loads_json, parse_json, read_text, text_lines
+    from toolgauge.jsonl import JsonProblem, jsonl_values, parse_json, read_text
 
     text = read_text(path)
     items: list[object]
@@ -139,7 +139,7 @@ def _read_script(path: Path) -> list[ScriptItem]:
         except JsonProblem as problem:
             raise DataError(str(path), problem.message, line=problem.line) from None
     else:
-        items = [loads_json(line, path, line=n) for n, line in enumerate(text_lines(text), 1) if line.strip()]
+        items = [value for _, value in jsonl_values(text, path)]
     if not items:
         raise DataError(str(path), "no outputs: the file is empty")
     out: list[ScriptItem] = []

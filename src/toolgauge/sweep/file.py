@@ -39,6 +39,7 @@ from toolgauge.benchmark import BenchmarkSpec, build_parameters
 from toolgauge.bounds import BOUNDED, OptionOutOfBounds, check_option
 from toolgauge.errors import DataError, UsageError
 from toolgauge.jsonl import read_text
+from toolgauge.unknown_fields import did_you_mean
 
 MAX_NESTING = 32
 """The deepest a sweep file's arrays and tables may nest (its real options nest two levels at most)."""
@@ -121,7 +122,9 @@ def parse_sweep(text: str, where: str) -> SweepFile:
         raise bad(too_deep, f"arrays or tables nested deeper than {MAX_NESTING} levels")
     unknown = [k for k in data if k not in TOP_KEYS]
     if unknown:
-        raise bad(unknown[0], f"unknown key (a sweep file has {', '.join(TOP_KEYS)})")
+        raise bad(
+            unknown[0], f"unknown key{did_you_mean(unknown[0], TOP_KEYS)} (a sweep file has {', '.join(TOP_KEYS)})"
+        )
     epochs = _bounded("epochs", data.get("epochs", 1), "epochs", bad)
     seed = _bounded("seed", data.get("seed", 0), "seed", bad)
     models_raw = _tables(data.get("model"), "model", bad)
@@ -206,7 +209,8 @@ def _benchmark_entry(index: int, raw: dict[str, Any], bad: Callable[[str, str], 
         if key == "model":
             raise bad(f"{where}.{key}", _MODEL_KEY)
         if key not in params:
-            raise bad(f"{where}.{key}", f"not an option of {name} (options: {', '.join(sorted(params))})")
+            hint = did_you_mean(key, [*params, *ENGINE_KEYS])
+            raise bad(f"{where}.{key}", f"not an option of {name}{hint} (options: {', '.join(sorted(params))})")
         if key in BOUNDED:
             options[key] = _bounded(key, value, f"{where}.{key}", bad)
             continue
@@ -237,7 +241,8 @@ def _model_entry(
             assert bench is not None
             params = build_parameters(bench)
             if key not in params:
-                raise bad(f"{where}.{key}", f"not an option of benchmark {bench.name}, which this model runs")
+                hint = did_you_mean(key, [*params, *ENGINE_KEYS])
+                raise bad(f"{where}.{key}", f"not an option of benchmark {bench.name}, which this model runs{hint}")
             if key not in BOUNDED:
                 _checked(value, params[key], f"{where}.{key}", bad)
         options[key] = _bounded(key, value, f"{where}.{key}", bad) if key in BOUNDED else value

@@ -15,6 +15,7 @@ from toolgauge.cli.common import (
     Mode,
     RunFlags,
     execute,
+    existing_data,
     limit_items,
     resolved_model,
     run_command,
@@ -53,13 +54,14 @@ def build(
         raise UsageError(f"mode {mode!r}: BFCL has the modes native, prompt, replay")
     if (mode == "replay") != (predictions is not None):
         raise UsageError("mode replay scores BFCL result files: give predictions (and only in that mode)")
+    data_dir = existing_data(data)
     chosen = split_list(categories) if isinstance(categories, str) else (list(categories) if categories else None)
     recorded = None
     if predictions is not None:
         chosen = chosen or categories_with_results(Path(predictions))
     if not chosen:
         raise UsageError("give the BFCL categories to run, e.g. simple_python,multiple")
-    entries = _entries(Path(data), chosen, limit)
+    entries = _entries(data_dir, chosen, limit)
     if predictions is not None:
         wanted = {e.id for e in entries}
         recorded = {rid: line.result for rid, line in load_bfcl_results(Path(predictions)).items() if rid in wanted}

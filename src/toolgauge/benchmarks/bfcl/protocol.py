@@ -22,6 +22,7 @@ from toolgauge.benchmarks.bfcl.loader import BfclEntry, BfclOutput, is_irrelevan
 from toolgauge.benchmarks.bfcl.metrics import BfclTally, BfclVerdict, check_bfcl_entry, entry_weight
 from toolgauge.engine import EpisodeContext, SampleOutcome, in_step
 from toolgauge.errors import UsageError
+from toolgauge.parsing.call_rate import few_calls_warning
 from toolgauge.records import AssistantTurn, ToolCall
 from toolgauge.results import EvalResults, SampleScore, ScoredRun
 from toolgauge.settings import CallSettings
@@ -219,12 +220,18 @@ class BfclBenchmark:
         """
         tally = BfclTally()
         missing: list[str] = []
+        replies = with_call = 0  # prompt mode: replies to entries that need a call, and those the decoder read one in
         for judged in self.judged_entries(samples, outcomes):
             tally.add(judged.verdict)
             if judged.missing:
                 missing.append(judged.verdict.id)
+            if judged.sample_error is None and judged.gold != []:  # irrelevance entries need no call
+                replies += 1
+                with_call += bool(judged.verdict.decoded)
         by_output_style = self.mode == "replay" and self.underscore_to_dot_override is None
-        warning = missing_predictions_warning(missing, len(samples))
+        warnings = [missing_predictions_warning(missing, len(samples))]
+        if self.mode == "prompt":
+            warnings.append(few_calls_warning(with_call, replies))
         results = EvalResults(
             benchmark=self.name,
             settings={
@@ -234,7 +241,7 @@ class BfclBenchmark:
             },
             metrics=tally.metrics(),
             details=tally.details(),
-            warnings=[warning] if warning else [],
+            warnings=[warning for warning in warnings if warning],
         )
         return ScoredRun(results, lambda: (j.sample_score() for j in self.judged_entries(samples, outcomes)))
 

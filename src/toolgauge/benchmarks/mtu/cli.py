@@ -21,6 +21,7 @@ from toolgauge.cli.common import (
     ToolChoiceOpt,
     Variant,
     execute,
+    existing_data,
     limit_items,
     resolved_model,
     run_command,
@@ -68,7 +69,7 @@ def build(
     if variant not in ("reference", "strict"):
         raise UsageError(f"variant {variant!r}: MTU-Bench has the variants reference, strict")
     chosen = split_list(splits) if isinstance(splits, str) else splits
-    path = Path(data)
+    path = existing_data(data)
     return MtuBenchmark(
         limit_items(load_mtu(path, chosen), limit, group=lambda item: item.split),
         data_label=str(path),

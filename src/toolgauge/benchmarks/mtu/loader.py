@@ -85,6 +85,11 @@ def load_mtu_predictions(path: Path) -> list[MtuPrediction]:
     return predictions
 
 
+def prediction_split(prediction_id: str) -> str:
+    """The split an MTU-Bench id names: its part before the first ``_`` (``S-S_3`` -> ``S-S``)."""
+    return prediction_id.split("_", 1)[0]
+
+
 def pair_predictions(
     items: Sequence[MtuItem], predictions: Sequence[MtuPrediction]
 ) -> tuple[list[str | None], list[str]]:
@@ -92,12 +97,14 @@ def pair_predictions(
 
     Where an id repeats, the k-th prediction with that id answers the k-th item with that id
     (items and predictions each in their own order). Nothing here is fatal: leftovers are
-    reported as warnings.
+    reported as warnings, one line per file and kind, never one per prediction.
 
     Returns:
         The response for each item (None where the item has no prediction; score it as an empty
-        reply), and the warnings: predictions whose id no item has, predictions beyond the number
-        of items sharing their id, and how many items have no prediction.
+        reply), and the warnings: per file, the predictions whose id no item has and those beyond
+        the number of items sharing their id; then how many items have no prediction. Predictions
+        of a split that none of the items is in (``--splits S-S`` given a folder of every split's
+        replies) were not asked for: they are left out without a word.
     """
     by_id: dict[str, list[MtuPrediction]] = defaultdict(list)
     for prediction in predictions:
@@ -114,21 +121,41 @@ def pair_predictions(
         else:
             responses.append(None)
             missing.append(item.id)
+    selected = {item.split for item in items}
+    unmatched: dict[str, list[MtuPrediction]] = defaultdict(list)
+    repeated: dict[str, list[MtuPrediction]] = defaultdict(list)
+    position: dict[str, int] = defaultdict(int)  # how many earlier predictions have the same id
+    for prediction in predictions:
+        taken = seen.get(prediction.id)
+        if taken is None:
+            split = prediction_split(prediction.id)
+            if split not in MTU_SPLITS or split in selected:
+                unmatched[prediction.path].append(prediction)
+        elif position[prediction.id] >= taken:
+            repeated[prediction.path].append(prediction)
+        position[prediction.id] += 1
     warnings: list[str] = []
-    for pred_id, candidates in by_id.items():
-        if pred_id not in seen:
-            for prediction in candidates:
-                warnings.append(f"{prediction.path}:{prediction.line}: prediction id {pred_id!r} matches no item")
-        else:
-            for prediction in candidates[seen[pred_id] :]:
-                warnings.append(
-                    f"{prediction.path}:{prediction.line}: duplicate prediction id {pred_id!r} "
-                    f"({len(candidates)} predictions for {seen[pred_id]} item(s)); ignored"
-                )
+    for path in dict.fromkeys(p.path for p in predictions):
+        if unmatched[path]:
+            warnings.append(
+                f"{path}: {len(unmatched[path])} prediction(s) match no item and are ignored: "
+                f"{_listed(unmatched[path])}"
+            )
+        if repeated[path]:
+            warnings.append(
+                f"{path}: {len(repeated[path])} duplicate prediction(s) ignored (more predictions than items "
+                f"with that id): {_listed(repeated[path])}"
+            )
     if missing:
         shown = ", ".join(missing[:10]) + (", ..." if len(missing) > 10 else "")
         warnings.append(f"{len(missing)} item(s) have no prediction and are scored as empty replies: {shown}")
     return responses, warnings
+
+
+def _listed(predictions: Sequence[MtuPrediction], most: int = 5) -> str:
+    """``S-M_23 (line 27), S-M_30 (line 35)``: the first ``most`` predictions, then ``...``."""
+    shown = ", ".join(f"{p.id} (line {p.line})" for p in predictions[:most])
+    return shown + (", ..." if len(predictions) > most else "")
 
 
 def _as_split(name: str) -> MtuSplit:

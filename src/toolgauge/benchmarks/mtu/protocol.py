@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from toolgauge.benchmarks.mtu.loader import load_mtu_predictions, pair_predictions
+from toolgauge.benchmarks.mtu.loader import load_mtu_predictions, pair_predictions, prediction_split
 from toolgauge.benchmarks.mtu.metrics import (
     MtuItemVerdict,
     MtuVariant,
@@ -20,6 +20,7 @@ from toolgauge.benchmarks.mtu.metrics import (
 from toolgauge.benchmarks.mtu.native import mtu_native_request
 from toolgauge.benchmarks.mtu.records import MTU_SPLITS, MULTI_TURN_SPLITS, MtuItem, MtuPrediction
 from toolgauge.engine import EpisodeContext, SampleOutcome, in_step
+from toolgauge.parsing.call_rate import few_calls_warning
 from toolgauge.parsing.react import parse_mtu_response, render_react
 from toolgauge.records import AssistantTurn, Message, ToolCall
 from toolgauge.results import EvalResults, SampleScore, ScoredRun
@@ -49,7 +50,7 @@ def item_keys(items: Sequence[MtuItem]) -> list[str]:
 
 def splits_with_predictions(predictions: Sequence[MtuPrediction]) -> list[str]:
     """The splits whose ids occur among the predictions, in MTU-Bench order."""
-    found = {p.id.split("_", 1)[0] for p in predictions}
+    found = {prediction_split(p.id) for p in predictions}
     return [s for s in MTU_SPLITS if s in found]
 
 
@@ -194,13 +195,21 @@ class MtuBenchmark:
             ValueError: an outcome is out of order or belongs to no sample.
         """
         items = [item for _, item in samples]
-        predicted = [self.predicted_calls(item, result) for _, item, result, _ in self._paired(samples, outcomes)]
+        paired = list(self._paired(samples, outcomes))
+        predicted = [self.predicted_calls(item, result) for _, item, result, _ in paired]
         scored = score_mtu(items, predicted, self.variant)
+        warnings = list(self.warnings)
+        if self.mode == "prompt":
+            # Of the replies to items that need a call, how many hold one the ReAct parser reads.
+            needed = [calls for (_, item, result, error), calls in zip(paired, predicted, strict=True)
+                      if result is not None and error is None and item.gold_calls()]  # fmt: skip
+            warning = few_calls_warning(sum(1 for calls in needed if calls), len(needed))
+            warnings += [warning] if warning else []
         results = EvalResults(
             benchmark=self.name,
             settings={"variant": self.variant, "mode": self.mode, "data": self.data_label},
             metrics=scored.metrics(),
-            warnings=list(self.warnings),
+            warnings=warnings,
         )
         verdicts = scored.verdicts
         in_dialogues = [index for index, item in enumerate(items) if item.split in MULTI_TURN_SPLITS]

@@ -17,6 +17,7 @@ from toolgauge.cli.common import (
     ToolChoiceOpt,
     Variant,
     execute,
+    existing_data,
     limit_items,
     resolved_model,
     run_command,
@@ -41,7 +42,7 @@ def build(
 
     if variant not in ("reference", "strict"):
         raise UsageError(f"variant {variant!r}: the suite has the variants reference, strict")
-    path = Path(data) if data is not None else builtin_suite_path()
+    path = existing_data(data) if data is not None else builtin_suite_path()
     return SuiteBenchmark(
         limit_items(load_suite(path), limit),
         data_label=BUILTIN if data is None else str(path),

@@ -25,8 +25,17 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from toolgauge.errors import DataError
-from toolgauge.jsonl import JsonProblem, UniqueIds, max_input_bytes, open_input, parse_json, too_large
+from toolgauge.jsonl import (
+    JsonProblem,
+    UniqueIds,
+    jsonl_line_problem,
+    max_input_bytes,
+    open_input,
+    parse_json,
+    too_large,
+)
 from toolgauge.records import Message, ToolCall, ToolSpec
+from toolgauge.unknown_fields import reported_error, unknown_field
 
 __all__ = [
     "BUILTIN_SUITE",
@@ -233,11 +242,9 @@ def load_suite(path: Path) -> list[SuiteDialogue]:
     dialogues: list[SuiteDialogue] = []
     ids = UniqueIds(shown, what="dialogue id", first="first used on line")
     known_tools = _ToolLists()
-    for number, raw in _read_lines(path, shown):
-        if not raw.strip():
-            continue
+    for number, raw, last_line in _content_lines(_read_lines(path, shown)):
         try:
-            dialogue = _parse_dialogue(raw, shown, number, known_tools)
+            dialogue = _parse_dialogue(raw, shown, number, known_tools, last_line=last_line)
         except _Problem as problem:
             raise DataError(shown, problem.message, line=number, field=problem.field) from None
         ids.add(dialogue.id, number)
@@ -277,6 +284,19 @@ def _read_lines(path: Path, shown: str) -> Iterator[tuple[int, str]]:
             if "\x00" in text:  # valid UTF-8 can still be binary: NUL never occurs in JSON or text data
                 raise DataError(shown, "contains NUL bytes (binary file?)", line=number)
             yield number, text.removesuffix("\n").removesuffix("\r")
+
+
+def _content_lines(lines: Iterator[tuple[int, str]]) -> Iterator[tuple[int, str, bool]]:
+    """The non-blank lines, each with whether it is the last one (one line read ahead, so still streaming)."""
+    held: tuple[int, str] | None = None
+    for number, text in lines:
+        if not text.strip():
+            continue
+        if held is not None:
+            yield *held, False
+        held = (number, text)
+    if held is not None:
+        yield *held, True
 
 
 class _ToolLists:
@@ -402,13 +422,13 @@ def _validate(model: type[_M], data: dict[str, Any], prefix: str) -> _M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        error = exc.errors()[0]
+        error = reported_error(exc)
         where = _field(prefix, *error["loc"])
         kind = error["type"]
         if kind == "missing":
             message = "missing required field"
         elif kind == "extra_forbidden":
-            message = f"unknown field (allowed: {', '.join(model.model_fields)})"
+            message = unknown_field(str(error["loc"][-1]), model.model_fields)
         elif kind in ("too_short", "string_too_short"):
             message = "must not be empty"
         elif kind in _EXPECTED_BY_ERROR:
@@ -418,11 +438,12 @@ def _validate(model: type[_M], data: dict[str, Any], prefix: str) -> _M:
         raise _Problem(where, message) from None
 
 
-def _parse_dialogue(raw: str, path: str, line: int, known_tools: _ToolLists) -> SuiteDialogue:
+def _parse_dialogue(raw: str, path: str, line: int, known_tools: _ToolLists, *, last_line: bool) -> SuiteDialogue:
     try:
         data = parse_json(raw, object_pairs_hook=_reject_duplicate_keys)
     except JsonProblem as problem:
-        raise _Problem(None, problem.message.replace("invalid JSON", "malformed JSON", 1)) from None
+        message = jsonl_line_problem(problem, raw, last=last_line)
+        raise _Problem(None, message.replace("invalid JSON", "malformed JSON", 1)) from None
     if not isinstance(data, dict):
         raise _Problem(None, f"expected a JSON object (one dialogue per line), got {_json_type(data)}")
     dialogue = _validate(_FileDialogue, data, "")

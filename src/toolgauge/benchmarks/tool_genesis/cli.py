@@ -22,6 +22,7 @@ from toolgauge.cli.common import (
     Variant,
     check_isolation,
     execute,
+    existing_data,
     limit_items,
     out,
     run_command,
@@ -132,7 +133,7 @@ def build(
 
     if strategy not in ("direct", "code-agent"):
         raise UsageError(f"strategy {strategy!r}: use direct or code-agent")
-    servers = limit_items(load_genesis(Path(data)), limit)
+    servers = limit_items(load_genesis(existing_data(data)), limit)
     warnings: list[str] = []
     out_dir: Path | None = None
     source: Source

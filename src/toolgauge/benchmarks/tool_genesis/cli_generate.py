@@ -27,6 +27,7 @@ from toolgauge.cli.common import (
     UnsafeNoSandboxOpt,
     check_isolation,
     execute,
+    existing_data,
     limit_items,
     resolved_model,
     run_command,
@@ -61,7 +62,7 @@ def build_generate(
     from toolgauge.benchmarks.tool_genesis.loader import load_genesis
 
     return GenesisGenerateBenchmark(
-        limit_items(load_genesis(Path(data)), limit),
+        limit_items(load_genesis(existing_data(data)), limit),
         out_dir=Path(out),
         strategy=strategy,
         data_label=str(data),

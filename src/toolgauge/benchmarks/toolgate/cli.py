@@ -6,6 +6,7 @@
 - ``gate export RUN_ID --out DIR``: the accepted pool re-shuffled for release, each item's record, the rejection log.
 - ``gate rescreen RUN_ID --screen SPEC``: new screens on a stored pool, as a new run (post hoc; no generator sees it).
 - ``gate run``: the construction loop, mounted from :mod:`toolgauge.benchmarks.toolgate.cli_run`.
+- ``gate seeds DOMAIN``: a domain's seed items, mounted from :mod:`toolgauge.benchmarks.toolgate.cli_seeds`.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from toolgauge.benchmark import CommandGroups
 from toolgauge.benchmarks.toolgate.answers import derive_seed, new_seed, permutation_from_seed, shuffled
 from toolgauge.benchmarks.toolgate.audit import AuditReport, audit, pool_candidates
 from toolgauge.benchmarks.toolgate.cli_run import add_run_command
+from toolgauge.benchmarks.toolgate.cli_seeds import add_seeds_command
 from toolgauge.benchmarks.toolgate.loader import load_candidates
 from toolgauge.benchmarks.toolgate.options import (
     GateFlags,
@@ -60,6 +62,7 @@ from toolgauge.cli.common import (
     RunFlags,
     check_isolation,
     execute,
+    existing_data,
     limit_items,
     out,
     require_finite,
@@ -136,7 +139,7 @@ def build(
     if "solve" in chosen and solver is None:
         raise UsageError("give the solver: --solver SPEC")
     domain_filter(domain)  # an unknown domain is a usage error before the file is read
-    path = Path(candidates)
+    path = existing_data(candidates, "--candidates")
     pool = limit_items(_of_domain(load_candidates(path), domain, path), limit)
     settings = PoolSettings(
         command=command,
@@ -499,7 +502,7 @@ def gate_audit(
         raise UsageError("give a run id or --candidates FILE (one of them)")
     if candidates is not None:
         domain_filter(gate.domain)
-        pool = _of_domain(load_candidates(candidates), gate.domain, candidates)
+        pool = _of_domain(load_candidates(existing_data(candidates, "--candidates")), gate.domain, candidates)
         records = [RecordedCandidate(candidate=c, outcome=decide(c.id)) for c in pool]
         source = str(candidates)
     else:
@@ -701,7 +704,7 @@ def gate_export(
 
 
 def add_commands(groups: CommandGroups) -> None:
-    """Mount the ``gate`` group: verify, screen, solve, check, audit, export, rescreen and run."""
+    """Mount the ``gate`` group: verify, screen, solve, check, audit, export, rescreen, run and seeds."""
     gate_app = typer.Typer(
         help="ToolGate: build tool-dependent items through executable gates, and audit and export the pools.",
         no_args_is_help=True,
@@ -718,4 +721,5 @@ def add_commands(groups: CommandGroups) -> None:
     gate_app.command("audit")(gate_audit)
     gate_app.command("export")(gate_export)
     add_run_command(gate_app)
+    add_seeds_command(gate_app)
     groups.root.add_typer(gate_app, name="gate")

@@ -28,7 +28,8 @@ from toolgauge.benchmarks.toolgate.construction import (
 )
 from toolgauge.benchmarks.toolgate.generator import DEFAULT_MAX_STEPS
 from toolgauge.benchmarks.toolgate.generator import ROLE as GENERATOR_ROLE
-from toolgauge.benchmarks.toolgate.options import RunDomainOpt, RunTimeLimitOpt
+from toolgauge.benchmarks.toolgate.options import RunDomainOpt, RunTimeLimitOpt, SolverStepsOpt
+from toolgauge.benchmarks.toolgate.protocol import DEFAULT_SOLVER_STEPS
 from toolgauge.benchmarks.toolgate.verify import DEFAULT_TIME_LIMIT
 from toolgauge.cli.common import EngineDefaults, RunFlags, UnsafeNoSandboxOpt, check_isolation, execute, run_command
 from toolgauge.errors import UsageError
@@ -52,6 +53,7 @@ def build(
     rounds: int,
     time_limit: float = DEFAULT_TIME_LIMIT,
     generator_steps: int = DEFAULT_MAX_STEPS,
+    solver_steps: int = DEFAULT_SOLVER_STEPS,
     prompt_seeds: int | None = None,
     temperature: float = 0.0,
     max_tokens: int = DEFAULT_MAX_TOKENS,
@@ -79,6 +81,7 @@ def build(
         solver=display_spec(solver),
         time_limit=time_limit,
         generator_steps=generator_steps,
+        solver_steps=solver_steps,
         prompt_seeds=prompt_seeds,
         temperature=temperature,
         max_tokens=max_tokens,
@@ -143,6 +146,7 @@ def gate_run(
     generator_steps: Annotated[
         int, typer.Option("--generator-steps", min=1, help="At most this many generator model calls per round.")
     ] = DEFAULT_MAX_STEPS,
+    solver_steps: SolverStepsOpt = DEFAULT_SOLVER_STEPS,
     prompt_seeds: Annotated[
         int | None,
         typer.Option("--prompt-seeds", min=0, help="Show only the first N seed items in the prompt (default: all)."),
@@ -174,6 +178,7 @@ def gate_run(
         rounds=rounds,
         time_limit=time_limit,
         generator_steps=generator_steps,
+        solver_steps=solver_steps,
         prompt_seeds=prompt_seeds,
         temperature=settings.temperature,
         max_tokens=settings.max_tokens,

@@ -42,6 +42,7 @@ from toolgauge.benchmarks.toolgate.generator import (
     run_generator,
 )
 from toolgauge.benchmarks.toolgate.generator import ROLE as GENERATOR_ROLE
+from toolgauge.benchmarks.toolgate.protocol import DEFAULT_SOLVER_STEPS
 from toolgauge.benchmarks.toolgate.records import (
     Candidate,
     CandidateOutcome,
@@ -115,10 +116,10 @@ class ScreenGate(Protocol):
 
 
 class SolveGate(Protocol):
-    """Gate 3: ``solve_candidate(ctx, candidate, *, time_limit, role="solver")``."""
+    """Gate 3: ``solve_candidate(ctx, candidate, *, time_limit, role="solver", max_steps)``."""
 
     def __call__(
-        self, ctx: EpisodeContext, candidate: Candidate, *, time_limit: float, role: str
+        self, ctx: EpisodeContext, candidate: Candidate, *, time_limit: float, role: str, max_steps: int
     ) -> Awaitable[SolveResult]:
         """Let the tool-enabled solver work on the candidate."""
         ...
@@ -235,6 +236,7 @@ class ConstructionBenchmark:
         solver: the solver's model spec as shown and stored.
         time_limit: wall clock of one solution run, of each generator ``run_python`` and of the whole solve.
         generator_steps: at most this many generator model calls per round.
+        solver_steps: at most this many solver model calls per solve (``--solver-steps``, as on ``gate check``).
         prompt_seeds: how many of the domain's seed items the prompt shows (None: all).
         temperature: the generator's sampling temperature.
         max_tokens: the generator's reply length.
@@ -255,6 +257,7 @@ class ConstructionBenchmark:
         solver: str,
         time_limit: float = DEFAULT_TIME_LIMIT,
         generator_steps: int = DEFAULT_MAX_STEPS,
+        solver_steps: int = DEFAULT_SOLVER_STEPS,
         prompt_seeds: int | None = None,
         temperature: float = 0.0,
         max_tokens: int = DEFAULT_MAX_TOKENS,
@@ -269,6 +272,8 @@ class ConstructionBenchmark:
             raise UsageError(f"two screens are called {repeated[0]!r}: give each screen its own name")
         if time_limit <= 0:
             raise UsageError(f"--time-limit must be positive, got {time_limit:g}")
+        if solver_steps < 1:
+            raise UsageError(f"--solver-steps must be at least 1, got {solver_steps}")
         self.domain = domain
         self.rounds = rounds
         self.generator = generator
@@ -276,6 +281,7 @@ class ConstructionBenchmark:
         self.solver = solver
         self.time_limit = float(time_limit)
         self.generator_steps = generator_steps
+        self.solver_steps = solver_steps
         self.prompt_seeds = prompt_seeds
         self.generator_options = GenerateOptions(temperature=temperature, max_tokens=max_tokens)
         self.gates = gates or real_gates()
@@ -305,6 +311,8 @@ class ConstructionBenchmark:
             "prompt_seeds": self.prompt_seeds,
             "temperature": self.generator_options.temperature,
             "max_tokens": self.generator_options.max_tokens,
+            # Recorded when not the default, so that runs started before the option resume as they were.
+            **({"solver_steps": self.solver_steps} if self.solver_steps != DEFAULT_SOLVER_STEPS else {}),
         }
 
     def replay_table(self, path: Path) -> Mapping[str, Sequence[AssistantTurn]]:
@@ -404,7 +412,9 @@ class ConstructionBenchmark:
         solve = await run_gate(
             SOLVE,
             SolveResult,
-            lambda: gates.solve(ctx, candidate, time_limit=self.time_limit, role=SOLVER_ROLE),
+            lambda: gates.solve(
+                ctx, candidate, time_limit=self.time_limit, role=SOLVER_ROLE, max_steps=self.solver_steps
+            ),
         )
         return finish(decide(candidate_id, verify=verify, screens=screens, solve=solve))
 
@@ -515,6 +525,7 @@ def rescore_run(config: Mapping[str, Any], variant: str | None = None) -> Constr
         solver=str(config["solver"]),
         time_limit=float(config.get("time_limit", DEFAULT_TIME_LIMIT)),
         generator_steps=int(config.get("generator_steps", DEFAULT_MAX_STEPS)),
+        solver_steps=int(config.get("solver_steps", DEFAULT_SOLVER_STEPS)),
         prompt_seeds=int(prompt_seeds) if prompt_seeds is not None else None,
         temperature=float(config.get("temperature", 0.0)),
         max_tokens=int(config.get("max_tokens", DEFAULT_MAX_TOKENS)),

@@ -14,6 +14,7 @@ from typing import Any
 from toolgauge.benchmarks.toolgate.records import LETTERS, Candidate, options_problem
 from toolgauge.errors import DataError
 from toolgauge.jsonl import UniqueIds, read_jsonl_objects
+from toolgauge.unknown_fields import unknown_field
 
 FIELDS = ("id", "domain", "question", "options", "answer", "solution", "meta")
 _TEXT_FIELDS = ("id", "domain", "question")
@@ -67,7 +68,7 @@ def validate_candidate(data: object, *, domain: str | None = None) -> Candidate:
         raise CandidateProblem(None, f"expected a JSON object (one candidate per line), got {_json_type(data)}")
     unknown = [key for key in data if key not in FIELDS]
     if unknown:
-        raise CandidateProblem(str(unknown[0]), f"unknown field (allowed: {', '.join(FIELDS)})")
+        raise CandidateProblem(str(unknown[0]), unknown_field(str(unknown[0]), FIELDS))
     for field in _TEXT_FIELDS:
         _text(data, field)
     if domain is not None and data["domain"] != domain:

@@ -1,12 +1,13 @@
 """The options of the ``gate`` commands, declared once.
 
 Every ``gate`` command accepts ``--domain``, ``--time-limit``, ``--concurrency``, ``--store`` and ``--json``
-(issue 10). The commands that run gates on a pool (``verify``, ``screen``, ``solve``, ``check``, ``rescreen``) and
-``run`` get ``--store``, ``--concurrency``, ``--json`` and the engine's other options from
-:func:`toolgauge.cli.common.run_command`; the commands that read a stored pool without running anything
-(``audit``, ``export``) get those three from :func:`gate_command` with ``offline=True``. The gate options proper
-(``--domain``, ``--time-limit``, the screens, the solver...) are :class:`GateFlags`, added by :func:`gate_command`
-from :data:`GATE_OPTIONS` by name, so each option has one declaration and one meaning.
+(issue 10), but ``seeds``, which only prints a file of the package (its domain is its argument). The commands
+that run gates on a pool (``verify``, ``screen``, ``solve``, ``check``, ``rescreen``) and ``run`` get ``--store``,
+``--concurrency``, ``--json`` and the engine's other options from :func:`toolgauge.cli.common.run_command`; the
+commands that read a stored pool without running anything (``audit``, ``export``) get those three from
+:func:`gate_command` with ``offline=True``. The gate options proper (``--domain``, ``--time-limit``, the screens,
+the solver...) are :class:`GateFlags`, added by :func:`gate_command` from :data:`GATE_OPTIONS` by name, so each
+option has one declaration and one meaning.
 
 What the shared options mean where a command runs no script or no sample is said in their help: ``--time-limit``
 has no effect on ``screen``, ``rescreen``, ``audit`` and ``export``; ``--concurrency`` has none on ``audit`` and

@@ -20,6 +20,7 @@ from toolgauge.cli.common import (
     ToolChoiceOpt,
     Variant,
     execute,
+    existing_data,
     limit_items,
     resolved_model,
     run_command,
@@ -61,7 +62,7 @@ def build(
         raise UsageError(f"language {language!r}: WildToolBench has the languages en, zh")
     if variant not in ("reference", "strict"):
         raise UsageError(f"variant {variant!r}: wildtoolbench has the variants reference, strict")
-    path = Path(data) if data is not None else builtin_wild_path()
+    path = existing_data(data) if data is not None else builtin_wild_path()
     loaded = load_wild(path, language)
     table = read_official(Path(recorded)) if recorded is not None else None
     if table is not None:

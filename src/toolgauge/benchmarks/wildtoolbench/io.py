@@ -26,9 +26,10 @@ from pydantic import ValidationError
 
 from toolgauge.benchmarks.wildtoolbench.log import WildSessionResult
 from toolgauge.errors import DataError
-from toolgauge.jsonl import loads_json, read_jsonl_objects, read_text, text_lines
+from toolgauge.jsonl import jsonl_values, read_jsonl_objects, read_text
 from toolgauge.records import AssistantTurn, ToolCall
 from toolgauge.report.export import write_lines_atomic
+from toolgauge.unknown_fields import unknown_field
 
 __all__ = [
     "PredictionFormat",
@@ -55,10 +56,7 @@ def detect_format(path: Path) -> PredictionFormat:
         DataError: the file is unreadable, empty, or its first line is neither format.
     """
     shown = str(path)
-    for number, line in enumerate(text_lines(read_text(path)), start=1):
-        if not line.strip():
-            continue
-        obj = loads_json(line, shown, line=number)
+    for number, obj in jsonl_values(read_text(path), shown):
         if isinstance(obj, dict) and "result" in obj and "id" in obj:
             return "official"
         if isinstance(obj, dict) and "session" in obj:
@@ -87,8 +85,7 @@ def read_steps(path: Path) -> StepTable:
     for number, obj in read_jsonl_objects(path):
         unknown = sorted(set(obj) - _STEP_KEYS)
         if unknown:
-            raise DataError(shown, f"unknown field (allowed: {', '.join(sorted(_STEP_KEYS))})", line=number,
-                            field=unknown[0])  # fmt: skip
+            raise DataError(shown, unknown_field(unknown[0], sorted(_STEP_KEYS)), line=number, field=unknown[0])
         session = obj.get("session")
         if not isinstance(session, str) or not session:
             raise DataError(shown, "must be a non-empty string (the session id)", line=number, field="session")

@@ -36,7 +36,8 @@ from toolgauge.benchmarks.wildtoolbench.records import (
     WildTask,
 )
 from toolgauge.errors import DataError
-from toolgauge.jsonl import JsonProblem, loads_json, parse_json, read_text, text_lines
+from toolgauge.jsonl import JsonProblem, jsonl_values, parse_json, read_text
+from toolgauge.unknown_fields import unknown_field
 
 __all__ = ["builtin_wild_path", "load_wild", "parse_session"]
 
@@ -61,10 +62,7 @@ def load_wild(path: Path, language: Language = "en") -> list[WildSession]:
     shown = str(path)
     sessions: list[WildSession] = []
     first_line: dict[str, int] = {}
-    for number, raw in enumerate(text_lines(read_text(path)), start=1):
-        if not raw.strip():
-            continue
-        obj = loads_json(raw, shown, line=number)
+    for number, obj in jsonl_values(read_text(path), shown):
         try:
             session = parse_session(obj, language)
         except _Problem as problem:
@@ -303,7 +301,7 @@ def _no_unknown_keys(obj: dict[str, Any], allowed: set[str], field: str | None) 
     unknown = sorted(set(obj) - allowed)
     if unknown:
         where = f"{field}.{unknown[0]}" if field else unknown[0]
-        raise _Problem(where, f"unknown field (allowed: {', '.join(sorted(allowed))})")
+        raise _Problem(where, unknown_field(unknown[0], sorted(allowed)))
 
 
 def _toolgauge_session(obj: dict[str, Any]) -> WildSession:

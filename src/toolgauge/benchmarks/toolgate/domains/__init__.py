@@ -25,6 +25,7 @@ from toolgauge.benchmarks.toolgate.loader import load_candidates
 from toolgauge.benchmarks.toolgate.records import Candidate
 from toolgauge.errors import DataError, UsageError
 from toolgauge.jsonl import read_json_file, read_text
+from toolgauge.unknown_fields import reported_error, unknown_field
 
 DOMAINS_DIR = Path(__file__).resolve().parent
 _NAME = re.compile(r"[a-z][a-z0-9_-]*")
@@ -113,9 +114,12 @@ def _load(name: str) -> Domain:
     try:
         info = DomainInfo.model_validate(data)
     except ValidationError as exc:
-        error = exc.errors()[0]
+        error = reported_error(exc)
         field = ".".join(str(part) for part in error["loc"]) or None
-        raise DataError(str(path), str(error["msg"]), field=field) from None
+        message = str(error["msg"])
+        if error["type"] == "extra_forbidden":
+            message = unknown_field(str(error["loc"][-1]), DomainInfo.model_fields)
+        raise DataError(str(path), message, field=field) from None
     return Domain(name=name, folder=folder, info=info)
 
 
