@@ -161,12 +161,15 @@ def run_rejected(tmp_path: Path, args: list[str]) -> str:
 @pytest.mark.parametrize("loader", list(LOADERS))
 def test_bad_file_is_one_line_exit_2(tmp_path: Path, loader: str, kind: str) -> None:
     content, expected = BAD_CONTENT[kind]
+    one_object_script = loader == "scripted" and kind == "pretty_printed"
+    if one_object_script:  # one object over several lines: a script is a list of outputs, not one output
+        expected = "expected a JSON array of outputs (or one output per line), got a JSON object"
     args, bad_file = LOADERS[loader](tmp_path, content)
     line = run_rejected(tmp_path, args)
     assert f"error: {bad_file}" in line, line
     assert expected in line, line
     # A script starting with "[" is one JSON document, so nesting has no line of its own; an empty file has none.
-    whole_file = kind == "empty" or (loader == "scripted" and kind == "deeply_nested")
+    whole_file = kind == "empty" or one_object_script or (loader == "scripted" and kind == "deeply_nested")
     assert (f"{bad_file}:1:" in line) != whole_file, line
 
 

@@ -240,6 +240,7 @@ def test_gate_seeds_prints_the_domain_seed_file_and_writes_it_with_output(tmp_pa
     assert res.exit_code == 0, res.output
     assert res.stdout == shipped and res.stderr == ""
     written = tmp_path / "out" / "fem-seeds.jsonl"
+    written.parent.mkdir()  # toolgauge makes no folder the user did not ask for
     res = invoke("gate", "seeds", "fem", "--output", written)
     assert res.exit_code == 0, res.output
     assert written.read_text(encoding="utf-8") == shipped
