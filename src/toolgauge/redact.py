@@ -2,17 +2,28 @@
 
 API keys reach error bodies that servers echo back, credentials sit in ``--model`` and ``--store`` URLs,
 and ``Authorization`` headers appear in exception texts. Every string that goes to the store, a samples
-file, a report or the terminal and may carry one passes through :func:`redact`.
+file, a report or the terminal and may carry one passes through :func:`redact`; everything the store
+writes passes through one :class:`SecretMasker` (every parameter of every statement).
+
+The known secrets are the values of secret-looking environment variables and the secrets the process
+learned (:func:`learn_secret`, :func:`learn_url_credentials`: a client's API key, a URL's password and the
+``user:password`` it sends as HTTP Basic). Each is masked in every form it may be echoed in: as it is,
+JSON-escaped, URL-encoded, and base64-encoded (standard and URL-safe, alone or at any of the three byte
+alignments inside a longer encoded text).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import functools
+import json
 import os
 import re
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+from urllib.parse import quote, quote_plus, unquote, urlsplit
 
 MASK = "***"
 # Environment variables whose values are secrets wherever they appear.
@@ -39,11 +50,94 @@ _KEY_SHAPE = re.compile(r"\b(?:sk|rk|pk)-(?:[A-Za-z0-9_\-]{16,})")
 _TRIGGERS = ("://", "authorization", "api-key", "bearer", "basic", "sk-", "rk-", "pk-")
 
 
+# Secrets learned at run time (see learn_secret), and a count of changes so maskers know to look again.
+_learned: set[str] = set()
+_learned_lock = threading.Lock()
+_learned_generation = 0
+
+
+def learn_secret(value: str | None) -> None:
+    """Mask ``value`` (and its encoded forms) from now on, wherever this process writes or prints text.
+
+    For secrets that are not in a secret-looking environment variable: a key handed to a client, a URL's
+    password. Values shorter than 8 characters are too likely to match ordinary text and are ignored.
+    """
+    global _learned_generation
+    if not value or len(value) < _MIN_SECRET_LEN:
+        return
+    with _learned_lock:
+        if value not in _learned:
+            _learned.add(value)
+            _learned_generation += 1
+
+
+def learn_url_credentials(url: str) -> None:
+    """Learn the password of a URL (``scheme://user:password@host``), as written and percent-decoded.
+
+    Also ``user:password``, whose base64 an HTTP client sends as Basic credentials.
+    """
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return
+    if parts.password is None:
+        return
+    user = parts.username or ""
+    for password, name in ((parts.password, user), (unquote(parts.password), unquote(user))):
+        learn_secret(password)
+        if len(password) >= _MIN_SECRET_LEN:  # a short password is no safer inside user:password
+            learn_secret(f"{name}:{password}")
+
+
+def learned_generation() -> int:
+    """How many secrets were learned so far (a masker holding an older count looks the secrets up again)."""
+    return _learned_generation
+
+
 def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
-    """Values of secret-looking environment variables, longest first (so overlapping ones mask whole)."""
+    """Every form of every known secret, longest first (so overlapping ones mask whole).
+
+    The known secrets: values of secret-looking environment variables (of ``environ``, default
+    ``os.environ``) and the secrets learned with :func:`learn_secret`. See :func:`secret_forms`.
+    """
     env = os.environ if environ is None else environ
     values = {v for k, v in env.items() if _SECRET_NAME.search(k) and len(v) >= _MIN_SECRET_LEN}
-    return sorted(values, key=len, reverse=True)
+    with _learned_lock:
+        values |= _learned
+    return list(secret_forms(frozenset(values)))
+
+
+@functools.lru_cache(maxsize=64)
+def secret_forms(values: frozenset[str]) -> tuple[str, ...]:
+    """The secrets ``values`` in every form they may be echoed in, longest first.
+
+    As they are; JSON-escaped (a quote, a backslash or a non-ASCII character in them); URL-encoded;
+    base64 (standard and URL-safe): the whole encoding, padding included, and the part of the encoding
+    that does not depend on what surrounds the secret, for each of its three byte alignments inside a
+    longer encoded text (so ``base64("Bearer " + key)`` is masked too). Forms shorter than 8 characters are left out.
+    """
+    forms: set[str] = set()
+    for value in values:
+        forms.update(_forms_of(value))
+    return tuple(sorted((f for f in forms if len(f) >= _MIN_SECRET_LEN), key=len, reverse=True))
+
+
+def _forms_of(value: str) -> Iterable[str]:
+    yield value
+    yield json.dumps(value, ensure_ascii=False)[1:-1]
+    yield json.dumps(value)[1:-1]
+    yield quote(value, safe="")
+    yield quote(value)
+    yield quote_plus(value)
+    data = value.encode()
+    encoded = [base64.b64encode(data).decode()]
+    for offset in range(3):
+        # Base64 character i carries bits 6i..6i+5 of the stream: keep those that lie within the secret's bytes.
+        start, end = -(-8 * offset // 6), 8 * (offset + len(data)) // 6
+        encoded.append(base64.b64encode(b"\0" * offset + data + b"\0\0").decode()[start:end])
+    for text in encoded:
+        yield text
+        yield text.replace("+", "-").replace("/", "_")
 
 
 def redact(
@@ -66,7 +160,7 @@ def redact(
     """
     if not text:
         return text
-    known = [*(extra or []), *(secret_values(environ) if secrets is None else secrets)]
+    known = [*(secret_forms(frozenset(extra)) if extra else ()), *(secret_values(environ) if secrets is None else secrets)]
     if not needs_redaction(text, known):
         return text
     for value in known:
@@ -79,7 +173,7 @@ def redact(
     return _KEY_SHAPE.sub(MASK, text)
 
 
-def needs_redaction(text: str, secrets: list[str]) -> bool:
+def needs_redaction(text: str, secrets: Sequence[str]) -> bool:
     """Whether :func:`redact` could change ``text``: it holds one of ``secrets`` or a pattern's literal text.
 
     A cheap test (a case fold and substring searches): False means ``redact(text, secrets=secrets)`` is ``text``.
@@ -107,7 +201,7 @@ def redact_tree(value: Any, *, extra: list[str] | None = None, secrets: list[str
 
     The environment's secret values are looked up once for the whole value (or given as ``secrets``).
     """
-    known = [*(extra or []), *(secret_values() if secrets is None else secrets)]
+    known = [*(secret_forms(frozenset(extra)) if extra else ()), *(secret_values() if secrets is None else secrets)]
     return _redact_tree(value, known)
 
 
@@ -119,3 +213,66 @@ def _redact_tree(value: Any, secrets: list[str]) -> Any:
     if isinstance(value, list | tuple):
         return [_redact_tree(v, secrets) for v in value]
     return value
+
+
+class SecretMasker:
+    """The one function between toolgauge and its store: masks every string it is given, JSON text too.
+
+    The environment's secret values are looked up once (a look-up costs about 0.2 ms); secrets learned
+    later (:func:`learn_secret`) are picked up at the next call.
+    """
+
+    def __init__(self, environ: Mapping[str, str] | None = None):
+        env = os.environ if environ is None else environ
+        self._environ = {k: v for k, v in env.items() if _SECRET_NAME.search(k)}
+        self._generation = -1
+        self._secrets: list[str] = []
+
+    @property
+    def secrets(self) -> list[str]:
+        """Every form of every known secret, longest first (see :func:`secret_values`)."""
+        if self._generation != _learned_generation:
+            self._generation = _learned_generation
+            self._secrets = secret_values(self._environ)
+        return self._secrets
+
+    def text(self, text: str) -> str:
+        """``text`` with secrets masked (see :func:`redact`)."""
+        return redact(text, secrets=self.secrets)
+
+    def json_text(self, text: str) -> str:
+        """``text`` (JSON) with every string in it masked; unchanged (the same object) when nothing needs it.
+
+        Text that is not JSON is masked as text.
+        """
+        secrets = self.secrets
+        if not needs_redaction(text, secrets):
+            return text
+        try:
+            value = json.loads(text)
+        except (ValueError, RecursionError):
+            return redact(text, secrets=secrets)
+        masked = _redact_tree(value, secrets)
+        if masked == value:  # a trigger word alone (a URL without a password): keep the text as it was written
+            return text
+        return json.dumps(masked, ensure_ascii=False, separators=(",", ":"))
+
+    def value(self, value: Any) -> Any:
+        """A column's value with secrets masked: JSON text (an object or list) string by string, other text whole."""
+        if not isinstance(value, str) or len(value) < _SHORTEST_MASKED:
+            return value
+        if value[:1] in ("{", "["):
+            return self.json_text(value)
+        return self.text(value)
+
+    def parameters(self, parameters: Any) -> Any:
+        """A statement's parameters (a sequence or a mapping, as the database driver takes them), masked."""
+        if isinstance(parameters, Mapping):
+            return {k: self.value(v) for k, v in parameters.items()}
+        if isinstance(parameters, list | tuple):
+            return type(parameters)(self.value(v) for v in parameters)
+        return parameters
+
+
+# No shorter text can hold a secret (8 characters) or a pattern (``sk-`` and 16 more, ``x://u:p@``, ``bearer ``+8).
+_SHORTEST_MASKED = _MIN_SECRET_LEN
