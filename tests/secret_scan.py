@@ -8,6 +8,7 @@ that is the same whatever precedes it, at each of the three byte alignments).
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import zlib
 from collections.abc import Iterator
@@ -49,10 +50,8 @@ def _as_bytes(value: object) -> list[bytes]:
         value = value.tobytes()
     if isinstance(value, bytes):
         out = [value]
-        try:
+        with contextlib.suppress(zlib.error):
             out.append(zlib.decompress(value))
-        except zlib.error:
-            pass
         return out
     return [str(value).encode()]
 
@@ -96,13 +95,3 @@ def file_bytes(*paths: Path) -> Iterator[tuple[str, bytes]]:
     """The raw bytes of each file (a database, its WAL and shared-memory files, a samples file, an export)."""
     for path in paths:
         yield str(path), path.read_bytes()
-
-
-def table_names(url: str) -> list[str]:
-    """The tables of a SQLite store, from ``sqlite_master``."""
-    engine = create_engine(url)
-    try:
-        with engine.connect() as conn:
-            return list(conn.execute(text("SELECT name FROM sqlite_master WHERE type = 'table'")).scalars())
-    finally:
-        engine.dispose()

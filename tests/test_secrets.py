@@ -34,11 +34,11 @@ from toolgauge.models.openai_compat import _short
 from toolgauge.models.spec import display_spec, resolve_model
 from toolgauge.records import AssistantTurn, GenerateOptions, Message, ModelRequest, ToolCall
 from toolgauge.redact import MASK, SecretMasker, learn_url_credentials, redact, redact_tree, secret_forms
+from toolgauge.report.export import results_to_csv, samples_jsonl
+from toolgauge.results import EvalResults, Metric, SampleScore
 from toolgauge.store import open_store, schema
 from toolgauge.store.sweeps import create_sweep, set_cell
 from toolgauge.store.transcripts import MessageChain
-from toolgauge.report.export import results_to_csv, samples_jsonl
-from toolgauge.results import EvalResults, Metric, SampleScore
 
 API_KEY = "planted-api-key-7f3a9c2e41"
 URL_PASSWORD = "planted-url-pw-5d8b1e6a"

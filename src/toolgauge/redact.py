@@ -160,7 +160,7 @@ def redact(
     """
     if not text:
         return text
-    known = [*(secret_forms(frozenset(extra)) if extra else ()), *(secret_values(environ) if secrets is None else secrets)]
+    known = _known(extra, secret_values(environ) if secrets is None else secrets)
     if not needs_redaction(text, known):
         return text
     for value in known:
@@ -201,8 +201,12 @@ def redact_tree(value: Any, *, extra: list[str] | None = None, secrets: list[str
 
     The environment's secret values are looked up once for the whole value (or given as ``secrets``).
     """
-    known = [*(secret_forms(frozenset(extra)) if extra else ()), *(secret_values() if secrets is None else secrets)]
-    return _redact_tree(value, known)
+    return _redact_tree(value, _known(extra, secret_values() if secrets is None else secrets))
+
+
+def _known(extra: list[str] | None, secrets: Sequence[str]) -> list[str]:
+    """``secrets`` with the forms of the ``extra`` values in front."""
+    return [*(secret_forms(frozenset(extra)) if extra else ()), *secrets]
 
 
 def _redact_tree(value: Any, secrets: list[str]) -> Any:

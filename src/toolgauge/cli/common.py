@@ -174,7 +174,7 @@ ModelOpt = Annotated[
 ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", "-c", min=1, help="Samples run at once.")]
 TimeoutOpt = Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds per model request.")]
 RetriesOpt = Annotated[int, typer.Option("--max-retries", min=0, help="Retries on 429/5xx/timeouts.")]
-NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Always call the model: neither read nor write the response cache.")]
+NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the response cache.")]
 ResumeOpt = Annotated[str | None, typer.Option("--resume", help="Continue an interrupted run by id.")]
 SamplesOpt = Annotated[Path | None, typer.Option("--samples", help="Write one JSON line per scored unit to this file.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet/--progress", "-q", help="No progress bar.")]
