@@ -32,7 +32,8 @@ _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.I
 _MIN_SECRET_LEN = 8
 # user:password@ in any URL (http, postgresql+psycopg, ...); the password is masked, the user kept.
 # A password may hold "/" (SQLAlchemy accepts it), so it runs to the "@" unless a blank or quote comes first.
-_URL_PASSWORD = re.compile(r"(?P<head>[a-zA-Z][a-zA-Z0-9+.\-]*://[^/\s:@]*):(?P<pw>[^@\s'\"]+)@")
+# The match starts at "://" (the scheme before it is kept as it is): a literal start is found fast.
+_URL_PASSWORD = re.compile(r"(?P<head>://[^/\s:@]*):(?P<pw>[^@\s'\"]+)@")
 # Authorization / api-key headers and bearer tokens as they appear in logs and exception texts.
 _HEADER = re.compile(
     r"(?P<head>\b(?:authorization|proxy-authorization|x-api-key|api-key)\b[\"']?\s*[:=]\s*[\"']?(?:bearer\s+|basic\s+)?)"
@@ -44,10 +45,12 @@ _BEARER = re.compile(r"(?P<head>\bbearer\s+)(?P<value>[A-Za-z0-9._~+/=\-]{8,})",
 _BASIC = re.compile(r"(?P<head>\bbasic\s+)(?P<value>[A-Za-z0-9+/]{4,}={0,2})", re.IGNORECASE)
 # Well-known key shapes (OpenAI, Anthropic, generic sk-...), masked even when they are not in our environment.
 _KEY_SHAPE = re.compile(r"\b(?:sk|rk|pk)-(?:[A-Za-z0-9_\-]{16,})")
-# Text that each pattern above needs, case-folded (the patterns match case-insensitively, ``sk-`` too here):
-# a string holding none of these and no secret value is returned unchanged without running the patterns,
-# which cost about 0.3 ms per kilobyte of ordinary text. Add the literal of every new pattern here.
-_TRIGGERS = ("://", "authorization", "api-key", "bearer", "basic", "sk-", "rk-", "pk-")
+# Text that each case-insensitive pattern needs, case-folded: a pattern runs only on text holding its literal, and
+# a string holding none of them, no secret, no URL's ``user:password@`` and no key shape is returned unchanged
+# without running the others, which cost about 0.3 ms per kilobyte of ordinary text. Add the literal of every new
+# pattern here (or a check of its own in needs_redaction).
+_HEADER_TRIGGERS = ("authorization", "api-key")
+_TRIGGERS = (*_HEADER_TRIGGERS, "bearer", "basic")
 
 
 # Secrets learned at run time (see learn_secret), and a count of changes so maskers know to look again.
@@ -166,20 +169,49 @@ def redact(
     for value in known:
         if value and value in text:
             text = text.replace(value, MASK)
-    text = _URL_PASSWORD.sub(lambda m: f"{m['head']}:{MASK}@", text)
-    text = _HEADER.sub(lambda m: f"{m['head']}{MASK}", text)
-    text = _BEARER.sub(lambda m: f"{m['head']}{MASK}", text)
-    text = _BASIC.sub(_mask_basic, text)
-    return _KEY_SHAPE.sub(MASK, text)
+    if "://" in text:
+        text = _URL_PASSWORD.sub(lambda m: f"{m['head']}:{MASK}@", text)
+    folded = text.casefold()
+    if any(map(folded.__contains__, _HEADER_TRIGGERS)):
+        text = _HEADER.sub(lambda m: f"{m['head']}{MASK}", text)
+    if "bearer" in folded:
+        text = _BEARER.sub(lambda m: f"{m['head']}{MASK}", text)
+    if "basic" in folded:
+        text = _BASIC.sub(_mask_basic, text)
+    if "k-" in text:
+        text = _KEY_SHAPE.sub(MASK, text)
+    return text
 
 
 def needs_redaction(text: str, secrets: Sequence[str]) -> bool:
-    """Whether :func:`redact` could change ``text``: it holds one of ``secrets`` or a pattern's literal text.
+    """Whether :func:`redact` could change ``text``: a secret, a pattern's literal, a URL password, a key shape.
 
-    A cheap test (a case fold and substring searches): False means ``redact(text, secrets=secrets)`` is ``text``.
+    A cheap test (a case fold, substring searches, and the URL and key patterns only where ``://`` or ``k-``
+    is): False means ``redact(text, secrets=secrets)`` is ``text``.
     """
+    if any(map(text.__contains__, _essential(tuple(secrets)))):
+        return True
+    if "://" in text and _URL_PASSWORD.search(text):
+        return True
+    if "k-" in text and _KEY_SHAPE.search(text):
+        return True
     folded = text.casefold()
-    return any(map(folded.__contains__, _TRIGGERS)) or any(map(text.__contains__, filter(None, secrets)))
+    return any(map(folded.__contains__, _TRIGGERS))
+
+
+@functools.lru_cache(maxsize=64)
+def _essential(secrets: tuple[str, ...]) -> tuple[str, ...]:
+    """The secrets to look for: a text holds one of ``secrets`` only if it holds one of these.
+
+    A form that holds another (the whole base64 of a secret holds its aligned part, the base64 of
+    ``user:password`` holds the password's) needs no search of its own.
+    """
+    values = sorted({s for s in secrets if s}, key=len)
+    kept: list[str] = []
+    for value in values:
+        if not any(k in value for k in kept):
+            kept.append(value)
+    return tuple(kept)
 
 
 def _mask_basic(match: re.Match[str]) -> str:
@@ -231,6 +263,9 @@ class SecretMasker:
         self._environ = {k: v for k, v in env.items() if _SECRET_NAME.search(k)}
         self._generation = -1
         self._secrets: list[str] = []
+        # Short values seen lately and what they mask to: a run writes the same run id, role, status and model
+        # in every row.
+        self._short: dict[str, str] = {}
 
     @property
     def secrets(self) -> list[str]:
@@ -238,6 +273,7 @@ class SecretMasker:
         if self._generation != _learned_generation:
             self._generation = _learned_generation
             self._secrets = secret_values(self._environ)
+            self._short = {}
         return self._secrets
 
     def text(self, text: str) -> str:
@@ -265,9 +301,15 @@ class SecretMasker:
         """A column's value with secrets masked: JSON text (an object or list) string by string, other text whole."""
         if not isinstance(value, str) or len(value) < _SHORTEST_MASKED:
             return value
-        if value[:1] in ("{", "["):
-            return self.json_text(value)
-        return self.text(value)
+        if len(value) > _SHORT_VALUE:
+            return self.json_text(value) if value[:1] in ("{", "[") else self.text(value)
+        masked = self._short.get(value)
+        if masked is None or self._generation != _learned_generation:
+            masked = self.json_text(value) if value[:1] in ("{", "[") else self.text(value)
+            if len(self._short) >= _SHORT_VALUES_KEPT:
+                self._short = {}
+            self._short[value] = masked
+        return masked
 
     def parameters(self, parameters: Any) -> Any:
         """A statement's parameters (a sequence or a mapping, as the database driver takes them), masked."""
@@ -280,3 +322,6 @@ class SecretMasker:
 
 # No shorter text can hold a secret (8 characters) or a pattern (``sk-`` and 16 more, ``x://u:p@``, ``bearer ``+8).
 _SHORTEST_MASKED = _MIN_SECRET_LEN
+# Values up to this length are remembered with their masked form, up to this many (then forgotten all at once).
+_SHORT_VALUE = 128
+_SHORT_VALUES_KEPT = 4096
