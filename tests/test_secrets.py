@@ -26,7 +26,7 @@ import pytest
 from sqlalchemy import func, select
 
 from chat_stub import ChatStub, completion, is_probe
-from episode_helpers import ClientWithoutLifecycle, Echo, echo_episode
+from episode_helpers import CachedEndpoint, Echo, echo_episode
 from secret_scan import encoded_forms, file_bytes, leaks, store_values
 from toolgauge.benchmarks.toolgate.gate_store import GateLog
 from toolgauge.engine import EngineConfig, run_episodes
@@ -320,27 +320,12 @@ def test_the_cache_serves_the_masked_answer_it_stored(tmp_path: Path, monkeypatc
     store.close()
 
 
-class Reverser(ClientWithoutLifecycle):
-    """A cacheable client that answers with the prompt reversed, counting calls."""
-
-    name = "reverser"
-    cacheable = True
-    cache_id = "reverser-v1"
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    async def generate(self, request: ModelRequest) -> AssistantTurn:
-        self.calls += 1
-        return AssistantTurn(content=(request.messages[-1].content or "")[::-1])
-
-
 def test_no_cache_neither_reads_nor_writes_the_response_cache(tmp_path: Path) -> None:
     import asyncio
 
     store = open_store(f"sqlite:///{tmp_path / 's.db'}")
     samples = [(f"s{i}", f"q{i}") for i in range(5)]
-    client = Reverser()
+    client = CachedEndpoint()
     config = EngineConfig(show_progress=False, use_cache=False)
     run_id = store.create_run("t", "m", {})
     asyncio.run(run_episodes(samples, echo_episode, Echo, client=client, store=store, run_id=run_id, config=config))
