@@ -77,7 +77,8 @@ def learn_secret(value: str | None) -> None:
 def learn_url_credentials(url: str) -> None:
     """Learn the password of a URL (``scheme://user:password@host``), as written and percent-decoded.
 
-    Also ``user:password``, whose base64 an HTTP client sends as Basic credentials.
+    Also ``user:password``, whose base64 an HTTP client sends as Basic credentials (learned even when the
+    password alone is too short to be).
     """
     try:
         parts = urlsplit(url)
@@ -88,13 +89,8 @@ def learn_url_credentials(url: str) -> None:
     user = parts.username or ""
     for password, name in ((parts.password, user), (unquote(parts.password), unquote(user))):
         learn_secret(password)
-        if len(password) >= _MIN_SECRET_LEN:  # a short password is no safer inside user:password
+        if password:
             learn_secret(f"{name}:{password}")
-
-
-def learned_generation() -> int:
-    """How many secrets were learned so far (a masker holding an older count looks the secrets up again)."""
-    return _learned_generation
 
 
 def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
