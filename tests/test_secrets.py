@@ -10,6 +10,7 @@ tables, is searched for them (tests/secret_scan.py).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import os
@@ -245,7 +246,7 @@ def test_encoded_forms_of_a_secret_are_masked_at_every_alignment() -> None:
     assert redact(text, secrets=list(secret_forms(frozenset({secret + "/ &x", secret + chr(233)})))).count(MASK) == 2
 
 
-def test_url_credentials_are_learned_with_their_basic_form(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_url_credentials_are_learned_with_their_basic_form() -> None:
     password = "planted-learned-pw-%2F61d0"  # percent-encoded in the URL; sent decoded
     learn_url_credentials(f"http://alice:{password}@127.0.0.1:9/v1")
     basic = base64.b64encode(b"alice:planted-learned-pw-/61d0").decode()
@@ -294,8 +295,6 @@ def test_every_write_path_masks_secrets_in_every_table(store_url: str, monkeypat
     store.record_sample(run_id, "a", result={"text": said, "deep": {"list": [said]}}, error=None, latency_s=0.1)
     store.record_sample(run_id, "b", result=None, error=said, latency_s=0.1)
     store.flush()
-    from toolgauge.results import EvalResults, Metric
-
     store.save_results(run_id, EvalResults(benchmark="suite", metrics=[Metric(name="acc", value=1.0, group=said)]))
     sweep = create_sweep(store, f"# {said}\n", [(said, "suite")])
     set_cell(store, sweep.id, 0, "failed", error=said)
@@ -321,8 +320,6 @@ def test_the_cache_serves_the_masked_answer_it_stored(tmp_path: Path, monkeypatc
 
 
 def test_no_cache_neither_reads_nor_writes_the_response_cache(tmp_path: Path) -> None:
-    import asyncio
-
     store = open_store(f"sqlite:///{tmp_path / 's.db'}")
     samples = [(f"s{i}", f"q{i}") for i in range(5)]
     client = CachedEndpoint()
