@@ -34,6 +34,7 @@ TIERS: dict[str, tuple[str, ...]] = {
     "test_cli_genesis.py::test_eval_generates_then_evaluates_in_one_run": ("embedding",),
     "test_cli_genesis.py::test_gold_with_two_epochs_scores_each_try_from_its_own_folder": ("embedding",),
     "test_cli_genesis.py::test_linked_files_never_leak_secrets_into_store_samples_or_output": ("embedding",),
+    "test_cli_genesis.py::test_a_key_printed_on_a_servers_stderr_is_masked_everywhere": ("embedding",),
     "test_genesis_embeddings.py": ("embedding",),
     "test_embedding_speed_model.py": ("embedding",),
     # The candidates' solutions run under the sandbox (gate 1).
@@ -52,6 +53,7 @@ TIERS: dict[str, tuple[str, ...]] = {
     "test_secrets.py::test_api_key_echoed_by_the_server_reaches_nothing": ("slow",),
     "test_secrets.py::test_api_key_echoed_in_the_probes_answer_reaches_nothing": ("slow",),
     "test_secrets.py::test_password_in_the_model_url_reaches_nothing": ("slow",),
+    "test_secrets.py::test_credentials_echoed_by_the_model_reach_no_table_file_or_output": ("slow",),
     "test_store_durability.py::test_a_full_disk_stops_the_run_and_loses_no_finished_row": ("slow",),
     # The PostgreSQL tests (by fixture or store parameter) are slow too: they start a server.
 }

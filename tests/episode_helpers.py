@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from toolgauge.engine import EngineConfig, EpisodeContext, run_episodes
 from toolgauge.models.base import ModelClient
 from toolgauge.models.offline import ScriptedClient
-from toolgauge.records import Message
+from toolgauge.records import AssistantTurn, Message, ModelRequest
 from toolgauge.store import open_store
 
 R = TypeVar("R", bound=BaseModel)
@@ -27,6 +27,21 @@ class ClientWithoutLifecycle:
 
     async def close(self) -> None:
         pass
+
+
+class CachedEndpoint(ClientWithoutLifecycle):
+    """Answers with the prompt reversed, through the response cache (as an HTTP model's answers go)."""
+
+    name = "endpoint"
+    cacheable = True
+    cache_id = "endpoint-v1"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def generate(self, request: ModelRequest) -> AssistantTurn:
+        self.calls += 1
+        return AssistantTurn(content=(request.messages[-1].content or "")[::-1])
 
 
 class Echo(BaseModel):

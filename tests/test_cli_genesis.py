@@ -18,6 +18,7 @@ from click.testing import Result
 
 from cli_helpers import invoke, results_of, sample_rows
 from proc_tree import descendants, survivors
+from secret_scan import file_bytes, leaks, store_values
 from toolgauge.sandbox import SandboxStatus, detect_sandbox, policy
 
 FIXTURES = Path(__file__).parent / "fixtures" / "genesis"
@@ -272,6 +273,28 @@ def test_linked_files_never_leak_secrets_into_store_samples_or_output(
     written = [samples.read_bytes(), *(p.read_bytes() for p in tmp_path.glob("store.db*"))]
     for blob in [res.stdout.encode(), res.stderr.encode(), *written]:
         assert secret.encode() not in blob
+
+
+@needs_bwrap
+def test_a_key_printed_on_a_servers_stderr_is_masked_everywhere(
+    data: Path, registry: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "planted-stderr-" + uuid.uuid4().hex
+    monkeypatch.setenv("TOOLGAUGE_API_KEY", secret)
+    # A generated server that prints a key it was shown (here written into its code) and dies at start-up.
+    (registry.parent / "mini-calc" / "server.py").write_text(
+        f"import sys\nprint('connecting with key {secret}', file=sys.stderr, flush=True)\nsys.exit(3)\n"
+    )
+    store, samples = tmp_path / "store.db", tmp_path / "samples.jsonl"
+    res = invoke("genesis", "evaluate", "--data", data, "--pred", registry, "--store", f"sqlite:///{store}",
+                 "--samples", samples, "--json", "-q")  # fmt: skip
+    assert res.exit_code == 0, res.output
+    (row,) = sample_rows(samples)
+    assert "stderr: connecting with key ***" in row["metadata"]["failures"]["L1"], row
+    found = list(store_values(f"sqlite:///{store}"))
+    outputs = [("stdout", res.stdout.encode()), ("stderr", res.stderr.encode())]
+    assert leaks(iter([*found, *file_bytes(samples, *tmp_path.glob("store.db*")), *outputs]), [secret]) == []
+    assert any(b"connecting with key ***" in value for where, value in found if where == "samples.result")
 
 
 # -- Ctrl-C ends every sandbox -----------------------------------------------------------------------

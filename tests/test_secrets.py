@@ -2,28 +2,44 @@
 
 A real HTTP server on 127.0.0.1 answers 401 with a body that echoes the API key and every request
 header back (as some servers do); the real ``toolgauge`` process runs against it, and the planted
-secret is searched for in everything that process and ``report``/``runs`` write.
+secret is searched for in everything that process and ``report``/``runs`` write. Another answers
+every completion with the credentials it was sent (in the text and in a tool call's arguments, encoded
+several ways); every table of the SQLite and PostgreSQL stores, found by asking the database for its
+tables, is searched for them (tests/secret_scan.py).
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import os
+import sqlite3
+import stat
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, urlsplit
 
 import pytest
+from sqlalchemy import func, select
 
 from chat_stub import ChatStub, completion, is_probe
+from episode_helpers import CachedEndpoint, Echo, echo_episode
+from secret_scan import encoded_forms, file_bytes, leaks, store_values
+from toolgauge.benchmarks.toolgate.gate_store import GateLog
+from toolgauge.engine import EngineConfig, run_episodes
 from toolgauge.models.openai_compat import _short
 from toolgauge.models.spec import display_spec, resolve_model
-from toolgauge.redact import MASK, redact_tree
+from toolgauge.records import AssistantTurn, GenerateOptions, Message, ModelRequest, ToolCall
+from toolgauge.redact import MASK, SecretMasker, learn_url_credentials, redact, redact_tree, secret_forms
 from toolgauge.report.export import results_to_csv, samples_jsonl
 from toolgauge.results import EvalResults, Metric, SampleScore
+from toolgauge.store import open_store, schema
+from toolgauge.store.sweeps import create_sweep, set_cell
+from toolgauge.store.transcripts import MessageChain
 
 API_KEY = "planted-api-key-7f3a9c2e41"
 URL_PASSWORD = "planted-url-pw-5d8b1e6a"
@@ -215,3 +231,233 @@ def test_redact_masks_basic_credentials_but_not_the_word_basic() -> None:
         == f"sent Authorization Basic {MASK} twice; basic {MASK}"
     )
     assert redact("basic authentication and basic words") == "basic authentication and basic words"
+
+
+def test_encoded_forms_of_a_secret_are_masked_at_every_alignment() -> None:
+    secret = "planted-encoded-9c1e55d2"
+    forms = list(secret_forms(frozenset({secret})))
+    for prefix in ("", "x", "xy", "Bearer "):
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            encoded = encode((prefix + secret).encode()).decode()
+            masked = redact(f"echo {encoded} end", secrets=forms)
+            assert masked.startswith("echo ") and masked.endswith(" end") and MASK in masked
+            assert not [f for f in encoded_forms(secret) if f.decode() in masked], (prefix, masked)
+    text = f"q={quote(secret + '/ &x', safe='')} and {json.dumps(secret + chr(233))}"
+    assert redact(text, secrets=list(secret_forms(frozenset({secret + "/ &x", secret + chr(233)})))).count(MASK) == 2
+
+
+def test_url_credentials_are_learned_with_their_basic_form() -> None:
+    password = "planted-learned-pw-%2F61d0"  # percent-encoded in the URL; sent decoded
+    learn_url_credentials(f"http://alice:{password}@127.0.0.1:9/v1")
+    basic = base64.b64encode(b"alice:planted-learned-pw-/61d0").decode()
+    masker = SecretMasker(environ={})
+    assert masker.text(f"Authorization: Basic {basic}") == f"Authorization: Basic {MASK}"
+    assert masker.text(f"raw {basic} here") == f"raw {MASK} here"
+    assert masker.text("pw planted-learned-pw-/61d0 and planted-learned-pw-%2F61d0") == f"pw {MASK} and {MASK}"
+
+
+def test_the_masker_keeps_json_as_written_unless_it_masks_something() -> None:
+    masker = SecretMasker(environ={"SOME_TOKEN": "planted-json-tok-1234"})
+    plain = '{"url": "http://host:8080/v1", "n": [1, 2]}'  # a trigger ("://") but nothing to mask
+    assert masker.json_text(plain) is plain
+    assert masker.value('{"a": "x planted-json-tok-1234"}') == f'{{"a":"x {MASK}"}}'
+    assert masker.value('["not json planted-json-tok-1234') == f'["not json {MASK}'
+    assert masker.parameters(("short", 3, b"planted-json-tok-1234", "planted-json-tok-1234")) == (
+        "short", 3, b"planted-json-tok-1234", MASK,
+    )  # fmt: skip
+    assert masker.parameters({"k": "a planted-json-tok-1234"}) == {"k": f"a {MASK}"}
+
+
+# --- every write path of the store, every table scanned -------------------------------------------
+
+ENV_SECRET = "planted-env-secret-8e41b2c9d7"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'store.db'}"
+    return str(request.getfixturevalue("pg_url"))
+
+
+def test_every_write_path_masks_secrets_in_every_table(store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SOME_SERVICE_TOKEN", ENV_SECRET)
+    b64 = base64.b64encode(("key=" + ENV_SECRET).encode()).decode()
+    said = f"I read {ENV_SECRET} (that is {b64}, or {quote(ENV_SECRET, safe='')})"
+    store = open_store(store_url)
+    run_id = store.create_run("suite", f"http://u:{ENV_SECRET}@h/v1#m", {"note": said, "nested": [said]})
+    request = ModelRequest(messages=[Message(role="user", content=said)], options=GenerateOptions(), sample_key="a")
+    refs = store.put_request(MessageChain(), request)
+    turn = AssistantTurn(content=said, tool_calls=[ToolCall(name="f", arguments={"x": said}, raw=json.dumps(said))])
+    store.record_call({"run_id": run_id, "sample_key": "a", "step": 0, **refs, "response": turn.model_dump_json()})
+    store.record_call({"run_id": run_id, "sample_key": "b", "step": 0, "error": said})
+    store.cache_put("k1", "m", turn.model_dump())
+    store.record_sample(run_id, "a", result={"text": said, "deep": {"list": [said]}}, error=None, latency_s=0.1)
+    store.record_sample(run_id, "b", result=None, error=said, latency_s=0.1)
+    store.flush()
+    store.save_results(run_id, EvalResults(benchmark="suite", metrics=[Metric(name="acc", value=1.0, group=said)]))
+    sweep = create_sweep(store, f"# {said}\n", [(said, "suite")])
+    set_cell(store, sweep.id, 0, "failed", error=said)
+    GateLog(store.engine, run_id, "round-0001").put("gate1", {"why": said})
+    store.close()
+
+    found = list(store_values(store_url))
+    assert leaks(iter(found), [ENV_SECRET]) == []
+    # The rows are there, with the secret masked: this searched what was written.
+    tables = {where.split(".")[0] for where, data in found if MASK.encode() in data}
+    assert {"runs", "samples", "model_calls", "response_cache", "blobs", "sweeps", "sweep_cells"} <= tables, tables
+    assert any(where.startswith("toolgate") for where, data in found if MASK.encode() in data), tables
+
+
+def test_the_cache_serves_the_masked_answer_it_stored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SOME_SERVICE_TOKEN", ENV_SECRET)
+    store = open_store(f"sqlite:///{tmp_path / 's.db'}")
+    store.cache_put("k", "m", {"content": f"key {ENV_SECRET}"})
+    assert store.cache_known("k") == {"content": f"key {MASK}"}  # buffered: the same as after the commit
+    store.flush()
+    assert store.cache_get("k") == {"content": f"key {MASK}"}
+    store.close()
+
+
+def test_no_cache_neither_reads_nor_writes_the_response_cache(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 's.db'}")
+    samples = [(f"s{i}", f"q{i}") for i in range(5)]
+    client = CachedEndpoint()
+    config = EngineConfig(show_progress=False, use_cache=False)
+    run_id = store.create_run("t", "m", {})
+    asyncio.run(run_episodes(samples, echo_episode, Echo, client=client, store=store, run_id=run_id, config=config))
+    with store.engine.connect() as conn:
+        cached = conn.execute(select(func.count()).select_from(schema.response_cache)).scalar_one()
+        calls = conn.execute(select(func.count()).select_from(schema.model_calls)).scalar_one()
+    store.close()
+    assert (client.calls, calls, cached) == (5, 5, 0)
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_a_new_sqlite_store_its_wal_and_its_folders_are_private(tmp_path: Path) -> None:
+    db = tmp_path / "made" / "for-it" / "store.db"
+    tmp_mode = mode(tmp_path)
+    before = os.umask(0o022)  # the common umask, under which files are world-readable unless made otherwise
+    try:
+        store = open_store(f"sqlite:///{db}")
+        run_id = store.create_run("t", "m", {})
+        store.record_sample(run_id, "a", result={"x": 1}, error=None, latency_s=0.1)
+        store.flush()
+        files = [db, db.with_name("store.db-wal"), db.with_name("store.db-shm")]
+        modes = {p.name: mode(p) for p in files}  # the store is open: its WAL and shared memory exist
+        folders = {p.name: mode(p) for p in (db.parent, db.parent.parent)}
+        store.close()
+    finally:
+        os.umask(before)
+    assert modes == {"store.db": 0o600, "store.db-wal": 0o600, "store.db-shm": 0o600}
+    assert folders == {"for-it": 0o700, "made": 0o700}
+    assert mode(tmp_path) == tmp_mode, "a folder the store did not create is left as it was"
+
+
+# --- a model that echoes its credentials: the real CLI, every table, every file, every output ---------------
+
+ECHO_KEY = "planted-echo-key-2b7e9f03c6"
+ECHO_PASSWORD = "planted-echo-pw-71c4a0e8"
+
+
+class CredentialEcho(ChatStub):
+    """Answers every completion with the credentials it was sent, in its text and in a tool call's arguments.
+
+    Each credential (the Authorization header, its token, a Basic token's ``user:password`` and password, and a
+    secret of the environment the model "knows") is repeated as it is, URL-encoded and base64-encoded at three
+    alignments.
+    """
+
+    def __init__(self) -> None:
+        self.authorizations: list[str] = []
+        super().__init__(self._respond)
+
+    def _respond(self, request: dict[str, Any], headers: Mapping[str, str]) -> tuple[int, bytes]:
+        if is_probe(request):
+            return 200, completion("OK", finish_reason="length")
+        auth = headers.get("authorization", "")
+        self.authorizations.append(auth)
+        scheme, _, token = auth.partition(" ")
+        said = [auth, token, ENV_SECRET]
+        if scheme.lower() == "basic":
+            user_password = base64.b64decode(token).decode()
+            said += [user_password, user_password.partition(":")[2]]
+        forms = [f for s in said for f in (s, quote(s, safe=""), *(base64.b64encode((p + s).encode()).decode()
+                                                                   for p in ("", "x", "xy")))]  # fmt: skip
+        text = "you sent: " + " | ".join(forms)
+        call = {"id": "call_1", "type": "function", "function": {"name": "echo", "arguments": json.dumps({"t": text})}}
+        body = {
+            "id": "c", "object": "chat.completion", "created": 0, "model": "m",
+            "choices": [{"index": 0, "finish_reason": "tool_calls",
+                         "message": {"role": "assistant", "content": text, "tool_calls": [call]}}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        }  # fmt: skip
+        return 200, json.dumps(body).encode()
+
+
+def test_credentials_echoed_by_the_model_reach_no_table_file_or_output(tmp_path: Path, store_url: str) -> None:
+    sqlite_db = tmp_path / "store.db" if store_url.startswith("sqlite") else None
+    env = clean_env(TOOLGAUGE_API_KEY=ECHO_KEY, SOME_SERVICE_TOKEN=ENV_SECRET)
+    outputs: list[tuple[str, bytes]] = []
+    files: list[Path] = []
+
+    def cli(*args: str) -> subprocess.CompletedProcess[bytes]:
+        proc = toolgauge(*args, env=env)
+        outputs.extend([(f"stdout of {args[:2]}", proc.stdout), (f"stderr of {args[:2]}", proc.stderr)])
+        assert proc.returncode == 0, proc.stderr.decode()
+        return proc
+
+    held: sqlite3.Connection | None = None
+    with CredentialEcho() as server:
+        for n, model in enumerate([server.model(), f"http://tg:{ECHO_PASSWORD}@127.0.0.1:{server.port}/v1#m"]):
+            samples = tmp_path / f"samples-{n}.jsonl"
+            files.append(samples)
+            cli("eval", "suite", "--model", model, "--store", store_url, "--samples", str(samples), "--limit", "2",
+                "--max-retries", "0", "--concurrency", "1", "--json", "-q")  # fmt: skip
+            if sqlite_db is not None and held is None:
+                # Held open through the second run: its WAL and shared-memory files stay to be searched.
+                held = sqlite3.connect(sqlite_db)
+                held.execute("SELECT count(*) FROM runs").fetchone()
+    try:
+        basic = "Basic " + base64.b64encode(f"tg:{ECHO_PASSWORD}".encode()).decode()
+        assert {f"Bearer {ECHO_KEY}", basic} <= set(server.authorizations), server.authorizations
+        runs = json.loads(cli("runs", "--store", store_url, "--json").stdout)
+        assert len(runs) == 2
+        for run in runs:
+            run_id = run["id"]
+            for flag in ([], ["--json"], ["--csv"]):
+                cli("report", run_id, "--store", store_url, *flag)
+            cli("transcript", run_id, a_sample_with_calls(store_url, run_id), "--store", store_url, "--json")
+            for fmt in ("jsonl", "csv"):
+                out = tmp_path / f"export-{run_id}-{fmt}"
+                cli("export", run_id, "--format", fmt, "--out", str(out), "--store", store_url)
+                files += [p for p in out.rglob("*") if p.is_file()]
+        store_files: list[Path] = []
+        if sqlite_db is not None:
+            store_files = [sqlite_db, sqlite_db.with_name("store.db-wal"), sqlite_db.with_name("store.db-shm")]
+            assert {p.name: mode(p) for p in store_files} == {p.name: 0o600 for p in store_files}
+        found = list(store_values(store_url))
+        secrets = [ECHO_KEY, ECHO_PASSWORD, f"tg:{ECHO_PASSWORD}", ENV_SECRET]
+        if store_url.startswith("postgresql"):
+            secrets.append(str(urlsplit(store_url).password))
+        haystacks = [*found, *file_bytes(*files, *store_files), *outputs]
+        assert leaks(iter(haystacks), secrets) == []
+        # What was searched holds the echoes, masked: the answers were stored, in the samples and the cache.
+        masked = {where for where, data in found if b"you sent: " in data and MASK.encode() in data}
+        assert {"samples.result", "response_cache.response", "model_calls.response"} <= masked, masked
+    finally:
+        if held is not None:
+            held.close()
+
+
+def a_sample_with_calls(store_url: str, run_id: str) -> str:
+    store = open_store(store_url, create=False)
+    try:
+        with store.engine.connect() as conn:
+            c = schema.model_calls.c
+            return str(conn.execute(select(c.sample_key).where(c.run_id == run_id).limit(1)).scalar_one())
+    finally:
+        store.close()

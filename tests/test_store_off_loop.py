@@ -21,28 +21,13 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from episode_helpers import ClientWithoutLifecycle, Echo, echo_episode
+from episode_helpers import CachedEndpoint, ClientWithoutLifecycle, Echo, echo_episode
 from toolgauge.engine import EngineConfig, EpisodeContext, run_episodes
 from toolgauge.errors import StoreWriteError
 from toolgauge.records import AssistantTurn, Message, ModelRequest
 from toolgauge.store import Store, open_store, schema
 
 GIVE_UP_S = 60.0  # only so that a blocked loop fails the test instead of hanging it
-
-
-class CachedEndpoint(ClientWithoutLifecycle):
-    """A client whose answers go through the response cache (as an HTTP model's do)."""
-
-    name = "endpoint"
-    cacheable = True
-    cache_id = "endpoint-v1"
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    async def generate(self, request: ModelRequest) -> AssistantTurn:
-        self.calls += 1
-        return AssistantTurn(content=(request.messages[-1].content or "")[::-1])
 
 
 class HeldStore(Store):

@@ -205,7 +205,7 @@ TimeoutOpt = Annotated[float, typer.Option("--timeout", **cli_range("timeout"), 
 RetriesOpt = Annotated[
     int, typer.Option("--max-retries", **cli_range("max_retries"), help="Retries on 429/5xx/timeouts.")
 ]
-NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Do not serve model answers from the cache.")]
+NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the response cache.")]
 ResumeOpt = Annotated[str | None, typer.Option("--resume", help="Continue an interrupted run by id.")]
 SamplesOpt = Annotated[Path | None, typer.Option("--samples", help="Write one JSON line per scored unit to this file.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet/--progress", "-q", help="No progress bar.")]

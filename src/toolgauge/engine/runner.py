@@ -350,7 +350,7 @@ class EpisodeContext:
             st.answered(client)
             st.calls += 1
             self._record(request, key, turn, None, latency, attempt, role=role)
-            if key is not None:
+            if key is not None and st.config.use_cache:  # --no-cache neither reads nor writes the cache
                 try:
                     st.store.cache_put(key, client.cache_id, turn.model_dump())
                 except StoreWriteError as exc:

@@ -12,9 +12,11 @@ from pydantic import BaseModel, Field, ValidationError
 
 from toolgauge.errors import ConnectionFailed, ModelError, TransientModelError
 from toolgauge.records import AssistantTurn, Message, ModelRequest, ToolCall, Usage
-from toolgauge.redact import redact, redact_url
+from toolgauge.redact import learn_secret, learn_url_credentials, redact, redact_url
 
 _RETRYABLE_STATUS = {408, 409, 425, 429}
+# Keys sent when there is no real one (no key in the environment, the embedded local server): nothing to hide.
+PLACEHOLDER_KEYS = frozenset({"sk-no-key", "sk-local"})
 # The probe fails at once when nothing accepts the connection (dead port, unknown host, connect
 # timeout); a server that accepts but answers with a transient fault (5xx, 429, a malformed body,
 # a reset) is alive, and gets a few quick attempts.
@@ -152,6 +154,12 @@ class OpenAICompatClient:
         self.model = model
         self.base_url = base_url
         self.name = name or model
+        # What this client sends (the key as a Bearer token, a URL's user:password as Basic) is masked
+        # wherever it is echoed back: in completions, error bodies, the store.
+        if api_key not in PLACEHOLDER_KEYS:
+            learn_secret(api_key)
+        if base_url:
+            learn_url_credentials(base_url)
         self._api_key = api_key
         self._timeout = timeout
         self._client: AsyncOpenAI | None = None

@@ -10,6 +10,10 @@ A write that fails (disk full, read-only store, lost PostgreSQL connection) rais
 dropped and nothing is written twice. A run is run by one process at a time: the process
 holds a lease row in ``run_locks`` (see ``acquire_run_lock``).
 
+**Secrets.** Every parameter of every statement this store sends (every column of every table, the
+toolgate tables and sweeps included) passes through one :class:`~toolgauge.redact.SecretMasker` first, so
+the database never receives a known secret, in any of its encoded forms (see :mod:`toolgauge.redact`).
+
 Each model call's request and response are kept (``put_request``, ``transcript``): the request
 as content-addressed blobs committed with the call's row (see :mod:`toolgauge.store.transcripts`).
 
@@ -60,7 +64,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from toolgauge.errors import RunLocked, StoreWriteError, UsageError
 from toolgauge.records import AssistantTurn, GenerateOptions, Message, ModelRequest, ToolSpec, Usage
-from toolgauge.redact import redact, redact_tree, redact_url, secret_values
+from toolgauge.redact import SecretMasker, learn_url_credentials, redact, redact_tree, redact_url
 from toolgauge.results import EvalResults
 from toolgauge.store import schema
 from toolgauge.store.lease import HEARTBEAT_SECONDS, LockHolder, is_stale, pid_start_time, this_host
@@ -69,7 +73,6 @@ from toolgauge.store.reader import CacheReader
 from toolgauge.store.schema import SCHEMA_VERSION
 from toolgauge.store.transcripts import (
     BlobBuffer,
-    Masker,
     MessageChain,
     ModelCallRecord,
     RequestWriter,
@@ -164,7 +167,9 @@ class Store:
         self._pending_calls: list[dict[str, Any]] = []
         self._pending_cache: dict[str, dict[str, Any]] = {}
         self._blobs = BlobBuffer()
-        self._masker: Masker | None = None
+        # Masks every parameter of every statement sent on this engine (the environment is read once, here).
+        self._masker = SecretMasker()
+        event.listen(engine, "before_cursor_execute", self._mask_statement, retval=True)
         self._requests: RequestWriter | None = None
         # The schema version of the database, once opened (init_schema or check_schema).
         self.schema_version: int | None = None
@@ -193,6 +198,19 @@ class Store:
         self._io: ThreadPoolExecutor | None = None
         # Cache look-ups asked for in this tick of the event loop, sent to the store's thread together.
         self._lookups: list[tuple[str, asyncio.Future[dict[str, Any] | None]]] = []
+
+    def _mask_statement(
+        self, _conn: Any, _cursor: Any, statement: str, parameters: Any, _context: Any, executemany: bool
+    ) -> tuple[str, Any]:
+        """Mask secrets in a statement's parameters before the driver sees them (a ``before_cursor_execute`` hook).
+
+        Queries are masked too, so a row is looked up by the values it was stored with.
+        """
+        if not parameters:
+            return statement, parameters
+        if executemany:
+            return statement, [self._masker.parameters(p) for p in parameters]
+        return statement, self._masker.parameters(parameters)
 
     # -- off the event loop ----------------------------------------------------------------
     async def run_io(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
@@ -584,7 +602,7 @@ class Store:
             "sample_key": sample_key,
             "status": "error" if error else "done",
             "result": json.dumps(result) if result is not None else None,
-            "error": redact(error) if error else error,
+            "error": error,  # this and the result are masked on their way to the database (_mask_statement)
             "latency_s": latency_s,
             "finished_at": time.time(),
         }
@@ -660,27 +678,17 @@ class Store:
         when it is recorded right after (``record_call``). Secrets are masked first.
         """
         if self._requests is None:
-            self._requests = RequestWriter(self._blobs, self._secret_masker())
+            self._requests = RequestWriter(self._blobs, self._masker)
         with self._buffer_lock:
             return self._requests.refs(chain, request.messages, request.tools, request.options)
-
-    def _secret_masker(self) -> Masker:
-        # The environment's secret values, looked up once per store (a look-up costs about 0.2 ms).
-        if self._masker is None:
-            self._masker = Masker(secret_values())
-        return self._masker
 
     def record_call(self, row: Mapping[str, Any]) -> None:
         """Buffer one model call (see ``schema.model_calls`` for the fields; ``response`` is the turn's JSON).
 
-        Secrets are masked in the error and in the response (a model may repeat what it was sent).
+        Secrets in the error and in the response (a model may repeat what it was sent) are masked on
+        their way to the database, like every column (``_mask_statement``).
         """
         pending = {**_CALL_DEFAULTS, "created_at": time.time(), **row}
-        masker = self._secret_masker()
-        if pending["error"]:  # error texts may echo a key or a header
-            pending["error"] = redact(pending["error"], secrets=masker.secrets)
-        if pending["response"]:
-            pending["response"] = masker.json_text(pending["response"])
         with self._buffer_lock:
             self._pending_calls.append(pending)
         self._maybe_flush()
@@ -807,11 +815,11 @@ class Store:
         return json.loads(text) if text is not None else None
 
     def cache_put(self, key: str, model: str, response: Mapping[str, Any]) -> None:
-        """Buffer a response for the cache."""
+        """Buffer a response for the cache, secrets masked (a hit serves what the store would: the masked answer)."""
         row = {
             "key": key,
             "model": redact_url(model),
-            "response": json.dumps(dict(response)),
+            "response": self._masker.json_text(json.dumps(dict(response))),
             "created_at": time.time(),
         }
         with self._buffer_lock:
@@ -1095,8 +1103,12 @@ def open_store(url: str | None = None, *, create: bool = True) -> Store:
     folder is made only for the default store (a named store's folder must exist). Without it (read-only
     commands such as ``runs`` and ``report``) nothing is created: a missing SQLite file or an empty database
     is a ``UsageError``.
+
+    A SQLite file this creates is readable by its owner alone (mode 0600, which SQLite gives its WAL and
+    shared-memory files too), and so is a folder it creates (0700): a store holds prompts and answers.
     """
     url = url or default_store_url()
+    learn_url_credentials(url)  # the store's password is masked in whatever this process writes
     shown = redact_url(url)
     driver_url = url
     if url.startswith(("postgresql://", "postgres://")):
@@ -1111,9 +1123,13 @@ def open_store(url: str | None = None, *, create: bool = True) -> Store:
                 f"store {shown!r}: the folder {path.parent} does not exist (toolgauge creates no folder); create it"
             )
         try:
+            made = [folder for folder in (path.parent, *path.parent.parents) if not folder.exists()]
             path.parent.mkdir(parents=True, exist_ok=True)
+            for folder in made:
+                folder.chmod(0o700)
         except OSError as exc:
             raise UsageError(f"cannot create the store folder {path.parent}: {exc}") from exc
+        _create_private_file(path)
     try:
         # pre_ping: after a lost PostgreSQL connection, a later attempt reconnects instead of failing again.
         engine = create_engine(driver_url, pool_pre_ping=driver_url.startswith("postgresql"))
@@ -1134,6 +1150,21 @@ def open_store(url: str | None = None, *, create: bool = True) -> Store:
         first = str(getattr(exc, "orig", None) or exc).strip().splitlines()
         raise UsageError(f"cannot open store {shown!r}: {exc.__class__.__name__}: {first[0] if first else ''}") from exc
     return store
+
+
+def _create_private_file(path: Path) -> None:
+    """Create an empty SQLite file readable by its owner alone (an empty file is an empty database).
+
+    SQLite creates its ``-wal`` and ``-shm`` files with the database file's mode. An existing file is
+    left as it is (its mode is the user's choice).
+    """
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        return
+    except OSError as exc:
+        raise UsageError(f"cannot create the store {path}: {exc.strerror or exc}") from exc
+    path.chmod(0o600)  # whatever the umask (os.open's mode is only an upper bound)
 
 
 def _sqlite_path(url: str) -> Path | None:

@@ -9,7 +9,8 @@ digest of their JSON, zlib-compressed):
 - its **tools** (the whole list) and its **options**, each one blob, stored once for every call
   that sends the same list or options.
 
-Secrets are masked (:mod:`toolgauge.redact`) before anything is hashed, so the store never holds them.
+Secrets are masked (:class:`toolgauge.redact.SecretMasker`, the store's one masking function) before anything
+is hashed and compressed, so the store never holds them.
 The writer avoids repeated work: a message already sent in this sample's previous request is not
 masked, hashed or stored again, a tool list or options object already stored is looked up by
 identity, and a blob this store wrote recently is not sent to the database again.
@@ -29,7 +30,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from toolgauge.records import AssistantTurn, GenerateOptions, Message, ToolSpec, Usage
-from toolgauge.redact import needs_redaction, redact, redact_tree
+from toolgauge.redact import SecretMasker
 
 # Blobs this store wrote or found recently, kept so they are not sent to the database again
 # (a bounded cache: a blob evicted from it is only checked again, never duplicated).
@@ -82,26 +83,6 @@ def pack(data: bytes) -> bytes:
 def unpack(data: bytes) -> Any:
     """Decode one stored blob (JSON starts with ``{`` or ``[``, a zlib stream never does)."""
     return json.loads(data if data[:1] in (b"{", b"[") else zlib.decompress(data))
-
-
-class Masker:
-    """Masks secrets in JSON text, with the environment's secret values looked up once."""
-
-    def __init__(self, secrets: list[str]):
-        self.secrets = secrets
-        # A secret with a quote, a backslash or a control character appears escaped in JSON text.
-        escaped = [json.dumps(s, ensure_ascii=False)[1:-1] for s in secrets]
-        self._forms = [*secrets, *(e for e, s in zip(escaped, secrets, strict=True) if e != s)]
-
-    def json_text(self, text: str) -> str:
-        """``text`` (JSON) with every string in it masked; unchanged (the same object) when nothing needs it."""
-        if not needs_redaction(text, self._forms):
-            return text
-        try:
-            value = json.loads(text)
-        except ValueError:
-            return redact(text, secrets=self.secrets)
-        return json.dumps(redact_tree(value, secrets=self.secrets), ensure_ascii=False, separators=(",", ":"))
 
 
 class BlobBuffer:
@@ -189,7 +170,7 @@ def _same(fields: tuple[Any, ...], old: tuple[Any, ...]) -> bool:
 class RequestWriter:
     """Turns a request into blob hashes for its ``model_calls`` row, buffering the blobs that are new."""
 
-    def __init__(self, blobs: BlobBuffer, masker: Masker):
+    def __init__(self, blobs: BlobBuffer, masker: SecretMasker):
         self._blobs = blobs
         self._masker = masker
         self._tool_lists: OrderedDict[tuple[int, ...], tuple[tuple[ToolSpec, ...], str]] = OrderedDict()
