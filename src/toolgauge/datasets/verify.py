@@ -1,4 +1,4 @@
-"""Check files against their pins: sha256, or the git blob id (the sha1 of ``blob <size>``, a NUL, the bytes) and size."""
+"""Check files against their pins: sha256, or the git blob id (sha1 of ``blob <size>``, a NUL, the bytes) and size."""
 
 from __future__ import annotations
 
