@@ -10,6 +10,7 @@ on it; closing the mirror releases them all.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -111,10 +112,8 @@ class DataMirror:
             if not self._release.wait(HANDLER_DEADLINE):
                 return
             body = body[self.gate_bytes :]
-        try:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client went away (Ctrl-C)
             h.wfile.write(body)
-        except (BrokenPipeError, ConnectionResetError):  # the client went away (Ctrl-C): nothing to do
-            pass
 
 
 def github_path(name: str, file: str) -> str:

@@ -17,8 +17,8 @@ import threading
 from pathlib import Path
 
 import pytest
-from data_mirror import DataMirror, cache_listing, cli, cli_env, github_path, github_routes, start_cli
 
+from data_mirror import DataMirror, cache_listing, cli, cli_env, github_path, github_routes, start_cli
 from toolgauge.datasets.registry import dataset_named
 from toolgauge.datasets.verify import digests
 
