@@ -30,7 +30,6 @@ def test_pull_bfcl_from_the_package_index_then_eval_without_data(tmp_path: Path,
     assert files == sorted([*bfcl.pins, ".toolgauge-data.json"])
     assert not any(name.endswith((".py", ".whl")) for name in files)
     assert sorted(p.name for p in (cache / "bfcl").iterdir()) == [".lock", "2026.3.23"]
-    ]
     for name, pin in bfcl.pins.items():
         assert digests(folder / name).sha256 == pin.sha256
     # The shared copy's files are byte for byte the wheel's.
