@@ -29,19 +29,19 @@ def unsafe_reason(info: zipfile.ZipInfo) -> str | None:
 def extract(archive: Path, prefix: str, wanted: dict[str, int | None], dest: Path, *, label: str) -> None:
     """Copy the members ``prefix + name`` for every ``name`` in ``wanted`` (name -> expected size) into ``dest``.
 
-    Every member under ``prefix`` is checked, even the ones not wanted: an archive holding one unsafe
-    member is refused whole. A member larger than its pinned size is refused without being read out.
+    Every member is checked, even the ones not wanted: an archive holding one unsafe member is
+    refused whole. A member larger than its pinned size is refused without being read out.
 
     Raises:
         FetchError: not a zip, an unsafe member, a member too large, or a wanted member missing.
     """
     try:
         with zipfile.ZipFile(archive) as zf:
-            members = [info for info in zf.infolist() if info.filename.startswith(prefix)]
-            for info in members:
+            for info in zf.infolist():
                 reason = unsafe_reason(info)
                 if reason:
                     raise FetchError(f"{label}: {archive.name}: member {info.filename!r} is {reason}; refused")
+            members = [info for info in zf.infolist() if info.filename.startswith(prefix)]
             found = {info.filename[len(prefix) :]: info for info in members if not info.is_dir()}
             missing = sorted(set(wanted) - set(found))
             if missing:
