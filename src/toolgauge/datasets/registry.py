@@ -65,6 +65,8 @@ class Dataset(BaseModel):
     entry: str = ""
     # No license: ``pull`` needs ``--accept-terms`` (the user takes responsibility).
     needs_terms: bool = False
+    # What the benchmark reads instead while this dataset is not cached ("": nothing, data must be given).
+    fallback: str = ""
     note: str = ""
 
     @property
@@ -144,6 +146,7 @@ DATASETS: tuple[Dataset, ...] = (
         benchmark="wildtoolbench",
         entry="Wild-Tool-Bench.jsonl",
         needs_terms=True,
+        fallback="the built-in sample sessions",
         note="pinned by git blob id; sha256 recorded on first download",
     ),
     Dataset(
