@@ -44,7 +44,7 @@ def _size(dataset: Dataset) -> str:
 
 
 def _hashes(dataset: Dataset) -> str:
-    return dataset.note or "sha256 of every file pinned"
+    return dataset.note or "sha256"
 
 
 @data_app.command("list")
@@ -63,14 +63,19 @@ def list_cmd(as_json: JsonOpt = False) -> None:
         if as_json:
             sys.stdout.write(json.dumps({"cache": str(cache_root()), "datasets": rows}, indent=2) + "\n")
             return
-        table = Table(title=f"datasets (cache: {cache_root()})", title_justify="left")
-        for col in ("name", "source", "revision", "license", "size", "hashes", "cached"):
-            table.add_column(col)
-        for d, row in zip(DATASETS, rows, strict=True):
-            cached = f"yes: {row['path']}" if row["cached"] else "no"
-            table.add_row(
-                *(Text(str(v)) for v in (d.name, d.source_text, d.revision, d.license, _size(d), _hashes(d), cached))
-            )
+        table = Table(
+            title=f"datasets (cache: {cache_root()}/<name>/<revision>)",
+            title_justify="left",
+            caption="pinned: the sha256 of every file; (blob): the git blob id, its sha256 recorded on first download",
+            caption_justify="left",
+        )
+        for col in ("name", "revision", "license", "size", "cached", "source"):
+            table.add_column(col, no_wrap=col != "source")
+        for d in DATASETS:
+            license = "none: --accept-terms" if d.needs_terms else d.license
+            cached = "yes" if cached_path(d) is not None else "no"
+            source = f"{d.source_text} (blob)" if d.note else d.source_text
+            table.add_row(*(Text(v) for v in (d.name, d.revision, license, _size(d), cached, source)))
         out.print(table)
 
     guarded(body)

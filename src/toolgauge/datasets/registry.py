@@ -84,8 +84,8 @@ class Dataset(BaseModel):
     def source_text(self) -> str:
         """The source in one short phrase (``data list``)."""
         if isinstance(self.source, WheelSource):
-            return f"PyPI {self.source.project}=={self.source.version} ({self.source.prefix})"
-        return f"github.com/{self.source.repo}@{self.source.commit[:7]}"
+            return f"PyPI {self.source.project}=={self.source.version}"
+        return f"github.com/{self.source.repo}"
 
 
 DATASETS: tuple[Dataset, ...] = (
@@ -137,7 +137,7 @@ DATASETS: tuple[Dataset, ...] = (
         name="wildtoolbench",
         title="WildToolBench sessions",
         revision="80a5f42",
-        license="none (the repository has no license)",
+        license="none",
         source=GithubSource(
             repo="yupeijei1997/WildToolBench",
             commit="80a5f427fb26c9a14eb419ccb565675671650065",
@@ -147,7 +147,7 @@ DATASETS: tuple[Dataset, ...] = (
         entry="Wild-Tool-Bench.jsonl",
         needs_terms=True,
         fallback="the built-in sample sessions",
-        note="pinned by git blob id; sha256 recorded on first download",
+        note="git blob id; sha256 recorded on first download",
     ),
     Dataset(
         name="tool-genesis",
@@ -161,7 +161,7 @@ DATASETS: tuple[Dataset, ...] = (
         ),
         benchmark="tool-genesis",
         entry="tool_genesis_v3.json",
-        note="pinned by git blob id; sha256 recorded on first download",
+        note="git blob id; sha256 recorded on first download",
     ),
 )
 
