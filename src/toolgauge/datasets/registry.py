@@ -88,6 +88,9 @@ class Dataset(BaseModel):
         return f"github.com/{self.source.repo}"
 
 
+# The eval splits and the published responses are two datasets of one repository at one commit.
+_MTU_REPO, _MTU_COMMIT = "MTU-Bench-Team/MTU-Bench", "d0811f831954974c4543880e19b0247209d2e866"
+
 DATASETS: tuple[Dataset, ...] = (
     Dataset(
         name="bfcl",
@@ -108,8 +111,8 @@ DATASETS: tuple[Dataset, ...] = (
         revision="d0811f8",
         license="Apache-2.0",
         source=GithubSource(
-            repo="MTU-Bench-Team/MTU-Bench",
-            commit="d0811f831954974c4543880e19b0247209d2e866",
+            repo=_MTU_REPO,
+            commit=_MTU_COMMIT,
             paths={
                 **{
                     f"{s}_eval.jsonl": f"MTU-Eval/benchmark/{s}_eval.jsonl" for s in ("S-S", "S-M", "M-S", "M-M", "OOD")
@@ -125,8 +128,8 @@ DATASETS: tuple[Dataset, ...] = (
         revision="d0811f8",
         license="Apache-2.0",
         source=GithubSource(
-            repo="MTU-Bench-Team/MTU-Bench",
-            commit="d0811f831954974c4543880e19b0247209d2e866",
+            repo=_MTU_REPO,
+            commit=_MTU_COMMIT,
             paths={
                 f"{s}_gpt4_response.jsonl": f"MTU-Eval/responses/{s}_gpt4_response.jsonl"
                 for s in ("S-S", "S-M", "M-S", "M-M")
