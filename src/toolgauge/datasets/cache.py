@@ -36,7 +36,8 @@ class Manifest(BaseModel):
 def cache_root() -> Path:
     """The cache's root folder (``$TOOLGAUGE_DATA_DIR``, else ``~/.cache/toolgauge/data``)."""
     given = os.environ.get("TOOLGAUGE_DATA_DIR")
-    return Path(given).expanduser() if given else Path.home() / ".cache" / "toolgauge" / "data"
+    # Absolute: a run records the folder it read, and a rescore from elsewhere must find it again.
+    return (Path(given).expanduser() if given else Path.home() / ".cache" / "toolgauge" / "data").absolute()
 
 
 def dataset_dir(dataset: Dataset) -> Path:

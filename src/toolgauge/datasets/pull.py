@@ -57,6 +57,15 @@ def pull(
             f"{dataset.name}: {dataset.source_text} has no license; pulling it means you take responsibility "
             f"for its use: toolgauge data pull {dataset.name} --accept-terms"
         )
+    try:
+        return _pull_locked(dataset, force=force, timeout=timeout, start=start, on_wait=on_wait)
+    except OSError as exc:  # the cache's own folders (lock, mkdir, rename): a full or read-only cache
+        raise disk_error(exc, dataset_dir(dataset) / ".lock") from None
+
+
+def _pull_locked(
+    dataset: Dataset, *, force: bool, timeout: float, start: Start, on_wait: Callable[[Path], None]
+) -> Outcome:
     with pull_lock(dataset, on_wait):
         final = revision_dir(dataset)
         if (final / MANIFEST).is_file() and not force:
@@ -73,8 +82,6 @@ def pull(
             )
             _write(temp / MANIFEST, manifest.model_dump_json(indent=1) + "\n")
             _replace(temp, final)
-        except OSError as exc:  # the cache folder itself (mkdir, rename): full, read-only
-            raise disk_error(exc, temp) from None
         finally:
             shutil.rmtree(temp, ignore_errors=True)
     return "pulled"
