@@ -47,6 +47,8 @@ def build(
 ) -> BfclBenchmark:
     """The BFCL run over ``categories`` of the data folder ``data`` (the first ``limit`` entries of each).
 
+    ``data`` None: the cached official data (``toolgauge data pull bfcl``).
+
     ``mode`` ``native`` or ``prompt`` asks a model; ``replay`` scores the BFCL result files at
     ``predictions`` (one file, or a folder searched recursively), over the categories that have
     result files unless ``categories`` is given. ``categories`` is a comma list or a sequence of

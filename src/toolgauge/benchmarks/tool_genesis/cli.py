@@ -125,7 +125,7 @@ def build(
     embedder: Embedder | None = None,
     limits: SandboxLimits | None = None,
 ) -> GenesisBenchmark:
-    """The Tool-Genesis evaluation of the first ``limit`` servers of ``data``.
+    """The Tool-Genesis evaluation of the first ``limit`` servers of ``data`` (None: the cached official file).
 
     With ``pred`` (a ``registry.json`` or a folder holding one) it scores those servers (``genesis
     evaluate``); otherwise ``model`` generates them into ``out`` (``gold``: the reference servers) and
