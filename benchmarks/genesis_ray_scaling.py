@@ -56,7 +56,7 @@ def main() -> None:
     parser.add_argument("--shard-size", type=int, default=5)
     parser.add_argument("--runs", default="local,ray1,ray2")
     args = parser.parse_args()
-    data_dir = Path(os.environ.get("TOOLGAUGE_DATA_DIR", REPO.parent / "shared" / "data")).resolve()
+    data_dir = Path(os.environ.get("TOOLGAUGE_SHARED_DATA", REPO.parent / "shared" / "data")).resolve()
     data = data_dir / "tool-genesis" / "tool_genesis_v3_subset.json"
     runs = args.runs.split(",")
     results: dict[str, tuple[dict[str, Any], float, str]] = {}

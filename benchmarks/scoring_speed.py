@@ -38,7 +38,7 @@ def best_of(repeat: int, fn: Callable[[], Any]) -> tuple[float, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", type=Path, default=Path(os.environ.get("TOOLGAUGE_DATA_DIR", "../shared/data")))
+    ap.add_argument("--data", type=Path, default=Path(os.environ.get("TOOLGAUGE_SHARED_DATA", "../shared/data")))
     ap.add_argument("--repeat", type=int, default=5)
     a = ap.parse_args()
 

@@ -6,7 +6,7 @@ leaderboard everywhere, and the wall time of each.
 Models: ``gold``, a ``scripted:`` model (one fixed text answer) and a loopback OpenAI-compatible server that
 answers every request after ``--latency`` seconds (a stand-in for a model's time per request). Benchmarks: the
 built-in suite (24 dialogues), BFCL (simple_python and multiple, ``--limit`` each) and MTU-Bench (S-S and M-M,
-``--limit`` each) from ``$TOOLGAUGE_DATA_DIR`` (default ../shared/data). The Ray runs use a cluster of loopback
+``--limit`` each) from ``$TOOLGAUGE_SHARED_DATA`` (default ../shared/data). The Ray runs use a cluster of loopback
 nodes of one CPU each (tests/ray_cluster.py), a PostgreSQL store (tests/pg_server.py) and shards of 4 samples;
 the local run uses SQLite. Needs the [ray] and [postgres] extras and PostgreSQL's server binaries.
 """
@@ -71,7 +71,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=4)
     parser.add_argument("--latency", type=float, default=0.05)
     args = parser.parse_args()
-    data = Path(os.environ.get("TOOLGAUGE_DATA_DIR", REPO.parent / "shared" / "data")).resolve()
+    data = Path(os.environ.get("TOOLGAUGE_SHARED_DATA", REPO.parent / "shared" / "data")).resolve()
 
     def answer(request: dict[str, Any], headers: Any) -> tuple[int, bytes]:
         time.sleep(args.latency)

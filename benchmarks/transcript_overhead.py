@@ -48,7 +48,7 @@ from toolgauge.store import open_store, schema
 from toolgauge.store.transcripts import MessageChain, unpack
 
 REPO = Path(__file__).resolve().parents[1]
-DATA = Path(os.environ.get("TOOLGAUGE_DATA_DIR", REPO.parent / "shared" / "data"))
+DATA = Path(os.environ.get("TOOLGAUGE_SHARED_DATA", REPO.parent / "shared" / "data"))
 
 
 @dataclass
@@ -331,7 +331,7 @@ def main() -> None:
         "--data",
         type=Path,
         default=DATA,
-        help="the shared data folder (default: $TOOLGAUGE_DATA_DIR, else ../shared/data)",
+        help="the shared data folder (default: $TOOLGAUGE_SHARED_DATA, else ../shared/data)",
     )
     parser.add_argument("--suite-copies", type=int, default=100)
     parser.add_argument("--agent-samples", type=int, default=500)

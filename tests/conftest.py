@@ -10,6 +10,7 @@ so the fast tier stays what it says.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import sys
@@ -55,6 +56,9 @@ TIERS: dict[str, tuple[str, ...]] = {
     "test_secrets.py::test_password_in_the_model_url_reaches_nothing": ("slow",),
     "test_secrets.py::test_credentials_echoed_by_the_model_reach_no_table_file_or_output": ("slow",),
     "test_store_durability.py::test_a_full_disk_stops_the_run_and_loses_no_finished_row": ("slow",),
+    # toolgauge data pull processes against a loopback mirror: faults, a lock, Ctrl-C, a full disk, eval without --data.
+    "test_data_pull.py": ("slow",),
+    "test_data_eval.py": ("slow",),
     # The PostgreSQL tests (by fixture or store parameter) are slow too: they start a server.
 }
 TIER_MARKERS = ("slow", "sandbox", "local_model", "embedding")
@@ -80,6 +84,8 @@ def tiers_of(item: pytest.Item) -> set[str]:
     if _sandbox_skip(item):
         tiers.add("sandbox")
     if _uses_postgres(item, set(getattr(item, "fixturenames", ()))):  # a server started for the session
+        tiers.add("slow")
+    if item.get_closest_marker("network") is not None:  # a real download from a package index
         tiers.add("slow")
     return tiers
 
@@ -129,7 +135,28 @@ EXTRAS = {
 }
 
 
+@functools.cache
+def _package_index_unreachable() -> str | None:
+    """Why pip's package index (PyPI or the configured mirror) cannot be reached, or None when it answers."""
+    import httpx
+
+    from toolgauge.datasets.index import index_url
+
+    page = f"{index_url()}/bfcl-eval/"
+    try:
+        status = httpx.get(page, timeout=10, follow_redirects=True).status_code
+    except httpx.HTTPError as exc:
+        return f"the package index {page} is unreachable ({type(exc).__name__})"
+    return None if status == 200 else f"the package index {page} answers HTTP {status}"
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("network") is not None:
+        why = _package_index_unreachable()
+        if why:
+            if IN_CI:  # CI reaches PyPI: a skip there would hide the one real end-to-end pull
+                pytest.fail(f"CI must run the network tests: {why}")
+            pytest.skip(why)
     for marker, (extra, modules) in EXTRAS.items():
         if item.get_closest_marker(marker) is None:
             continue
@@ -199,14 +226,21 @@ def _private_default_store(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: py
     monkeypatch.setenv("TOOLGAUGE_STORE", f"sqlite:///{base / f'default-store-{os.urandom(6).hex()}.db'}")
     # The embedder's on-disk vector cache: one for the session, in its temporary directory, never ~/.cache.
     monkeypatch.setenv("TOOLGAUGE_CACHE_DIR", str(base / "toolgauge-cache"))
+    # The data cache (toolgauge data): empty and the test's own, never ~/.cache; no mirror unless a test sets one.
+    monkeypatch.setenv("TOOLGAUGE_DATA_DIR", str(base / f"data-cache-{os.urandom(6).hex()}"))
+    monkeypatch.delenv("TOOLGAUGE_DATA_MIRROR", raising=False)
 
 
 # -- data and servers ----------------------------------------------------------------------------------------
 
 
 def shared_data_dir() -> Path:
-    """Return the real-data directory (``TOOLGAUGE_DATA_DIR``, default ``../shared/data``)."""
-    return Path(os.environ.get("TOOLGAUGE_DATA_DIR", REPO.parent / "shared" / "data"))
+    """Return the real-data directory (``TOOLGAUGE_SHARED_DATA``, default ``../shared/data``).
+
+    Its layout is flat (``bfcl/``, ``mtu-bench/``...), not the data cache's ``<name>/<revision>/``: so it has a
+    variable of its own, and ``TOOLGAUGE_DATA_DIR`` (the cache) is a private empty folder in every test.
+    """
+    return Path(os.environ.get("TOOLGAUGE_SHARED_DATA", REPO.parent / "shared" / "data"))
 
 
 @pytest.fixture(scope="session")
@@ -214,7 +248,7 @@ def data_dir() -> Path:
     """The real-data directory; tests that need it skip with a reason where it is absent."""
     path = shared_data_dir()
     if not path.is_dir():
-        pytest.skip(f"real data not found at {path} (set TOOLGAUGE_DATA_DIR)")
+        pytest.skip(f"real data not found at {path} (set TOOLGAUGE_SHARED_DATA)")
     return path
 
 

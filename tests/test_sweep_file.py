@@ -62,7 +62,7 @@ BAD = [
     ("[[model]]\nspec = 'gold'\n[[benchmark]]\nname = 'suite'\nvariant = 'loose'\n",
      "s.toml: benchmark[1].variant: input should be 'reference' or 'strict'"),
     ("[[model]]\nspec = 'gold'\n[[benchmark]]\nname = 'bfcl'\ncategories = ['simple_python']\n",
-     "s.toml: benchmark[1].data: missing: bfcl needs it"),
+     "s.toml: benchmark[1].data: no data given and the official bfcl data is not in the cache"),
     ("[[model]]\nspec = 'gold'\nlanguage = 'en'\n[[benchmark]]\nname = 'suite'\n",
      "s.toml: model[1].language: not an option of benchmark suite, which this model runs"),
     ("[[model]]\nspec = 'gold'\ntemperature = 0.5\n[[benchmark]]\nname = 'suite'\ntemperature = 0.1\n",

@@ -90,7 +90,7 @@ def test_a_bad_date_is_one_error_not_a_crash(base: str):
 
 def test_the_run_page_has_every_breakdown_and_a_chart_for_each(base: str, runs: Runs):
     if runs.mtu is None:
-        pytest.skip("MTU-Bench data not found (set TOOLGAUGE_DATA_DIR)")
+        pytest.skip("MTU-Bench data not found (set TOOLGAUGE_SHARED_DATA)")
     page = api(base, f"runs/{runs.mtu}")
     assert [b["by"] for b in page["breakdowns"]] == ["split"]
     assert [r["group"] for r in page["breakdowns"][0]["rows"]] == ["S-S", "S-M", "M-S", "M-M", "OOD"]
@@ -104,7 +104,7 @@ def test_the_run_page_has_every_breakdown_and_a_chart_for_each(base: str, runs: 
 
 def test_bfcl_gets_a_per_category_chart(base: str, runs: Runs):
     if runs.bfcl is None:
-        pytest.skip("BFCL data not found (set TOOLGAUGE_DATA_DIR)")
+        pytest.skip("BFCL data not found (set TOOLGAUGE_SHARED_DATA)")
     page = api(base, f"runs/{runs.bfcl}")
     category = next(b for b in page["breakdowns"] if b["by"] == "category")
     assert [r["group"] for r in category["rows"]] == ["simple_python", "multiple", "parallel", "irrelevance"]
@@ -411,7 +411,7 @@ def test_compare_of_unknown_runs_or_one_run_missing_is_a_reason_not_a_crash(swee
 
 def test_compare_of_runs_of_different_benchmarks_says_so(base: str, runs: Runs):
     if runs.mtu is None:
-        pytest.skip("MTU-Bench data not found (set TOOLGAUGE_DATA_DIR)")
+        pytest.skip("MTU-Bench data not found (set TOOLGAUGE_SHARED_DATA)")
     status, _h, body = fetch(base + f"api/compare?a={runs.gold}&b={runs.mtu}")
     error = json.loads(body)["error"]
     assert status == 404 and error == (

@@ -182,7 +182,7 @@ def test_the_run_page_shows_metrics_and_draws_a_chart_per_breakdown(
     base: str, runs: Runs, watched: Watched, shots: Path
 ):
     if runs.mtu is None:
-        pytest.skip("MTU-Bench data not found (set TOOLGAUGE_DATA_DIR)")
+        pytest.skip("MTU-Bench data not found (set TOOLGAUGE_SHARED_DATA)")
     page = watched.page
     watched.open(link(base, f"/run/{runs.mtu}"))
     assert page.locator("table.metrics tr.headline").count() >= 3
@@ -249,7 +249,7 @@ def test_the_sample_page_shows_the_known_transcript_and_gold_beside_the_model(
 
 def test_the_run_page_draws_the_benchmarks_own_views(base: str, runs: Runs, watched: Watched, shots: Path):
     if runs.mtu is None:
-        pytest.skip("MTU-Bench data not found (set TOOLGAUGE_DATA_DIR)")
+        pytest.skip("MTU-Bench data not found (set TOOLGAUGE_SHARED_DATA)")
     page = watched.page
     watched.open(link(base, f"/run/{runs.mtu}"))
     # The views come after the page, once the run's verdicts are known.
@@ -267,7 +267,7 @@ def test_the_run_page_draws_the_benchmarks_own_views(base: str, runs: Runs, watc
 
 def test_a_bfcl_sample_shows_the_gold_calls_beside_the_decoded_ones(base: str, runs: Runs, watched: Watched):
     if runs.bfcl is None:
-        pytest.skip("BFCL data not found (set TOOLGAUGE_DATA_DIR)")
+        pytest.skip("BFCL data not found (set TOOLGAUGE_SHARED_DATA)")
     page = watched.page
     watched.open(link(base, f"/run/{runs.bfcl}/sample/simple_python_0"))
     gold = page.locator(".versus .gold .call-name").all_text_contents()
@@ -314,7 +314,7 @@ def test_the_html_report_opens_offline_with_its_charts_samples_and_transcripts(
     runs: Runs, watched: Watched, tmp_path: Path, shots: Path
 ):
     if runs.mtu is None:
-        pytest.skip("MTU-Bench data not found (set TOOLGAUGE_DATA_DIR)")
+        pytest.skip("MTU-Bench data not found (set TOOLGAUGE_SHARED_DATA)")
     out = tmp_path / "mtu.html"
     assert invoke("report", runs.mtu, "--store", runs.url, "--html", out).exit_code == 0
     page = watched.page
@@ -552,7 +552,7 @@ def test_the_sweep_page_ranks_the_models_with_intervals_and_links_each_cell(
 
 def test_comparing_runs_of_two_benchmarks_says_so_on_the_page(base: str, runs: Runs, watched: Watched):
     if runs.mtu is None:
-        pytest.skip("MTU-Bench data not found (set TOOLGAUGE_DATA_DIR)")
+        pytest.skip("MTU-Bench data not found (set TOOLGAUGE_SHARED_DATA)")
     watched.open(link(base, f"/compare?a={runs.gold}&b={runs.mtu}"))
     assert watched.main_text() == (
         f"run {runs.gold} is suite and run {runs.mtu} is mtu-bench: compare runs of the same benchmark"

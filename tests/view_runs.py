@@ -274,7 +274,7 @@ def chart_sweep_report(tmp: Path) -> tuple[ChartSweep, Path]:
 
     bfcl = shared_data_dir() / "bfcl"
     if not bfcl.is_dir():
-        pytest.skip(f"BFCL data not found at {bfcl} (set TOOLGAUGE_DATA_DIR)")
+        pytest.skip(f"BFCL data not found at {bfcl} (set TOOLGAUGE_SHARED_DATA)")
     swept = make_chart_sweep(tmp, bfcl)
     out = tmp / "charts.html"
     assert invoke("report", swept.sweep, "--store", swept.url, "--html", out).exit_code == 0

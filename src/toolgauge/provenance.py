@@ -1,7 +1,7 @@
 """What reproduces a run (``EvalResults.provenance``).
 
 The toolgauge version, the model and its options, the benchmark's options and the sha256 of every data
-file or directory its options name.
+file or directory its options name, and which official datasets (name and revision) they are.
 """
 
 from __future__ import annotations
@@ -78,6 +78,25 @@ def data_files(config: Mapping[str, Any]) -> dict[str, str]:
     return found
 
 
+def dataset_revisions(config: Mapping[str, Any]) -> dict[str, str]:
+    """``{dataset name: revision}`` for every option value that names a file or folder in the data cache."""
+    from toolgauge.datasets.cache import revision_dir
+    from toolgauge.datasets.registry import DATASETS
+
+    folders = {revision_dir(d).resolve(): d for d in DATASETS}
+    found: dict[str, str] = {}
+    for text in _strings(config):
+        if not text or "\n" in text or len(text) > 4096:
+            continue
+        path = Path(text).expanduser().resolve()
+        for folder in (path, *path.parents):
+            dataset = folders.get(folder)
+            if dataset is not None:
+                found[dataset.name] = dataset.revision
+                break
+    return found
+
+
 def make_provenance(
     *,
     version: str,
@@ -99,6 +118,7 @@ def make_provenance(
         model_options=options,
         benchmark_options=dict(benchmark_options),
         data_files=data_files(benchmark_options),
+        datasets=dataset_revisions(benchmark_options),
         limit=limit,
         seed=seed,
         epochs=epochs,

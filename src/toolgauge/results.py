@@ -81,6 +81,8 @@ class Provenance(BaseModel):
     benchmark_options: dict[str, Any] = Field(default_factory=dict)
     # Data file path (as given) -> sha256 of its bytes.
     data_files: dict[str, str] = Field(default_factory=dict)
+    # Official dataset name -> its pinned revision, for data read from the data cache (``toolgauge data``).
+    datasets: dict[str, str] = Field(default_factory=dict)
     limit: int | None = None
     seed: int = 0
     epochs: int = 1

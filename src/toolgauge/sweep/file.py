@@ -8,7 +8,7 @@ spec = "http://127.0.0.1:8000/v1#qwen"
 temperature = 0.7
 [[benchmark]]
 name = "bfcl"
-data = "path/to/bfcl"
+data = "path/to/bfcl"          # optional: the cached official data (toolgauge data pull bfcl)
 categories = ["simple_python", "multiple"]
 limit = 50
 ```
@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from toolgauge.benchmark import BenchmarkSpec, build_parameters
 from toolgauge.bounds import BOUNDED, OptionOutOfBounds, check_option
+from toolgauge.datasets.resolve import missing_official
 from toolgauge.errors import DataError, UsageError
 from toolgauge.jsonl import read_text
 from toolgauge.unknown_fields import did_you_mean
@@ -218,6 +219,10 @@ def _benchmark_entry(index: int, raw: dict[str, Any], bad: Callable[[str, str], 
     missing = [k for k, p in params.items() if p.default is inspect.Parameter.empty and k not in options]
     if missing:
         raise bad(f"{where}.{missing[0]}", f"missing: {name} needs it")
+    if "data" in params and "data" not in options:  # the cached official data, checked before anything runs
+        uncached = missing_official(name, give='data = "PATH"')
+        if uncached:
+            raise bad(f"{where}.data", uncached)
     return BenchmarkEntry(name=name, engine=engine, options=options)
 
 

@@ -22,15 +22,22 @@ from toolgauge.cli.common import (
     split_list,
     warn,
 )
+from toolgauge.datasets.resolve import data_or_official
 from toolgauge.errors import UsageError
 from toolgauge.settings import CallSettings
 
-DataOpt = Annotated[Path, typer.Option("--data", help="Folder with BFCL_v4_<category>.json and possible_answer/.")]
+DataOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--data",
+        help="Folder with BFCL_v4_<category>.json and possible_answer/ (default: the cached official data).",
+    ),
+]
 
 
 def build(
     *,
-    data: str | Path,
+    data: str | Path | None = None,
     categories: str | Sequence[str] | None = None,
     mode: BfclMode = "native",
     predictions: str | Path | None = None,
@@ -41,6 +48,8 @@ def build(
 ) -> BfclBenchmark:
     """The BFCL run over ``categories`` of the data folder ``data`` (the first ``limit`` entries of each).
 
+    ``data`` None: the cached official data (``toolgauge data pull bfcl``).
+
     ``mode`` ``native`` or ``prompt`` asks a model; ``replay`` scores the BFCL result files at
     ``predictions`` (one file, or a folder searched recursively), over the categories that have
     result files unless ``categories`` is given. ``categories`` is a comma list or a sequence of
@@ -50,6 +59,7 @@ def build(
         UsageError: no categories for a model run, or ``predictions`` missing in replay mode (or given in another).
         DataError: a data or result file is missing or malformed, or a category is unknown.
     """
+    data = data_or_official("bfcl", data)
     if mode not in ("native", "prompt", "replay"):
         raise UsageError(f"mode {mode!r}: BFCL has the modes native, prompt, replay")
     if (mode == "replay") != (predictions is not None):
@@ -110,8 +120,8 @@ UnderscoreOpt = Annotated[
 
 
 def eval_bfcl(
-    data: DataOpt,
     categories: Annotated[str, typer.Option("--categories", help="Comma list, e.g. simple_python,multiple")],
+    data: DataOpt = None,
     mode: Annotated[
         Mode, typer.Option("--mode", help="native (function calling) or prompt (Python-call text)")
     ] = Mode.native,
@@ -135,10 +145,10 @@ def eval_bfcl(
 
 
 def score_bfcl(
-    data: DataOpt,
     predictions: Annotated[
         Path, typer.Option("--predictions", help="BFCL result file or folder (searched recursively).")
     ],
+    data: DataOpt = None,
     categories: Annotated[
         str | None, typer.Option("--categories", help="Comma list (default: the categories that have result files)")
     ] = None,

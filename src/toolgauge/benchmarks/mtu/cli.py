@@ -27,19 +27,23 @@ from toolgauge.cli.common import (
     run_command,
     split_list,
 )
+from toolgauge.datasets.resolve import data_or_official
 from toolgauge.errors import UsageError
 from toolgauge.models.base import ModelClient
 from toolgauge.models.offline import ReplayClient
 from toolgauge.models.spec import display_spec
 from toolgauge.settings import CallSettings, ToolChoiceMode
 
-DataOpt = Annotated[Path, typer.Option("--data", help="Folder with <split>_eval.jsonl files.")]
+DataOpt = Annotated[
+    Path | None,
+    typer.Option("--data", help="Folder with <split>_eval.jsonl files (default: the cached official data)."),
+]
 VariantOpt = Annotated[Variant, typer.Option("--variant")]
 
 
 def build(
     *,
-    data: str | Path,
+    data: str | Path | None = None,
     splits: Sequence[str] | str | None = None,
     mode: MtuMode = "prompt",
     variant: MtuVariant = "reference",
@@ -51,7 +55,7 @@ def build(
     """The MTU-Bench run over ``data``'s eval files.
 
     Args:
-        data: The folder with ``<split>_eval.jsonl`` files.
+        data: The folder with ``<split>_eval.jsonl`` files (None: the cached official data).
         splits: Which splits (a list, or a comma list as on the command line); all five when None.
         mode: ``prompt`` (the ReAct text prompt, as the reference) or ``native`` tool calls.
         variant: ``reference`` (the published scorer) or ``strict``.
@@ -69,7 +73,7 @@ def build(
     if variant not in ("reference", "strict"):
         raise UsageError(f"variant {variant!r}: MTU-Bench has the variants reference, strict")
     chosen = split_list(splits) if isinstance(splits, str) else splits
-    path = existing_data(data)
+    path = existing_data(data_or_official("mtu-bench", data))
     return MtuBenchmark(
         limit_items(load_mtu(path, chosen), limit, group=lambda item: item.split),
         data_label=str(path),
@@ -132,7 +136,7 @@ def _replay(bench: MtuBenchmark, path: Path, recorded: Sequence[MtuPrediction]) 
 
 
 def eval_mtu(
-    data: DataOpt,
+    data: DataOpt = None,
     splits: Annotated[str | None, typer.Option("--splits", help="Comma list of S-S,S-M,M-S,M-M,OOD")] = None,
     mode: Annotated[
         Mode, typer.Option("--mode", help="prompt (ReAct text, reference) or native tool calls")
@@ -159,8 +163,8 @@ def eval_mtu(
 
 
 def score_mtu(
-    data: DataOpt,
     predictions: Annotated[Path, typer.Option("--predictions", help='File or folder of {"id","response"} lines.')],
+    data: DataOpt = None,
     splits: Annotated[
         str | None, typer.Option("--splits", help="Comma list (default: the splits that have predictions)")
     ] = None,

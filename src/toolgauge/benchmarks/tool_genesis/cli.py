@@ -27,6 +27,7 @@ from toolgauge.cli.common import (
     out,
     run_command,
 )
+from toolgauge.datasets.resolve import data_or_official
 from toolgauge.errors import UsageError
 
 if TYPE_CHECKING:
@@ -42,7 +43,12 @@ EVALUATE_ENGINE = EngineDefaults(concurrency=2, timeout=120.0)
 EVAL_ENGINE = EngineDefaults(concurrency=2, timeout=600.0)
 
 
-DataOpt = Annotated[Path, typer.Option("--data", help="Tool-Genesis data file (tool_genesis_v3.json or a subset).")]
+DataOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--data", help="Tool-Genesis data file (tool_genesis_v3.json or a subset; default: the cached official file)."
+    ),
+]
 AgentOpt = Annotated[
     str | None, typer.Option("--agent-model", help="Model spec of the L4 proxy agent (default: see docs/cli.md).")
 ]
@@ -106,7 +112,7 @@ def _variant(value: str | Variant) -> GenesisVariant:
 
 def build(
     *,
-    data: str | Path,
+    data: str | Path | None = None,
     pred: str | Path | None = None,
     model: str | None = None,
     strategy: Literal["direct", "code-agent"] = "direct",
@@ -120,7 +126,7 @@ def build(
     embedder: Embedder | None = None,
     limits: SandboxLimits | None = None,
 ) -> GenesisBenchmark:
-    """The Tool-Genesis evaluation of the first ``limit`` servers of ``data``.
+    """The Tool-Genesis evaluation of the first ``limit`` servers of ``data`` (None: the cached official file).
 
     With ``pred`` (a ``registry.json`` or a folder holding one) it scores those servers (``genesis
     evaluate``); otherwise ``model`` generates them into ``out`` (``gold``: the reference servers) and
@@ -133,7 +139,8 @@ def build(
 
     if strategy not in ("direct", "code-agent"):
         raise UsageError(f"strategy {strategy!r}: use direct or code-agent")
-    servers = limit_items(load_genesis(existing_data(data)), limit)
+    data = existing_data(data_or_official("tool-genesis", data))
+    servers = limit_items(load_genesis(data), limit)
     warnings: list[str] = []
     out_dir: Path | None = None
     source: Source
@@ -232,8 +239,8 @@ def _check_embeddings() -> None:
 
 
 def genesis_evaluate(
-    data: DataOpt,
     pred: Annotated[Path, typer.Option("--pred", help="registry.json, or a folder holding one (official layout).")],
+    data: DataOpt = None,
     variant: VariantOpt = Variant.reference,
     agent_model: AgentOpt = None,
     judge_model: JudgeOpt = None,
@@ -261,7 +268,7 @@ def genesis_evaluate(
 
 
 def eval_tool_genesis(
-    data: DataOpt,
+    data: DataOpt = None,
     strategy: Annotated[
         StrategyChoice, typer.Option("--strategy", help="direct (one pass) or code-agent (ReAct, at most 10 steps)")
     ] = StrategyChoice.direct,

@@ -25,6 +25,7 @@ from toolgauge.cli.common import (
     resolved_model,
     run_command,
 )
+from toolgauge.datasets.resolve import official_data
 from toolgauge.driver import RunResult
 from toolgauge.errors import DataError, UsageError
 from toolgauge.report.export import check_output_file
@@ -45,7 +46,10 @@ def build(
     recorded: str | Path | None = None,
     sessions: Sequence[str] | None = None,
 ) -> WildBenchmark:
-    """The WildToolBench run over ``data`` (None: the built-in sample sessions) in ``language``.
+    """The WildToolBench run over ``data`` in ``language``.
+
+    ``data`` None: the cached official file when it was pulled, else the built-in sample sessions
+    (``builtin:wild_sample``, which may also be given).
 
     ``recorded``: an official ``Wild-Tool-Bench_result.jsonl`` whose logs are the run (no model is asked);
     only the sessions it holds are scored. ``sessions``: only these session ids (in data order; what a
@@ -62,7 +66,9 @@ def build(
         raise UsageError(f"language {language!r}: WildToolBench has the languages en, zh")
     if variant not in ("reference", "strict"):
         raise UsageError(f"variant {variant!r}: wildtoolbench has the variants reference, strict")
-    path = existing_data(data) if data is not None else builtin_wild_path()
+    if data is None:  # the official file once pulled (it needs --accept-terms), else the built-in sample
+        data = official_data("wildtoolbench") or BUILTIN
+    path = builtin_wild_path() if str(data) == BUILTIN else existing_data(data)
     loaded = load_wild(path, language)
     table = read_official(Path(recorded)) if recorded is not None else None
     if table is not None:
@@ -77,7 +83,7 @@ def build(
         loaded = [s for s in loaded if s.id in wanted]
     return WildBenchmark(
         limit_items(loaded, limit),
-        data_label=BUILTIN if data is None else str(path),
+        data_label=BUILTIN if str(data) == BUILTIN else str(path),
         language=language,
         variant=variant,
         settings=CallSettings(temperature=temperature, max_tokens=max_tokens, tool_choice=tool_choice),
@@ -94,7 +100,7 @@ def rescore(config: Mapping[str, Any], variant: str | None) -> WildBenchmark:
     label = str(config["data"])
     chosen = config.get("sessions")
     return build(
-        data=None if label == BUILTIN else label,
+        data=label,
         language="zh" if config.get("language") == "zh" else "en",
         variant="strict" if (variant or config["variant"]) == "strict" else "reference",
         tool_choice=config.get("tool_choice", "auto"),
@@ -128,7 +134,7 @@ DataOpt = Annotated[
     typer.Option(
         "--data",
         help="Sessions: the official Wild-Tool-Bench.jsonl or toolgauge's session format "
-        "(default: the built-in sample sessions).",
+        "(default: the cached official file once pulled, else the built-in sample sessions).",
     ),
 ]
 LanguageOpt = Annotated[

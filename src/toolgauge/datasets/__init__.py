@@ -1,0 +1,1 @@
+"""The official benchmark datasets: a pinned registry, the local cache, pull and verify (``toolgauge data``)."""
