@@ -10,6 +10,8 @@ import typer
 
 from toolgauge.benchmark import CommandGroups
 from toolgauge.benchmarks.bfcl.loader import BfclEntry, categories_with_results, load_bfcl, load_bfcl_results
+from toolgauge.benchmarks.bfcl.multi_turn import BfclMultiTurnBenchmark
+from toolgauge.benchmarks.bfcl.multi_turn_check import BFCL_MULTI_TURN_CATEGORIES, load_multi_turn
 from toolgauge.benchmarks.bfcl.protocol import BfclBenchmark, BfclMode, missing_predictions_warning, recorded_turns
 from toolgauge.cli.common import (
     Mode,
@@ -24,10 +26,56 @@ from toolgauge.cli.common import (
 from toolgauge.errors import UsageError
 from toolgauge.settings import CallSettings
 
+BfclRun = BfclBenchmark | BfclMultiTurnBenchmark
+
 DataOpt = Annotated[Path, typer.Option("--data", help="Folder with BFCL_v4_<category>.json and possible_answer/.")]
 
 
-def build(
+def build(*, data: str | Path, categories: str | Sequence[str] | None = None, **options: Any) -> BfclRun:
+    """The BFCL run: multi-turn categories on BFCL's backends (:func:`build_multi_turn`), else the AST ones.
+
+    Raises:
+        UsageError: multi-turn and AST categories mixed in one run.
+    """
+    chosen = split_list(categories) if isinstance(categories, str) else list(categories or [])
+    multi = [c for c in chosen if c in BFCL_MULTI_TURN_CATEGORIES]
+    if not multi:
+        return build_ast(data=data, categories=categories, **options)
+    if len(multi) != len(chosen):
+        raise UsageError("run BFCL's multi-turn categories and its single-turn categories as separate runs")
+    return build_multi_turn(data=data, categories=multi, **options)
+
+
+def build_multi_turn(
+    *,
+    data: str | Path,
+    categories: Sequence[str],
+    mode: BfclMode = "native",
+    predictions: str | Path | None = None,
+    underscore_to_dot: bool | None = None,
+    temperature: float = 0.0,
+    max_tokens: int = 512,
+    limit: int | None = None,
+) -> BfclMultiTurnBenchmark:
+    """The multi-turn run over ``categories`` (the first ``limit`` entries of each), function-calling mode.
+
+    Raises:
+        UsageError: prompt or replay mode, or ``predictions`` given (not supported for multi-turn yet).
+        DataError: a data file is missing or malformed.
+    """
+    if mode != "native" or predictions is not None:
+        raise UsageError("BFCL multi-turn runs in native (function-calling) mode only; result files are not read yet")
+    del underscore_to_dot  # multi-turn function names have no dots
+    entries = [e for c in categories for e in limit_items(load_multi_turn(Path(data), c), limit)]
+    return BfclMultiTurnBenchmark(
+        entries,
+        data_label=str(data),
+        settings=CallSettings(temperature=temperature, max_tokens=max_tokens),
+        limit=limit,
+    )
+
+
+def build_ast(
     *,
     data: str | Path,
     categories: str | Sequence[str] | None = None,
@@ -74,7 +122,7 @@ def build(
     )
 
 
-def rescore(config: Mapping[str, Any], variant: str | None) -> BfclBenchmark:
+def rescore(config: Mapping[str, Any], variant: str | None) -> BfclRun:
     """Rebuild a stored BFCL run's benchmark from its config (the data folder must still be there).
 
     The stored outputs are what is scored: a replay run needs its result files no more.
@@ -82,6 +130,14 @@ def rescore(config: Mapping[str, Any], variant: str | None) -> BfclBenchmark:
     if variant is not None:
         raise UsageError(f"variant {variant!r}: BFCL has no metric variants")
     limit = config.get("limit")
+    if any(c in BFCL_MULTI_TURN_CATEGORIES for c in config["categories"]):
+        return build_multi_turn(
+            data=str(config["data"]),
+            categories=list(config["categories"]),
+            temperature=float(config.get("temperature", 0.0)),
+            max_tokens=int(config.get("max_tokens", 512)),
+            limit=limit,
+        )
     return BfclBenchmark(
         _entries(Path(str(config["data"])), list(config["categories"]), limit),
         data_label=str(config["data"]),
@@ -150,6 +206,8 @@ def score_bfcl(
     bench = build(
         data=data, categories=categories, mode="replay", predictions=predictions, underscore_to_dot=underscore_to_dot
     )
+    if not isinstance(bench, BfclBenchmark):  # build refuses multi-turn predictions already; this tells mypy
+        raise UsageError("BFCL multi-turn result files are not read yet")
     missing = missing_predictions_warning(bench.missing_predictions(), len(bench.entries))
     if missing:
         warn(missing)
