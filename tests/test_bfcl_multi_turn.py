@@ -1,0 +1,245 @@
+"""BFCL multi-turn on the real v4 data: gold through the loop, refusal of non-methods, parity with bfcl-eval's checker.
+
+The differential tests run bfcl-eval's own ``multi_turn_checker`` (which ``eval``s call text against its module
+globals) in this process on perturbed ground-truth trajectories and assert toolgauge's verdict equal on each.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolgauge.benchmarks.bfcl.multi_turn import ADDITIONAL_FUNCTION_PROMPT, BfclMultiTurnBenchmark
+from toolgauge.benchmarks.bfcl.multi_turn_check import (
+    BFCL_MULTI_TURN_CATEGORIES,
+    Call,
+    MultiTurnEntry,
+    check_multi_turn,
+    load_multi_turn,
+)
+from toolgauge.records import AssistantTurn, GenerateOptions, Message, ToolSpec
+
+checker = pytest.importorskip(
+    "bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker",
+    reason="bfcl-eval is not installed (make setup-dev installs it with --no-deps)",
+)
+utils = pytest.importorskip("bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils")
+
+# The default tier checks the first entries of each category; the slow tier all of them.
+FAST_N = 12
+Trajectory = list[list[list[Call]]]
+
+
+@pytest.fixture(scope="module")
+def by_category(bfcl_dir: Path) -> dict[str, list[MultiTurnEntry]]:
+    return {c: load_multi_turn(bfcl_dir, c) for c in BFCL_MULTI_TURN_CATEGORIES}
+
+
+def gold_trajectory(entry: MultiTurnEntry) -> Trajectory:
+    return [[calls] if calls else [] for calls in entry.ground_truth_calls(entry.backends())]
+
+
+class GoldContext:
+    """Answers every model step with the protocol's gold turn and records what the model was shown."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[list[Message], list[str]]] = []
+
+    async def generate(
+        self,
+        messages: list[Message],
+        tools: list[ToolSpec] | None = None,
+        options: GenerateOptions | None = None,
+        *,
+        gold: AssistantTurn | None = None,
+        role: str = "model",
+    ) -> AssistantTurn:
+        self.asked.append((messages, [t.name for t in tools or []]))
+        assert gold is not None
+        return gold
+
+
+def run_gold(entry: MultiTurnEntry) -> tuple[Any, GoldContext]:
+    ctx = GoldContext()
+    bench = BfclMultiTurnBenchmark([entry], data_label="test")
+    return asyncio.run(bench.episode(entry, ctx)), ctx  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("category", BFCL_MULTI_TURN_CATEGORIES)
+def test_gold_through_the_loop_scores_100_percent(by_category: dict[str, list[MultiTurnEntry]], category: str) -> None:
+    for entry in by_category[category][:FAST_N]:
+        result, _ = run_gold(entry)
+        assert not result.forced_end
+        verdict = check_multi_turn(entry, result.calls())
+        assert verdict.valid, (entry.id, verdict.error_type, verdict.error_message)
+        assert verdict.turn_credit == 1.0
+        assert verdict.first_failing_turn is None
+
+
+@pytest.mark.slow
+def test_gold_scores_100_percent_on_all_800(by_category: dict[str, list[MultiTurnEntry]]) -> None:
+    entries = [e for c in BFCL_MULTI_TURN_CATEGORIES for e in by_category[c]]
+    assert len(entries) == 800
+    failing = [e.id for e in entries if not check_multi_turn(e, gold_trajectory(e)).valid]
+    assert failing == []
+
+
+def test_held_back_functions_are_offered_from_their_turn_with_bfcls_message(
+    by_category: dict[str, list[MultiTurnEntry]],
+) -> None:
+    entry = by_category["multi_turn_miss_func"][0]
+    (turn, docs), *_ = entry.held_back.items()
+    held = {d["name"] for d in docs}
+    assert held and not held & {d["name"] for d in entry.functions}
+    _, ctx = run_gold(entry)
+    for messages, tools in ctx.asked:
+        users = [m for m in messages if m.role == "user"]
+        offered = held <= set(tools)
+        assert offered == (len(users) > int(turn)), (len(users), turn, tools)
+    assert any(m.content == ADDITIONAL_FUNCTION_PROMPT for m in ctx.asked[-1][0] if m.role == "user")
+
+
+def test_an_empty_model_fails_on_the_first_turn_with_ground_truth(
+    by_category: dict[str, list[MultiTurnEntry]],
+) -> None:
+    entry = by_category["multi_turn_base"][0]
+    verdict = check_multi_turn(entry, [[] for _ in entry.question])
+    assert not verdict.valid
+    assert verdict.error_type == "multi_turn:empty_turn_model_response"
+    assert verdict.error_message == "Model response list is empty for turn 0"
+    assert verdict.turn_credit < 1.0
+
+
+def test_a_shorter_trajectory_is_force_terminated(by_category: dict[str, list[MultiTurnEntry]]) -> None:
+    entry = by_category["multi_turn_base"][1]
+    verdict = check_multi_turn(entry, gold_trajectory(entry)[:-1])
+    assert verdict.error_type == "multi_turn:force_terminated"
+    assert verdict.turn_matched[-1] is False
+    assert verdict.turn_matched[:-1] == [True] * (len(entry.question) - 1)
+
+
+def test_names_that_are_not_public_methods_are_refused_and_change_nothing(
+    by_category: dict[str, list[MultiTurnEntry]],
+) -> None:
+    entry = next(e for e in by_category["multi_turn_base"] if "GorillaFileSystem" in e.involved_classes)
+    backends = entry.backends()
+    before = repr(backends.state())
+    assert backends.execute("__import__", {"name": "os"}) == "Error during execution: name '__import__' is not defined"
+    assert backends.execute("eval", {"source": "1"}) == "Error during execution: name 'eval' is not defined"
+    assert backends.execute("_load_scenario", {"scenario": {}}).startswith("Error during execution: name ")
+    assert backends.execute("kill", {}) == "Error during execution: Function call kill is not allowed."
+    assert backends.execute("mkdir", {"dir_name": "x", "bogus": 1}).startswith("Error during execution: ")
+    assert repr(backends.state()) == before
+    assert not backends.execute("mkdir", {"dir_name": "made_here"}).startswith("Error")
+    assert repr(backends.state()) != before
+
+
+def test_each_sample_has_its_own_instances(by_category: dict[str, list[MultiTurnEntry]]) -> None:
+    entry = next(e for e in by_category["multi_turn_base"] if "GorillaFileSystem" in e.involved_classes)
+    first, second = entry.backends(), entry.backends()
+    first.execute("mkdir", {"dir_name": "only_in_first"})
+    assert "only_in_first" in repr(first.state())
+    assert "only_in_first" not in repr(second.state())
+
+
+# --- differential test against bfcl-eval's multi_turn_checker ---------------------------------------------
+
+
+def call_text(name: str, arguments: dict[str, Any]) -> str:
+    return f"{name}({', '.join(f'{k}={v!r}' for k, v in arguments.items())})"
+
+
+def changed(arguments: dict[str, Any]) -> dict[str, Any]:
+    out = dict(arguments)
+    for key, value in out.items():
+        if isinstance(value, str):
+            out[key] = value + "_x"
+            return out
+        if isinstance(value, bool):
+            out[key] = not value
+            return out
+        if isinstance(value, int | float):
+            out[key] = value + 1
+            return out
+    return out
+
+
+def perturbations(gold: Trajectory) -> dict[str, Trajectory]:
+    """Named variants of a gold trajectory: each touches the first turn with calls (or every turn)."""
+    with_calls = [i for i, turn in enumerate(gold) if turn and turn[0]]
+    t = with_calls[0]
+    calls = gold[t][0]
+
+    def at(turn: list[list[Call]]) -> Trajectory:
+        return [turn if i == t else steps for i, steps in enumerate(gold)]
+
+    variants: dict[str, Trajectory] = {
+        "gold": gold,
+        "dropped_last": at([calls[:-1]] if len(calls) > 1 else []),
+        "dropped_first": at([calls[1:]] if len(calls) > 1 else []),
+        "changed_first": at([[(calls[0][0], changed(calls[0][1])), *calls[1:]]]),
+        "changed_last": at([[*calls[:-1], (calls[-1][0], changed(calls[-1][1]))]]),
+        "repeated": at([[*calls, calls[-1]]]),
+        "reordered": at([list(reversed(calls))]),
+        "split": at([[c] for c in calls]),
+        "empty_turn": at([]),
+        "all_empty": [[] for _ in gold],
+        "unknown_name": at([[("no_such_function", {}), *calls]]),
+        "late_turns_empty": [steps if i <= t else [] for i, steps in enumerate(gold)],
+        "moved_to_next_turn": (
+            [[] if i == t else (steps + gold[t] if i == t + 1 else steps) for i, steps in enumerate(gold)]
+            if t + 1 < len(gold)
+            else at([])
+        ),
+    }
+    return variants
+
+
+_counter = itertools.count()
+
+
+def bfcl_verdict(entry: MultiTurnEntry, trajectory: Trajectory) -> dict[str, Any]:
+    """bfcl-eval's own checker on the trajectory as call text, with a model name never used before."""
+    decoded = [[[call_text(n, a) for n, a in step] for step in turn] for turn in trajectory]
+    model_name = f"tgdiff{next(_counter)}"
+    test_entry = {"id": entry.id, "initial_config": entry.initial_config, "involved_classes": entry.involved_classes}
+    try:
+        return dict(checker.multi_turn_checker(decoded, entry.ground_truth, test_entry, entry.category, model_name))
+    finally:
+        # Its instances live in module globals forever: drop this run's.
+        for key in [k for k in vars(utils) if k.startswith(model_name)]:
+            delattr(utils, key)
+
+
+def assert_same_verdicts(entries: list[MultiTurnEntry], make: Callable[[Trajectory], dict[str, Trajectory]]) -> int:
+    compared = 0
+    for entry in entries:
+        for name, trajectory in make(gold_trajectory(entry)).items():
+            ours = check_multi_turn(entry, trajectory)
+            theirs = bfcl_verdict(entry, trajectory)
+            assert ours.valid == theirs["valid"], (entry.id, name, theirs)
+            assert ours.error_type == theirs.get("error_type"), (entry.id, name)
+            assert ours.error_message == theirs.get("error_message"), (entry.id, name)
+            compared += 1
+    return compared
+
+
+@pytest.mark.parametrize("category", BFCL_MULTI_TURN_CATEGORIES)
+def test_verdicts_equal_bfcl_evals_checker_on_perturbed_trajectories(
+    by_category: dict[str, list[MultiTurnEntry]], category: str
+) -> None:
+    compared = assert_same_verdicts(by_category[category][:3], perturbations)
+    assert compared == 3 * 13
+
+
+@pytest.mark.slow
+def test_verdicts_equal_bfcl_evals_checker_on_over_1000_perturbed_trajectories(
+    by_category: dict[str, list[MultiTurnEntry]],
+) -> None:
+    entries = [e for c in BFCL_MULTI_TURN_CATEGORIES for e in by_category[c][:25]]
+    assert assert_same_verdicts(entries, perturbations) >= 1000
