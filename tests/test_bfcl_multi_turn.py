@@ -243,3 +243,35 @@ def test_verdicts_equal_bfcl_evals_checker_on_over_1000_perturbed_trajectories(
 ) -> None:
     entries = [e for c in BFCL_MULTI_TURN_CATEGORIES for e in by_category[c][:25]]
     assert assert_same_verdicts(entries, perturbations) >= 1000
+
+
+# --- the command line ---------------------------------------------------------------------------------------
+
+
+def test_eval_bfcl_runs_the_multi_turn_categories_with_gold(bfcl_dir: Path, tmp_path: Path) -> None:
+    from cli_helpers import invoke, results_of, sample_rows
+
+    store, samples = f"sqlite:///{tmp_path / 'runs.db'}", tmp_path / "samples.jsonl"
+    res = invoke(
+        "eval", "bfcl", "--data", bfcl_dir, "--categories", "multi_turn_base,multi_turn_miss_func",
+        "--limit", "2", "--model", "gold", "--store", store, "--samples", samples, "--json", "-q",
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    results = results_of(res)
+    assert results.metric("accuracy") is not None and results.value("accuracy") == 1.0
+    assert results.value("turn_credit") == 1.0
+    rows = sample_rows(samples)
+    assert len(rows) == 4 and all(r["scores"]["turn_credit"] == 1.0 for r in rows)
+
+
+def test_eval_bfcl_refuses_mixed_and_prompt_multi_turn_runs_in_one_line(bfcl_dir: Path, tmp_path: Path) -> None:
+    from cli_helpers import invoke
+
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    base = ["eval", "bfcl", "--data", str(bfcl_dir), "--model", "gold", "--store", store]
+    mixed = invoke(*base, "--categories", "simple_python,multi_turn_base")
+    assert mixed.exit_code == 2
+    assert "separate runs" in mixed.output and "Traceback" not in mixed.output
+    prompt = invoke(*base, "--categories", "multi_turn_base", "--mode", "prompt")
+    assert prompt.exit_code == 2
+    assert "native" in prompt.output and "Traceback" not in prompt.output

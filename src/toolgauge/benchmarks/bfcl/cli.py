@@ -37,7 +37,7 @@ def build(*, data: str | Path, categories: str | Sequence[str] | None = None, **
     Raises:
         UsageError: multi-turn and AST categories mixed in one run.
     """
-    chosen = split_list(categories) if isinstance(categories, str) else list(categories or [])
+    chosen = (split_list(categories) or []) if isinstance(categories, str) else list(categories or [])
     multi = [c for c in chosen if c in BFCL_MULTI_TURN_CATEGORIES]
     if not multi:
         return build_ast(data=data, categories=categories, **options)

@@ -136,7 +136,9 @@ class BfclMultiTurnBenchmark:
         metrics = tally.metrics()
         for category, values in credit.items():
             metrics.append(
-                Metric(name="turn_credit", value=sum(values) / len(values), group=category, by="category", n=len(values))
+                Metric(
+                    name="turn_credit", value=sum(values) / len(values), group=category, by="category", n=len(values)
+                )
             )
         if credit:
             means = [sum(v) / len(v) for v in credit.values()]
@@ -197,9 +199,7 @@ def _as_bfcl_verdict(v: MultiTurnVerdict) -> BfclVerdict:
     )
 
 
-def _sample_score(
-    v: MultiTurnVerdict, result: BfclMultiTurnResult | None, error: str | None, size: int
-) -> SampleScore:
+def _sample_score(v: MultiTurnVerdict, result: BfclMultiTurnResult | None, error: str | None, size: int) -> SampleScore:
     metadata: dict[str, Any] = {
         "category": v.category,
         "turn_matched": v.turn_matched,

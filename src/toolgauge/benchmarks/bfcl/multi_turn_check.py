@@ -157,7 +157,7 @@ def load_multi_turn(data_dir: Path, category: str) -> list[MultiTurnEntry]:
                 MultiTurnEntry(
                     id=entry_id,
                     category=category,
-                    question=record.get("question"),  # type: ignore[arg-type]
+                    question=record.get("question"),
                     involved_classes=classes,
                     initial_config=record.get("initial_config") or {},
                     functions=functions,
