@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from toolgauge.benchmarks.bfcl.multi_turn import ADDITIONAL_FUNCTION_PROMPT, BfclMultiTurnBenchmark
+from toolgauge.benchmarks.bfcl.multi_turn import ADDITIONAL_FUNCTION_PROMPT, BfclMultiTurnBenchmark, BfclMultiTurnMode
 from toolgauge.benchmarks.bfcl.multi_turn_check import (
     BFCL_MULTI_TURN_CATEGORIES,
     Call,
@@ -64,16 +64,19 @@ class GoldContext:
         return gold
 
 
-def run_gold(entry: MultiTurnEntry) -> tuple[Any, GoldContext]:
+def run_gold(entry: MultiTurnEntry, mode: BfclMultiTurnMode = "native") -> tuple[Any, GoldContext]:
     ctx = GoldContext()
-    bench = BfclMultiTurnBenchmark([entry], data_label="test")
+    bench = BfclMultiTurnBenchmark([entry], data_label="test", mode=mode)
     return asyncio.run(bench.episode(entry, ctx)), ctx  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("mode", ["native", "prompt"])
 @pytest.mark.parametrize("category", BFCL_MULTI_TURN_CATEGORIES)
-def test_gold_through_the_loop_scores_100_percent(by_category: dict[str, list[MultiTurnEntry]], category: str) -> None:
+def test_gold_through_the_loop_scores_100_percent(
+    by_category: dict[str, list[MultiTurnEntry]], category: str, mode: BfclMultiTurnMode
+) -> None:
     for entry in by_category[category][:FAST_N]:
-        result, _ = run_gold(entry)
+        result, _ = run_gold(entry, mode)
         assert not result.forced_end
         verdict = check_multi_turn(entry, result.calls())
         assert verdict.valid, (entry.id, verdict.error_type, verdict.error_message)
@@ -102,6 +105,24 @@ def test_held_back_functions_are_offered_from_their_turn_with_bfcls_message(
         offered = held <= set(tools)
         assert offered == (len(users) > int(turn)), (len(users), turn, tools)
     assert any(m.content == ADDITIONAL_FUNCTION_PROMPT for m in ctx.asked[-1][0] if m.role == "user")
+
+
+def test_prompt_mode_shows_the_functions_in_the_system_prompt_and_results_as_a_user_message(
+    by_category: dict[str, list[MultiTurnEntry]],
+) -> None:
+    entry = by_category["multi_turn_miss_func"][0]
+    (turn, docs), *_ = entry.held_back.items()
+    _, ctx = run_gold(entry, "prompt")
+    first, tools = ctx.asked[0]
+    assert tools == [] and first[0].role == "system"
+    assert all(f'"name": "{d["name"]}"' in (first[0].content or "") for d in entry.functions)
+    assert not any(f'"name": "{d["name"]}"' in (first[0].content or "") for d in docs)
+    last = ctx.asked[-1][0]
+    assert all(m.role in ("system", "user", "assistant") for m in last)
+    # The step's results come back as BFCL's repr of tool entries named by the call text.
+    assert any((m.content or "").startswith("[{'role': 'tool', 'name': \"cd(folder='document')\", 'content': ") for m in last)
+    added = [m.content or "" for m in last if m.role == "user" and ADDITIONAL_FUNCTION_PROMPT in (m.content or "")]
+    assert added == [f"{docs}\n{ADDITIONAL_FUNCTION_PROMPT}"], turn
 
 
 def test_an_empty_model_fails_on_the_first_turn_with_ground_truth(
@@ -264,7 +285,7 @@ def test_eval_bfcl_runs_the_multi_turn_categories_with_gold(bfcl_dir: Path, tmp_
     assert len(rows) == 4 and all(r["scores"]["turn_credit"] == 1.0 for r in rows)
 
 
-def test_eval_bfcl_refuses_mixed_and_prompt_multi_turn_runs_in_one_line(bfcl_dir: Path, tmp_path: Path) -> None:
+def test_eval_bfcl_refuses_mixed_runs_and_multi_turn_result_files_in_one_line(bfcl_dir: Path, tmp_path: Path) -> None:
     from cli_helpers import invoke
 
     store = f"sqlite:///{tmp_path / 'runs.db'}"
@@ -272,6 +293,20 @@ def test_eval_bfcl_refuses_mixed_and_prompt_multi_turn_runs_in_one_line(bfcl_dir
     mixed = invoke(*base, "--categories", "simple_python,multi_turn_base")
     assert mixed.exit_code == 2
     assert "separate runs" in mixed.output and "Traceback" not in mixed.output
-    prompt = invoke(*base, "--categories", "multi_turn_base", "--mode", "prompt")
-    assert prompt.exit_code == 2
-    assert "native" in prompt.output and "Traceback" not in prompt.output
+    replay = invoke(
+        "score", "bfcl", "--data", bfcl_dir, "--categories", "multi_turn_base", "--predictions", tmp_path,
+        "--store", store,
+    )  # fmt: skip
+    assert replay.exit_code == 2
+    assert "not read yet" in replay.output and "Traceback" not in replay.output
+
+
+def test_eval_bfcl_prompt_mode_with_gold(bfcl_dir: Path, tmp_path: Path) -> None:
+    from cli_helpers import invoke, results_of
+
+    res = invoke(
+        "eval", "bfcl", "--data", bfcl_dir, "--categories", "multi_turn_miss_param", "--mode", "prompt",
+        "--limit", "2", "--model", "gold", "--store", f"sqlite:///{tmp_path / 'runs.db'}", "--json", "-q",
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert results_of(res).value("accuracy") == 1.0

@@ -57,19 +57,20 @@ def build_multi_turn(
     max_tokens: int = 512,
     limit: int | None = None,
 ) -> BfclMultiTurnBenchmark:
-    """The multi-turn run over ``categories`` (the first ``limit`` entries of each), function-calling mode.
+    """The multi-turn run over ``categories`` (the first ``limit`` entries of each), ``native`` or ``prompt``.
 
     Raises:
-        UsageError: prompt or replay mode, or ``predictions`` given (not supported for multi-turn yet).
+        UsageError: replay mode, or ``predictions`` given (multi-turn result files are not read yet).
         DataError: a data file is missing or malformed.
     """
-    if mode != "native" or predictions is not None:
-        raise UsageError("BFCL multi-turn runs in native (function-calling) mode only; result files are not read yet")
+    if mode == "replay" or predictions is not None:
+        raise UsageError("BFCL multi-turn result files are not read yet: run a model in native or prompt mode")
     del underscore_to_dot  # multi-turn function names have no dots
     entries = [e for c in categories for e in limit_items(load_multi_turn(Path(data), c), limit)]
     return BfclMultiTurnBenchmark(
         entries,
         data_label=str(data),
+        mode=mode,
         settings=CallSettings(temperature=temperature, max_tokens=max_tokens),
         limit=limit,
     )
@@ -134,6 +135,7 @@ def rescore(config: Mapping[str, Any], variant: str | None) -> BfclRun:
         return build_multi_turn(
             data=str(config["data"]),
             categories=list(config["categories"]),
+            mode=config["mode"],
             temperature=float(config.get("temperature", 0.0)),
             max_tokens=int(config.get("max_tokens", 512)),
             limit=limit,

@@ -1,10 +1,12 @@
 """BFCL multi-turn categories: BFCL's inference loop on its own backends, scored with its checkers.
 
-The loop is bfcl-eval 2026.3.23's ``inference_multi_turn_FC``: the involved classes' function docs as tools
-(the held-back ``missed_function`` docs added at their turn, with BFCL's user message for it); user turns in
-order; in a turn the model is asked until a reply has no decodable call, each reply's calls run on the
-sample's own backend instances and go back as tool messages; more than 20 steps with calls in a turn is a
-forced end, and the conversation stops there (BFCL then fails it as force-terminated).
+The loop is bfcl-eval 2026.3.23's ``inference_multi_turn_FC`` (``native``) and ``inference_multi_turn_prompting``
+(``prompt``): the involved classes' function docs as tools, or in BFCL's system prompt; the held-back
+``missed_function`` docs added at their turn, with BFCL's user message for it; user turns in order; in a turn
+the model is asked until a reply has no decodable call; each reply's calls run on the sample's own backend
+instances and their results go back (tool messages, or one user message in prompting mode, as BFCL does);
+more than 20 steps with calls in a turn is a forced end, and the conversation stops there (BFCL then fails
+it as force-terminated).
 """
 
 from __future__ import annotations
@@ -13,19 +15,23 @@ import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from toolgauge.benchmarks.bfcl.io import bfcl_tools
+from toolgauge.benchmarks.bfcl.io import bfcl_prompt_messages, bfcl_tools
 from toolgauge.benchmarks.bfcl.loader import BfclEntry
 from toolgauge.benchmarks.bfcl.metrics import BfclTally, BfclVerdict, entry_weight
 from toolgauge.benchmarks.bfcl.multi_turn_check import Call, MultiTurnEntry, MultiTurnVerdict, check_multi_turn
 from toolgauge.engine import EpisodeContext, SampleOutcome, in_step
 from toolgauge.errors import UsageError
+from toolgauge.parsing.call_types import BfclDecodeError
+from toolgauge.parsing.python_calls import decode_python_calls, render_python_calls
 from toolgauge.records import AssistantTurn, Message, ToolCall, ToolSpec
 from toolgauge.results import EvalResults, Metric, SampleScore, ScoredRun
 from toolgauge.settings import CallSettings
+
+BfclMultiTurnMode = Literal["native", "prompt"]
 
 MAXIMUM_STEP_LIMIT = 20
 """BFCL's cap: a turn is force-ended once more than this many steps made calls."""
@@ -51,7 +57,7 @@ class BfclMultiTurnResult(BaseModel):
 
 
 class BfclMultiTurnBenchmark:
-    """BFCL's four multi-turn categories, function-calling (``native``) mode."""
+    """BFCL's four multi-turn categories, in function-calling (``native``) or prompting (``prompt``) mode."""
 
     name = "bfcl"
     result_type = BfclMultiTurnResult
@@ -61,11 +67,13 @@ class BfclMultiTurnBenchmark:
         entries: Sequence[MultiTurnEntry],
         *,
         data_label: str,
+        mode: BfclMultiTurnMode = "native",
         settings: CallSettings | None = None,
         limit: int | None = None,
     ):
         self.entries = list(entries)
         self.data_label = data_label
+        self.mode: BfclMultiTurnMode = mode
         self.settings = settings or CallSettings()
         self.limit = limit
 
@@ -77,7 +85,7 @@ class BfclMultiTurnBenchmark:
         """Settings that define the run (``limit`` is per category)."""
         return {
             "data": self.data_label,
-            "mode": "native",
+            "mode": self.mode,
             "categories": sorted({e.category for e in self.entries}),
             "limit": self.limit,
             "n": len(self.entries),
@@ -88,31 +96,24 @@ class BfclMultiTurnBenchmark:
         """Run the conversation on fresh backend instances of this sample (and this epoch)."""
         backends = sample.backends()
         gold_turns = sample.ground_truth_calls(backends)
-        functions = list(sample.functions)
-        tools = _tools(sample, functions)
+        chat = _Conversation(sample, self.mode)
         options = self.settings.options_for([]).model_copy(update={"tool_choice": None})
-        messages: list[Message] = []
         result = BfclMultiTurnResult()
         for index, user_messages in enumerate(sample.question):
-            if str(index) in sample.held_back:
-                functions += sample.held_back[str(index)]
-                tools = _tools(sample, functions)
-                user_messages = [{"role": "user", "content": ADDITIONAL_FUNCTION_PROMPT}]
-            messages += [Message(role=m["role"], content=m.get("content")) for m in user_messages]
+            held = sample.held_back.get(str(index))
+            chat.open_turn(index, user_messages, held)
             steps: list[list[ToolCall]] = []
             step_results: list[list[str]] = []
             while True:
-                gold = _gold_turn(gold_turns[index] if not steps else [])
-                turn = await ctx.generate(list(messages), tools, options, gold=gold)
-                messages.append(Message(role="assistant", content=turn.content or "", tool_calls=turn.tool_calls))
+                gold = chat.gold(gold_turns[index] if not steps else [])
+                turn = await ctx.generate(list(chat.messages), chat.tools, options, gold=gold)
+                calls = chat.reply(turn)
                 # BFCL ends the turn on a reply that does not decode to calls (text, or undecodable arguments).
-                if not turn.tool_calls or any(c.parse_error for c in turn.tool_calls):
+                if not calls:
                     break
-                outputs = [backends.execute(c.name, c.arguments) for c in turn.tool_calls]
-                for number, (call, output) in enumerate(zip(turn.tool_calls, outputs, strict=True)):
-                    call_id = call.id or f"call_{index}_{len(steps)}_{number}"
-                    messages.append(Message(role="tool", content=output, tool_call_id=call_id, name=call.name))
-                steps.append(list(turn.tool_calls))
+                outputs = [backends.execute(c.name, c.arguments) for c in calls]
+                chat.results(index, len(steps), calls, outputs)
+                steps.append(calls)
                 step_results.append(outputs)
                 if len(steps) > MAXIMUM_STEP_LIMIT:
                     result.forced_end = True
@@ -145,7 +146,7 @@ class BfclMultiTurnBenchmark:
             metrics.append(Metric(name="turn_credit", value=sum(means) / len(means), n=len(judged)))
         results = EvalResults(
             benchmark=self.name,
-            settings={"mode": "native", "data": self.data_label},
+            settings={"mode": self.mode, "data": self.data_label},
             metrics=metrics,
             details=tally.details(),
         )
@@ -169,21 +170,92 @@ class BfclMultiTurnBenchmark:
         raise UsageError(f"{path}: replaying BFCL multi-turn result files is not supported yet")
 
 
-def _tools(entry: MultiTurnEntry, functions: list[dict[str, Any]]) -> list[ToolSpec]:
-    # The AST side's converter: BFCL's language hint and OpenAPI types are the same for multi-turn docs.
-    shown = BfclEntry(
-        id=entry.id, category=entry.category, question=[], functions=functions, ground_truth=None, path="", line=0
-    )
-    return bfcl_tools(shown, underscore_to_dot=True)
+class _Conversation:
+    """What the model sees, as BFCL's FC (``native``) or prompting handler builds it, and how replies decode."""
+
+    def __init__(self, entry: MultiTurnEntry, mode: BfclMultiTurnMode):
+        self.entry = entry
+        self.mode: BfclMultiTurnMode = mode
+        self.messages: list[Message] = []
+        self.tools: list[ToolSpec] | None = _tools(entry, entry.functions, hint=True) if mode == "native" else None
+
+    def open_turn(self, index: int, user_messages: list[dict[str, Any]], held: list[dict[str, Any]] | None) -> None:
+        """Add the turn's user messages; at a held-back turn, the functions and BFCL's message instead."""
+        if held is not None:
+            if self.tools is not None:
+                # BFCL adds its language hints before it moves the held-back docs aside: they come without.
+                self.tools = [*self.tools, *_tools(self.entry, held, hint=False)]
+                self.messages.append(Message(role="user", content=ADDITIONAL_FUNCTION_PROMPT))
+            else:
+                self.messages.append(Message(role="user", content=f"{held}\n{ADDITIONAL_FUNCTION_PROMPT}"))
+            return
+        if index == 0 and self.mode == "prompt":
+            first = _as_bfcl_entry(self.entry, self.entry.functions, [user_messages])
+            self.messages += bfcl_prompt_messages(first)
+            return
+        self.messages += [Message(role=m.get("role", "user"), content=m.get("content")) for m in user_messages]
+
+    def gold(self, calls: list[Call]) -> AssistantTurn:
+        """The ground truth's reply at a step: the turn's calls at its first step, then (and in empty turns) text."""
+        if not calls:
+            return AssistantTurn(content="", finish_reason="stop")
+        if self.mode == "prompt":
+            return AssistantTurn(content=render_python_calls(calls), finish_reason="stop")
+        return AssistantTurn(
+            tool_calls=[ToolCall(name=n, arguments=a, raw=json.dumps(a)) for n, a in calls], finish_reason="tool_calls"
+        )
+
+    def reply(self, turn: AssistantTurn) -> list[ToolCall]:
+        """Record the model's reply; return its calls, or none when it does not decode to calls."""
+        if self.mode == "native":
+            self.messages.append(Message(role="assistant", content=turn.content or "", tool_calls=turn.tool_calls))
+            return [] if any(c.parse_error for c in turn.tool_calls) else list(turn.tool_calls)
+        self.messages.append(Message(role="assistant", content=turn.content or ""))
+        try:
+            decoded = decode_python_calls(turn.content or "")
+        except BfclDecodeError:
+            return []
+        return [ToolCall(name=name, arguments=args) for call in decoded for name, args in call.items()]
+
+    def results(self, turn: int, step: int, calls: list[ToolCall], outputs: list[str]) -> None:
+        """Give the step's results back: tool messages, or (prompting) one user message as BFCL formats it."""
+        if self.mode == "prompt":
+            shown = [
+                {"role": "tool", "name": _call_text(c.name, c.arguments), "content": out}
+                for c, out in zip(calls, outputs, strict=True)
+            ]
+            self.messages.append(Message(role="user", content=repr(shown)))
+            return
+        for number, (call, output) in enumerate(zip(calls, outputs, strict=True)):
+            call_id = call.id or f"call_{turn}_{step}_{number}"
+            self.messages.append(Message(role="tool", content=output, tool_call_id=call_id, name=call.name))
 
 
-def _gold_turn(calls: list[Call]) -> AssistantTurn:
-    """The ground truth's reply at a step: the turn's calls at its first step, then (and in empty turns) text."""
-    if not calls:
-        return AssistantTurn(content="", finish_reason="stop")
-    return AssistantTurn(
-        tool_calls=[ToolCall(name=n, arguments=a, raw=json.dumps(a)) for n, a in calls], finish_reason="tool_calls"
+def _as_bfcl_entry(
+    entry: MultiTurnEntry, functions: list[dict[str, Any]], question: list[list[dict[str, Any]]]
+) -> BfclEntry:
+    # The AST side's converters serve here: BFCL's language hint, OpenAPI types and system prompt are the same.
+    return BfclEntry(
+        id=entry.id, category=entry.category, question=question, functions=functions, ground_truth=None, path="", line=0
     )
+
+
+def _tools(entry: MultiTurnEntry, functions: list[dict[str, Any]], *, hint: bool) -> list[ToolSpec]:
+    return bfcl_tools(_as_bfcl_entry(entry, functions, []), underscore_to_dot=True, language_hint=hint)
+
+
+def _call_text(name: str, arguments: dict[str, Any]) -> str:
+    """A decoded call as BFCL's ``decoded_output_to_execution_list`` writes it (the name of a prompting result)."""
+    return f"{name}({', '.join(f'{k}={_value_text(v)}' for k, v in arguments.items())})"
+
+
+def _value_text(value: Any) -> str:
+    if isinstance(value, dict):
+        if value and all(isinstance(v, dict) for v in value.values()):
+            name, args = next(iter(value.items()))
+            return _call_text(str(name), args)
+        return "{" + ", ".join(f"'{k}': {_value_text(v)}" for k, v in value.items()) + "}"
+    return repr(value)
 
 
 def _as_bfcl_verdict(v: MultiTurnVerdict) -> BfclVerdict:
