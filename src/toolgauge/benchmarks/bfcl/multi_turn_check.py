@@ -184,77 +184,73 @@ def _func_docs(data_dir: Path, class_name: str, where: Path, line: int) -> list[
 def check_multi_turn(entry: MultiTurnEntry, turns: Sequence[Sequence[Sequence[Call]]]) -> MultiTurnVerdict:
     """Judge a trajectory (turn -> steps -> calls; steps without calls left out) as BFCL does, plus turn credit.
 
-    ``turns`` shorter than the ground truth is a force-terminated run. Raises nothing for anything the model
-    did; a malformed ground truth raises ``DataError``.
+    ``turns`` shorter than the ground truth is a force-terminated run. One pass: the ground-truth instances
+    advance turn by turn and serve both the official check and the per-turn credit (a turn whose calls are
+    exactly the ground truth's matches without being run again). Raises nothing for anything the model did;
+    a malformed ground truth raises ``DataError``.
     """
-    official = _official(entry, turns)
-    matched, first, difference = _turn_credit(entry, turns)
-    return MultiTurnVerdict(
-        id=entry.id,
-        category=entry.category,
-        valid=official is None,
-        error_type=None if official is None else official[0],
-        error_message=None if official is None else official[1],
-        turn_matched=matched,
-        first_failing_turn=first,
-        state_difference=difference,
+    checker = bfcl_module("eval_checker.multi_turn_eval.multi_turn_checker")
+    gold, model = entry.backends(), entry.backends()
+    gold_calls = entry.ground_truth_calls(gold)
+    official = _force_terminated(len(turns), len(gold_calls))
+    all_model_results: list[str] = []
+    verdict = MultiTurnVerdict(id=entry.id, category=entry.category, valid=True)
+    for index, calls in enumerate(gold_calls):
+        steps = turns[index] if index < len(turns) else None
+        made = [call for step in steps or [] for call in step]
+        # The per-turn credit judges the model's calls from the ground-truth state before the turn.
+        twin = gold.clone() if steps is not None and made != calls else None
+        if official is None:
+            for step in steps or []:
+                all_model_results.extend(model.execute(name, args) for name, args in step)
+        gold_results = [gold.execute(name, args) for name, args in calls]
+        difference: dict[str, dict[str, str]] = {}
+        if steps is None:
+            difference = {"(turn)": {"expected": "the turn", "got": "not reached (force-terminated)"}}
+        elif twin is not None:
+            for name, args in made:
+                twin.execute(name, args)
+            difference = _state_difference(gold, twin)
+        verdict.turn_matched.append(not difference)
+        if difference and verdict.first_failing_turn is None:
+            verdict.first_failing_turn, verdict.state_difference = index, difference
+        if official is None and calls:
+            official = _turn_verdict(checker, index, steps or [], model, gold, all_model_results, gold_results)
+    if official is not None:
+        verdict.valid = False
+        verdict.error_type, verdict.error_message = official
+    return verdict
+
+
+def _force_terminated(model_turns: int, truth_turns: int) -> tuple[str, str] | None:
+    if model_turns == truth_turns:
+        return None
+    return (
+        "multi_turn:force_terminated",
+        "Model was force-terminated during inference phase. The length of the model result turns "
+        f"({model_turns}) does not match the length of the ground truth turns ({truth_turns}).",
     )
 
 
-def _official(entry: MultiTurnEntry, turns: Sequence[Sequence[Sequence[Call]]]) -> tuple[str, str] | None:
-    checker = bfcl_module("eval_checker.multi_turn_eval.multi_turn_checker")
-    truth = entry.ground_truth
-    if len(turns) != len(truth):
-        return (
-            "multi_turn:force_terminated",
-            "Model was force-terminated during inference phase. The length of the model result turns "
-            f"({len(turns)}) does not match the length of the ground truth turns ({len(truth)}).",
-        )
-    model, gold = entry.backends(), entry.backends()
-    gold_calls = entry.ground_truth_calls(gold)
-    all_model_results: list[str] = []
-    for index, steps in enumerate(turns):
-        for step in steps:
-            all_model_results.extend(model.execute(name, args) for name, args in step)
-        gold_results = [gold.execute(name, args) for name, args in gold_calls[index]]
-        if not gold_calls[index]:
-            continue
-        if not steps:
-            return ("multi_turn:empty_turn_model_response", f"Model response list is empty for turn {index}")
-        state = checker.state_checker(model.instances, gold.instances)
-        if not state["valid"]:
-            return str(state["error_type"]), str(state["error_message"])
-        response = checker.response_checker(all_model_results, gold_results, index)
-        if not response["valid"]:
-            return str(response["error_type"]), str(response["error_message"])
+def _turn_verdict(
+    checker: Any,
+    index: int,
+    steps: Sequence[Sequence[Call]],
+    model: BfclBackends,
+    gold: BfclBackends,
+    all_model_results: list[str],
+    gold_results: list[str],
+) -> tuple[str, str] | None:
+    """BFCL's checks after a turn with ground truth: the empty-turn rule, its state and response checkers."""
+    if not steps:
+        return "multi_turn:empty_turn_model_response", f"Model response list is empty for turn {index}"
+    state = checker.state_checker(model.instances, gold.instances)
+    if not state["valid"]:
+        return str(state["error_type"]), str(state["error_message"])
+    response = checker.response_checker(all_model_results, gold_results, index)
+    if not response["valid"]:
+        return str(response["error_type"]), str(response["error_message"])
     return None
-
-
-def _turn_credit(
-    entry: MultiTurnEntry, turns: Sequence[Sequence[Sequence[Call]]]
-) -> tuple[list[bool], int | None, dict[str, dict[str, str]] | None]:
-    gold = entry.backends()
-    gold_calls = entry.ground_truth_calls(gold)
-    matched: list[bool] = []
-    first: int | None = None
-    difference: dict[str, dict[str, str]] | None = None
-    for index, calls in enumerate(gold_calls):
-        reached = index < len(turns)
-        model = gold.clone() if reached else None
-        for name, args in calls:
-            gold.execute(name, args)
-        if model is None:
-            matched.append(False)
-            first = index if first is None else first
-            continue
-        for step in turns[index]:
-            for name, args in step:
-                model.execute(name, args)
-        diff = _state_difference(gold, model)
-        matched.append(not diff)
-        if diff and first is None:
-            first, difference = index, diff
-    return matched, first, difference
 
 
 def _state_difference(expected: BfclBackends, got: BfclBackends) -> dict[str, dict[str, str]]:
