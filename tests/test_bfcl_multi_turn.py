@@ -120,7 +120,9 @@ def test_prompt_mode_shows_the_functions_in_the_system_prompt_and_results_as_a_u
     last = ctx.asked[-1][0]
     assert all(m.role in ("system", "user", "assistant") for m in last)
     # The step's results come back as BFCL's repr of tool entries named by the call text.
-    assert any((m.content or "").startswith("[{'role': 'tool', 'name': \"cd(folder='document')\", 'content': ") for m in last)
+    assert any(
+        (m.content or "").startswith("[{'role': 'tool', 'name': \"cd(folder='document')\", 'content': ") for m in last
+    )
     added = [m.content or "" for m in last if m.role == "user" and ADDITIONAL_FUNCTION_PROMPT in (m.content or "")]
     assert added == [f"{docs}\n{ADDITIONAL_FUNCTION_PROMPT}"], turn
 
@@ -310,3 +312,21 @@ def test_eval_bfcl_prompt_mode_with_gold(bfcl_dir: Path, tmp_path: Path) -> None
     )  # fmt: skip
     assert res.exit_code == 0, res.output
     assert results_of(res).value("accuracy") == 1.0
+
+
+def test_export_bfcl_refuses_a_multi_turn_run_and_writes_nothing(bfcl_dir: Path, tmp_path: Path) -> None:
+    from cli_helpers import invoke, results_of
+
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    res = invoke(
+        "eval", "bfcl", "--data", bfcl_dir, "--categories", "multi_turn_base", "--limit", "1", "--model", "gold",
+        "--store", store, "--json", "-q",
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    run = results_of(res).run
+    assert run is not None
+    out = tmp_path / "export"
+    exported = invoke("export", run.id, "--format", "bfcl", "--out", out, "--store", store)
+    assert exported.exit_code == 2
+    assert "multi-turn" in exported.output and "Traceback" not in exported.output
+    assert not out.exists() or not any(out.iterdir())
