@@ -8,13 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from toolgauge.benchmarks.bfcl.multi_turn import ADDITIONAL_FUNCTION_PROMPT, BfclMultiTurnBenchmark, BfclMultiTurnMode
+from toolgauge.benchmarks.bfcl.multi_turn import (
+    ADDITIONAL_FUNCTION_PROMPT,
+    BfclMultiTurnBenchmark,
+    BfclMultiTurnMode,
+    decode_recorded,
+)
 from toolgauge.benchmarks.bfcl.multi_turn_check import (
     BFCL_MULTI_TURN_CATEGORIES,
     Call,
@@ -22,6 +28,7 @@ from toolgauge.benchmarks.bfcl.multi_turn_check import (
     check_multi_turn,
     load_multi_turn,
 )
+from toolgauge.parsing.python_calls import render_python_calls
 from toolgauge.records import AssistantTurn, GenerateOptions, Message, ToolSpec
 
 checker = pytest.importorskip(
@@ -85,10 +92,13 @@ def test_gold_through_the_loop_scores_100_percent(
 
 
 @pytest.mark.slow
-def test_gold_scores_100_percent_on_all_800(by_category: dict[str, list[MultiTurnEntry]]) -> None:
+@pytest.mark.parametrize("mode", ["native", "prompt"])
+def test_gold_through_the_loop_scores_100_percent_on_all_800(
+    by_category: dict[str, list[MultiTurnEntry]], mode: BfclMultiTurnMode
+) -> None:
     entries = [e for c in BFCL_MULTI_TURN_CATEGORIES for e in by_category[c]]
     assert len(entries) == 800
-    failing = [e.id for e in entries if not check_multi_turn(e, gold_trajectory(e)).valid]
+    failing = [e.id for e in entries if not check_multi_turn(e, run_gold(e, mode)[0].calls()).valid]
     assert failing == []
 
 
@@ -287,7 +297,9 @@ def test_eval_bfcl_runs_the_multi_turn_categories_with_gold(bfcl_dir: Path, tmp_
     assert len(rows) == 4 and all(r["scores"]["turn_credit"] == 1.0 for r in rows)
 
 
-def test_eval_bfcl_refuses_mixed_runs_and_multi_turn_result_files_in_one_line(bfcl_dir: Path, tmp_path: Path) -> None:
+def test_eval_bfcl_refuses_mixed_runs_and_a_folder_without_result_files_in_one_line(
+    bfcl_dir: Path, tmp_path: Path
+) -> None:
     from cli_helpers import invoke
 
     store = f"sqlite:///{tmp_path / 'runs.db'}"
@@ -300,7 +312,7 @@ def test_eval_bfcl_refuses_mixed_runs_and_multi_turn_result_files_in_one_line(bf
         "--store", store,
     )  # fmt: skip
     assert replay.exit_code == 2
-    assert "not read yet" in replay.output and "Traceback" not in replay.output
+    assert "BFCL_v4_<category>_result.json" in replay.output and "Traceback" not in replay.output
 
 
 def test_eval_bfcl_prompt_mode_with_gold(bfcl_dir: Path, tmp_path: Path) -> None:
@@ -330,3 +342,67 @@ def test_export_bfcl_refuses_a_multi_turn_run_and_writes_nothing(bfcl_dir: Path,
     assert exported.exit_code == 2
     assert "multi-turn" in exported.output and "Traceback" not in exported.output
     assert not out.exists() or not any(out.iterdir())
+
+
+# --- BFCL result files (score bfcl --predictions) ------------------------------------------------------------
+
+
+def write_results(folder: Path, category: str, lines: list[dict[str, Any]]) -> Path:
+    path = folder / "result" / "m" / "multi_turn" / f"BFCL_v4_{category}_result.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def fc_result(entry: MultiTurnEntry) -> list[list[Any]]:
+    """A function-calling model's result: per turn, a step of {name: json args}, then its closing text."""
+    return [
+        [[{n: json.dumps(a)} for n, a in calls], "Done."] if calls else ["I cannot do that."]
+        for calls in entry.ground_truth_calls(entry.backends())
+    ]
+
+
+def prompt_result(entry: MultiTurnEntry) -> list[list[Any]]:
+    """A prompting model's result: per turn, the calls as Python text, then an empty reply."""
+    return [
+        [render_python_calls(calls), ""] if calls else ["I need more information."]
+        for calls in entry.ground_truth_calls(entry.backends())
+    ]
+
+
+def test_decode_recorded_skips_steps_bfcl_skips() -> None:
+    fc = decode_recorded([[[{"cd": '{"folder": "a"}'}], "text", [{"ls": "not json"}], [], [{"pwd": {}}]]])
+    assert [[c.name for c in step] for step in fc.turns[0]] == [["cd"], ["pwd"]]
+    assert fc.turns[0][0][0].arguments == {"folder": "a"}
+    text = decode_recorded([["[cd(folder='a')]", "I am done", "[]", "ls(a=True)"]])
+    assert [[c.name for c in step] for step in text.turns[0]] == [["cd"], ["ls"]]
+    assert decode_recorded("not a list").not_a_list
+
+
+@pytest.mark.parametrize("style", ["fc", "prompt"])
+def test_score_bfcl_reads_multi_turn_result_files(
+    by_category: dict[str, list[MultiTurnEntry]], bfcl_dir: Path, tmp_path: Path, style: str
+) -> None:
+    from cli_helpers import invoke, results_of, sample_rows
+
+    entries = by_category["multi_turn_miss_func"][:4]
+    make = fc_result if style == "fc" else prompt_result
+    lines: list[dict[str, Any]] = [{"id": e.id, "result": make(e)} for e in entries[:2]]
+    lines.append({"id": entries[2].id, "result": "Error: the model crashed"})  # not a list of turns
+    write_results(tmp_path, "multi_turn_miss_func", lines)  # entries[3] and the rest have no line
+    samples = tmp_path / "samples.jsonl"
+    res = invoke(
+        "score", "bfcl", "--data", bfcl_dir, "--predictions", tmp_path / "result",
+        "--store", f"sqlite:///{tmp_path / 'runs.db'}", "--samples", samples, "--json", "-q",
+    )  # fmt: skip
+    assert res.exit_code in (0, 1), res.output
+    results = results_of(res)
+    assert results.value("correct", "multi_turn_miss_func", by="category") == 2
+    n = len(by_category["multi_turn_miss_func"])
+    assert results.warnings == [
+        f"predictions missing for {n - 3} of {n} samples (scored as wrong); first missing: {entries[3].id}"
+    ]
+    rows = {r["id"]: r for r in sample_rows(samples)}
+    assert rows[entries[2].id]["scores"]["error_type"] == "multi_turn:inference_error"
+    assert rows[entries[3].id]["scores"]["error_type"] == "multi_turn:force_terminated"
+    assert rows[entries[3].id]["metadata"]["missing_prediction"] is True

@@ -11,7 +11,11 @@ import typer
 from toolgauge.benchmark import CommandGroups
 from toolgauge.benchmarks.bfcl.loader import BfclEntry, categories_with_results, load_bfcl, load_bfcl_results
 from toolgauge.benchmarks.bfcl.multi_turn import BfclMultiTurnBenchmark
-from toolgauge.benchmarks.bfcl.multi_turn_check import BFCL_MULTI_TURN_CATEGORIES, load_multi_turn
+from toolgauge.benchmarks.bfcl.multi_turn_check import (
+    BFCL_MULTI_TURN_CATEGORIES,
+    load_multi_turn,
+    load_multi_turn_results,
+)
 from toolgauge.benchmarks.bfcl.protocol import BfclBenchmark, BfclMode, missing_predictions_warning, recorded_turns
 from toolgauge.cli.common import (
     Mode,
@@ -38,9 +42,12 @@ def build(*, data: str | Path, categories: str | Sequence[str] | None = None, **
         UsageError: multi-turn and AST categories mixed in one run.
     """
     chosen = (split_list(categories) or []) if isinstance(categories, str) else list(categories or [])
+    predictions = options.get("predictions")
+    if not chosen and predictions is not None:
+        chosen = categories_with_results(Path(predictions))
     multi = [c for c in chosen if c in BFCL_MULTI_TURN_CATEGORIES]
     if not multi:
-        return build_ast(data=data, categories=categories, **options)
+        return build_ast(data=data, categories=chosen or None, **options)
     if len(multi) != len(chosen):
         raise UsageError("run BFCL's multi-turn categories and its single-turn categories as separate runs")
     return build_multi_turn(data=data, categories=multi, **options)
@@ -57,22 +64,30 @@ def build_multi_turn(
     max_tokens: int = 512,
     limit: int | None = None,
 ) -> BfclMultiTurnBenchmark:
-    """The multi-turn run over ``categories`` (the first ``limit`` entries of each), ``native`` or ``prompt``.
+    """The multi-turn run over ``categories`` (the first ``limit`` entries of each).
+
+    ``native`` or ``prompt`` asks a model; ``replay`` scores BFCL's multi-turn result files at ``predictions``.
 
     Raises:
-        UsageError: replay mode, or ``predictions`` given (multi-turn result files are not read yet).
+        UsageError: ``predictions`` missing in replay mode, or given in another.
         DataError: a data file is missing or malformed.
     """
-    if mode == "replay" or predictions is not None:
-        raise UsageError("BFCL multi-turn result files are not read yet: run a model in native or prompt mode")
+    if (mode == "replay") != (predictions is not None):
+        raise UsageError("mode replay scores BFCL result files: give predictions (and only in that mode)")
     del underscore_to_dot  # multi-turn function names have no dots
     entries = [e for c in categories for e in limit_items(load_multi_turn(Path(data), c), limit)]
+    recorded = None
+    if predictions is not None:
+        wanted = {e.id for e in entries}
+        found = load_multi_turn_results(Path(predictions), categories)
+        recorded = {rid: result for rid, result in found.items() if rid in wanted}
     return BfclMultiTurnBenchmark(
         entries,
         data_label=str(data),
         mode=mode,
         settings=CallSettings(temperature=temperature, max_tokens=max_tokens),
         limit=limit,
+        recorded=recorded,
     )
 
 
@@ -203,17 +218,19 @@ def score_bfcl(
     flags: RunFlags,
 ) -> None:
     """Rescore BFCL result files (``{"id", "result"}`` lines) with BFCL's checker rules."""
-    from toolgauge.models.offline import ReplayClient
+    from toolgauge.models.offline import NoModel, ReplayClient
 
     bench = build(
         data=data, categories=categories, mode="replay", predictions=predictions, underscore_to_dot=underscore_to_dot
     )
-    if not isinstance(bench, BfclBenchmark):  # build refuses multi-turn predictions already; this tells mypy
-        raise UsageError("BFCL multi-turn result files are not read yet")
     missing = missing_predictions_warning(bench.missing_predictions(), len(bench.entries))
     if missing:
         warn(missing)
     model = f"replay:{predictions}"
+    if isinstance(bench, BfclMultiTurnBenchmark):
+        # The episodes decode the recorded turns themselves: no model is asked.
+        execute(bench, model, flags, client=NoModel(model))
+        return
     execute(bench, model, flags, client=ReplayClient(recorded_turns(bench.recorded or {}), name=model))
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,6 +23,7 @@ from toolgauge.benchmarks.bfcl.io import bfcl_prompt_messages, bfcl_tools
 from toolgauge.benchmarks.bfcl.loader import BfclEntry
 from toolgauge.benchmarks.bfcl.metrics import BfclTally, BfclVerdict, entry_weight
 from toolgauge.benchmarks.bfcl.multi_turn_check import Call, MultiTurnEntry, MultiTurnVerdict, check_multi_turn
+from toolgauge.benchmarks.bfcl.protocol import missing_predictions_warning
 from toolgauge.engine import EpisodeContext, SampleOutcome, in_step
 from toolgauge.errors import UsageError
 from toolgauge.parsing.call_types import BfclDecodeError
@@ -31,10 +32,13 @@ from toolgauge.records import AssistantTurn, Message, ToolCall, ToolSpec
 from toolgauge.results import EvalResults, Metric, SampleScore, ScoredRun
 from toolgauge.settings import CallSettings
 
-BfclMultiTurnMode = Literal["native", "prompt"]
+BfclMultiTurnMode = Literal["native", "prompt", "replay"]
 
 MAXIMUM_STEP_LIMIT = 20
 """BFCL's cap: a turn is force-ended once more than this many steps made calls."""
+
+INFERENCE_ERROR = "Error during inference phase. Model did not output a list of model responses."
+"""BFCL's message for a multi-turn result that is not a list of turns (``multi_turn:inference_error``)."""
 
 ADDITIONAL_FUNCTION_PROMPT = "I have updated some more functions you can choose from. What about now?"
 """BFCL's user message at the turn where held-back functions are added (function-calling mode)."""
@@ -44,12 +48,16 @@ class BfclMultiTurnResult(BaseModel):
     """One conversation: per turn, the steps that made calls, each step's calls in order.
 
     ``forced_end`` says the step cap ended the conversation early (its ``turns`` are then fewer than
-    the entry's). ``tool_results`` are what the model read, in the same turn -> step -> call layout.
+    the entry's). ``tool_results`` are what the model read, in the same turn -> step -> call layout
+    (empty for a replayed result file, which records no results).
     """
 
     turns: list[list[list[ToolCall]]] = Field(default_factory=list)
     tool_results: list[list[list[str]]] = Field(default_factory=list)
     forced_end: bool = False
+    # Replay only: the result files had no line for the entry, or its result was not a list of turns.
+    missing: bool = False
+    not_a_list: bool = False
 
     def calls(self) -> list[list[list[Call]]]:
         """The trajectory as the checker takes it: turn -> step -> (name, arguments)."""
@@ -70,12 +78,20 @@ class BfclMultiTurnBenchmark:
         mode: BfclMultiTurnMode = "native",
         settings: CallSettings | None = None,
         limit: int | None = None,
+        recorded: Mapping[str, Any] | None = None,
     ):
         self.entries = list(entries)
         self.data_label = data_label
         self.mode: BfclMultiTurnMode = mode
         self.settings = settings or CallSettings()
         self.limit = limit
+        self.recorded = recorded
+
+    def missing_predictions(self) -> list[str]:
+        """In replay mode, the ids of the entries ``recorded`` has no result for, in entry order."""
+        if self.mode != "replay" or self.recorded is None:
+            return []
+        return [e.id for e in self.entries if e.id not in self.recorded]
 
     def samples(self) -> list[tuple[str, MultiTurnEntry]]:
         """Entries keyed by BFCL id."""
@@ -93,7 +109,16 @@ class BfclMultiTurnBenchmark:
         }
 
     async def episode(self, sample: MultiTurnEntry, ctx: EpisodeContext) -> BfclMultiTurnResult:
-        """Run the conversation on fresh backend instances of this sample (and this epoch)."""
+        """Run the conversation on fresh backend instances of this sample (and this epoch).
+
+        ``replay`` asks no model: the entry's recorded BFCL result, decoded as ``bfcl evaluate`` decodes it.
+        """
+        if self.mode == "replay":
+            if self.recorded is None:
+                raise UsageError("mode replay scores recorded results: build the benchmark with predictions")
+            if sample.id not in self.recorded:
+                return BfclMultiTurnResult(missing=True)
+            return decode_recorded(self.recorded[sample.id])
         backends = sample.backends()
         gold_turns = sample.ground_truth_calls(backends)
         chat = _Conversation(sample, self.mode)
@@ -129,6 +154,8 @@ class BfclMultiTurnBenchmark:
     ) -> ScoredRun:
         """Score every entry with BFCL's checkers (a failed sample has no turns: force-terminated)."""
         judged = list(self.judged(samples, outcomes))
+        missing = [v.id for v, r, _, _ in judged if r is not None and r.missing]
+        warning = missing_predictions_warning(missing, len(judged))
         tally = BfclTally()
         credit: dict[str, list[float]] = defaultdict(list)
         for verdict, _, _, _ in judged:
@@ -149,6 +176,7 @@ class BfclMultiTurnBenchmark:
             settings={"mode": self.mode, "data": self.data_label},
             metrics=metrics,
             details=tally.details(),
+            warnings=[warning] if warning else [],
         )
         sizes = Counter(entry.category for _, entry in samples)
         # The verdicts are kept: judging re-runs every call on the backends, too slow to do twice.
@@ -162,12 +190,69 @@ class BfclMultiTurnBenchmark:
         """Yield (verdict, result, sample error, entry) for every entry, in input order."""
         for _, entry, mine in in_step(samples, outcomes):
             result = mine.result if mine is not None else None
-            verdict = check_multi_turn(entry, result.calls() if result is not None else [])
+            if result is not None and result.not_a_list:
+                verdict = MultiTurnVerdict(
+                    id=entry.id,
+                    category=entry.category,
+                    valid=False,
+                    error_type="multi_turn:inference_error",
+                    error_message=INFERENCE_ERROR,
+                    turn_matched=[False] * len(entry.question),
+                    first_failing_turn=0,
+                )
+            else:
+                verdict = check_multi_turn(entry, result.calls() if result is not None else [])
             yield verdict, result, (mine.error if mine is not None else "not run"), entry
 
     def replay_table(self, path: Path) -> dict[str, list[AssistantTurn]]:
-        """Multi-turn result files are not read yet."""
-        raise UsageError(f"{path}: replaying BFCL multi-turn result files is not supported yet")
+        """Recorded multi-turn results are scored by ``score bfcl --predictions``, not replayed to a model."""
+        raise UsageError(f"{path}: BFCL multi-turn result files are scored with `score bfcl --predictions`")
+
+
+def decode_recorded(result: Any) -> BfclMultiTurnResult:
+    """A BFCL multi-turn ``result`` (turn -> step -> raw output) as ``bfcl evaluate`` decodes it.
+
+    Function-calling results (any step a list or object of ``{name: arguments}``) are decoded as
+    ``convert_to_function_call`` does, prompting results (every step text) as BFCL's Python-call decoder
+    does; a step that does not decode, or decodes to no call, is left out, as ``bfcl evaluate`` does.
+    """
+    if not isinstance(result, list):
+        return BfclMultiTurnResult(not_a_list=True)
+    steps = [step for turn in result if isinstance(turn, list) for step in turn]
+    function_calling = any(isinstance(step, list | dict) for step in steps)
+    turns: list[list[list[ToolCall]]] = []
+    for turn in result:
+        decoded = [_decode_step(step, function_calling) for step in (turn if isinstance(turn, list) else [])]
+        turns.append([calls for calls in decoded if calls])
+    return BfclMultiTurnResult(turns=turns)
+
+
+def _decode_step(step: Any, function_calling: bool) -> list[ToolCall]:
+    if function_calling:
+        items = [step] if isinstance(step, dict) else step
+        if not isinstance(items, list):
+            return []
+        calls: list[ToolCall] = []
+        for item in items:
+            if not isinstance(item, dict):
+                return []
+            for name, arguments in item.items():
+                if isinstance(arguments, str):
+                    try:
+                        arguments = json.loads(arguments)
+                    except ValueError:
+                        return []
+                if not isinstance(arguments, dict):
+                    return []
+                calls.append(ToolCall(name=str(name), arguments=arguments))
+        return calls
+    if not isinstance(step, str):
+        return []
+    try:
+        decoded = decode_python_calls(step)
+    except BfclDecodeError:
+        return []
+    return [ToolCall(name=name, arguments=args) for call in decoded for name, args in call.items()]
 
 
 class _Conversation:
@@ -211,11 +296,7 @@ class _Conversation:
             self.messages.append(Message(role="assistant", content=turn.content or "", tool_calls=turn.tool_calls))
             return [] if any(c.parse_error for c in turn.tool_calls) else list(turn.tool_calls)
         self.messages.append(Message(role="assistant", content=turn.content or ""))
-        try:
-            decoded = decode_python_calls(turn.content or "")
-        except BfclDecodeError:
-            return []
-        return [ToolCall(name=name, arguments=args) for call in decoded for name, args in call.items()]
+        return _decode_step(turn.content or "", function_calling=False)
 
     def results(self, turn: int, step: int, calls: list[ToolCall], outputs: list[str]) -> None:
         """Give the step's results back: tool messages, or (prompting) one user message as BFCL formats it."""
@@ -278,6 +359,7 @@ def _sample_score(v: MultiTurnVerdict, result: BfclMultiTurnResult | None, error
         "first_failing_turn": v.first_failing_turn,
         "state_difference": v.state_difference,
         "forced_end": result.forced_end if result is not None else False,
+        **({"missing_prediction": True} if result is not None and result.missing else {}),
         "errors": [v.error_message] if v.error_message else [],
     }
     return SampleScore(

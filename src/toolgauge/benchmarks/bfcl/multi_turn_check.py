@@ -174,6 +174,37 @@ def load_multi_turn(data_dir: Path, category: str) -> list[MultiTurnEntry]:
     return entries
 
 
+def load_multi_turn_results(path: Path, categories: Sequence[str]) -> dict[str, Any]:
+    """The raw ``result`` of every multi-turn result line (turn -> step -> output), by entry id.
+
+    ``path`` is one result file, or a folder searched recursively for ``BFCL_v4_<category>_result.json`` of
+    the given categories. The results are kept as written: a malformed one is BFCL's verdict to give.
+
+    Raises:
+        DataError: no such path or no result file, a line without id or result, or an id seen twice.
+    """
+    if path.is_dir():
+        files = sorted(f for c in categories for f in path.rglob(f"BFCL_v4_{c}_result.json") if f.is_file())
+        if not files:
+            raise DataError(str(path), f"no BFCL_v4_<category>_result.json for {', '.join(categories)}")
+    elif path.is_file():
+        files = [path]
+    else:
+        raise DataError(str(path), "result path does not exist")
+    results: dict[str, Any] = {}
+    for file in files:
+        for line, record in read_jsonl_objects(file, what="results"):
+            entry_id = record.get("id")
+            if not isinstance(entry_id, str) or not entry_id:
+                raise DataError(str(file), "missing or non-string id", line=line, field="id")
+            if "result" not in record:
+                raise DataError(str(file), "missing result", line=line, field="result")
+            if entry_id in results:
+                raise DataError(str(file), f"duplicate id {entry_id!r}", line=line, field="id")
+            results[entry_id] = record["result"]
+    return results
+
+
 def _func_docs(data_dir: Path, class_name: str, where: Path, line: int) -> list[dict[str, Any]]:
     file_name = FUNC_DOC_FILES.get(class_name)
     if file_name is None:
