@@ -406,3 +406,9 @@ def test_score_bfcl_reads_multi_turn_result_files(
     assert rows[entries[2].id]["scores"]["error_type"] == "multi_turn:inference_error"
     assert rows[entries[3].id]["scores"]["error_type"] == "multi_turn:force_terminated"
     assert rows[entries[3].id]["metadata"]["missing_prediction"] is True
+    # A stored multi-turn run rescores from its stored results (the result files are not needed).
+    run = results.run
+    assert run is not None
+    again = invoke("rescore", run.id, "--store", f"sqlite:///{tmp_path / 'runs.db'}", "--json")
+    assert again.exit_code in (0, 1), again.output
+    assert results_of(again).value("correct", "multi_turn_miss_func", by="category") == 2

@@ -13,6 +13,7 @@ from toolgauge.benchmarks.bfcl.loader import BfclEntry, categories_with_results,
 from toolgauge.benchmarks.bfcl.multi_turn import BfclMultiTurnBenchmark
 from toolgauge.benchmarks.bfcl.multi_turn_check import (
     BFCL_MULTI_TURN_CATEGORIES,
+    MultiTurnEntry,
     load_multi_turn,
     load_multi_turn_results,
 )
@@ -75,7 +76,7 @@ def build_multi_turn(
     if (mode == "replay") != (predictions is not None):
         raise UsageError("mode replay scores BFCL result files: give predictions (and only in that mode)")
     del underscore_to_dot  # multi-turn function names have no dots
-    entries = [e for c in categories for e in limit_items(load_multi_turn(Path(data), c), limit)]
+    entries = _multi_turn_entries(Path(data), categories, limit)
     recorded = None
     if predictions is not None:
         wanted = {e.id for e in entries}
@@ -147,12 +148,13 @@ def rescore(config: Mapping[str, Any], variant: str | None) -> BfclRun:
         raise UsageError(f"variant {variant!r}: BFCL has no metric variants")
     limit = config.get("limit")
     if any(c in BFCL_MULTI_TURN_CATEGORIES for c in config["categories"]):
-        return build_multi_turn(
-            data=str(config["data"]),
-            categories=list(config["categories"]),
+        return BfclMultiTurnBenchmark(
+            _multi_turn_entries(Path(str(config["data"])), list(config["categories"]), limit),
+            data_label=str(config["data"]),
             mode=config["mode"],
-            temperature=float(config.get("temperature", 0.0)),
-            max_tokens=int(config.get("max_tokens", 512)),
+            settings=CallSettings(
+                temperature=float(config.get("temperature", 0.0)), max_tokens=int(config.get("max_tokens", 512))
+            ),
             limit=limit,
         )
     return BfclBenchmark(
@@ -165,6 +167,10 @@ def rescore(config: Mapping[str, Any], variant: str | None) -> BfclRun:
         ),
         limit=limit,
     )
+
+
+def _multi_turn_entries(data: Path, categories: Sequence[str], limit: int | None) -> list[MultiTurnEntry]:
+    return [entry for category in categories for entry in limit_items(load_multi_turn(data, category), limit)]
 
 
 def _entries(data: Path, categories: list[str], limit: int | None) -> list[BfclEntry]:
