@@ -23,7 +23,7 @@ from toolgauge.benchmarks.bfcl.io import bfcl_prompt_messages, bfcl_tools
 from toolgauge.benchmarks.bfcl.loader import BfclEntry
 from toolgauge.benchmarks.bfcl.metrics import BfclTally, BfclVerdict, entry_weight
 from toolgauge.benchmarks.bfcl.multi_turn_check import Call, MultiTurnEntry, MultiTurnVerdict, check_multi_turn
-from toolgauge.benchmarks.bfcl.protocol import missing_predictions_warning
+from toolgauge.benchmarks.bfcl.protocol import ids_without_result, missing_predictions_warning
 from toolgauge.engine import EpisodeContext, SampleOutcome, in_step
 from toolgauge.errors import UsageError
 from toolgauge.parsing.call_types import BfclDecodeError
@@ -89,9 +89,7 @@ class BfclMultiTurnBenchmark:
 
     def missing_predictions(self) -> list[str]:
         """In replay mode, the ids of the entries ``recorded`` has no result for, in entry order."""
-        if self.mode != "replay" or self.recorded is None:
-            return []
-        return [e.id for e in self.entries if e.id not in self.recorded]
+        return ids_without_result(self.mode, [e.id for e in self.entries], self.recorded)
 
     def samples(self) -> list[tuple[str, MultiTurnEntry]]:
         """Entries keyed by BFCL id."""
