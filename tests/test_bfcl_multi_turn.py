@@ -29,7 +29,7 @@ from toolgauge.benchmarks.bfcl.multi_turn_check import (
     load_multi_turn,
 )
 from toolgauge.parsing.python_calls import render_python_calls
-from toolgauge.records import AssistantTurn, GenerateOptions, Message, ToolSpec
+from toolgauge.records import AssistantTurn, GenerateOptions, Message, ToolCall, ToolSpec
 
 checker = pytest.importorskip(
     "bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker",
@@ -75,6 +75,56 @@ def run_gold(entry: MultiTurnEntry, mode: BfclMultiTurnMode = "native") -> tuple
     ctx = GoldContext()
     bench = BfclMultiTurnBenchmark([entry], data_label="test", mode=mode)
     return asyncio.run(bench.episode(entry, ctx)), ctx  # type: ignore[arg-type]
+
+
+class ScriptedContext(GoldContext):
+    """Answers every step with the same reply, whatever the gold."""
+
+    def __init__(self, reply: AssistantTurn) -> None:
+        super().__init__()
+        self.reply = reply
+
+    async def generate(
+        self,
+        messages: list[Message],
+        tools: list[ToolSpec] | None = None,
+        options: GenerateOptions | None = None,
+        *,
+        gold: AssistantTurn | None = None,
+        role: str = "model",
+    ) -> AssistantTurn:
+        await super().generate(messages, tools, options, gold=gold, role=role)
+        return self.reply
+
+
+def run_scripted(entry: MultiTurnEntry, reply: AssistantTurn) -> tuple[Any, ScriptedContext]:
+    ctx = ScriptedContext(reply)
+    bench = BfclMultiTurnBenchmark([entry], data_label="test")
+    return asyncio.run(bench.episode(entry, ctx)), ctx  # type: ignore[arg-type]
+
+
+def test_a_model_that_never_stops_calling_is_force_ended_after_21_steps(
+    by_category: dict[str, list[MultiTurnEntry]],
+) -> None:
+    entry = next(e for e in by_category["multi_turn_base"] if "GorillaFileSystem" in e.involved_classes)
+    result, ctx = run_scripted(entry, AssistantTurn(tool_calls=[ToolCall(name="pwd", arguments={})]))
+    # BFCL's cap: the step counter must exceed MAXIMUM_STEP_LIMIT (20), so the 21st step with calls ends it.
+    assert result.forced_end and len(result.turns) == 1 and len(result.turns[0]) == 21
+    assert len(ctx.asked) == 21
+    verdict = check_multi_turn(entry, result.calls())
+    assert verdict.error_type == "multi_turn:force_terminated"
+    assert verdict.turn_matched[1:] == [False] * (len(entry.question) - 1)
+
+
+def test_a_reply_with_undecodable_arguments_ends_the_turn_without_running_anything(
+    by_category: dict[str, list[MultiTurnEntry]],
+) -> None:
+    entry = by_category["multi_turn_base"][0]
+    bad = ToolCall(name="mkdir", arguments={}, raw="{dir_name: ", parse_error="invalid JSON")
+    result, ctx = run_scripted(entry, AssistantTurn(tool_calls=[bad]))
+    assert result.turns == [[] for _ in entry.question] and not result.forced_end
+    assert len(ctx.asked) == len(entry.question)  # one step per turn
+    assert check_multi_turn(entry, result.calls()).error_type == "multi_turn:empty_turn_model_response"
 
 
 @pytest.mark.parametrize("mode", ["native", "prompt"])
