@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -462,3 +463,19 @@ def test_score_bfcl_reads_multi_turn_result_files(
     again = invoke("rescore", run.id, "--store", f"sqlite:///{tmp_path / 'runs.db'}", "--json")
     assert again.exit_code in (0, 1), again.output
     assert results_of(again).value("correct", "multi_turn_miss_func", by="category") == 2
+
+
+def test_without_bfcl_eval_a_multi_turn_run_says_how_to_install_it(
+    bfcl_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cli_helpers import invoke
+
+    # A None entry in sys.modules makes the import fail as if the package were not installed.
+    monkeypatch.setitem(sys.modules, "bfcl_eval.constants.executable_backend_config", None)
+    res = invoke(
+        "eval", "bfcl", "--data", bfcl_dir, "--categories", "multi_turn_base", "--model", "gold",
+        "--store", f"sqlite:///{tmp_path / 'runs.db'}",
+    )  # fmt: skip
+    assert res.exit_code == 2
+    assert "pip install --no-deps bfcl-eval==2026.3.23 mpmath" in res.output
+    assert "Traceback" not in res.output

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from toolgauge.benchmark import CommandGroups
+from toolgauge.benchmarks.bfcl.backends import bfcl_module
 from toolgauge.benchmarks.bfcl.loader import BfclEntry, categories_with_results, load_bfcl, load_bfcl_results
 from toolgauge.benchmarks.bfcl.multi_turn import BfclMultiTurnBenchmark
 from toolgauge.benchmarks.bfcl.multi_turn_check import (
@@ -76,6 +77,7 @@ def build_multi_turn(
     if (mode == "replay") != (predictions is not None):
         raise UsageError("mode replay scores BFCL result files: give predictions (and only in that mode)")
     del underscore_to_dot  # multi-turn function names have no dots
+    bfcl_module("constants.executable_backend_config")  # no bfcl-eval: one line now, not a failure per sample
     entries = _multi_turn_entries(Path(data), categories, limit)
     recorded = None
     if predictions is not None:
