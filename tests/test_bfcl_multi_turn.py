@@ -53,10 +53,11 @@ def gold_trajectory(entry: MultiTurnEntry) -> Trajectory:
 
 
 class GoldContext:
-    """Answers every model step with the protocol's gold turn and records what the model was shown."""
+    """Answers every model step with the protocol's gold turn (or a fixed ``reply``); records what was shown."""
 
-    def __init__(self) -> None:
+    def __init__(self, reply: AssistantTurn | None = None) -> None:
         self.asked: list[tuple[list[Message], list[str]]] = []
+        self.reply = reply
 
     async def generate(
         self,
@@ -69,7 +70,7 @@ class GoldContext:
     ) -> AssistantTurn:
         self.asked.append((messages, [t.name for t in tools or []]))
         assert gold is not None
-        return gold
+        return self.reply or gold
 
 
 def run_gold(entry: MultiTurnEntry, mode: BfclMultiTurnMode = "native") -> tuple[Any, GoldContext]:
@@ -78,28 +79,8 @@ def run_gold(entry: MultiTurnEntry, mode: BfclMultiTurnMode = "native") -> tuple
     return asyncio.run(bench.episode(entry, ctx)), ctx  # type: ignore[arg-type]
 
 
-class ScriptedContext(GoldContext):
-    """Answers every step with the same reply, whatever the gold."""
-
-    def __init__(self, reply: AssistantTurn) -> None:
-        super().__init__()
-        self.reply = reply
-
-    async def generate(
-        self,
-        messages: list[Message],
-        tools: list[ToolSpec] | None = None,
-        options: GenerateOptions | None = None,
-        *,
-        gold: AssistantTurn | None = None,
-        role: str = "model",
-    ) -> AssistantTurn:
-        await super().generate(messages, tools, options, gold=gold, role=role)
-        return self.reply
-
-
-def run_scripted(entry: MultiTurnEntry, reply: AssistantTurn) -> tuple[Any, ScriptedContext]:
-    ctx = ScriptedContext(reply)
+def run_scripted(entry: MultiTurnEntry, reply: AssistantTurn) -> tuple[Any, GoldContext]:
+    ctx = GoldContext(reply)
     bench = BfclMultiTurnBenchmark([entry], data_label="test")
     return asyncio.run(bench.episode(entry, ctx)), ctx  # type: ignore[arg-type]
 
