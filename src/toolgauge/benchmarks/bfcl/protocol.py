@@ -115,6 +115,13 @@ def missing_predictions_warning(missing: Sequence[str], total: int) -> str | Non
     return f"predictions missing for {len(missing)} of {total} samples (scored as wrong); first missing: {missing[0]}"
 
 
+def ids_without_result(mode: str, ids: Sequence[str], recorded: Mapping[str, Any] | None) -> list[str]:
+    """In replay mode, the ``ids`` that ``recorded`` has no result for, in order (none in other modes)."""
+    if mode != "replay" or recorded is None:
+        return []
+    return [i for i in ids if i not in recorded]
+
+
 def recorded_turns(results: Mapping[str, BfclOutput]) -> dict[str, list[AssistantTurn]]:
     """BFCL results as one model turn each: text as content, function-calling lists as tool calls."""
     return {rid: [_recorded_turn(result)] for rid, result in results.items()}
@@ -176,9 +183,7 @@ class BfclBenchmark:
 
     def missing_predictions(self) -> list[str]:
         """In replay mode, the ids of the entries ``recorded`` has no result for, in entry order."""
-        if self.mode != "replay" or self.recorded is None:
-            return []
-        return [e.id for e in self.entries if e.id not in self.recorded]
+        return ids_without_result(self.mode, [e.id for e in self.entries], self.recorded)
 
     async def episode(self, sample: BfclEntry, ctx: EpisodeContext) -> BfclResult:
         """Ask once, as BFCL's FC or prompting handlers would (replay: return the recorded result)."""

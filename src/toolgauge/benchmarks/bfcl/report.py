@@ -12,25 +12,31 @@ from toolgauge.results import EvalResults
 
 def render_bfcl(results: EvalResults, console: Console) -> None:
     """Print the category table with the aggregates, and notes on data defects and the irrelevance loophole."""
-    table = Table(
-        title=f"BFCL AST · {esc(results.settings.get('mode', ''))}", title_justify="left", box=box.SIMPLE_HEAD
-    )
+    # Multi-turn runs add toolgauge's per-turn credit beside BFCL's all-or-nothing accuracy.
+    multi_turn = results.metric("turn_credit") is not None
+    title = "BFCL multi-turn" if multi_turn else "BFCL AST"
+    table = Table(title=f"{title} · {esc(results.settings.get('mode', ''))}", title_justify="left", box=box.SIMPLE_HEAD)
     table.add_column("category")
     table.add_column("correct", justify="right")
     table.add_column("n", justify="right")
     table.add_column("accuracy %", justify="right")
+    if multi_turn:
+        table.add_column("turn credit %", justify="right")
     for category in results.groups("category"):
         correct = results.value("correct", category, by="category")
         accuracy = results.metric("accuracy", category, by="category")
         n = accuracy.n if accuracy is not None else None
         # Over epochs "correct" is a mean count (1.33 of 2); number() shows it with two decimals.
+        credit = [pct(results.value("turn_credit", category, by="category"))] if multi_turn else []
         table.add_row(esc(category), "" if correct is None else number(correct, "count"), esc("" if n is None else n),
-                      pct(accuracy.value if accuracy is not None else None))  # fmt: skip
+                      pct(accuracy.value if accuracy is not None else None), *credit)  # fmt: skip
     overall = results.metric("accuracy")
     if overall is not None:
+        credit = [pct(results.value("turn_credit"))] if multi_turn else []
         table.add_row(
-            "[bold]all categories (mean)[/]", "", esc("" if overall.n is None else overall.n), pct(overall.value)
-        )
+            "[bold]all categories (mean)[/]", "", esc("" if overall.n is None else overall.n), pct(overall.value),
+            *credit,
+        )  # fmt: skip
     for aggregate in results.groups("aggregate"):
         table.add_row(f"[italic]{esc(aggregate)} (aggregate)[/]", "", "",
                       pct(results.value("accuracy", aggregate, by="aggregate")))  # fmt: skip
