@@ -151,19 +151,22 @@ def view_cmd(
     guarded(body)
 
 
-def write_run_html(store: str | None, run_id: str, out_path: Path, *, transcripts: int | None = None) -> None:
-    """``report RUN --html OUT``: write the run's self-contained page and say where."""
+def write_run_html(
+    store: str | None, run_id: str, out_path: Path, *, transcripts: int | None = None, all_samples: bool = False
+) -> None:
+    """``report RUN --html OUT [--all-samples]``: write the run's self-contained page (and samples' pages), say where."""
     require_view_packages()
     from toolgauge.store import open_store
     from toolgauge.view.html_report import DEFAULT_TRANSCRIPTS, write_html_report
 
     st = open_store(store, create=False)
     try:
-        write_html_report(st, run_id, out_path, registry_benchmarks(),
-                          transcripts=DEFAULT_TRANSCRIPTS if transcripts is None else transcripts)  # fmt: skip
+        folder = write_html_report(st, run_id, out_path, registry_benchmarks(), all_samples=all_samples,
+                                   transcripts=DEFAULT_TRANSCRIPTS if transcripts is None else transcripts)  # fmt: skip
     finally:
         st.close()
-    err.print(f"wrote {out_path}", highlight=False, soft_wrap=True)
+    err.print(f"wrote {out_path}" + (f" and every sample's page in {folder}/" if folder else ""), highlight=False,
+              soft_wrap=True)  # fmt: skip
 
 
 def write_sweep_html(st: Store, sweep_id: str, out_path: Path) -> None:

@@ -1,0 +1,259 @@
+"""The viewer's per-unit verdicts kept in the store (``schema.view_unit_sets`` and ``schema.view_units``).
+
+A run's verdicts are computed once (from its stored outputs, by its benchmark's scoring) and written here in
+chunks as they are made, with their counts by verdict and error class; every page then reads only its own
+rows. A new computation writes a new generation beside the old one and switches the run's set row to it in
+one transaction, so a reader always sees one whole generation; the old rows are deleted after.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Engine, and_, delete, func, insert, select, update
+from sqlalchemy.exc import SQLAlchemyError
+
+from toolgauge.results import SampleScore
+from toolgauge.store import schema
+
+# Units inserted per statement while a run's verdicts are written.
+WRITE_CHUNK = 1000
+TABLES = (schema.view_unit_sets, schema.view_units)
+
+
+@dataclass(frozen=True)
+class UnitSet:
+    """A run's current verdicts: their generation, what they were computed from, counts and note."""
+
+    run_id: str
+    gen: int
+    key: str
+    units: int
+    verdicts: dict[str, int]
+    error_classes: dict[str, int]
+    note: str | None
+    panels: list[dict[str, Any]] | None
+
+
+@dataclass(frozen=True)
+class UnitFilter:
+    """The sample list's filters: exact verdict and error class, a case-insensitive substring of the unit id."""
+
+    verdict: str | None = None
+    error_class: str | None = None
+    query: str | None = None
+
+
+@dataclass(frozen=True)
+class StoredUnit:
+    """One stored unit: its place in the run's order, its verdict and error class, and its score."""
+
+    seq: int
+    verdict: str
+    error_class: str | None
+    score: SampleScore
+
+
+def ensure_tables(engine: Engine) -> None:
+    """Create the two tables where they are missing (a store made before them; two viewers may race)."""
+    for attempt in range(3):
+        try:
+            schema.metadata.create_all(engine, tables=list(TABLES))
+            return
+        except SQLAlchemyError:
+            if attempt == 2:
+                raise
+            time.sleep(0.05 * (attempt + 1))
+
+
+class VerdictTable:
+    """Reads and writes the viewer's verdicts of every run of one database (thread-safe: no state of its own)."""
+
+    def __init__(self, engine: Engine):
+        self.engine = engine
+
+    def current(self, run_id: str) -> UnitSet | None:
+        """The run's current set, or None when its verdicts were never written."""
+        with self.engine.connect() as conn:
+            row = conn.execute(select(schema.view_unit_sets).where(schema.view_unit_sets.c.run_id == run_id)).first()
+        if row is None:
+            return None
+        m = row._mapping
+        return UnitSet(
+            run_id=m["run_id"], gen=m["gen"], key=m["key"], units=m["units"], verdicts=json.loads(m["verdicts"]),
+            error_classes=json.loads(m["error_classes"]), note=m["note"],
+            panels=json.loads(m["panels"]) if m["panels"] is not None else None,
+        )  # fmt: skip
+
+    def write(
+        self,
+        run_id: str,
+        key: str,
+        units: Iterable[SampleScore],
+        note: str | None,
+        classify: Callable[[SampleScore], tuple[str, str | None]],
+        masked: Callable[[SampleScore], str],
+    ) -> UnitSet:
+        """Write ``units`` (in order) as the run's new generation and make it current; old rows are deleted after.
+
+        ``classify`` gives a unit's verdict and error class; ``masked`` its JSON with secrets masked. Only
+        one chunk of units is held at a time.
+        """
+        gen = secrets.randbelow(2**31 - 1) + 1  # two viewers writing one run's verdicts at once never share one
+        verdicts: Counter[str] = Counter()
+        classes: Counter[str] = Counter()
+        chunk: list[dict[str, Any]] = []
+        seq = 0
+        try:
+            for unit in units:
+                verdict, error_class = classify(unit)
+                verdicts[verdict] += 1
+                if error_class:
+                    classes[error_class] += 1
+                chunk.append({"run_id": run_id, "gen": gen, "seq": seq, "unit_id": unit.id, "sample_key": unit.sample,
+                              "epoch": unit.epoch, "verdict": verdict, "error_class": error_class,
+                              "score": masked(unit)})  # fmt: skip
+                seq += 1
+                if len(chunk) >= WRITE_CHUNK:
+                    self._insert(chunk)
+                    chunk = []
+            if chunk:
+                self._insert(chunk)
+            made = UnitSet(run_id, gen, key, seq, dict(verdicts), dict(classes.most_common()), note, None)
+            before = self._switch(made)
+        except BaseException:
+            self._drop(run_id, gen)
+            raise
+        if before is not None and before != gen:  # the generation replaced: nobody reads it any more
+            self._drop(run_id, before)
+        return made
+
+    def _insert(self, rows: list[dict[str, Any]]) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(insert(schema.view_units), rows)
+
+    def _switch(self, made: UnitSet) -> int | None:
+        """Make ``made`` the run's current set; the generation it replaces (None: the first)."""
+        values = {"gen": made.gen, "key": made.key, "units": made.units, "verdicts": json.dumps(made.verdicts),
+                  "error_classes": json.dumps(made.error_classes), "note": made.note, "panels": None,
+                  "created_at": time.time()}  # fmt: skip
+        sets = schema.view_unit_sets
+        with self.engine.begin() as conn:
+            before = conn.execute(select(sets.c.gen).where(sets.c.run_id == made.run_id)).scalar()
+            if before is not None:
+                conn.execute(update(sets).where(sets.c.run_id == made.run_id).values(**values))
+            else:
+                conn.execute(insert(sets).values(run_id=made.run_id, **values))
+        return before
+
+    def _drop(self, run_id: str, gen: int) -> None:
+        c = schema.view_units.c
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(delete(schema.view_units).where((c.run_id == run_id) & (c.gen == gen)))
+        except SQLAlchemyError:
+            pass  # rows of a generation no set names are never read; the next write of this run deletes them
+
+    def save_panels(self, made: UnitSet, panels: list[dict[str, Any]]) -> None:
+        """Keep the run's panels (as the front end shows them) with its current generation."""
+        sets = schema.view_unit_sets
+        with self.engine.begin() as conn:
+            conn.execute(
+                update(sets).where((sets.c.run_id == made.run_id) & (sets.c.gen == made.gen)).values(
+                    panels=json.dumps(panels)
+                )
+            )
+
+    def _where(self, made: UnitSet, chosen: UnitFilter) -> Any:
+        c = schema.view_units.c
+        parts = [c.run_id == made.run_id, c.gen == made.gen]
+        if chosen.verdict:
+            parts.append(c.verdict == chosen.verdict)
+        if chosen.error_class:
+            parts.append(c.error_class == chosen.error_class)
+        if chosen.query:
+            parts.append(func.lower(c.unit_id).contains(chosen.query.lower(), autoescape=True))
+        return and_(*parts)
+
+    def page(self, made: UnitSet, chosen: UnitFilter, offset: int, limit: int) -> tuple[int, list[StoredUnit]]:
+        """How many units match, and ``limit`` of them from ``offset`` in the run's order."""
+        c = schema.view_units.c
+        where = self._where(made, chosen)
+        with self.engine.connect() as conn:
+            if chosen == UnitFilter():
+                total = made.units
+            else:
+                total = int(conn.execute(select(func.count()).select_from(schema.view_units).where(where)).scalar_one())
+            rows = conn.execute(
+                select(c.seq, c.verdict, c.error_class, c.score).where(where).order_by(c.seq).offset(offset).limit(limit)
+            ).all()
+        return total, [_stored(row) for row in rows]
+
+    def of_sample(self, made: UnitSet, sample_key: str) -> list[StoredUnit]:
+        """Every unit of one sample (all epochs), in the run's order."""
+        c = schema.view_units.c
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(c.seq, c.verdict, c.error_class, c.score)
+                .where((c.run_id == made.run_id) & (c.gen == made.gen) & (c.sample_key == sample_key))
+                .order_by(c.seq)
+            ).all()
+        return [_stored(row) for row in rows]
+
+    def neighbours(self, made: UnitSet, sample_key: str, chosen: UnitFilter) -> tuple[str | None, str | None]:
+        """The samples before and after ``sample_key`` in the sample list under ``chosen`` (None at either end).
+
+        The list is of units: the previous sample is that of the last matching unit before the sample's first
+        unit, the next that of the first matching unit after its last one.
+        """
+        c = schema.view_units.c
+        mine = (c.run_id == made.run_id) & (c.gen == made.gen) & (c.sample_key == sample_key)
+        where = self._where(made, chosen) & (c.sample_key != sample_key)
+        with self.engine.connect() as conn:
+            first, last = conn.execute(select(func.min(c.seq), func.max(c.seq)).where(mine)).one()
+            if first is None:
+                return None, None
+            before = conn.execute(
+                select(c.sample_key).where(where & (c.seq < first)).order_by(c.seq.desc()).limit(1)
+            ).scalar()
+            after = conn.execute(select(c.sample_key).where(where & (c.seq > last)).order_by(c.seq).limit(1)).scalar()
+        return before, after
+
+    def scores(self, made: UnitSet, chunk: int = WRITE_CHUNK) -> Iterator[SampleScore]:
+        """Every unit's score of the set, in order, read ``chunk`` rows at a time."""
+        c = schema.view_units.c
+        start = 0
+        while True:
+            with self.engine.connect() as conn:
+                rows = conn.execute(
+                    select(c.seq, c.score)
+                    .where((c.run_id == made.run_id) & (c.gen == made.gen) & (c.seq >= start))
+                    .order_by(c.seq)
+                    .limit(chunk)
+                ).all()
+            for _seq, text in rows:
+                yield SampleScore.model_validate_json(text)
+            if len(rows) < chunk:
+                return
+            start = rows[-1][0] + 1
+
+
+def _stored(row: Any) -> StoredUnit:
+    seq, verdict, error_class, text = row
+    return StoredUnit(seq, verdict, error_class, SampleScore.model_validate_json(text))
+
+
+def stored_sample_count(engine: Engine, run_id: str) -> int:
+    """How many samples (tries) of a run are stored: what a running run's verdicts are computed from."""
+    with engine.connect() as conn:
+        return int(
+            conn.execute(
+                select(func.count()).select_from(schema.samples).where(schema.samples.c.run_id == run_id)
+            ).scalar_one()
+        )
