@@ -150,19 +150,26 @@ def api_pages(run_id: str, n: int) -> dict[str, str]:
     }
 
 
-def after_start(store_url: str, run_id: str, n: int, repeat: int) -> tuple[list[tuple[str, float, float, int]], dict]:
+def after_start(
+    store_url: str, run_id: str, n: int, repeat: int
+) -> tuple[list[tuple[str, float, float, int]], dict[str, dict[str, float]]]:
     """A new viewer on the store: each page's first and median time and size; then the viewer's memory."""
     rows = []
     with viewer(store_url) as (base, pid):
         started = memory_mb(pid)
         pages = api_pages(run_id, n)
-        with urllib.request.urlopen(f"{base}api/runs", timeout=60) as response:  # (the runs list, to warm up the server)
+        with urllib.request.urlopen(
+            f"{base}api/runs", timeout=60
+        ) as response:  # (the runs list, to warm up the server)
             response.read()
         for name, path in list(pages.items()):
             if name == "run page":  # then the run's charts, as the run page asks for them
                 with urllib.request.urlopen(base + path, timeout=60) as response:
                     charts = json.loads(response.read())["charts"]
-                pages = {**pages, **{f"run chart {c['name']}": f"api/runs/{run_id}/charts/{c['name']}.svg" for c in charts}}
+                pages = {
+                    **pages,
+                    **{f"run chart {c['name']}": f"api/runs/{run_id}/charts/{c['name']}.svg" for c in charts},
+                }
         for name, path in pages.items():
             first, size = timed_get(base + path)
             times = [timed_get(base + path)[0] for _ in range(repeat)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import ipaddress
 import secrets
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -119,12 +120,15 @@ def view_cmd(
 
         from toolgauge.store import open_store
         from toolgauge.view.app import create_app
+        from toolgauge.view.charts import warm_up
         from toolgauge.view.data import ViewData
 
         chosen = access_token(host, token)
         st = open_store(store, create=False)
         allowed = None if not _is_loopback(host) else ["127.0.0.1", "localhost", "[::1]", "::1"]
-        app = create_app(ViewData(st, registry_benchmarks()), token=chosen, allowed_hosts=allowed)
+        # Runs are scored in a child process: the viewer's memory stays small however large they are.
+        data = ViewData(st, registry_benchmarks(), score_in_child=True)
+        app = create_app(data, token=chosen, allowed_hosts=allowed)
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
         server = uvicorn.Server(config)
         shown_host = f"[{host}]" if ":" in host else host
@@ -138,6 +142,8 @@ def view_cmd(
             for s in server.servers:
                 for sock in s.sockets:
                     bound = sock.getsockname()[1]
+            # vl-convert starts its engine on the first chart: here, beside the first requests, not inside one.
+            threading.Thread(target=warm_up, name="toolgauge-chart-warm-up", daemon=True).start()
             suffix = f"/?token={chosen}" if chosen else "/"
             err.print(f"toolgauge view: http://{shown_host}:{bound}{suffix}  (Ctrl-C stops it)", highlight=False,
                       soft_wrap=True)  # fmt: skip
@@ -146,6 +152,7 @@ def view_cmd(
         try:
             server.run()
         finally:
+            data.close()
             st.close()
 
     guarded(body)
@@ -154,7 +161,7 @@ def view_cmd(
 def write_run_html(
     store: str | None, run_id: str, out_path: Path, *, transcripts: int | None = None, all_samples: bool = False
 ) -> None:
-    """``report RUN --html OUT [--all-samples]``: write the run's self-contained page (and samples' pages), say where."""
+    """``report RUN --html OUT [--all-samples]``: write the run's page (and its samples' pages), say where."""
     require_view_packages()
     from toolgauge.store import open_store
     from toolgauge.view.html_report import DEFAULT_TRANSCRIPTS, write_html_report

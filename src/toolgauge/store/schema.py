@@ -161,8 +161,9 @@ sweep_cells = Table(
 
 # The viewer's verdicts, kept so it pages them from the store instead of holding a run's in memory. Derived
 # data: rebuilt from the stored outputs whenever ``key`` (what they were computed from: the run's status,
-# finish time and sample count) no longer matches the run. One row per run: the current generation of its
-# units, and their counts by verdict and error class (JSON) so a page never counts 100,000 rows.
+# finish time and sample count, and the toolgauge that scored them) no longer matches. One row per run: the
+# current generation of its units, and their counts by verdict and error class (JSON) so a page never counts
+# 100,000 rows.
 view_unit_sets = Table(
     "view_unit_sets",
     metadata,
@@ -173,8 +174,6 @@ view_unit_sets = Table(
     Column("verdicts", Text, nullable=False),
     Column("error_classes", Text, nullable=False),
     Column("note", Text),
-    # The run's extra panels as the front end shows them (JSON), once first built.
-    Column("panels", Text),
     Column("created_at", Float, nullable=False),
 )
 

@@ -24,6 +24,8 @@ from toolgauge.store import schema
 
 # Units inserted per statement while a run's verdicts are written.
 WRITE_CHUNK = 1000
+# Rows read either side of a sample for its previous and next sample before a grouped query decides.
+SCAN = 200
 TABLES = (schema.view_unit_sets, schema.view_units)
 
 
@@ -38,7 +40,6 @@ class UnitSet:
     verdicts: dict[str, int]
     error_classes: dict[str, int]
     note: str | None
-    panels: list[dict[str, Any]] | None
 
 
 @dataclass(frozen=True)
@@ -61,10 +62,16 @@ class StoredUnit:
 
 
 def ensure_tables(engine: Engine) -> None:
-    """Create the two tables where they are missing (a store made before them; two viewers may race)."""
+    """Create the two tables where they are missing (a store made before them; two viewers may race).
+
+    Raises ``SQLAlchemyError`` when the store cannot be written (a read-only file or database user): a write
+    that changes nothing is tried, as a store that has the tables could still refuse rows.
+    """
     for attempt in range(3):
         try:
             schema.metadata.create_all(engine, tables=list(TABLES))
+            with engine.begin() as conn:
+                conn.execute(delete(schema.view_unit_sets).where(schema.view_unit_sets.c.run_id == ""))
             return
         except SQLAlchemyError:
             if attempt == 2:
@@ -88,7 +95,6 @@ class VerdictTable:
         return UnitSet(
             run_id=m["run_id"], gen=m["gen"], key=m["key"], units=m["units"], verdicts=json.loads(m["verdicts"]),
             error_classes=json.loads(m["error_classes"]), note=m["note"],
-            panels=json.loads(m["panels"]) if m["panels"] is not None else None,
         )  # fmt: skip
 
     def write(
@@ -125,7 +131,7 @@ class VerdictTable:
                     chunk = []
             if chunk:
                 self._insert(chunk)
-            made = UnitSet(run_id, gen, key, seq, dict(verdicts), dict(classes.most_common()), note, None)
+            made = UnitSet(run_id, gen, key, seq, dict(verdicts), dict(classes.most_common()), note)
             before = self._switch(made)
         except BaseException:
             self._drop(run_id, gen)
@@ -141,7 +147,7 @@ class VerdictTable:
     def _switch(self, made: UnitSet) -> int | None:
         """Make ``made`` the run's current set; the generation it replaces (None: the first)."""
         values = {"gen": made.gen, "key": made.key, "units": made.units, "verdicts": json.dumps(made.verdicts),
-                  "error_classes": json.dumps(made.error_classes), "note": made.note, "panels": None,
+                  "error_classes": json.dumps(made.error_classes), "note": made.note,
                   "created_at": time.time()}  # fmt: skip
         sets = schema.view_unit_sets
         with self.engine.begin() as conn:
@@ -159,16 +165,6 @@ class VerdictTable:
                 conn.execute(delete(schema.view_units).where((c.run_id == run_id) & (c.gen == gen)))
         except SQLAlchemyError:
             pass  # rows of a generation no set names are never read; the next write of this run deletes them
-
-    def save_panels(self, made: UnitSet, panels: list[dict[str, Any]]) -> None:
-        """Keep the run's panels (as the front end shows them) with its current generation."""
-        sets = schema.view_unit_sets
-        with self.engine.begin() as conn:
-            conn.execute(
-                update(sets).where((sets.c.run_id == made.run_id) & (sets.c.gen == made.gen)).values(
-                    panels=json.dumps(panels)
-                )
-            )
 
     def _where(self, made: UnitSet, chosen: UnitFilter) -> Any:
         c = schema.view_units.c
@@ -191,7 +187,11 @@ class VerdictTable:
             else:
                 total = int(conn.execute(select(func.count()).select_from(schema.view_units).where(where)).scalar_one())
             rows = conn.execute(
-                select(c.seq, c.verdict, c.error_class, c.score).where(where).order_by(c.seq).offset(offset).limit(limit)
+                select(c.seq, c.verdict, c.error_class, c.score)
+                .where(where)
+                .order_by(c.seq)
+                .offset(offset)
+                .limit(limit)
             ).all()
         return total, [_stored(row) for row in rows]
 
@@ -209,20 +209,59 @@ class VerdictTable:
     def neighbours(self, made: UnitSet, sample_key: str, chosen: UnitFilter) -> tuple[str | None, str | None]:
         """The samples before and after ``sample_key`` in the sample list under ``chosen`` (None at either end).
 
-        The list is of units: the previous sample is that of the last matching unit before the sample's first
-        unit, the next that of the first matching unit after its last one.
+        The list is of units, and a sample's units need not be next to each other (epochs): the samples are
+        ordered by their first unit in the list, so previous and next never go round in a circle.
         """
         c = schema.view_units.c
-        mine = (c.run_id == made.run_id) & (c.gen == made.gen) & (c.sample_key == sample_key)
-        where = self._where(made, chosen) & (c.sample_key != sample_key)
+        where = self._where(made, chosen)
         with self.engine.connect() as conn:
-            first, last = conn.execute(select(func.min(c.seq), func.max(c.seq)).where(mine)).one()
-            if first is None:
+
+            def first_seq(key: str, *, filtered: bool = True) -> int | None:
+                found = select(func.min(c.seq)).where(where if filtered else self._where(made, UnitFilter()))
+                return conn.execute(found.where(c.sample_key == key)).scalar()
+
+            mine = first_seq(sample_key)
+            if mine is None:  # a sample the filters leave out: its place in the whole list
+                mine = first_seq(sample_key, filtered=False)
+            if mine is None:
                 return None, None
-            before = conn.execute(
-                select(c.sample_key).where(where & (c.seq < first)).order_by(c.seq.desc()).limit(1)
-            ).scalar()
-            after = conn.execute(select(c.sample_key).where(where & (c.seq > last)).order_by(c.seq).limit(1)).scalar()
+            others = where & (c.sample_key != sample_key)
+            # Mostly a sample's units are together: a few rows either side decide; else one grouped query does.
+            before, decided = None, False
+            best = -1
+            ahead = conn.execute(
+                select(c.seq, c.sample_key).where(others & (c.seq < mine)).order_by(c.seq.desc()).limit(SCAN)
+            ).all()
+            for seq, key in ahead:
+                if seq < best:
+                    decided = True
+                    break
+                start = first_seq(key)
+                if start is not None and start > best:
+                    before, best = key, start
+            if not decided and len(ahead) == SCAN:
+                firsts = _first_units(others)
+                before = conn.execute(
+                    select(firsts.c.sample_key).where(firsts.c.first < mine).order_by(firsts.c.first.desc()).limit(1)
+                ).scalar()
+            after = None
+            seen: set[str] = set()
+            behind = conn.execute(
+                select(c.seq, c.sample_key).where(others & (c.seq > mine)).order_by(c.seq).limit(SCAN)
+            ).all()
+            for _seq, key in behind:
+                if key in seen:
+                    continue
+                start = first_seq(key)
+                if start is not None and start > mine:
+                    after = key
+                    break
+                seen.add(key)
+            if after is None and len(behind) == SCAN:
+                firsts = _first_units(others)
+                after = conn.execute(
+                    select(firsts.c.sample_key).where(firsts.c.first > mine).order_by(firsts.c.first).limit(1)
+                ).scalar()
         return before, after
 
     def scores(self, made: UnitSet, chunk: int = WRITE_CHUNK) -> Iterator[SampleScore]:
@@ -242,6 +281,12 @@ class VerdictTable:
             if len(rows) < chunk:
                 return
             start = rows[-1][0] + 1
+
+
+def _first_units(where: Any) -> Any:
+    """Each sample's first unit (``first``) among the units ``where`` selects, as a subquery."""
+    c = schema.view_units.c
+    return select(c.sample_key, func.min(c.seq).label("first")).where(where).group_by(c.sample_key).subquery()
 
 
 def _stored(row: Any) -> StoredUnit:

@@ -28,8 +28,8 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from toolgauge.errors import UsageError
-from toolgauge.view.charts import ERROR_CLASSES, ChartSpec, error_class_chart, render_svg, run_charts
 from toolgauge.store.verdicts import UnitFilter
+from toolgauge.view.charts import ERROR_CLASSES, ChartSpec, error_class_chart, render_svg, run_charts
 from toolgauge.view.data import ViewData
 
 CSP = (

@@ -171,7 +171,7 @@ def interval_chart(points: list[IntervalPoint], title: str) -> ChartSpec | None:
             for p in drawn]  # fmt: skip
     labels = list(dict.fromkeys(p.label for p in drawn))
     metrics = list(dict.fromkeys(p.metric for p in drawn))
-    unit = all(0 <= v <= 1 for r in rows for v in (r["value"], r["low"], r["high"]))
+    unit = all(0 <= v <= 1 for p in drawn for v in (p.value, p.low, p.high) if v is not None)
     scale = alt.Scale(domain=[0, 1]) if unit else alt.Scale(zero=False)
     y = alt.Y("label:N", sort=labels, title=None, axis=alt.Axis(labelLimit=220))
     base = alt.Chart().encode(y)  # the data is the facet's
@@ -205,3 +205,10 @@ def render_svg(spec: dict[str, Any]) -> str:
     import vl_convert
 
     return str(vl_convert.vegalite_to_svg(spec))
+
+
+def warm_up() -> None:
+    """Render a one-point chart, so the first chart a page asks for does not also start vl-convert's engine (2 s)."""
+    render_svg(
+        {"mark": "point", "data": {"values": [{"x": 0}]}, "encoding": {"x": {"field": "x", "type": "quantitative"}}}
+    )

@@ -10,8 +10,12 @@ every later viewer too; a running run's again when it has stored more samples.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import tempfile
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,13 +25,14 @@ from pydantic import BaseModel
 from sqlalchemy import create_engine
 from sqlalchemy.exc import SQLAlchemyError
 
+from toolgauge import __version__
 from toolgauge.errors import DataError, UsageError
 from toolgauge.panels import Panel, RunPanels, SamplePanels
 from toolgauge.redact import redact, redact_tree
 from toolgauge.results import EvalResults, SampleScore
 from toolgauge.store.store import RunInfo, Store
-from toolgauge.view.charts import ChartSpec
 from toolgauge.store.verdicts import UnitFilter, UnitSet, VerdictTable, ensure_tables, stored_sample_count
+from toolgauge.view.charts import ChartSpec
 
 Verdict = Literal["pass", "fail", "partial", "error", "unscored"]
 VERDICTS: tuple[Verdict, ...] = ("pass", "fail", "partial", "error", "unscored")
@@ -35,6 +40,11 @@ VERDICTS: tuple[Verdict, ...] = ("pass", "fail", "partial", "error", "unscored")
 CLASS_CHARS = 80
 # Bumped when what is kept per unit changes: verdicts kept by an older viewer are then computed again.
 VERDICTS_FORMAT = 1
+# How the viewer tells its scoring process which store to read and where to write the verdicts.
+STORE_ENV = "TOOLGAUGE_VIEW_STORE"
+VERDICTS_ENV = "TOOLGAUGE_VIEW_VERDICTS"
+# Runs whose panels are kept drawn (a viewer session looks at a handful of runs).
+CACHED_PANELS = 8
 MAX_PAGE = 500
 
 
@@ -176,9 +186,15 @@ def unit_verdicts(units: Iterable[SampleScore]) -> dict[str, tuple[str, Verdict]
 class ViewData:
     """The viewer's reads of one store (thread-safe: the web server answers from worker threads)."""
 
-    def __init__(self, store: Store, benchmarks: Benchmarks):
+    def __init__(self, store: Store, benchmarks: Benchmarks, *, score_in_child: bool = False):
+        """Read ``store``; score runs by ``benchmarks``, in a thread or (``score_in_child``) a child process.
+
+        The child (``python -m toolgauge.view.score_child``) scores by the registry's benchmarks: the CLI's viewer.
+        """
         self.store = store
         self.benchmarks = benchmarks
+        self._in_child = score_in_child
+        self._children: set[subprocess.Popen[str]] = set()
         self._lock = threading.Lock()
         self._jobs: dict[str, tuple[str, threading.Thread]] = {}
         self._table: VerdictTable | None = None
@@ -187,6 +203,8 @@ class ViewData:
         # them: a later viewer tries again. And why a run's verdicts could not be written at all, by run.
         self._fresh: set[tuple[str, int]] = set()
         self._failed: dict[str, UnitSet] = {}
+        # Each run's extra panels as shown (charts drawn), by (run, generation of its verdicts).
+        self._panels: OrderedDict[tuple[str, int], dict[str, Any]] = OrderedDict()
 
     # --- runs ------------------------------------------------------------------------------------------------
 
@@ -261,7 +279,7 @@ class ViewData:
 
     def _key(self, run: RunInfo) -> str:
         # A finished run's verdicts never change; a running one's change with every stored sample.
-        key: list[Any] = [VERDICTS_FORMAT, run.status, run.finished_at, run.n_samples]
+        key: list[Any] = [VERDICTS_FORMAT, __version__, run.status, run.finished_at, run.n_samples]
         if run.status == "running":
             key.append(stored_sample_count(self.store.engine, run.id))
         return json.dumps(key)
@@ -275,7 +293,11 @@ class ViewData:
         key = self._key(run)
         table = self.verdict_table()
         current = table.current(run.id)
-        if current is not None and current.key == key and (current.note is None or (run.id, current.gen) in self._fresh):
+        if (
+            current is not None
+            and current.key == key
+            and (current.note is None or (run.id, current.gen) in self._fresh)
+        ):
             return current
         with self._lock:
             failed = self._failed.get(run.id)
@@ -302,34 +324,51 @@ class ViewData:
     def _compute(self, run: RunInfo, key: str) -> None:
         table = self.verdict_table()
         try:
-            try:
-                table.write(run.id, key, self.benchmarks.verdicts(self.store, run), None, _classified, _masked_json)
-            except (UsageError, DataError, OSError) as exc:
-                # Without verdicts the samples are still listed, from what the store keeps of each.
-                note = f"verdicts not available: {redact(str(exc))}"
-                made = table.write(run.id, key, self._state_units(run), note, _classified, _masked_json)
-                self._fresh.add((run.id, made.gen))
-            except SQLAlchemyError:
-                raise
-            except Exception as exc:  # shown on the page instead of a list that never comes
-                note = f"verdicts failed: {redact(f'{type(exc).__name__}: {exc}')}"
-                made = table.write(run.id, key, [], note, _classified, _masked_json)
+            if self._in_child:
+                made = self._score_in_child(run, key)
+            else:
+                made = write_verdicts(table, self.store, self.benchmarks, run, key)
+            if made.note is not None:
                 self._fresh.add((run.id, made.gen))
         except Exception as exc:  # the verdicts cannot be written: said on every page of the run
             note = f"verdicts could not be kept: {redact(f'{type(exc).__name__}: {exc}')}"
             with self._lock:
-                self._failed[run.id] = UnitSet(run.id, 0, key, 0, {}, {}, note, None)
+                self._failed[run.id] = UnitSet(run.id, 0, key, 0, {}, {}, note)
         finally:
             with self._lock:
                 if self._jobs.get(run.id, (None,))[0] == key:
                     del self._jobs[run.id]
 
-    def _state_units(self, run: RunInfo) -> list[SampleScore]:
-        states = self.store.sample_states(run.id)
-        return [
-            SampleScore(id=key, sample=key, error=None if s.status == "done" else (s.error or s.status))
-            for key, s in sorted(states.items())
-        ]
+    def _score_in_child(self, run: RunInfo, key: str) -> UnitSet:
+        """Score the run in a child process that writes its verdicts (its memory is given back when it exits)."""
+        table = self.verdict_table()
+        env = {**os.environ, STORE_ENV: self.store.engine.url.render_as_string(hide_password=False),
+               VERDICTS_ENV: table.engine.url.render_as_string(hide_password=False)}  # fmt: skip
+        command = [sys.executable, "-m", "toolgauge.view.score_child", run.id, key]
+        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        with self._lock:
+            self._children.add(child)
+        try:
+            out, errors = child.communicate()  # no deadline: a large run takes minutes; close() ends it
+        finally:
+            with self._lock:
+                self._children.discard(child)
+        lines = [line for line in errors.splitlines() if line.strip()]
+        if child.returncode != 0:
+            raise RuntimeError(f"scoring process exited with {child.returncode}: {lines[-1] if lines else ''}")
+        made = table.current(run.id)  # its own generation, or a newer one another viewer wrote meanwhile
+        if made is None:
+            raise RuntimeError(f"the scoring process wrote no verdicts ({out.strip()})")
+        return made
+
+    def close(self) -> None:
+        """End the scoring processes still running (the viewer is stopping) and remove the private file, if any."""
+        with self._lock:
+            children = list(self._children)
+        for child in children:
+            child.kill()
+        if self._scratch is not None:
+            self._scratch.cleanup()
 
     def unit_set(self, run_id: str) -> UnitSet:
         """The run's verdicts (counts by verdict and error class, note), waiting for them to be computed."""
@@ -445,15 +484,20 @@ class ViewData:
         assert made is not None  # waited for
         if made.note is not None:  # no verdicts: nothing to build the views from
             return {"panels": [], "note": made.note}
-        if made.panels is not None:  # built once, kept with the verdicts
-            return {"panels": made.panels, "note": None}
+        with self._lock:
+            kept = self._panels.get((run.id, made.gen))
+        if kept is not None:  # built once per verdicts and viewer process
+            return kept
         try:
             panels = [shown_panel(p) for p in build(run.results, list(self.verdict_table().scores(made)))]
+            shown: dict[str, Any] = {"panels": panels, "note": None}
         except Exception as exc:  # one broken view must not take the run page with it
-            return {"panels": [], "note": f"panels failed: {redact(f'{type(exc).__name__}: {exc}')}"}
-        if made.gen:
-            self.verdict_table().save_panels(made, panels)
-        return {"panels": panels, "note": None}
+            shown = {"panels": [], "note": f"panels failed: {redact(f'{type(exc).__name__}: {exc}')}"}
+        with self._lock:
+            self._panels[(run.id, made.gen)] = shown
+            while len(self._panels) > CACHED_PANELS:
+                self._panels.popitem(last=False)
+        return shown
 
     def _sample_panels(
         self, run: RunInfo, units: list[SampleScore], found_note: str | None
@@ -602,6 +646,29 @@ class ViewData:
         if get_sweep(self.store, sweep_id) is None:
             raise UsageError(f"no sweep {sweep_id!r} in the store")
         return self.benchmarks.leaderboard(self.store, sweep_id)
+
+
+def write_verdicts(table: VerdictTable, store: Store, benchmarks: Benchmarks, run: RunInfo, key: str) -> UnitSet:
+    """Score ``run`` by its benchmark and write every unit's verdict into ``table`` as the run's set for ``key``.
+
+    When the benchmark cannot score it (a data file moved) the samples are written from what the store keeps
+    of each, with a note saying why; when scoring fails, no unit and a note. A database error is raised.
+    """
+    try:
+        return table.write(run.id, key, benchmarks.verdicts(store, run), None, _classified, _masked_json)
+    except SQLAlchemyError:
+        raise
+    except (UsageError, DataError, OSError) as exc:
+        note = f"verdicts not available: {redact(str(exc))}"
+        states = store.sample_states(run.id)
+        units = [
+            SampleScore(id=k, sample=k, error=None if s.status == "done" else (s.error or s.status))
+            for k, s in sorted(states.items())
+        ]
+        return table.write(run.id, key, units, note, _classified, _masked_json)
+    except Exception as exc:  # shown on the page instead of a list that never comes
+        note = f"verdicts failed: {redact(f'{type(exc).__name__}: {exc}')}"
+        return table.write(run.id, key, [], note, _classified, _masked_json)
 
 
 def run_letter(i: int) -> str:

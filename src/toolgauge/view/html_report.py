@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from toolgauge.store.store import Store
+from toolgauge.store.verdicts import UnitFilter
 from toolgauge.view.app import static_dir
 from toolgauge.view.charts import error_class_chart, render_svg, run_charts
-from toolgauge.view.data import VERDICTS, Benchmarks, ViewData, board_chart
+from toolgauge.view.data import VERDICTS, Benchmarks, ViewData, board_chart, unit_row
 
 # Transcripts included by default: those of the first failing samples (the others are listed, verdicts only).
 DEFAULT_TRANSCRIPTS = 20
@@ -64,11 +65,11 @@ def report_data(
     specs = run_charts(run.results, benchmarks.headline(run.benchmark)) if run.results is not None else []
     page["charts"] = [{"name": c.name, "title": c.title} for c in specs]
     made = data.unit_set(run_id)
-    rows: list[dict[str, Any]] = []
-    for verdict in VERDICTS:
+    listed = []
+    for verdict in VERDICTS:  # the first units of each verdict, shown in the run's order
         if made.verdicts.get(verdict):
-            listed = data.units(run_id, verdict=verdict, per_page=ROWS_PER_VERDICT)
-            rows += [r.model_dump(mode="json") for r in listed.rows]
+            listed += data.verdict_table().page(made, UnitFilter(verdict=verdict), 0, ROWS_PER_VERDICT)[1]
+    rows = [unit_row(u.score).model_dump(mode="json") for u in sorted(listed, key=lambda u: u.seq)]
     failing: list[str] = []
     for r in rows:
         if r["verdict"] in FAILING and r["sample"] not in failing and len(failing) < transcripts:

@@ -52,9 +52,10 @@ def write_sample_pages(data: ViewData, run_id: str, folder: Path, *, report_name
         count = 0
         with (tmp / INDEX).open("w", encoding="utf-8") as index:
             index.write(_head(f"samples of run {run.id}", style))
+            note = f'<p class="warning">{_text(made.note)}</p>' if made.note else ""
             index.write(f'<p><a href="../{_attr(report_name)}">← the report</a></p>\n<h1>samples of run {_text(run.id)}'
-                        f" ({made.units} units)</h1>\n" + (f'<p class="warning">{_text(made.note)}</p>' if made.note else "")
-                        + '<table class="grid units"><thead><tr><th>unit</th><th>epoch</th><th>verdict</th>'
+                        f" ({made.units} units)</h1>\n{note}"
+                        '<table class="grid units"><thead><tr><th>unit</th><th>epoch</th><th>verdict</th>'
                         "<th>error class</th><th>why</th></tr></thead><tbody>\n")  # fmt: skip
             keys = _ordered_samples(data, index, made)
             previous: str | None = None
@@ -85,7 +86,8 @@ def _ordered_samples(data: ViewData, index: TextIO, made: Any) -> Iterator[str]:
         index.write(
             f'<tr><td><a href="{_attr(sample_file_name(row.sample))}">{_text(row.id)}</a></td>'
             f'<td class="num">{row.epoch}</td><td><span class="badge v-{row.verdict}">{row.verdict}</span></td>'
-            f'<td>{_text(row.error_class or "")}</td><td class="wrap">{_text(row.error or row.explanation or "")}</td></tr>\n'
+            f"<td>{_text(row.error_class or '')}</td>"
+            f'<td class="wrap">{_text(row.error or row.explanation or "")}</td></tr>\n'
         )
         if row.sample not in seen:
             seen.add(row.sample)
@@ -126,10 +128,12 @@ def _sample_page(
         if row.error:
             parts.append(f'<pre class="text error">run error: {_text(row.error)}</pre>')
         if u.scores:
-            scores = " ".join(f'<span class="score"><b>{_text(k)}</b> {_text(str(v))}</span>' for k, v in u.scores.items())
+            scores = " ".join(
+                f'<span class="score"><b>{_text(k)}</b> {_text(str(v))}</span>' for k, v in u.scores.items()
+            )
             parts.append(f'<p class="scores">{scores}</p>')
         if u.metadata:
-            parts.append(f"<details><summary>details</summary><pre class=\"text\">{_json(u.metadata)}</pre></details>")
+            parts.append(f'<details><summary>details</summary><pre class="text">{_json(u.metadata)}</pre></details>')
         parts.append("</div>")
     if not units:
         parts.append('<p class="muted">no verdict on this sample</p>')
