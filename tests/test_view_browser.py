@@ -252,7 +252,9 @@ def test_previous_and_next_sample_walk_the_filtered_sample_list(base: str, runs:
     import urllib.request
 
     page = watched.page
-    with urllib.request.urlopen(f"{base}api/runs/{runs.mixed}/units?verdict=fail&per_page=500&wait=1", timeout=120) as answer:
+    with urllib.request.urlopen(
+        f"{base}api/runs/{runs.mixed}/units?verdict=fail&per_page=500&wait=1", timeout=120
+    ) as answer:
         failing = list(dict.fromkeys(r["sample"] for r in json.loads(answer.read())["rows"]))
     assert len(failing) >= 3
     watched.open(link(base, f"/run/{runs.mixed}/samples?verdict=fail"))
@@ -400,6 +402,30 @@ def test_the_html_report_opens_offline_with_its_charts_samples_and_transcripts(
     assert page.locator(".transcript .call-block").count() >= 2
     watched.open(mixed.as_uri() + f"#/run/{runs.mixed}/sample/{KNOWN_SAMPLE}")  # passed: no transcript kept
     assert "failing samples only" in watched.main_text()
+
+
+def test_a_report_with_all_samples_links_each_samples_own_page(runs: Runs, watched: Watched, tmp_path: Path):
+    import json
+
+    out = tmp_path / "mixed.html"
+    res = invoke("report", runs.mixed, "--store", runs.url, "--html", out, "--all-samples")
+    assert res.exit_code == 0, res.output
+    page = watched.page
+    watched.open(out.as_uri() + f"#/run/{runs.mixed}/samples")
+    assert page.locator("#samples-folder").get_attribute("href") == "mixed_samples/index.html"
+    # A passing sample: the report holds no transcript of it, and links its page in the folder.
+    watched.open(out.as_uri() + f"#/run/{runs.mixed}/sample/{KNOWN_SAMPLE}")
+    assert "failing samples only" in watched.main_text()
+    page.locator("#sample-file").click()
+    page.wait_for_load_state()
+    assert page.url.startswith((tmp_path / "mixed_samples").as_uri())
+    assert KNOWN_SAMPLE in str(page.locator("h1").text_content())
+    assert "What's the weather in Lisbon right now?" in str(page.locator(".transcript").text_content())
+    assert page.locator("script").count() == 0
+    page.locator("a", has_text="all samples").click()
+    page.wait_for_load_state()
+    payload = json.loads(out.read_text().split('id="toolgauge-data">')[1].split("</script>")[0])
+    assert page.locator("table.units tbody tr").count() == payload["units"]["units"] > 0  # every unit of the run
 
 
 def test_the_html_report_of_a_hostile_run_runs_no_script(runs: Runs, watched: Watched, tmp_path: Path):

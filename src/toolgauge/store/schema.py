@@ -178,7 +178,8 @@ view_unit_sets = Table(
 )
 
 # One row per scored unit (every epoch's), in the run's unit order (``seq``). ``score`` is the SampleScore's
-# JSON with secrets masked; the columns beside it are what the sample list filters on.
+# JSON with secrets masked, packed as blobs are (zlib unless that is not smaller); the columns beside it are
+# what the sample list filters on.
 view_units = Table(
     "view_units",
     metadata,
@@ -190,6 +191,9 @@ view_units = Table(
     Column("epoch", Integer, nullable=False),
     Column("verdict", String(16), nullable=False),
     Column("error_class", Text),
-    Column("score", Text, nullable=False),
+    Column("score", LargeBinary, nullable=False),
     Index("ix_view_units_sample", "run_id", "gen", "sample_key"),
+    # The sample list's filters: a page of one verdict or error class reads its rows only, counts in the index.
+    Index("ix_view_units_verdict", "run_id", "gen", "verdict", "error_class", "seq"),
+    Index("ix_view_units_class", "run_id", "gen", "error_class", "seq"),
 )

@@ -19,8 +19,10 @@ from typing import Any
 from sqlalchemy import Engine, and_, delete, func, insert, select, update
 from sqlalchemy.exc import SQLAlchemyError
 
+from toolgauge.redact import secret_values
 from toolgauge.results import SampleScore
 from toolgauge.store import schema
+from toolgauge.store.transcripts import Masker, pack, unpack
 
 # Units inserted per statement while a run's verdicts are written.
 WRITE_CHUNK = 1000
@@ -104,13 +106,13 @@ class VerdictTable:
         units: Iterable[SampleScore],
         note: str | None,
         classify: Callable[[SampleScore], tuple[str, str | None]],
-        masked: Callable[[SampleScore], str],
     ) -> UnitSet:
         """Write ``units`` (in order) as the run's new generation and make it current; old rows are deleted after.
 
-        ``classify`` gives a unit's verdict and error class; ``masked`` its JSON with secrets masked. Only
-        one chunk of units is held at a time.
+        ``classify`` gives a unit's verdict and error class. Each unit is kept as its JSON with secrets masked,
+        compressed; only one chunk of units is held at a time.
         """
+        masker = Masker(secret_values())
         gen = secrets.randbelow(2**31 - 1) + 1  # two viewers writing one run's verdicts at once never share one
         verdicts: Counter[str] = Counter()
         classes: Counter[str] = Counter()
@@ -124,7 +126,7 @@ class VerdictTable:
                     classes[error_class] += 1
                 chunk.append({"run_id": run_id, "gen": gen, "seq": seq, "unit_id": unit.id, "sample_key": unit.sample,
                               "epoch": unit.epoch, "verdict": verdict, "error_class": error_class,
-                              "score": masked(unit)})  # fmt: skip
+                              "score": _packed(unit, masker)})  # fmt: skip
                 seq += 1
                 if len(chunk) >= WRITE_CHUNK:
                     self._insert(chunk)
@@ -276,8 +278,8 @@ class VerdictTable:
                     .order_by(c.seq)
                     .limit(chunk)
                 ).all()
-            for _seq, text in rows:
-                yield SampleScore.model_validate_json(text)
+            for _seq, data in rows:
+                yield _unpacked(data)
             if len(rows) < chunk:
                 return
             start = rows[-1][0] + 1
@@ -289,9 +291,17 @@ def _first_units(where: Any) -> Any:
     return select(c.sample_key, func.min(c.seq).label("first")).where(where).group_by(c.sample_key).subquery()
 
 
+def _packed(unit: SampleScore, masker: Masker) -> bytes:
+    return pack(masker.json_text(unit.model_dump_json(exclude_defaults=True)).encode())
+
+
+def _unpacked(data: bytes) -> SampleScore:
+    return SampleScore.model_validate(unpack(data))
+
+
 def _stored(row: Any) -> StoredUnit:
-    seq, verdict, error_class, text = row
-    return StoredUnit(seq, verdict, error_class, SampleScore.model_validate_json(text))
+    seq, verdict, error_class, data = row
+    return StoredUnit(seq, verdict, error_class, _unpacked(data))
 
 
 def stored_sample_count(engine: Engine, run_id: str) -> int:

@@ -655,7 +655,7 @@ def write_verdicts(table: VerdictTable, store: Store, benchmarks: Benchmarks, ru
     of each, with a note saying why; when scoring fails, no unit and a note. A database error is raised.
     """
     try:
-        return table.write(run.id, key, benchmarks.verdicts(store, run), None, _classified, _masked_json)
+        return table.write(run.id, key, benchmarks.verdicts(store, run), None, _classified)
     except SQLAlchemyError:
         raise
     except (UsageError, DataError, OSError) as exc:
@@ -665,10 +665,10 @@ def write_verdicts(table: VerdictTable, store: Store, benchmarks: Benchmarks, ru
             SampleScore(id=k, sample=k, error=None if s.status == "done" else (s.error or s.status))
             for k, s in sorted(states.items())
         ]
-        return table.write(run.id, key, units, note, _classified, _masked_json)
+        return table.write(run.id, key, units, note, _classified)
     except Exception as exc:  # shown on the page instead of a list that never comes
         note = f"verdicts failed: {redact(f'{type(exc).__name__}: {exc}')}"
-        return table.write(run.id, key, [], note, _classified, _masked_json)
+        return table.write(run.id, key, [], note, _classified)
 
 
 def run_letter(i: int) -> str:
@@ -738,11 +738,6 @@ def shown_panel(panel: Panel) -> dict[str, Any]:
 
 def _masked(value: Any) -> Any:
     return redact_tree(value)
-
-
-def _masked_json(score: SampleScore) -> str:
-    return json.dumps(redact_tree(score.model_dump(mode="json", exclude_defaults=True)), ensure_ascii=False,
-                      separators=(",", ":"))  # fmt: skip
 
 
 def _classified(score: SampleScore) -> tuple[str, str | None]:
