@@ -40,6 +40,7 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from toolgauge.benchmarks.suite.cli import build
@@ -134,17 +135,19 @@ def first_view(store_url: str, run_id: str) -> dict[str, float]:
         return {"seconds": seconds, **memory_mb(pid)}
 
 
-def api_pages(run_id: str, n: int) -> dict[str, str]:
-    """Every kind of API page the viewer's front end asks for, on this run."""
-    last = max(1, -(-n // 50))
+def api_pages(run_id: str, n: int, units: int, charts: list[str]) -> dict[str, str]:
+    """Every kind of API page the viewer's front end asks for, on this run (of ``units`` units, these charts)."""
+    last = max(1, -(-units // 50))
     return {
         "runs list": "api/runs",
         "run page": f"api/runs/{run_id}",
+        **{f"run chart {name}": f"api/runs/{run_id}/charts/{name}.svg" for name in charts},
         "run views (panels)": f"api/runs/{run_id}/panels",
         "units page 1": f"api/runs/{run_id}/units?page=1",
-        f"units page {last} (last)": f"api/runs/{run_id}/units?page={last}&per_page=50",
+        "units, last page": f"api/runs/{run_id}/units?page={last}&per_page=50",
         "units, verdict=fail": f"api/runs/{run_id}/units?verdict=fail",
         "units, verdict=fail, page 100": f"api/runs/{run_id}/units?verdict=fail&page=100",
+        "units, error class": f"api/runs/{run_id}/units?error_class=wrong_tool",
         "units, id search": f"api/runs/{run_id}/units?q=d0{n - 1:05d}",
         "error-class chart": f"api/runs/{run_id}/charts/error-classes.svg",
         "sample with transcript": f"api/runs/{run_id}/samples/d{n // 2:06d}",
@@ -152,26 +155,24 @@ def api_pages(run_id: str, n: int) -> dict[str, str]:
     }
 
 
+def get_json(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=900) as response:
+        return json.loads(response.read())
+
+
 def after_start(
     store_url: str, run_id: str, n: int, repeat: int
 ) -> tuple[list[tuple[str, float, float, int]], dict[str, dict[str, float]]]:
-    """A new viewer on the store: each page's first and median time and size; then the viewer's memory."""
+    """A new viewer on the store: each page's first and median time and size; then the viewer's memory.
+
+    The viewer is asked for the run's unit count and chart names first (not timed): the pages to time.
+    """
     rows = []
     with viewer(store_url) as (base, pid):
         started = memory_mb(pid)
-        pages = api_pages(run_id, n)
-        with urllib.request.urlopen(
-            f"{base}api/runs", timeout=60
-        ) as response:  # (the runs list, to warm up the server)
-            response.read()
-        for name, path in list(pages.items()):
-            if name == "run page":  # then the run's charts, as the run page asks for them
-                with urllib.request.urlopen(base + path, timeout=60) as response:
-                    charts = json.loads(response.read())["charts"]
-                pages = {
-                    **pages,
-                    **{f"run chart {c['name']}": f"api/runs/{run_id}/charts/{c['name']}.svg" for c in charts},
-                }
+        units = get_json(f"{base}api/runs/{run_id}/units?per_page=1&wait=1")["total"]
+        charts = [c["name"] for c in get_json(f"{base}api/runs/{run_id}")["charts"]]
+        pages = api_pages(run_id, n, units, charts)
         for name, path in pages.items():
             first, size = timed_get(base + path)
             times = [timed_get(base + path)[0] for _ in range(repeat)]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib.util
 import ipaddress
 import secrets
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -125,6 +124,12 @@ def view_cmd(
 
         chosen = access_token(host, token)
         st = open_store(store, create=False)
+        # Before the first request, not inside it: vl-convert's engine (about a second, on the first chart)
+        # and the benchmarks' registry (the first run page or sample page).
+        from toolgauge.benchmarks.registry import specs
+
+        specs()
+        warm_up()
         allowed = None if not _is_loopback(host) else ["127.0.0.1", "localhost", "[::1]", "::1"]
         # Runs are scored in a child process: the viewer's memory stays small however large they are.
         data = ViewData(st, registry_benchmarks(), score_in_child=True)
@@ -142,8 +147,6 @@ def view_cmd(
             for s in server.servers:
                 for sock in s.sockets:
                     bound = sock.getsockname()[1]
-            # vl-convert starts its engine on the first chart: here, beside the first requests, not inside one.
-            threading.Thread(target=warm_up, name="toolgauge-chart-warm-up", daemon=True).start()
             suffix = f"/?token={chosen}" if chosen else "/"
             err.print(f"toolgauge view: http://{shown_host}:{bound}{suffix}  (Ctrl-C stops it)", highlight=False,
                       soft_wrap=True)  # fmt: skip

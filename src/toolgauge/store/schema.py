@@ -174,6 +174,8 @@ view_unit_sets = Table(
     Column("verdicts", Text, nullable=False),
     Column("error_classes", Text, nullable=False),
     Column("note", Text),
+    # The chart of the failing units per error class (SVG), drawn once with the verdicts.
+    Column("error_chart", Text),
     Column("created_at", Float, nullable=False),
 )
 
@@ -192,8 +194,11 @@ view_units = Table(
     Column("verdict", String(16), nullable=False),
     Column("error_class", Text),
     Column("score", LargeBinary, nullable=False),
-    Index("ix_view_units_sample", "run_id", "gen", "sample_key"),
-    # The sample list's filters: a page of one verdict or error class reads its rows only, counts in the index.
+    # A sample's units in order (its page; its first unit, for previous and next).
+    Index("ix_view_units_sample", "run_id", "gen", "sample_key", "seq"),
+    # The sample list's filters: a page of one verdict or error class reads its rows only, counts in the index;
+    # an id search scans the ids in the index, not the rows.
     Index("ix_view_units_verdict", "run_id", "gen", "verdict", "error_class", "seq"),
     Index("ix_view_units_class", "run_id", "gen", "error_class", "seq"),
+    Index("ix_view_units_id", "run_id", "gen", "unit_id", "seq"),
 )

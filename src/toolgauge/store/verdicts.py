@@ -42,6 +42,7 @@ class UnitSet:
     verdicts: dict[str, int]
     error_classes: dict[str, int]
     note: str | None
+    error_chart: str | None = None
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,7 @@ class VerdictTable:
         m = row._mapping
         return UnitSet(
             run_id=m["run_id"], gen=m["gen"], key=m["key"], units=m["units"], verdicts=json.loads(m["verdicts"]),
-            error_classes=json.loads(m["error_classes"]), note=m["note"],
+            error_classes=json.loads(m["error_classes"]), note=m["note"], error_chart=m["error_chart"],
         )  # fmt: skip
 
     def write(
@@ -160,6 +161,14 @@ class VerdictTable:
                 conn.execute(insert(sets).values(run_id=made.run_id, **values))
         return before
 
+    def save_error_chart(self, made: UnitSet, svg: str) -> None:
+        """Keep the drawing of the set's error classes with it (a newer set of the run is left alone)."""
+        sets = schema.view_unit_sets
+        with self.engine.begin() as conn:
+            conn.execute(
+                update(sets).where((sets.c.run_id == made.run_id) & (sets.c.gen == made.gen)).values(error_chart=svg)
+            )
+
     def _drop(self, run_id: str, gen: int) -> None:
         c = schema.view_units.c
         try:
@@ -176,25 +185,32 @@ class VerdictTable:
         if chosen.error_class:
             parts.append(c.error_class == chosen.error_class)
         if chosen.query:
-            parts.append(func.lower(c.unit_id).contains(chosen.query.lower(), autoescape=True))
+            # Case-insensitive: SQLite's LIKE already is (for ASCII, as its lower() is); PostgreSQL's ILIKE.
+            if self.engine.dialect.name == "sqlite":
+                parts.append(c.unit_id.contains(chosen.query, autoescape=True))
+            else:
+                parts.append(c.unit_id.icontains(chosen.query, autoescape=True))
         return and_(*parts)
 
     def page(self, made: UnitSet, chosen: UnitFilter, offset: int, limit: int) -> tuple[int, list[StoredUnit]]:
         """How many units match, and ``limit`` of them from ``offset`` in the run's order."""
         c = schema.view_units.c
         where = self._where(made, chosen)
+        columns = (c.seq, c.verdict, c.error_class, c.score)
         with self.engine.connect() as conn:
+            if chosen.query:
+                # One pass over the ids in their index finds every match (its count and the page's places); then
+                # only the page's rows are read.
+                found = select(c.seq).with_hint(schema.view_units, "INDEXED BY ix_view_units_id", "sqlite")
+                seqs = sorted(seq for (seq,) in conn.execute(found.where(where)))
+                mine = (c.run_id == made.run_id) & (c.gen == made.gen) & c.seq.in_(seqs[offset : offset + limit])
+                rows = conn.execute(select(*columns).where(mine).order_by(c.seq)).all()
+                return len(seqs), [_stored(row) for row in rows]
             if chosen == UnitFilter():
                 total = made.units
             else:
                 total = int(conn.execute(select(func.count()).select_from(schema.view_units).where(where)).scalar_one())
-            rows = conn.execute(
-                select(c.seq, c.verdict, c.error_class, c.score)
-                .where(where)
-                .order_by(c.seq)
-                .offset(offset)
-                .limit(limit)
-            ).all()
+            rows = conn.execute(select(*columns).where(where).order_by(c.seq).offset(offset).limit(limit)).all()
         return total, [_stored(row) for row in rows]
 
     def of_sample(self, made: UnitSet, sample_key: str) -> list[StoredUnit]:

@@ -208,7 +208,10 @@ def render_svg(spec: dict[str, Any]) -> str:
 
 
 def warm_up() -> None:
-    """Render a one-point chart, so the first chart a page asks for does not also start vl-convert's engine (2 s)."""
-    render_svg(
-        {"mark": "point", "data": {"values": [{"x": 0}]}, "encoding": {"x": {"field": "x", "type": "quantitative"}}}
-    )
+    """Make and draw a small chart before the first request: altair's import and vl-convert's engine take 2 s.
+
+    Without it the first chart a page asks for would wait for both.
+    """
+    made = error_class_chart({"warm-up": 1})
+    if made is not None:
+        render_svg(made.spec)

@@ -26,6 +26,7 @@ from sqlalchemy import create_engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from toolgauge import __version__
+from toolgauge.engine.epochs import epoch_key  # (the engine package: imported at start, not on a request)
 from toolgauge.errors import DataError, UsageError
 from toolgauge.panels import Panel, RunPanels, SamplePanels
 from toolgauge.redact import redact, redact_tree
@@ -370,6 +371,13 @@ class ViewData:
         if self._scratch is not None:
             self._scratch.cleanup()
 
+    def error_chart(self, run_id: str) -> str | None:
+        """The run's failing units per error class as SVG (None: no unit failed), drawn once and kept."""
+        made = self.unit_set(run_id)
+        if made.error_chart is not None:
+            return made.error_chart
+        return keep_error_chart(self.verdict_table(), made)
+
     def unit_set(self, run_id: str) -> UnitSet:
         """The run's verdicts (counts by verdict and error class, note), waiting for them to be computed."""
         made = self._verdicts(self.run_info(run_id))
@@ -434,8 +442,6 @@ class ViewData:
         made = self._verdicts(run, wait=wait)
         table = self.verdict_table()
         units = [u.score for u in table.of_sample(made, sample_key)] if made is not None else []
-        from toolgauge.engine.epochs import epoch_key  # the one rule naming a try's store key
-
         try_key = epoch_key(sample_key, shown)
         state = self.store.sample_state(run.id, try_key)
         if state is None and not units and self.store.sample_state(run.id, sample_key) is None:
@@ -669,6 +675,19 @@ def write_verdicts(table: VerdictTable, store: Store, benchmarks: Benchmarks, ru
     except Exception as exc:  # shown on the page instead of a list that never comes
         note = f"verdicts failed: {redact(f'{type(exc).__name__}: {exc}')}"
         return table.write(run.id, key, [], note, _classified)
+
+
+def keep_error_chart(table: VerdictTable, made: UnitSet) -> str | None:
+    """Draw the set's error classes (None when no unit failed) and keep the SVG with it."""
+    from toolgauge.view.charts import error_class_chart, render_svg  # vl-convert: only when there is one to draw
+
+    spec = error_class_chart(made.error_classes)
+    if spec is None:
+        return None
+    svg = render_svg(spec.spec)
+    if made.gen:  # a set that could not be written has no row to keep it in
+        table.save_error_chart(made, svg)
+    return svg
 
 
 def run_letter(i: int) -> str:

@@ -23,7 +23,7 @@ from typing import Any
 from toolgauge.store.store import Store
 from toolgauge.store.verdicts import UnitFilter
 from toolgauge.view.app import static_dir
-from toolgauge.view.charts import error_class_chart, render_svg, run_charts
+from toolgauge.view.charts import ERROR_CLASSES, render_svg, run_charts
 from toolgauge.view.data import VERDICTS, Benchmarks, ViewData, board_chart, unit_row
 
 # Transcripts included by default: those of the first failing samples (the others are listed, verdicts only).
@@ -74,7 +74,7 @@ def report_data(
     for r in rows:
         if r["verdict"] in FAILING and r["sample"] not in failing and len(failing) < transcripts:
             failing.append(r["sample"])
-    errors = error_class_chart(made.error_classes)
+    errors = data.error_chart(run_id)
     epochs = max(1, int(run.config.get("epochs", 1) or 1))
     samples = {}
     for key in failing:
@@ -91,7 +91,7 @@ def report_data(
         sample_files = {**sample_files, "files": {r["sample"]: sample_file_name(r["sample"]) for r in rows}}
     return {
         "run": page,
-        "charts": {c.name: render_svg(c.spec) for c in [*specs, *([errors] if errors is not None else [])]},
+        "charts": {**{c.name: render_svg(c.spec) for c in specs}, **({ERROR_CLASSES: errors} if errors else {})},
         "units": {
             "rows": rows,
             "units": made.units,

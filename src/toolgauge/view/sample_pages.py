@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
+from toolgauge.engine.epochs import epoch_key
 from toolgauge.redact import redact, redact_tree
 from toolgauge.store.store import RunInfo
 from toolgauge.view.app import static_dir
@@ -104,8 +105,6 @@ def _sample_page(
     report_name: str,
     style: str,
 ) -> str:
-    from toolgauge.engine.epochs import epoch_key  # the one rule naming a try's store key
-
     epochs = max(1, int(run.config.get("epochs", 1) or 1))
     nav = [f'<a href="../{_attr(report_name)}">the report</a>', f'<a href="{INDEX}">all samples</a>']
     if previous is not None:

@@ -17,7 +17,7 @@ from sqlalchemy import create_engine
 from toolgauge.cli.view import registry_benchmarks
 from toolgauge.store import open_store
 from toolgauge.store.verdicts import VerdictTable
-from toolgauge.view.data import STORE_ENV, VERDICTS_ENV, write_verdicts
+from toolgauge.view.data import STORE_ENV, VERDICTS_ENV, keep_error_chart, write_verdicts
 
 
 def main(argv: list[str]) -> int:
@@ -32,7 +32,9 @@ def main(argv: list[str]) -> int:
         target = os.environ[VERDICTS_ENV]
         same = target == os.environ[STORE_ENV]
         engine = store.engine if same else create_engine(target)
-        made = write_verdicts(VerdictTable(engine), store, registry_benchmarks(), run, key)
+        table = VerdictTable(engine)
+        made = write_verdicts(table, store, registry_benchmarks(), run, key)
+        keep_error_chart(table, made)  # drawn here too: the viewer's first sample list need not wait for it
         print(json.dumps({"gen": made.gen}))
         return 0
     finally:
