@@ -305,7 +305,8 @@ class ViewData:
             if failed is not None and failed.key == key:
                 return failed
             job = self._jobs.get(run.id)
-            if job is None or job[0] != key:
+            # One computation per run at a time: a running run's newer samples wait for the one under way.
+            if job is None:
                 job = (key, threading.Thread(target=self._compute, args=(run, key), daemon=True))
                 self._jobs[run.id] = job
                 job[1].start()
