@@ -133,9 +133,10 @@ def viewer(store_url: str) -> Iterator[tuple[str, int]]:
 def children_peak_mb(pid: int) -> float:
     """The highest ``VmHWM`` of the process's children right now (0 without children), in MB."""
     peak = 0.0
-    for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
-        with contextlib.suppress(FileNotFoundError):  # it just ended
-            peak = max(peak, memory_mb(int(child)).get("VmHWM", 0.0))
+    for task in Path(f"/proc/{pid}/task").iterdir():  # a child is listed under the thread that started it
+        with contextlib.suppress(FileNotFoundError):  # the thread or the child just ended
+            for child in (task / "children").read_text().split():
+                peak = max(peak, memory_mb(int(child)).get("VmHWM", 0.0))
     return peak
 
 
