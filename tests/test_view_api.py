@@ -481,7 +481,12 @@ def test_report_sweep_html_is_one_file_with_the_leaderboard_and_its_runs(
     assert list(report["samples"]) == failing[:5] and len(failing) >= 1
     first = failing[0]
     assert report["samples"][first]["calls"] == api(sweep_base, f"runs/{swept.replay}/samples/{first}")["calls"]
-    assert set(payload) == {"sweep", "runs"}
+    assert set(payload) == {"sweep", "sweep_charts", "runs"}
+    # Each board's interval chart, the SVG the viewer serves for it.
+    assert set(payload["sweep_charts"]) == {b["benchmark"] for b in payload["sweep"]["boards"]}
+    for benchmark, svg in payload["sweep_charts"].items():
+        status, _h, body = fetch(sweep_base + f"api/sweeps/{swept.sweep}/charts/{quote(benchmark)}.svg")
+        assert status == 200 and body.decode() == svg and svg.startswith("<svg")
     missing = invoke("report", "sweep-nope", "--store", swept.url, "--html", tmp_path / "no.html")
     assert missing.exit_code == 2 and not (tmp_path / "no.html").exists()
 

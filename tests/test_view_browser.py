@@ -247,6 +247,76 @@ def test_the_sample_page_shows_the_known_transcript_and_gold_beside_the_model(
     page.screenshot(path=str(shots / "sample.png"), full_page=True)
 
 
+def test_previous_and_next_sample_walk_the_filtered_sample_list(base: str, runs: Runs, watched: Watched):
+    import json
+    import urllib.request
+
+    page = watched.page
+    with urllib.request.urlopen(
+        f"{base}api/runs/{runs.mixed}/units?verdict=fail&per_page=500&wait=1", timeout=120
+    ) as answer:
+        failing = list(dict.fromkeys(r["sample"] for r in json.loads(answer.read())["rows"]))
+    assert len(failing) >= 3
+    watched.open(link(base, f"/run/{runs.mixed}/samples?verdict=fail"))
+    page.locator("a.unit-link").first.click()
+    page.wait_for_function(f"() => location.hash.includes('/sample/{failing[0]}')")
+    watched.ready()
+    assert page.locator("#prev-sample").count() == 0 and "first sample" in str(
+        page.locator(".sample-nav").text_content()
+    )
+    assert "filtered by verdict fail" in str(page.locator(".sample-nav").text_content())
+    for key in failing[1:3]:  # next goes through the failing samples only, in the list's order
+        page.locator("#next-sample").click()
+        page.wait_for_function(
+            f"() => location.hash.includes('/sample/{key}') && location.hash.includes('verdict=fail')"
+        )
+        watched.ready()
+        assert str(page.locator("h1 .key").text_content()) == key
+    page.locator("#prev-sample").click()
+    page.wait_for_function(f"() => location.hash.includes('/sample/{failing[1]}')")
+    watched.ready()
+    page.locator(".sample-nav a", has_text="the sample list").click()
+    page.wait_for_function("() => location.hash.endsWith('/samples?verdict=fail')")
+    watched.ready()
+
+
+def test_a_sample_of_an_epochs_run_labels_each_verdict_and_switches_the_transcript(
+    watched: Watched, tmp_path: Path, shots: Path
+):
+    url = f"sqlite:///{tmp_path / 'epochs.db'}"
+    # In a child process: Playwright's event loop holds this thread.
+    args = ["eval", "suite", "-m", "gold", "--limit", "2", "--epochs", "3", "--store", url, "-q"]
+    res = subprocess.run([sys.executable, "-m", "toolgauge.cli", *args], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    [run] = [r.id for r in open_store(url, create=False).list_runs()]
+    page = watched.page
+    with view_server(url) as base:
+        watched.open(link(base, f"/run/{run}/samples"))
+        assert page.locator("table.units th", has_text="epoch").count() == 1
+        assert set(page.locator("table.units td.epoch").all_text_contents()) == {"1", "2", "3"}
+        watched.open(link(base, f"/run/{run}/sample/{KNOWN_SAMPLE}"))
+        labels = page.locator(".unit .epoch-label").all_text_contents()
+        assert (
+            sorted(set(labels)) == ["epoch 1 · ", "epoch 2 · ", "epoch 3 · "]
+            and len(labels) == page.locator(".unit").count()
+        )
+        assert page.locator("#epochs b.current").text_content() == "1"
+        assert "transcript of epoch 1" in str(page.locator("#transcript-title").text_content())
+        page.screenshot(path=str(shots / "sample-epochs.png"), full_page=True)
+        page.locator('#epochs a[data-epoch="3"]').click()
+        page.wait_for_function("() => location.hash.endsWith('epoch=3')")
+        watched.ready()
+        assert page.locator("#epochs b.current").text_content() == "3"
+        assert "transcript of epoch 3" in str(page.locator("#transcript-title").text_content())
+        assert "What's the weather in Lisbon right now?" in str(page.locator(".transcript").text_content())
+        # A unit of epoch 2 in the list opens its sample on epoch 2.
+        watched.open(link(base, f"/run/{run}/samples"))
+        page.locator("table.units tr", has=page.locator("td.epoch", has_text="2")).locator("a.unit-link").first.click()
+        page.wait_for_function("() => location.hash.endsWith('epoch=2')")
+        watched.ready()
+        assert page.locator("#epochs b.current").text_content() == "2"
+
+
 def test_the_run_page_draws_the_benchmarks_own_views(base: str, runs: Runs, watched: Watched, shots: Path):
     if runs.mtu is None:
         pytest.skip("MTU-Bench data not found (set TOOLGAUGE_SHARED_DATA)")
@@ -332,6 +402,30 @@ def test_the_html_report_opens_offline_with_its_charts_samples_and_transcripts(
     assert page.locator(".transcript .call-block").count() >= 2
     watched.open(mixed.as_uri() + f"#/run/{runs.mixed}/sample/{KNOWN_SAMPLE}")  # passed: no transcript kept
     assert "failing samples only" in watched.main_text()
+
+
+def test_a_report_with_all_samples_links_each_samples_own_page(runs: Runs, watched: Watched, tmp_path: Path):
+    import json
+
+    out = tmp_path / "mixed.html"
+    res = invoke("report", runs.mixed, "--store", runs.url, "--html", out, "--all-samples")
+    assert res.exit_code == 0, res.output
+    page = watched.page
+    watched.open(out.as_uri() + f"#/run/{runs.mixed}/samples")
+    assert page.locator("#samples-folder").get_attribute("href") == "mixed_samples/index.html"
+    # A passing sample: the report holds no transcript of it, and links its page in the folder.
+    watched.open(out.as_uri() + f"#/run/{runs.mixed}/sample/{KNOWN_SAMPLE}")
+    assert "failing samples only" in watched.main_text()
+    page.locator("#sample-file").click()
+    page.wait_for_load_state()
+    assert page.url.startswith((tmp_path / "mixed_samples").as_uri())
+    assert KNOWN_SAMPLE in str(page.locator("h1").text_content())
+    assert "What's the weather in Lisbon right now?" in str(page.locator(".transcript").text_content())
+    assert page.locator("script").count() == 0
+    page.locator("a", has_text="all samples").click()
+    page.wait_for_load_state()
+    payload = json.loads(out.read_text().split('id="toolgauge-data">')[1].split("</script>")[0])
+    assert page.locator("table.units tbody tr").count() == payload["units"]["units"] > 0  # every unit of the run
 
 
 def test_the_html_report_of_a_hostile_run_runs_no_script(runs: Runs, watched: Watched, tmp_path: Path):
@@ -535,6 +629,10 @@ def test_the_sweep_page_ranks_the_models_with_intervals_and_links_each_cell(
     assert len(cells) == 3 and cells[2].startswith("75.0% [") and cells[2].endswith("%]")
     assert "significant (paired)" in str(replay.text_content())
     assert "best" in str(board.locator(f'tr[data-run="{swept.gold}"]').text_content())
+    # The board as a chart: a point and a 95% interval per model and metric, the models in their ranked order.
+    chart = page.locator('figure.intervals[data-benchmark="suite"] > svg')
+    assert chart.locator("[aria-roledescription='point']").count() == 3 * 3
+    assert "1. gold" in str(chart.text_content())
     page.screenshot(path=str(shots / "sweep.png"), full_page=True)
     replay.locator("a.cell-link").nth(2).click()
     page.wait_for_function(f"() => location.hash === '#/run/{swept.replay}'")
@@ -548,6 +646,43 @@ def test_the_sweep_page_ranks_the_models_with_intervals_and_links_each_cell(
     watched.ready()
     rows = page.locator('table.compare-metrics tr[data-metric="success_rate"]')
     assert [r.get_attribute("data-run") for r in rows.all()] == [swept.gold, swept.replay, swept.replay2]
+    # Each run's headline values with their own intervals, as a chart.
+    chart = page.locator("figure.intervals > svg")
+    headline = page.locator("table.compare-metrics tr[data-metric]").count()
+    assert chart.locator("[aria-roledescription='point']").count() == headline
+    assert f"A: gold ({swept.gold})" in str(chart.text_content())
+
+
+def test_a_leaderboard_of_six_metrics_and_long_names_fits_1400_px(
+    sweep_base: str, swept: SweepRuns, browser: Browser, shots: Path
+):
+    import json
+    import urllib.request
+
+    with urllib.request.urlopen(f"{sweep_base}api/sweeps/{swept.sweep}", timeout=60) as answer:
+        board = json.loads(answer.read())
+    # Six headline metrics and long model names: the board that overflowed the page.
+    wide = board["boards"][0]
+    names = ["success_rate", "turn_accuracy", "tool_selection", "argument_accuracy", "no_call_accuracy", "abstention"]
+    for i, cell in enumerate(wide["cells"]):
+        cell["model"] = f"openai-compatible:http://127.0.0.1:8000/v1/some-org/a-rather-long-model-name-{i}-instruct"
+        cell["metrics"] = {n: {"mean": 0.123456 + i / 10, "stderr": 0.01, "ci_low": 0.1, "ci_high": 0.9, "n": 24}
+                           for n in names}  # fmt: skip
+    wide["metrics"] = names
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    watched = Watched(context.new_page())
+    page = watched.page
+    page.route(f"**/api/sweeps/{swept.sweep}", lambda route: route.fulfill(json=board))
+    try:
+        watched.open(link(sweep_base, f"/sweep/{swept.sweep}"))
+        table = page.locator("table.leaderboard").bounding_box()
+        assert table is not None and table["x"] + table["width"] <= 1400
+        assert page.evaluate("document.documentElement.scrollWidth") <= 1400  # the page never scrolls sideways
+        assert page.locator("table.leaderboard tbody tr").first.locator("td.cell").count() == 6
+        page.screenshot(path=str(shots / "sweep-wide.png"), full_page=True)
+    finally:
+        context.close()
+    watched.check_clean()
 
 
 def test_comparing_runs_of_two_benchmarks_says_so_on_the_page(base: str, runs: Runs, watched: Watched):

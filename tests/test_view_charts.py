@@ -128,3 +128,26 @@ def test_breakdown_tables_have_a_row_per_group_and_a_column_per_metric():
 def test_verdicts_and_error_classes(score: SampleScore, verdict: str, error_class: str | None):
     assert verdict_of(score) == verdict
     assert error_class_of(score, verdict_of(score)) == error_class
+
+
+def test_an_interval_chart_draws_a_point_and_an_interval_per_model_and_metric():
+    from toolgauge.view.charts import IntervalPoint, interval_chart
+
+    points = [
+        IntervalPoint(f"{i + 1}. model-{i}", metric, 0.9 - i / 10, 0.8 - i / 10, 0.95 - i / 10)
+        for i in range(3)
+        for metric in ("success_rate", "turn_accuracy")
+    ]
+    chart = interval_chart(points, "suite: mean and 95% interval per model")
+    assert chart is not None and chart.name == "intervals"
+    svg = render_svg(chart.spec)
+    assert len(re.findall(r'aria-roledescription="point"', svg)) == 6
+    assert len(re.findall(r'aria-roledescription="rule mark"', svg)) == 6  # each interval's line
+    assert len(re.findall(r'class="mark-rule role-mark', svg)) == 2  # in a panel per metric
+    assert "1. model-0" in svg and "turn_accuracy" in svg and "success_rate" in svg
+    # Rates on [0, 1]: the axis ends at 1.0, however narrow the intervals.
+    assert ">1.0<" in svg
+    # No value, no chart; a point without an interval is drawn as a point on a zero-length line.
+    assert interval_chart([], "empty") is None
+    lone = interval_chart([IntervalPoint("a", "m", 0.5)], "lone")
+    assert lone is not None and len(re.findall(r'aria-roledescription="point"', render_svg(lone.spec))) == 1

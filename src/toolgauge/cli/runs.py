@@ -83,6 +83,13 @@ def report_cmd(
             help="Write the run's page (charts, verdicts, transcripts), or a sweep's leaderboard, as one file.",
         ),
     ] = None,
+    all_samples: Annotated[
+        bool,
+        typer.Option(
+            "--all-samples",
+            help="With --html, a run's: also every sample's page (verdicts, transcripts) in a folder beside it.",
+        ),
+    ] = False,
 ) -> None:
     """Print or export one run's results, or a sweep's leaderboard (RUN_ID a sweep id)."""
 
@@ -90,6 +97,8 @@ def report_cmd(
         from toolgauge.cli.sweep import report_sweep
         from toolgauge.store import open_store  # SQLAlchemy: loaded only by a command that opens the store
 
+        if all_samples and html is None:
+            raise UsageError("--all-samples writes the samples' pages beside an HTML report: add --html OUT.html")
         if html is not None:
             check_output_file(html, "--html")
         if not as_csv and report_sweep(store, run_id, as_json, html):
@@ -112,7 +121,7 @@ def report_cmd(
         if html is not None:
             from toolgauge.cli.view import write_run_html
 
-            write_run_html(store, run.id, html)
+            write_run_html(store, run.id, html, all_samples=all_samples)
         elif as_json:
             print_results(results, as_json=True)
         elif as_csv:

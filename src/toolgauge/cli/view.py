@@ -119,12 +119,21 @@ def view_cmd(
 
         from toolgauge.store import open_store
         from toolgauge.view.app import create_app
+        from toolgauge.view.charts import warm_up
         from toolgauge.view.data import ViewData
 
         chosen = access_token(host, token)
         st = open_store(store, create=False)
+        # Before the first request, not inside it: vl-convert's engine (about a second, on the first chart)
+        # and the benchmarks' registry (the first run page or sample page).
+        from toolgauge.benchmarks.registry import specs
+
+        specs()
+        warm_up()
         allowed = None if not _is_loopback(host) else ["127.0.0.1", "localhost", "[::1]", "::1"]
-        app = create_app(ViewData(st, registry_benchmarks()), token=chosen, allowed_hosts=allowed)
+        # Runs are scored in a child process: the viewer's memory stays small however large they are.
+        data = ViewData(st, registry_benchmarks(), score_in_child=True)
+        app = create_app(data, token=chosen, allowed_hosts=allowed)
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
         server = uvicorn.Server(config)
         shown_host = f"[{host}]" if ":" in host else host
@@ -146,24 +155,28 @@ def view_cmd(
         try:
             server.run()
         finally:
+            data.close()
             st.close()
 
     guarded(body)
 
 
-def write_run_html(store: str | None, run_id: str, out_path: Path, *, transcripts: int | None = None) -> None:
-    """``report RUN --html OUT``: write the run's self-contained page and say where."""
+def write_run_html(
+    store: str | None, run_id: str, out_path: Path, *, transcripts: int | None = None, all_samples: bool = False
+) -> None:
+    """``report RUN --html OUT [--all-samples]``: write the run's page (and its samples' pages), say where."""
     require_view_packages()
     from toolgauge.store import open_store
     from toolgauge.view.html_report import DEFAULT_TRANSCRIPTS, write_html_report
 
     st = open_store(store, create=False)
     try:
-        write_html_report(st, run_id, out_path, registry_benchmarks(),
-                          transcripts=DEFAULT_TRANSCRIPTS if transcripts is None else transcripts)  # fmt: skip
+        folder = write_html_report(st, run_id, out_path, registry_benchmarks(), all_samples=all_samples,
+                                   transcripts=DEFAULT_TRANSCRIPTS if transcripts is None else transcripts)  # fmt: skip
     finally:
         st.close()
-    err.print(f"wrote {out_path}", highlight=False, soft_wrap=True)
+    err.print(f"wrote {out_path}" + (f" and every sample's page in {folder}/" if folder else ""), highlight=False,
+              soft_wrap=True)  # fmt: skip
 
 
 def write_sweep_html(st: Store, sweep_id: str, out_path: Path) -> None:

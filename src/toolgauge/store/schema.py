@@ -18,6 +18,8 @@ from sqlalchemy import (
 
 # 1: the first store. 2: transcripts (model_calls.role and the request's blob hashes, the blobs table).
 # 3: sweeps (the sweeps and sweep_cells tables).
+# The viewer's verdict tables (view_unit_sets, view_units) are a derived cache, not a version: a toolgauge of
+# schema 3 ignores them (it never reads them) and the viewer creates them where they are missing.
 SCHEMA_VERSION = 3
 
 metadata = MetaData()
@@ -154,4 +156,49 @@ sweep_cells = Table(
     Column("run_id", String(64), nullable=False, unique=True),
     Column("status", String(32), nullable=False),
     Column("error", Text),
+)
+
+
+# The viewer's verdicts, kept so it pages them from the store instead of holding a run's in memory. Derived
+# data: rebuilt from the stored outputs whenever ``key`` (what they were computed from: the run's status,
+# finish time and sample count, and the toolgauge that scored them) no longer matches. One row per run: the
+# current generation of its units, and their counts by verdict and error class (JSON) so a page never counts
+# 100,000 rows.
+view_unit_sets = Table(
+    "view_unit_sets",
+    metadata,
+    Column("run_id", String(64), primary_key=True),
+    Column("gen", Integer, nullable=False),
+    Column("key", Text, nullable=False),
+    Column("units", Integer, nullable=False),
+    Column("verdicts", Text, nullable=False),
+    Column("error_classes", Text, nullable=False),
+    Column("note", Text),
+    # The chart of the failing units per error class (SVG), drawn once with the verdicts.
+    Column("error_chart", Text),
+    Column("created_at", Float, nullable=False),
+)
+
+# One row per scored unit (every epoch's), in the run's unit order (``seq``). ``score`` is the SampleScore's
+# JSON with secrets masked, packed as blobs are (zlib unless that is not smaller); the columns beside it are
+# what the sample list filters on.
+view_units = Table(
+    "view_units",
+    metadata,
+    Column("run_id", String(64), primary_key=True),
+    Column("gen", Integer, primary_key=True),
+    Column("seq", Integer, primary_key=True),
+    Column("unit_id", Text, nullable=False),
+    Column("sample_key", String(255), nullable=False),
+    Column("epoch", Integer, nullable=False),
+    Column("verdict", String(16), nullable=False),
+    Column("error_class", Text),
+    Column("score", LargeBinary, nullable=False),
+    # A sample's units in order (its page; its first unit, for previous and next).
+    Index("ix_view_units_sample", "run_id", "gen", "sample_key", "seq"),
+    # The sample list's filters: a page of one verdict or error class reads its rows only, counts in the index;
+    # an id search scans the ids in the index, not the rows.
+    Index("ix_view_units_verdict", "run_id", "gen", "verdict", "error_class", "seq"),
+    Index("ix_view_units_class", "run_id", "gen", "error_class", "seq"),
+    Index("ix_view_units_id", "run_id", "gen", "unit_id", "seq"),
 )

@@ -634,6 +634,16 @@ class Store:
             rows = conn.execute(select(c.sample_key, c.status, c.error, c.latency_s).where(c.run_id == run_id))
             return {key: SampleState(key, status, error, latency) for key, status, error, latency in rows}
 
+    def sample_state(self, run_id: str, sample_key: str) -> SampleState | None:
+        """One stored sample of a run without its result, or None."""
+        self.flush()
+        c = schema.samples.c
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                select(c.status, c.error, c.latency_s).where((c.run_id == run_id) & (c.sample_key == sample_key))
+            ).first()
+        return None if row is None else SampleState(sample_key, row[0], row[1], row[2])
+
     def sample_results(
         self, run_id: str, keys: Sequence[str], *, chunk: int = READ_CHUNK
     ) -> Generator[tuple[str, str | None], None, None]:

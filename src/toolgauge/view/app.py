@@ -10,6 +10,7 @@ are refused (a DNS-rebinding page cannot read the store through a browser on thi
 from __future__ import annotations
 
 import hmac
+import json
 import threading
 from collections import OrderedDict
 from datetime import UTC, datetime
@@ -27,7 +28,8 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from toolgauge.errors import UsageError
-from toolgauge.view.charts import ERROR_CLASSES, ChartSpec, error_class_chart, render_svg, run_charts
+from toolgauge.store.verdicts import UnitFilter
+from toolgauge.view.charts import ERROR_CLASSES, ChartSpec, render_svg, run_charts
 from toolgauge.view.data import ViewData
 
 CSP = (
@@ -179,30 +181,50 @@ def create_app(data: ViewData, *, token: str | None = None, allowed_hosts: list[
         return JSONResponse(found.model_dump(mode="json"))
 
     def sample(request: Request) -> Response:
-        run_id, key = request.path_params["run_id"], request.path_params["sample_key"]
-        return JSONResponse(data.sample(run_id, key, wait=request.query_params.get("wait") == "1"))
+        run_id, key, q = request.path_params["run_id"], request.path_params["sample_key"], request.query_params
+        epoch = _int(q.get("epoch"), 0, "epoch") or None
+        # The sample list's filters, for the previous and next sample in it.
+        chosen = UnitFilter(verdict=q.get("verdict") or None, error_class=q.get("error_class") or None,
+                            query=q.get("q") or None)  # fmt: skip
+        return JSONResponse(data.sample(run_id, key, wait=q.get("wait") == "1", epoch=epoch, chosen=chosen))
 
     def chart(request: Request) -> Response:
         run_id, name = request.path_params["run_id"], request.path_params["name"]
-        if name == ERROR_CLASSES:  # from the verdicts (the sample list asks for it once they are ready)
-            counts = data.units(run_id, per_page=1).error_classes
-            key: tuple[str, ...] = (run_id, *(f"{k}={v}" for k, v in counts.items()))
-            made = error_class_chart(counts)
-            specs = [made] if made is not None else []
-        else:
-            key, specs = run_chart_specs(run_id)
+        if name == ERROR_CLASSES:  # drawn with the verdicts (the sample list asks for it once they are ready)
+            svg = data.error_chart(run_id)
+            if svg is None:
+                raise UsageError(f"run {run_id} has no chart {name!r}: no unit failed")
+            return Response(svg, media_type="image/svg+xml")
+        key, specs = run_chart_specs(run_id)
         wanted = next((c for c in specs if c.name == name), None)
         if wanted is None:
             raise UsageError(f"run {run_id} has no chart {name!r}")
+        return cached_svg((*key, name), wanted, f"chart {name!r}")
+
+    def cached_svg(key: tuple[str, ...], made: ChartSpec | None, what: str) -> Response:
+        if made is None:
+            raise UsageError(f"{what} has nothing to draw")
         with charts_lock:
-            svg = charts.get((*key, name))
+            svg = charts.get(key)
         if svg is None:
-            svg = render_svg(wanted.spec)
+            svg = render_svg(made.spec)
             with charts_lock:
-                charts[(*key, name)] = svg
+                charts[key] = svg
                 while len(charts) > CACHED_CHARTS:
                     charts.popitem(last=False)
         return Response(svg, media_type="image/svg+xml")
+
+    def sweep_chart(request: Request) -> Response:
+        sweep_id, benchmark = request.path_params["sweep_id"], request.path_params["benchmark"]
+        made = data.sweep_chart(sweep_id, benchmark)
+        key = ("sweep", sweep_id, benchmark, json.dumps(made.spec if made else None, sort_keys=True))
+        return cached_svg(key, made, f"sweep {sweep_id}'s {benchmark} board")
+
+    def compare_chart(request: Request) -> Response:
+        chosen = [run for run in request.query_params.getlist("run") if run]
+        made = data.compare_chart(chosen)
+        key = ("compare", *chosen, json.dumps(made.spec if made else None, sort_keys=True))
+        return cached_svg(key, made, "the comparison")
 
     def panels(request: Request) -> Response:
         return JSONResponse(data.run_panels(request.path_params["run_id"]))
@@ -239,8 +261,10 @@ def create_app(data: ViewData, *, token: str | None = None, allowed_hosts: list[
         Route("/favicon.ico", no_icon),
         Route("/api/runs", runs),
         Route("/api/compare", compare),
+        Route("/api/compare/intervals.svg", compare_chart),
         Route("/api/sweeps", sweeps),
         Route("/api/sweeps/{sweep_id}", sweep),
+        Route("/api/sweeps/{sweep_id}/charts/{benchmark}.svg", sweep_chart),
         Route("/api/runs/{run_id}", run),
         Route("/api/runs/{run_id}/units", units),
         Route("/api/runs/{run_id}/panels", panels),

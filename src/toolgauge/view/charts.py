@@ -22,6 +22,9 @@ MAX_SERIES = 6
 HORIZONTAL_AFTER = 12
 BAR_STEP = 18
 SHORT_LABEL = 10
+# An interval chart's panel per metric: its width, and panels per row (six metrics fit 1,400 px in two rows).
+INTERVAL_WIDTH = 240
+INTERVAL_COLUMNS = 3
 
 
 @dataclass(frozen=True)
@@ -139,6 +142,57 @@ def error_class_chart(counts: dict[str, int]) -> ChartSpec | None:
     return ChartSpec(name=ERROR_CLASSES, title="error classes", spec=(chart + text).to_dict())
 
 
+INTERVALS = "intervals"
+
+
+@dataclass(frozen=True)
+class IntervalPoint:
+    """One model's (or run's) value of one metric with its 95% interval (either bound None: no interval)."""
+
+    label: str
+    metric: str
+    value: float
+    low: float | None = None
+    high: float | None = None
+
+
+def interval_chart(points: list[IntervalPoint], title: str) -> ChartSpec | None:
+    """Each model's value as a point with its 95% interval as a line, one row per model, one panel per metric.
+
+    Rates are drawn on [0, 1]; the models keep the order given (a leaderboard's ranking).
+    """
+    import altair as alt
+
+    drawn = [p for p in points if isinstance(p.value, int | float)]
+    if not drawn:
+        return None
+    rows = [{"label": p.label, "metric": p.metric, "value": p.value,
+             "low": p.value if p.low is None else p.low, "high": p.value if p.high is None else p.high}
+            for p in drawn]  # fmt: skip
+    labels = list(dict.fromkeys(p.label for p in drawn))
+    metrics = list(dict.fromkeys(p.metric for p in drawn))
+    unit = all(0 <= v <= 1 for p in drawn for v in (p.value, p.low, p.high) if v is not None)
+    scale = alt.Scale(domain=[0, 1]) if unit else alt.Scale(zero=False)
+    y = alt.Y("label:N", sort=labels, title=None, axis=alt.Axis(labelLimit=220))
+    base = alt.Chart().encode(y)  # the data is the facet's
+    rule = base.mark_rule(strokeWidth=2, color="#667085").encode(
+        alt.X("low:Q", scale=scale, title="value and 95% interval"), alt.X2("high:Q")
+    )
+    point = base.mark_point(filled=True, size=60, color="#0b5cad").encode(
+        alt.X("value:Q", scale=scale),
+        tooltip=["label:N", "metric:N", alt.Tooltip("value:Q", format=".4f"), alt.Tooltip("low:Q", format=".4f"),
+                 alt.Tooltip("high:Q", format=".4f")],
+    )  # fmt: skip
+    layered = (rule + point).properties(width=INTERVAL_WIDTH, height=alt.Step(BAR_STEP + 4))
+    chart = layered.facet(
+        facet=alt.Facet("metric:N", sort=metrics, title=None, header=alt.Header(labelFontWeight="bold")),
+        columns=INTERVAL_COLUMNS,
+        data=_inline(rows),
+        title=title,
+    )
+    return ChartSpec(name=INTERVALS, title=title, spec=chart.to_dict())
+
+
 def _inline(rows: list[dict[str, Any]]) -> Any:
     """The rows as Vega-Lite inline data (no pandas needed)."""
     import altair as alt
@@ -151,3 +205,13 @@ def render_svg(spec: dict[str, Any]) -> str:
     import vl_convert
 
     return str(vl_convert.vegalite_to_svg(spec))
+
+
+def warm_up() -> None:
+    """Make and draw a small chart before the first request: altair's import and vl-convert's engine take 2 s.
+
+    Without it the first chart a page asks for would wait for both.
+    """
+    made = error_class_chart({"warm-up": 1})
+    if made is not None:
+        render_svg(made.spec)

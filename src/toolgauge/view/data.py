@@ -1,32 +1,51 @@
 """What the viewer shows, read from the store: runs, a run's metrics, its verdicts page by page, a sample.
 
-Per-unit verdicts are not stored; they are recomputed from the stored outputs by the benchmark's own
-scoring (as ``toolgauge rescore`` does, no model call) and kept in memory per run. A finished run's
-verdicts are computed once; a running run's again when it has stored more samples.
+Per-unit verdicts are recomputed from the stored outputs by the benchmark's own scoring (as ``toolgauge
+rescore`` does, no model call) the first time a run is viewed, and written to the store as they are made
+(:mod:`toolgauge.store.verdicts`) with their counts; every page then reads only its own rows, so the viewer's
+memory and its page times do not grow with a run's size. A finished run's verdicts are computed once, for
+every later viewer too; a running run's again when it has stored more samples.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import tempfile
 import threading
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel
+from sqlalchemy import create_engine
+from sqlalchemy.exc import SQLAlchemyError
 
+from toolgauge import __version__
+from toolgauge.engine.epochs import epoch_key  # (the engine package: imported at start, not on a request)
 from toolgauge.errors import DataError, UsageError
 from toolgauge.panels import Panel, RunPanels, SamplePanels
 from toolgauge.redact import redact, redact_tree
 from toolgauge.results import EvalResults, SampleScore
 from toolgauge.store.store import RunInfo, Store
+from toolgauge.store.verdicts import UnitFilter, UnitSet, VerdictTable, ensure_tables, stored_sample_count
+from toolgauge.view.charts import ChartSpec
 
 Verdict = Literal["pass", "fail", "partial", "error", "unscored"]
 VERDICTS: tuple[Verdict, ...] = ("pass", "fail", "partial", "error", "unscored")
 # Longest error class label: an explanation's head, not the whole message.
 CLASS_CHARS = 80
-# Per-run verdict caches kept at once (a viewer session looks at a handful of runs).
-CACHED_RUNS = 8
+# Bumped when what is kept per unit changes: verdicts kept by an older viewer are then computed again.
+VERDICTS_FORMAT = 1
+# How the viewer tells its scoring process which store to read and where to write the verdicts.
+STORE_ENV = "TOOLGAUGE_VIEW_STORE"
+VERDICTS_ENV = "TOOLGAUGE_VIEW_VERDICTS"
+# Runs whose panels are kept drawn (a viewer session looks at a handful of runs).
+CACHED_PANELS = 8
 MAX_PAGE = 500
 
 
@@ -61,10 +80,11 @@ class RunRow(BaseModel):
 
 
 class UnitRow(BaseModel):
-    """One scored unit (a sample, or a turn or task of one) in the sample list."""
+    """One scored unit (a sample, or a turn or task of one) in the sample list; ``epoch``: which try (``--epochs``)."""
 
     id: str
     sample: str
+    epoch: int = 1
     verdict: Verdict
     value: float | None
     error_class: str | None
@@ -84,18 +104,6 @@ class UnitPage(BaseModel):
     note: str | None = None
     # True while the run's verdicts are being computed (the page is empty until then).
     pending: bool = False
-
-
-@dataclass
-class _Verdicts:
-    key: tuple[Any, ...]
-    units: list[SampleScore]
-    rows: list[UnitRow]
-    note: str | None
-    by_sample: dict[str, list[int]] = field(default_factory=dict)
-    # The run's extra panels, shown as the front end shows them (charts as SVG); made when first asked for.
-    panels: list[dict[str, Any]] | None = None
-    panels_note: str | None = None
 
 
 def verdict_of(score: SampleScore) -> Verdict:
@@ -130,6 +138,7 @@ def unit_row(score: SampleScore) -> UnitRow:
     return UnitRow(
         id=score.id,
         sample=score.sample,
+        epoch=score.epoch,
         verdict=verdict,
         value=score.value,
         error_class=error_class_of(score, verdict),
@@ -178,12 +187,25 @@ def unit_verdicts(units: Iterable[SampleScore]) -> dict[str, tuple[str, Verdict]
 class ViewData:
     """The viewer's reads of one store (thread-safe: the web server answers from worker threads)."""
 
-    def __init__(self, store: Store, benchmarks: Benchmarks):
+    def __init__(self, store: Store, benchmarks: Benchmarks, *, score_in_child: bool = False):
+        """Read ``store``; score runs by ``benchmarks``, in a thread or (``score_in_child``) a child process.
+
+        The child (``python -m toolgauge.view.score_child``) scores by the registry's benchmarks: the CLI's viewer.
+        """
         self.store = store
         self.benchmarks = benchmarks
+        self._in_child = score_in_child
+        self._children: set[subprocess.Popen[str]] = set()
         self._lock = threading.Lock()
-        self._cache: OrderedDict[str, _Verdicts] = OrderedDict()
-        self._jobs: dict[str, tuple[tuple[Any, ...], threading.Thread]] = {}
+        self._jobs: dict[str, tuple[str, threading.Thread]] = {}
+        self._table: VerdictTable | None = None
+        self._scratch: tempfile.TemporaryDirectory[str] | None = None
+        # Sets with a note (no verdicts: say a data file was missing) are trusted only by the process that wrote
+        # them: a later viewer tries again. And why a run's verdicts could not be written at all, by run.
+        self._fresh: set[tuple[str, int]] = set()
+        self._failed: dict[str, UnitSet] = {}
+        # Each run's extra panels as shown (charts drawn), by (run, generation of its verdicts).
+        self._panels: OrderedDict[tuple[str, int], dict[str, Any]] = OrderedDict()
 
     # --- runs ------------------------------------------------------------------------------------------------
 
@@ -236,63 +258,132 @@ class ViewData:
 
     # --- verdicts --------------------------------------------------------------------------------------------
 
-    def _verdicts(self, run: RunInfo, *, wait: bool = True) -> _Verdicts | None:
+    def verdict_table(self) -> VerdictTable:
+        """Where the verdicts are kept: the store, or a private SQLite file when the store refuses the tables."""
+        with self._lock:
+            if self._table is None:
+                self._table = self._open_table()
+            return self._table
+
+    def _open_table(self) -> VerdictTable:
+        engine = self.store.engine
+        if engine.dialect.name != "sqlite" or engine.url.database not in (None, "", ":memory:"):
+            try:
+                ensure_tables(engine)
+                return VerdictTable(engine)
+            except SQLAlchemyError:  # a read-only store: the verdicts of this viewer's life only
+                pass
+        self._scratch = tempfile.TemporaryDirectory(prefix="toolgauge-view-")
+        scratch = create_engine(f"sqlite:///{Path(self._scratch.name) / 'verdicts.db'}")
+        ensure_tables(scratch)
+        return VerdictTable(scratch)
+
+    def _key(self, run: RunInfo) -> str:
+        # A finished run's verdicts never change; a running one's change with every stored sample.
+        key: list[Any] = [VERDICTS_FORMAT, __version__, run.status, run.finished_at, run.n_samples]
+        if run.status == "running":
+            key.append(stored_sample_count(self.store.engine, run.id))
+        return json.dumps(key)
+
+    def _verdicts(self, run: RunInfo, *, wait: bool = True) -> UnitSet | None:
         """The run's verdicts; computed in a worker thread, so a page need not wait for a long run's.
 
         Without ``wait``: None while the first computation runs, and a running run's previous verdicts
         while its newer ones are computed.
         """
-        # A finished run's verdicts never change; a running one's change with every stored sample.
-        key: tuple[Any, ...] = (run.status, run.finished_at)
-        if run.status == "running":
-            key += (len(self.store.sample_states(run.id)),)
+        key = self._key(run)
+        table = self.verdict_table()
+        current = table.current(run.id)
+        if (
+            current is not None
+            and current.key == key
+            and (current.note is None or (run.id, current.gen) in self._fresh)
+        ):
+            return current
         with self._lock:
-            cached = self._cache.get(run.id)
-            if cached is not None and cached.key == key:
-                return cached
+            failed = self._failed.get(run.id)
+            if failed is not None and failed.key == key:
+                return failed
             job = self._jobs.get(run.id)
-            if job is None or job[0] != key:
+            # One computation per run at a time: a running run's newer samples wait for the one under way.
+            if job is None:
                 job = (key, threading.Thread(target=self._compute, args=(run, key), daemon=True))
                 self._jobs[run.id] = job
                 job[1].start()
         if not wait:
-            return cached
+            return current
         job[1].join()
         with self._lock:
-            return self._cache.get(run.id)
+            failed = self._failed.get(run.id)
+        if failed is not None and failed.key == key:
+            return failed
+        return table.current(run.id)
 
     def prepare(self, run_id: str) -> None:
         """Start computing a run's verdicts (the run page does, so its sample list is ready sooner)."""
         self._verdicts(self.run_info(run_id), wait=False)
 
-    def _compute(self, run: RunInfo, key: tuple[Any, ...]) -> None:
+    def _compute(self, run: RunInfo, key: str) -> None:
+        table = self.verdict_table()
         try:
-            units, note = self._score(run)
-        except Exception as exc:  # shown on the page instead of a list that never comes
-            units, note = [], f"verdicts failed: {redact(f'{type(exc).__name__}: {exc}')}"
-        made = _Verdicts(key, units, [unit_row(u) for u in units], note)
-        for i, unit in enumerate(units):
-            made.by_sample.setdefault(unit.sample, []).append(i)
-        with self._lock:
-            if self._jobs.get(run.id, (None,))[0] == key:
-                del self._jobs[run.id]
-            self._cache[run.id] = made
-            self._cache.move_to_end(run.id)
-            while len(self._cache) > CACHED_RUNS:
-                self._cache.popitem(last=False)
+            if self._in_child:
+                made = self._score_in_child(run, key)
+            else:
+                made = write_verdicts(table, self.store, self.benchmarks, run, key)
+            if made.note is not None:
+                self._fresh.add((run.id, made.gen))
+        except Exception as exc:  # the verdicts cannot be written: said on every page of the run
+            note = f"verdicts could not be kept: {redact(f'{type(exc).__name__}: {exc}')}"
+            with self._lock:
+                self._failed[run.id] = UnitSet(run.id, 0, key, 0, {}, {}, note)
+        finally:
+            with self._lock:
+                if self._jobs.get(run.id, (None,))[0] == key:
+                    del self._jobs[run.id]
 
-    def _score(self, run: RunInfo) -> tuple[list[SampleScore], str | None]:
+    def _score_in_child(self, run: RunInfo, key: str) -> UnitSet:
+        """Score the run in a child process that writes its verdicts (its memory is given back when it exits)."""
+        table = self.verdict_table()
+        env = {**os.environ, STORE_ENV: self.store.engine.url.render_as_string(hide_password=False),
+               VERDICTS_ENV: table.engine.url.render_as_string(hide_password=False)}  # fmt: skip
+        command = [sys.executable, "-m", "toolgauge.view.score_child", run.id, key]
+        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        with self._lock:
+            self._children.add(child)
         try:
-            return list(self.benchmarks.verdicts(self.store, run)), None
-        except (UsageError, DataError, OSError) as exc:
-            # Without verdicts the samples are still listed, from what the store keeps of each.
-            note = f"verdicts not available: {redact(str(exc))}"
-        states = self.store.sample_states(run.id)
-        units = [
-            SampleScore(id=key, sample=key, error=None if s.status == "done" else (s.error or s.status))
-            for key, s in sorted(states.items())
-        ]
-        return units, note
+            out, errors = child.communicate()  # no deadline: a large run takes minutes; close() ends it
+        finally:
+            with self._lock:
+                self._children.discard(child)
+        lines = [line for line in errors.splitlines() if line.strip()]
+        if child.returncode != 0:
+            raise RuntimeError(f"scoring process exited with {child.returncode}: {lines[-1] if lines else ''}")
+        made = table.current(run.id)  # its own generation, or a newer one another viewer wrote meanwhile
+        if made is None:
+            raise RuntimeError(f"the scoring process wrote no verdicts ({out.strip()})")
+        return made
+
+    def close(self) -> None:
+        """End the scoring processes still running (the viewer is stopping) and remove the private file, if any."""
+        with self._lock:
+            children = list(self._children)
+        for child in children:
+            child.kill()
+        if self._scratch is not None:
+            self._scratch.cleanup()
+
+    def error_chart(self, run_id: str) -> str | None:
+        """The run's failing units per error class as SVG (None: no unit failed), drawn once and kept."""
+        made = self.unit_set(run_id)
+        if made.error_chart is not None:
+            return made.error_chart
+        return keep_error_chart(self.verdict_table(), made)
+
+    def unit_set(self, run_id: str) -> UnitSet:
+        """The run's verdicts (counts by verdict and error class, note), waiting for them to be computed."""
+        made = self._verdicts(self.run_info(run_id))
+        assert made is not None  # waited for
+        return made
 
     def units(
         self,
@@ -310,53 +401,66 @@ class ViewData:
         Without ``wait`` the page is ``pending`` (and empty) while the run's verdicts are first computed.
         """
         run = self.run_info(run_id)
-        found = self._verdicts(run, wait=wait)
+        made = self._verdicts(run, wait=wait)
         per_page = max(1, min(per_page, MAX_PAGE))
-        if found is None:
+        if made is None:
             note = f"computing the verdicts of {run.n_samples} samples (this page updates when they are ready)"
             return UnitPage(total=0, page=1, per_page=per_page, rows=[], verdicts={}, error_classes={}, note=note,
                             pending=True)  # fmt: skip
-        needle = query.lower() if query else None
-        chosen = [
-            r
-            for r in found.rows
-            if (not verdict or r.verdict == verdict)
-            and (not error_class or r.error_class == error_class)
-            and (needle is None or needle in r.id.lower())
-        ]
         page = max(1, page)
-        start = (page - 1) * per_page
+        chosen = UnitFilter(verdict=verdict, error_class=error_class, query=query)
+        total, found = self.verdict_table().page(made, chosen, (page - 1) * per_page, per_page)
         return UnitPage(
-            total=len(chosen),
+            total=total,
             page=page,
             per_page=per_page,
-            rows=chosen[start : start + per_page],
-            verdicts=dict(Counter(r.verdict for r in found.rows)),
-            error_classes=dict(Counter(r.error_class for r in found.rows if r.error_class).most_common()),
-            note=found.note,
+            rows=[unit_row(u.score) for u in found],
+            verdicts=made.verdicts,
+            error_classes=made.error_classes,
+            note=made.note,
         )
 
-    def sample(self, run_id: str, sample_key: str, *, wait: bool = True) -> dict[str, Any]:
-        """One sample: its stored state, every verdict on it (with metadata) and its full transcript.
+    def sample(
+        self,
+        run_id: str,
+        sample_key: str,
+        *,
+        wait: bool = True,
+        epoch: int | None = None,
+        chosen: UnitFilter | None = None,
+    ) -> dict[str, Any]:
+        """One sample: its stored state, every verdict on it (with metadata, every epoch's) and one epoch's transcript.
 
-        Without ``wait``, ``pending`` is true (and there are no verdicts yet) while the run's are computed.
+        ``epoch`` (default 1) picks the try whose state and transcript are shown; ``prev`` and ``next`` are the
+        samples beside it in the sample list under ``chosen`` (its filters). Without ``wait``, ``pending`` is
+        true (and there are no verdicts yet) while the run's are computed.
         """
         run = self.run_info(run_id)
-        found = self._verdicts(run, wait=wait)
-        units = [found.units[i] for i in found.by_sample.get(sample_key, [])] if found is not None else []
-        states = self.store.sample_states(run.id)
-        state = states.get(sample_key)
-        if state is None and not units:
+        epochs = max(1, int(run.config.get("epochs", 1) or 1))
+        shown = 1 if epoch is None else epoch
+        if not 1 <= shown <= epochs:
+            raise UsageError(f"epoch {shown}: run {run.id} has {_epochs_text(epochs)}")
+        made = self._verdicts(run, wait=wait)
+        table = self.verdict_table()
+        units = [u.score for u in table.of_sample(made, sample_key)] if made is not None else []
+        try_key = epoch_key(sample_key, shown)
+        state = self.store.sample_state(run.id, try_key)
+        if state is None and not units and self.store.sample_state(run.id, sample_key) is None:
             raise UsageError(f"run {run.id} has no sample {sample_key!r}")
+        prev, after = table.neighbours(made, sample_key, chosen or UnitFilter()) if made is not None else (None, None)
         transcript_note = None
         try:
-            calls = [c.model_dump(mode="json") for c in self.store.transcript(run.id, sample_key)]
+            calls = [c.model_dump(mode="json") for c in self.store.transcript(run.id, try_key)]
         except UsageError as exc:
             calls, transcript_note = [], str(exc)
-        panels, panels_note = self._sample_panels(run, units, found.note if found is not None else None)
+        panels, panels_note = self._sample_panels(run, units, made.note if made is not None else None)
         return {
             "run": run_row(run).model_dump(mode="json"),
             "sample": sample_key,
+            "epoch": shown,
+            "epochs": epochs,
+            "prev": prev,
+            "next": after,
             "panels": panels,
             "panels_note": panels_note,
             "state": None
@@ -368,8 +472,8 @@ class ViewData:
                 for u in units
             ],
             "calls": calls,
-            "note": (found.note if found is not None else "computing the run's verdicts…") or transcript_note,
-            "pending": found is None,
+            "note": (made.note if made is not None else "computing the run's verdicts…") or transcript_note,
+            "pending": made is None,
         }  # fmt: skip
 
     # --- a benchmark's own panels ---------------------------------------------------------------------------
@@ -383,16 +487,24 @@ class ViewData:
         build, _ = self.benchmarks.panels(run.benchmark)
         if build is None or run.results is None:
             return {"panels": [], "note": None}
-        found = self._verdicts(run)
-        assert found is not None  # waited for
-        if found.note is not None:  # no verdicts: nothing to build the views from
-            return {"panels": [], "note": found.note}
-        if found.panels is None:
-            try:
-                found.panels = [shown_panel(p) for p in build(run.results, found.units)]
-            except Exception as exc:  # one broken view must not take the run page with it
-                found.panels, found.panels_note = [], f"panels failed: {redact(f'{type(exc).__name__}: {exc}')}"
-        return {"panels": found.panels, "note": found.panels_note}
+        made = self._verdicts(run)
+        assert made is not None  # waited for
+        if made.note is not None:  # no verdicts: nothing to build the views from
+            return {"panels": [], "note": made.note}
+        with self._lock:
+            kept = self._panels.get((run.id, made.gen))
+        if kept is not None:  # built once per verdicts and viewer process
+            return kept
+        try:
+            panels = [shown_panel(p) for p in build(run.results, list(self.verdict_table().scores(made)))]
+            shown: dict[str, Any] = {"panels": panels, "note": None}
+        except Exception as exc:  # one broken view must not take the run page with it
+            shown = {"panels": [], "note": f"panels failed: {redact(f'{type(exc).__name__}: {exc}')}"}
+        with self._lock:
+            self._panels[(run.id, made.gen)] = shown
+            while len(self._panels) > CACHED_PANELS:
+                self._panels.popitem(last=False)
+        return shown
 
     def _sample_panels(
         self, run: RunInfo, units: list[SampleScore], found_note: str | None
@@ -424,11 +536,11 @@ class ViewData:
         require_one_benchmark(infos)
         found = []
         for run in infos:
-            verdicts = self._verdicts(run)
-            assert verdicts is not None  # waited for
-            if verdicts.note is not None:
-                raise UsageError(f"run {run.id}: {verdicts.note}")
-            found.append(verdicts.units)
+            made = self._verdicts(run)
+            assert made is not None  # waited for
+            if made.note is not None:
+                raise UsageError(f"run {run.id}: {made.note}")
+            found.append(list(self.verdict_table().scores(made)))
         return infos, found
 
     def compare(self, run_a: str, run_b: str) -> dict[str, Any]:
@@ -507,6 +619,31 @@ class ViewData:
             for s in list_sweeps(self.store)
         ]  # fmt: skip
 
+    def sweep_chart(self, sweep_id: str, benchmark: str) -> ChartSpec | None:
+        """One board of a sweep's leaderboard as a chart: each model's headline metrics with their 95% intervals."""
+        board = next((b for b in self.sweep(sweep_id)["boards"] if b["benchmark"] == benchmark), None)
+        if board is None:
+            raise UsageError(f"sweep {sweep_id} has no benchmark {benchmark!r}")
+        return board_chart(board)
+
+    def compare_chart(self, run_ids: Sequence[str]) -> ChartSpec | None:
+        """The compared runs' headline metrics, each run's value with its own 95% interval (A first)."""
+        from toolgauge.view.charts import IntervalPoint, interval_chart
+
+        infos = [self.run_info(run_id) for run_id in run_ids]
+        if len(infos) < 2:
+            raise UsageError("compare needs two or more runs: ?run=A&run=B (the first is the baseline)")
+        headline = self.benchmarks.headline(infos[0].benchmark)
+        points = []
+        for i, run in enumerate(infos):
+            if run.results is None:
+                continue
+            label = f"{run_letter(i)}: {redact(run.model)} ({run.id})"
+            for row in overall_rows(run.results, headline):
+                if row["headline"] and isinstance(row["value"], int | float):
+                    points.append(IntervalPoint(label, row["name"], row["value"], row["ci_low"], row["ci_high"]))
+        return interval_chart(points, f"{infos[0].benchmark}: headline metrics, 95% intervals")
+
     def sweep(self, sweep_id: str) -> dict[str, Any]:
         """A sweep's leaderboard (per benchmark, models ranked; see :attr:`Benchmarks.leaderboard`)."""
         from toolgauge.store.sweeps import get_sweep
@@ -517,11 +654,59 @@ class ViewData:
             raise UsageError(f"no sweep {sweep_id!r} in the store")
         return self.benchmarks.leaderboard(self.store, sweep_id)
 
-    def scored_units(self, run_id: str) -> tuple[list[SampleScore], str | None]:
-        """Every unit's score of a run (for the HTML report) and why there are none, when so."""
-        found = self._verdicts(self.run_info(run_id))
-        assert found is not None  # waited for
-        return found.units, found.note
+
+def write_verdicts(table: VerdictTable, store: Store, benchmarks: Benchmarks, run: RunInfo, key: str) -> UnitSet:
+    """Score ``run`` by its benchmark and write every unit's verdict into ``table`` as the run's set for ``key``.
+
+    When the benchmark cannot score it (a data file moved) the samples are written from what the store keeps
+    of each, with a note saying why; when scoring fails, no unit and a note. A database error is raised.
+    """
+    try:
+        return table.write(run.id, key, benchmarks.verdicts(store, run), None, _classified)
+    except SQLAlchemyError:
+        raise
+    except (UsageError, DataError, OSError) as exc:
+        note = f"verdicts not available: {redact(str(exc))}"
+        states = store.sample_states(run.id)
+        units = [
+            SampleScore(id=k, sample=k, error=None if s.status == "done" else (s.error or s.status))
+            for k, s in sorted(states.items())
+        ]
+        return table.write(run.id, key, units, note, _classified)
+    except Exception as exc:  # shown on the page instead of a list that never comes
+        note = f"verdicts failed: {redact(f'{type(exc).__name__}: {exc}')}"
+        return table.write(run.id, key, [], note, _classified)
+
+
+def keep_error_chart(table: VerdictTable, made: UnitSet) -> str | None:
+    """Draw the set's error classes (None when no unit failed) and keep the SVG with it."""
+    from toolgauge.view.charts import error_class_chart, render_svg  # vl-convert: only when there is one to draw
+
+    spec = error_class_chart(made.error_classes)
+    if spec is None:
+        return None
+    svg = render_svg(spec.spec)
+    if made.gen:  # a set that could not be written has no row to keep it in
+        table.save_error_chart(made, svg)
+    return svg
+
+
+def run_letter(i: int) -> str:
+    """A run's letter on the compare page: A (the baseline), B, C, … (then R27, R28, …), as the front end names them."""
+    return chr(65 + i) if i < 26 else f"R{i + 1}"
+
+
+def board_chart(board: dict[str, Any]) -> ChartSpec | None:
+    """A leaderboard board (``Benchmarks.leaderboard``'s) as an interval chart, its models in their ranked order."""
+    from toolgauge.view.charts import IntervalPoint, interval_chart
+
+    points = [
+        IntervalPoint(f"{i + 1}. {cell['model']}", name, stat["mean"], stat.get("ci_low"), stat.get("ci_high"))
+        for i, cell in enumerate(board["cells"])
+        for name in board["metrics"]
+        if (stat := cell["metrics"].get(name)) is not None and isinstance(stat.get("mean"), int | float)
+    ]
+    return interval_chart(points, f"{board['benchmark']}: mean and 95% interval per model")
 
 
 def overall_rows(results: EvalResults, headline: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -573,3 +758,12 @@ def shown_panel(panel: Panel) -> dict[str, Any]:
 
 def _masked(value: Any) -> Any:
     return redact_tree(value)
+
+
+def _classified(score: SampleScore) -> tuple[str, str | None]:
+    verdict = verdict_of(score)
+    return verdict, error_class_of(score, verdict)
+
+
+def _epochs_text(epochs: int) -> str:
+    return "1 epoch" if epochs == 1 else f"epochs 1 to {epochs}"

@@ -2,8 +2,11 @@
 
 The file holds the viewer's own front end (its script and style inlined) and the run's data as JSON in a
 non-executed ``<script type="application/json">`` block: metrics, every breakdown, the charts as SVG
-rendered here, every unit's verdict, and the transcripts of the first failing samples. It loads nothing:
-its Content-Security-Policy allows only the inlined script and style (by hash) and no network at all.
+rendered here, the counts of every verdict and error class, the first units of each verdict (at most
+``ROWS_PER_VERDICT``) and the transcripts of the first failing samples. Its size does not grow with the
+run's past that; ``--all-samples`` writes every sample as a page of its own into a folder beside it
+(:mod:`toolgauge.view.sample_pages`). It loads nothing: its Content-Security-Policy allows only the inlined
+script and style (by hash) and no network at all.
 """
 
 from __future__ import annotations
@@ -18,18 +21,22 @@ from pathlib import Path
 from typing import Any
 
 from toolgauge.store.store import Store
+from toolgauge.store.verdicts import UnitFilter
 from toolgauge.view.app import static_dir
-from toolgauge.view.charts import error_class_chart, render_svg, run_charts
-from toolgauge.view.data import VERDICTS, Benchmarks, ViewData, unit_row
+from toolgauge.view.charts import ERROR_CLASSES, render_svg, run_charts
+from toolgauge.view.data import VERDICTS, Benchmarks, ViewData, board_chart, unit_row
 
 # Transcripts included by default: those of the first failing samples (the others are listed, verdicts only).
 DEFAULT_TRANSCRIPTS = 20
 # In a sweep's report, per run (a sweep has many runs; the file stays small enough to attach).
 SWEEP_TRANSCRIPTS = 5
 FAILING = ("fail", "partial", "error")
+# Units listed per verdict (the first ones in the run's order): the counts and charts cover every unit.
+ROWS_PER_VERDICT = 200
 
 
-def _csp_hash(text: str) -> str:
+def csp_hash(text: str) -> str:
+    """The Content-Security-Policy source that allows exactly this inline script or style."""
     return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
 
 
@@ -39,38 +46,62 @@ def _json_for_html(value: Any) -> str:
 
 
 def report_data(
-    store: Store, run_id: str, benchmarks: Benchmarks, *, transcripts: int, data: ViewData | None = None
+    store: Store,
+    run_id: str,
+    benchmarks: Benchmarks,
+    *,
+    transcripts: int,
+    data: ViewData | None = None,
+    sample_files: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The JSON the report embeds: what the viewer's API answers for this run, all at once."""
+    """The JSON the report embeds: what the viewer's API answers for this run, bounded in size.
+
+    ``sample_files`` (``--all-samples``): the folder of the samples' own pages, named for the report's
+    links (``{"dir", "index", "files": {sample key: file name}}``, the names of the listed samples only).
+    """
     data = data if data is not None else ViewData(store, benchmarks)
     page = data.run(run_id)
     run = data.run_info(run_id)
     specs = run_charts(run.results, benchmarks.headline(run.benchmark)) if run.results is not None else []
     page["charts"] = [{"name": c.name, "title": c.title} for c in specs]
-    units, note = data.scored_units(run_id)
-    rows = [unit_row(u) for u in units]
-    counts = {v: sum(1 for r in rows if r.verdict == v) for v in VERDICTS}
-    classes: dict[str, int] = {}
-    for r in rows:
-        if r.error_class:
-            classes[r.error_class] = classes.get(r.error_class, 0) + 1
+    made = data.unit_set(run_id)
+    listed = []
+    for verdict in VERDICTS:  # the first units of each verdict, shown in the run's order
+        if made.verdicts.get(verdict):
+            listed += data.verdict_table().page(made, UnitFilter(verdict=verdict), 0, ROWS_PER_VERDICT)[1]
+    rows = [unit_row(u.score).model_dump(mode="json") for u in sorted(listed, key=lambda u: u.seq)]
     failing: list[str] = []
     for r in rows:
-        if r.verdict in FAILING and r.sample not in failing:
-            failing.append(r.sample)
-        if len(failing) >= transcripts:
-            break
-    errors = error_class_chart(classes)
+        if r["verdict"] in FAILING and r["sample"] not in failing and len(failing) < transcripts:
+            failing.append(r["sample"])
+    errors = data.error_chart(run_id)
+    epochs = max(1, int(run.config.get("epochs", 1) or 1))
+    samples = {}
+    for key in failing:
+        shown = data.sample(run_id, key)
+        if epochs > 1:  # the report switches between the tries without a server
+            shown["calls_by_epoch"] = {
+                str(e): shown["calls"] if e == 1 else data.sample(run_id, key, epoch=e)["calls"]
+                for e in range(1, epochs + 1)
+            }
+        samples[key] = shown
+    if sample_files is not None:
+        from toolgauge.view.sample_pages import sample_file_name
+
+        sample_files = {**sample_files, "files": {r["sample"]: sample_file_name(r["sample"]) for r in rows}}
     return {
         "run": page,
-        "charts": {c.name: render_svg(c.spec) for c in [*specs, *([errors] if errors is not None else [])]},
+        "charts": {**{c.name: render_svg(c.spec) for c in specs}, **({ERROR_CLASSES: errors} if errors else {})},
         "units": {
-            "rows": [r.model_dump(mode="json") for r in rows],
-            "verdicts": {v: n for v, n in counts.items() if n},
-            "error_classes": dict(sorted(classes.items(), key=lambda kv: -kv[1])),
-            "note": note,
+            "rows": rows,
+            "units": made.units,
+            "rows_per_verdict": ROWS_PER_VERDICT,
+            "verdicts": made.verdicts,
+            "error_classes": made.error_classes,
+            "note": made.note,
         },
-        "samples": {key: data.sample(run_id, key) for key in failing},
+        "samples": samples,
+        "sample_files": sample_files,
         "panels": data.run_panels(run_id),
         "transcripts": transcripts,
     }
@@ -81,8 +112,9 @@ def sweep_report_data(
 ) -> dict[str, Any]:
     """The JSON a sweep's report embeds: its leaderboard, and for each cell's run what a run's report holds.
 
-    Each run (``runs[ID]``, as :func:`report_data`): its page, its charts as SVG, every unit's verdict, its
-    views, and the transcripts of its first ``transcripts`` failing samples.
+    ``sweep_charts``: each board's interval chart as SVG, by benchmark. Each run (``runs[ID]``, as
+    :func:`report_data`): its page, its charts as SVG, its verdict counts and first units, its views, and
+    the transcripts of its first ``transcripts`` failing samples.
     """
     data = ViewData(store, benchmarks)
     board = data.sweep(sweep_id)
@@ -90,7 +122,12 @@ def sweep_report_data(
     for cell in (c for b in board["boards"] for c in b["cells"]):
         if store.get_run(cell["run"]) is not None:  # a cell not started yet has no run
             runs[cell["run"]] = report_data(store, cell["run"], benchmarks, transcripts=transcripts, data=data)
-    return {"sweep": board, "runs": runs}
+    charts = {}
+    for each in board["boards"]:
+        made = board_chart(each)
+        if made is not None:
+            charts[each["benchmark"]] = render_svg(made.spec)
+    return {"sweep": board, "sweep_charts": charts, "runs": runs}
 
 
 def render_html(payload: dict[str, Any]) -> str:
@@ -101,7 +138,7 @@ def render_html(payload: dict[str, Any]) -> str:
     script = (static_dir() / "app.js").read_text()
     style = (static_dir() / "app.css").read_text()
     csp = (
-        f"default-src 'none'; script-src {_csp_hash(script)}; style-src {_csp_hash(style)}; img-src data:; "
+        f"default-src 'none'; script-src {csp_hash(script)}; style-src {csp_hash(style)}; img-src data:; "
         "base-uri 'none'; form-action 'none'"
     )
     if "sweep" in payload:
@@ -129,10 +166,31 @@ def _umask() -> int:
 
 
 def write_html_report(
-    store: Store, run_id: str, out: Path, benchmarks: Benchmarks, *, transcripts: int = DEFAULT_TRANSCRIPTS
-) -> None:
-    """Write the run's report to ``out`` atomically (a reader never sees half a file)."""
-    write_atomic(out, render_html(report_data(store, run_id, benchmarks, transcripts=transcripts)))
+    store: Store,
+    run_id: str,
+    out: Path,
+    benchmarks: Benchmarks,
+    *,
+    transcripts: int = DEFAULT_TRANSCRIPTS,
+    all_samples: bool = False,
+) -> Path | None:
+    """Write the run's report to ``out`` atomically (a reader never sees half a file).
+
+    With ``all_samples``, first every sample's own page into the folder beside it (returned; see
+    :func:`toolgauge.view.sample_pages.write_sample_pages`).
+    """
+    data = ViewData(store, benchmarks)
+    files = None
+    folder = None
+    if all_samples:
+        from toolgauge.view.sample_pages import sample_folder, write_sample_pages
+
+        folder = sample_folder(out)
+        write_sample_pages(data, run_id, folder, report_name=out.name)
+        files = {"dir": folder.name, "index": "index.html"}
+    payload = report_data(store, run_id, benchmarks, transcripts=transcripts, data=data, sample_files=files)
+    write_atomic(out, render_html(payload))
+    return folder
 
 
 def write_sweep_report(store: Store, sweep_id: str, out: Path, benchmarks: Benchmarks) -> None:

@@ -43,9 +43,23 @@
     return text.startsWith("#/") ? text : "#/";
   }
 
+  // A report's link to a page in its samples folder (--all-samples): names the report wrote, plain characters only.
+  function fileLink(path, text, attrs) {
+    const link = el("a", attrs || {}, text);
+    if (/^[A-Za-z0-9_-][A-Za-z0-9._-]*\/[A-Za-z0-9_-][A-Za-z0-9._-]*\.html$/.test(path)) link.setAttribute("href", path);
+    return link;
+  }
+
   function runLink(id) { return "#/run/" + encodeURIComponent(id); }
   function samplesLink(id, params) { return runLink(id) + "/samples" + query(params || {}); }
-  function sampleLink(id, key) { return runLink(id) + "/sample/" + encodeURIComponent(key); }
+  // params: the sample list's filters (for previous / next in it) and the epoch whose transcript is shown.
+  function sampleLink(id, key, params) { return runLink(id) + "/sample/" + encodeURIComponent(key) + query(params || {}); }
+  // The sample list's filters, as a sample page carries them on.
+  function listFilters(params) {
+    const kept = {};
+    for (const name of ["verdict", "error_class", "q"]) if (params[name]) kept[name] = params[name];
+    return kept;
+  }
   // The runs to compare, the first the baseline (A).
   function compareLink(ids, params) { return "#/compare" + query(Object.assign({ run: ids }, params || {})); }
   function sweepLink(id) { return "#/sweep/" + encodeURIComponent(id); }
@@ -109,11 +123,29 @@
     if (parts[2] === "units") return reportUnits(run, params);
     if (parts[2] === "panels") return run.panels || { panels: [], note: null };
     if (parts[2] === "samples") {
-      const found = run.samples[parts.slice(3).join("/")];
-      if (!found) throw new Error("this report includes the transcripts of the first " + run.transcripts + " failing samples only");
-      return found;
+      const key = parts.slice(3).join("/");
+      const found = run.samples[key];
+      if (!found) {
+        const error = new Error("this report includes the transcripts of the first " + run.transcripts + " failing samples only");
+        error.sampleFile = sampleFile(run, key);
+        throw error;
+      }
+      const epoch = Number(params.epoch) || 1;
+      const calls = found.calls_by_epoch ? found.calls_by_epoch[String(epoch)] : (epoch === 1 ? found.calls : null);
+      if (!calls) throw new Error("run " + parts[1] + " has no epoch " + params.epoch);
+      // Previous and next among the samples this report lists, under the list's filters.
+      const keys = [...new Set(reportRows(run, params).map((r) => r.sample))];
+      const at = keys.indexOf(key);
+      return Object.assign({}, found, { calls: calls, epoch: epoch,
+        prev: at > 0 ? keys[at - 1] : null, next: at >= 0 && at + 1 < keys.length ? keys[at + 1] : null });
     }
     return run.run;
+  }
+
+  // The sample's page in the report's samples folder, when it was written with --all-samples.
+  function sampleFile(run, key) {
+    const files = run.sample_files;
+    return files && files.files && files.files[key] ? files.dir + "/" + files.files[key] : null;
   }
 
   // A run's report: the file's one run, or in a sweep's file each of its runs (what report_data holds).
@@ -122,14 +154,25 @@
     return REPORT && REPORT.run.run.id === runId ? REPORT : null;
   }
 
-  function reportUnits(run, params) {
-    const rows = run.units.rows.filter((r) =>
+  function reportRows(run, params) {
+    return run.units.rows.filter((r) =>
       (!params.verdict || r.verdict === params.verdict) &&
       (!params.error_class || r.error_class === params.error_class) &&
       (!params.q || r.id.toLowerCase().includes(String(params.q).toLowerCase())));
+  }
+
+  function reportUnits(run, params) {
+    const rows = reportRows(run, params);
     const page = Math.max(1, Number(params.page) || 1);
+    // A report lists the first units of each verdict; its counts are of every unit.
+    const listed = run.units.units !== undefined && run.units.rows.length < run.units.units
+      ? "this report lists the first " + run.units.rows_per_verdict + " units of each verdict (" + run.units.rows.length +
+        " of " + run.units.units + "); the counts and charts cover every unit: toolgauge view shows every one" +
+        (run.sample_files ? ", and the samples folder has every sample's page" : "")
+      : null;
     return Object.assign({}, run.units, {
       total: rows.length, page: page, per_page: PER_PAGE, rows: rows.slice((page - 1) * PER_PAGE, page * PER_PAGE),
+      listed: listed,
     });
   }
 
@@ -228,7 +271,7 @@
       else if (where.page === "sweeps") view = await sweepsPage();
       else if (where.page === "sweep") view = await sweepPage(where.sweep);
       else if (where.page === "samples") view = await samplesPage(where.run, where.params);
-      else view = await samplePage(where.run, where.key);
+      else view = await samplePage(where.run, where.key, where.params);
       if (serial !== renderSerial) return; // a newer navigation won
       setCrumbs(where);
       main.replaceChildren(view.node);
@@ -239,6 +282,7 @@
     } catch (error) {
       if (serial !== renderSerial) return;
       main.replaceChildren(el("p", { class: "error", text: String(error.message || error) }));
+      if (error.sampleFile) main.appendChild(el("p", {}, fileLink(error.sampleFile, "its page in the samples folder →", { id: "sample-file" })));
       main.setAttribute("data-ready", location.hash);
     }
   }
@@ -392,8 +436,10 @@
       });
     }
     node.appendChild(metricRows.length
-      ? table(["metric", "run", "model", "value", "n paired", "run − A", "95% interval", "test", "p", ""], metricRows, "grid compare-metrics")
+      ? el("div", { class: "scroll" }, table(["metric", "run", "model", "value", "n paired", "run − A", "95% interval", "test", "p", ""], metricRows, "grid compare-metrics"))
       : el("p", { class: "muted", text: "this benchmark names no headline metric" }));
+    const figure = metricRows.length ? el("figure", { class: "chart intervals", "data-chart": "intervals" }) : null;
+    if (figure) node.append(el("h2", { text: "each run's value with its own 95% interval" }), figure);
     const diff = data.differing;
     node.appendChild(el("h2", { text: "units whose verdict differs (" + diff.total + ")" }));
     if (!diff.total) node.appendChild(el("p", { class: "muted", text: "none: every unit has the same verdict in every run that has it" }));
@@ -408,7 +454,8 @@
           : el("a", { href: sampleLink(runs[i].id, u.samples[i]), class: "in-run" }, badge(verdict))))));
       node.append(nav, el("div", { class: "scroll" }, table(["unit", ...runs.map((r, i) => runLabel(i))], rows, "grid differing")));
     }
-    return { node };
+    const after = figure ? () => intervalChart(figure, "compare/intervals.svg" + query({ run: ids }), null) : null;
+    return { node, after };
   }
 
   // --- sweeps ---------------------------------------------------------------------------------------------------
@@ -425,13 +472,30 @@
     return { node, poll: data.sweeps.some((s) => s.status === "running") };
   }
 
+  // A leaderboard cell: the mean, and under it its interval (two short lines keep six metrics within the page).
   function meanInterval(stat) {
-    if (!stat || stat.mean === null || stat.mean === undefined) return "–";
-    let text = fmt(stat.mean, "rate");
+    if (!stat || stat.mean === null || stat.mean === undefined) return ["–"];
+    let spread = null;
     if (stat.ci_low !== null && stat.ci_low !== undefined && stat.ci_high !== null && stat.ci_high !== undefined) {
-      text += " [" + fmt(stat.ci_low, "rate") + ", " + fmt(stat.ci_high, "rate") + "]";
-    } else if (stat.stderr !== null && stat.stderr !== undefined) text += " ± " + fmt(stat.stderr, "rate");
-    return text;
+      spread = "[" + fmt(stat.ci_low, "rate") + ", " + fmt(stat.ci_high, "rate") + "]";
+    } else if (stat.stderr !== null && stat.stderr !== undefined) spread = "± " + fmt(stat.stderr, "rate");
+    return [el("span", { class: "mean", text: fmt(stat.mean, "rate") }), spread ? el("span", { class: "ci", text: " " + spread }) : null];
+  }
+
+  // A chart of intervals (a leaderboard's or a comparison's): fetched from the viewer, or the report's copy.
+  async function intervalChart(figure, path, reportSvg) {
+    try {
+      let text = reportSvg;
+      if (!REPORT) {
+        const response = await fetch("api/" + path, { credentials: "same-origin" });
+        if (!response.ok) throw new Error("chart: HTTP " + response.status);
+        text = await response.text();
+      }
+      if (text) figure.appendChild(svgNode(text, "intervals"));
+      else figure.remove();
+    } catch (error) {
+      figure.appendChild(el("p", { class: "error", text: String(error.message || error) }));
+    }
   }
 
   async function sweepPage(sweepId) {
@@ -441,6 +505,7 @@
         "“not significant”: the difference with the best model is not significant (a paired test of the two runs, " +
         "else overlapping intervals)." }));
     let intervals = false;
+    const charts = [];
     for (const board of data.boards) {
       const rows = board.cells.map((c, i) => {
         let mark = "best";
@@ -448,20 +513,26 @@
         if (i > 0 && c.test === "intervals") intervals = true;
         return el("tr", { "data-run": c.run },
           el("td", { class: "num", text: i + 1 }), el("td", { class: "model", text: c.model }),
-          board.metrics.map((name) => el("td", { class: "num cell" }, el("a", { href: runLink(c.run), class: "cell-link", text: meanInterval(c.metrics[name]) }))),
+          board.metrics.map((name) => el("td", { class: "num cell" }, el("a", { href: runLink(c.run), class: "cell-link" }, meanInterval(c.metrics[name])))),
           el("td", {}, el("span", { class: "mark " + mark.replace(/[^a-z]+/g, "-"), text: mark + (i > 0 && c.test ? " (" + c.test + ")" : "") }),
             i > 0 && !REPORT ? [" ", el("a", { href: compareLink([board.cells[0].run, c.run]), class: "compare-link", text: "compare" })] : null),
           el("td", {}, el("a", { href: runLink(c.run), class: "run-link", text: c.run })), el("td", {}, statusBadge(c.status)));
       });
       node.appendChild(el("h2", { text: board.benchmark + ": ranked by " + (board.metrics[0] || "–") }));
-      node.appendChild(table(["#", "model", ...board.metrics, "vs best", "run", "status"], rows, "grid leaderboard"));
+      // Within its own box: a board wider than the page scrolls there, never the page.
+      node.appendChild(el("div", { class: "scroll board" }, table(["#", "model", ...board.metrics, "vs best", "run", "status"], rows, "grid leaderboard")));
+      const figure = el("figure", { class: "chart intervals", "data-chart": "intervals", "data-benchmark": board.benchmark });
+      node.appendChild(figure);
+      charts.push(() => intervalChart(figure, "sweeps/" + encodeURIComponent(sweepId) + "/charts/" + encodeURIComponent(board.benchmark) + ".svg",
+        SWEEP_REPORT ? (SWEEP_REPORT.sweep_charts || {})[board.benchmark] : null));
       if (!REPORT && board.cells.length > 2) {
         node.appendChild(el("p", {}, el("a", { href: compareLink(board.cells.map((c) => c.run)), class: "compare-all",
           text: "compare all " + board.cells.length + " runs, the best as the baseline →" })));
       }
     }
     if (intervals) node.appendChild(el("p", { class: "muted", text: "“(intervals)”: decided by overlapping 95% intervals, a coarser test" }));
-    return { node, poll: data.status === "running" };
+    const after = async () => { for (const draw of charts) await draw(); };
+    return { node, after, poll: data.status === "running" };
   }
 
   // --- one run --------------------------------------------------------------------------------------------------
@@ -554,8 +625,13 @@
     });
     verdict.addEventListener("change", () => form.requestSubmit());
     klass.addEventListener("change", () => form.requestSubmit());
+    // A unit of a later epoch opens its sample on that epoch's transcript; the filters go along (previous / next).
+    const epochs = data.rows.some((u) => (u.epoch || 1) > 1);
+    const filters = listFilters(params);
     const rows = data.rows.map((u) => el("tr", {},
-      el("td", {}, el("a", { href: sampleLink(runId, u.sample), class: "unit-link", text: u.id })),
+      el("td", {}, el("a", { href: sampleLink(runId, u.sample, Object.assign({}, filters, (u.epoch || 1) > 1 ? { epoch: u.epoch } : {})),
+        class: "unit-link", text: u.id })),
+      epochs ? el("td", { class: "num epoch", text: u.epoch || 1 }) : null,
       el("td", {}, badge(u.verdict)), el("td", { text: u.error_class || "" }),
       el("td", { class: "wrap", text: u.error || u.explanation || "" })));
     const pages = Math.max(1, Math.ceil(data.total / data.per_page));
@@ -565,9 +641,14 @@
       page < pages ? el("a", { href: samplesLink(runId, Object.assign({}, params, { page: page + 1 })), id: "next", text: "next →" }) : null);
     const errorChart = !data.pending && Object.keys(data.error_classes).length
       ? el("figure", { class: "chart", "data-chart": "error-classes" }) : null;
+    const report = REPORT ? runReport(runId) : null;
     const node = el("section", {}, el("h1", { text: "samples of " + runId }),
-      data.note ? el("p", { class: "warning", text: data.note }) : null, errorChart, form, nav,
-      rows.length ? table(["unit", "verdict", "error class", "why"], rows, "grid units")
+      data.note ? el("p", { class: "warning", text: data.note }) : null,
+      data.listed ? el("p", { class: "muted", id: "listed", text: data.listed }) : null,
+      report && report.sample_files ? el("p", {}, fileLink(report.sample_files.dir + "/" + report.sample_files.index,
+        "every sample's page (the samples folder) →", { id: "samples-folder" })) : null,
+      errorChart, form, nav,
+      rows.length ? table(["unit", ...(epochs ? ["epoch"] : []), "verdict", "error class", "why"], rows, "grid units")
         : el("p", { class: "muted", text: data.pending ? "…" : "no unit matches" }));
     const after = async () => {
       if (!errorChart) return;
@@ -580,27 +661,48 @@
 
   // --- one sample ---------------------------------------------------------------------------------------------
 
-  async function samplePage(runId, key) {
-    const data = await get("runs/" + encodeURIComponent(runId) + "/samples/" + encodeURIComponent(key));
-    const node = el("section", { class: "sample" }, el("h1", {}, "sample ", el("span", { class: "key", text: key })));
+  async function samplePage(runId, key, params) {
+    const filters = listFilters(params || {});
+    const data = await get("runs/" + encodeURIComponent(runId) + "/samples/" + encodeURIComponent(key),
+      Object.assign({}, filters, params && params.epoch ? { epoch: params.epoch } : {}));
+    const filtered = Object.keys(filters).length ? " (in the list filtered by " +
+      Object.entries(filters).map(([k, v]) => k.replace("_", " ") + " " + v).join(", ") + ")" : "";
+    const node = el("section", { class: "sample" },
+      el("p", { class: "pager sample-nav" },
+        data.prev !== null && data.prev !== undefined
+          ? el("a", { href: sampleLink(runId, data.prev, filters), id: "prev-sample", text: "← previous sample" }) : el("span", { class: "muted", text: "← first sample" }),
+        " · ", el("a", { href: samplesLink(runId, filters), text: "the sample list" + filtered }), " · ",
+        data.next !== null && data.next !== undefined
+          ? el("a", { href: sampleLink(runId, data.next, filters), id: "next-sample", text: "next sample →" }) : el("span", { class: "muted", text: "last sample →" })),
+      el("h1", {}, "sample ", el("span", { class: "key", text: key })));
+    const epochs = data.epochs || 1;
+    if (epochs > 1) {
+      // The tries of this sample: each has its own stored state and transcript.
+      node.appendChild(el("p", { class: "epochs", id: "epochs" }, "epoch: ", Array.from({ length: epochs }, (_, i) => i + 1).map((e) =>
+        e === data.epoch ? el("b", { class: "epoch current", "data-epoch": e, text: String(e) })
+          : el("a", { href: sampleLink(runId, key, Object.assign({}, filters, { epoch: e })), class: "epoch", "data-epoch": e, text: String(e) }))
+        .flatMap((item, i) => (i ? [" ", item] : [item]))));
+    }
     if (data.state) {
       node.appendChild(el("p", { class: "muted" }, "status " + data.state.status +
         (data.state.latency_s !== null ? " · " + data.state.latency_s.toFixed(2) + " s" : "")));
       if (data.state.error) node.appendChild(pre("error: " + data.state.error, "text error"));
     }
     if (data.note) node.appendChild(el("p", { class: "warning", text: data.note }));
-    node.appendChild(el("h2", { text: "verdicts" }));
-    for (const unit of data.units) node.appendChild(unitBox(unit));
+    node.appendChild(el("h2", { text: "verdicts" + (epochs > 1 ? " (every epoch's)" : "") }));
+    for (const unit of data.units) node.appendChild(unitBox(unit, epochs > 1));
     if (!data.units.length && !data.pending) node.appendChild(el("p", { class: "muted", text: "no verdict on this sample" }));
     if ((data.panels || []).length || data.panels_note) node.append(el("h2", { text: "views" }), panelsBlock(data.panels || [], data.panels_note));
-    node.appendChild(el("h2", { text: "transcript (" + data.calls.length + " model calls)" }));
+    node.appendChild(el("h2", { id: "transcript-title", text: "transcript" + (epochs > 1 ? " of epoch " + data.epoch : "") +
+      " (" + data.calls.length + " model calls)" }));
     node.appendChild(transcript(data.calls));
     return { node, pending: data.pending };
   }
 
-  function unitBox(unit) {
-    const box = el("div", { class: "unit", "data-unit": unit.id },
-      el("h3", {}, badge(unit.verdict), " ", el("span", { text: unit.id })),
+  function unitBox(unit, withEpoch) {
+    const box = el("div", { class: "unit", "data-unit": unit.id, "data-epoch": unit.epoch || 1 },
+      el("h3", {}, badge(unit.verdict), " ", withEpoch ? el("span", { class: "epoch-label", text: "epoch " + (unit.epoch || 1) + " · " }) : null,
+        el("span", { text: unit.id })),
       unit.explanation ? el("p", {}, el("b", { text: "why: " }), el("span", { class: "explanation", text: unit.explanation })) : null,
       unit.error ? pre("run error: " + unit.error, "text error") : null);
     const scores = Object.entries(unit.scores || {});
