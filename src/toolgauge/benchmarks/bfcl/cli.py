@@ -45,14 +45,27 @@ DataOpt = Annotated[
 ]
 
 
-def build(*, data: str | Path | None = None, categories: str | Sequence[str] | None = None, **options: Any) -> BfclRun:
+def build(
+    *,
+    data: str | Path | None = None,
+    categories: str | Sequence[str] | None = None,
+    mode: BfclMode = "native",
+    predictions: str | Path | None = None,
+    underscore_to_dot: bool | None = None,
+    temperature: float = 0.0,
+    max_tokens: int = 512,
+    limit: int | None = None,
+) -> BfclRun:
     """The BFCL run: multi-turn categories on BFCL's backends (:func:`build_multi_turn`), else the AST ones.
+
+    The options are spelt out (not ``**options``): sweeps and the API read them from this signature.
 
     Raises:
         UsageError: multi-turn and AST categories mixed in one run.
     """
+    options: dict[str, Any] = {"mode": mode, "predictions": predictions, "underscore_to_dot": underscore_to_dot,
+                               "temperature": temperature, "max_tokens": max_tokens, "limit": limit}  # fmt: skip
     chosen = (split_list(categories) or []) if isinstance(categories, str) else list(categories or [])
-    predictions = options.get("predictions")
     if not chosen and predictions is not None:
         chosen = categories_with_results(Path(predictions))
     multi = [c for c in chosen if c in BFCL_MULTI_TURN_CATEGORIES]
