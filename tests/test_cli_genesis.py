@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import Result
 
+from child_process import sigint_restored
 from cli_helpers import invoke, results_of, sample_rows
 from proc_tree import descendants, survivors
 from toolgauge.sandbox import SandboxStatus, detect_sandbox, policy
@@ -293,6 +294,7 @@ def test_ctrl_c_during_evaluate_ends_every_sandbox(tmp_path: Path) -> None:
         [sys.executable, "-m", "toolgauge.cli", "genesis", "evaluate", "--data", str(data), "--pred", str(pred),
          "--skip-l4", "--call-timeout", "600", "--store", f"sqlite:///{tmp_path / 'store.db'}", "-q"],
         cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(SRC)}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        preexec_fn=sigint_restored,  # the test sends SIGINT, also when it runs as a background job
     )  # fmt: skip
     sandbox: dict[int, tuple[int, str]] = {}
     try:
@@ -313,7 +315,7 @@ def test_ctrl_c_during_evaluate_ends_every_sandbox(tmp_path: Path) -> None:
     finally:
         if cli.poll() is None:
             cli.kill()
-            cli.wait()
+            cli.wait(timeout=60)
     assert cli.returncode == 130, stderr
     assert b"interrupted" in stderr
     pids, groups = set(sandbox), {pgid for pgid, _ in sandbox.values()}

@@ -26,7 +26,8 @@ from cli_helpers import invoke
 from ray_cluster import RAY_ENV, RayCluster, RayUnavailable
 from toolgauge.store import open_store, schema
 
-pytestmark = pytest.mark.slow
+# A Ray cluster starts, loses a node and retries its tasks: longer than the global per-test timeout allows.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
 HAVE_RAY = importlib.util.find_spec("ray") is not None
 SUITE_SAMPLES = 24  # the built-in suite

@@ -100,6 +100,8 @@ def __getattr__(name: str) -> Any:
 
 def main() -> None:
     """Console-script entry point: one line per error, documented exit codes, quiet on a second Ctrl-C."""
+    import contextlib
+    import os
     import signal
 
     try:  # typer >= 0.2x vendors click; earlier versions use click itself
@@ -108,11 +110,9 @@ def main() -> None:
         from click import exceptions as click_errors  # type: ignore[no-redef]
 
     def terminate_like_ctrl_c(signum: int, frame: Any) -> None:
-        # SIGTERM takes the Ctrl-C path: the run stops, is marked interrupted and can be resumed.
-        if signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, signal.SIG_DFL, None):
-            raise KeyboardInterrupt
-        # asyncio.run's own SIGINT handler cancels the run cleanly; outside it this raises KeyboardInterrupt.
-        signal.raise_signal(signal.SIGINT)
+        # SIGTERM outside an event loop (reading data, printing results) takes the Ctrl-C path: one line, exit
+        # 130. While a command's loop runs, cli/event_loop.py handles SIGTERM inside the loop instead.
+        raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, terminate_like_ctrl_c)
     try:
@@ -129,12 +129,21 @@ def main() -> None:
     except (typer.Abort, KeyboardInterrupt):
         # A second Ctrl-C during the shutdown of the first: no traceback.
         code = 130
+    final = code if isinstance(code, int) else 0
+
+    def exit_now(signum: int, frame: Any) -> None:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):  # a write the signal interrupted: nothing more to save
+                stream.flush()
+        os._exit(final)
+
     # The exit code is decided. A Ctrl-C arriving from here on (atexit hooks, thread joins, or after
     # Python resets its handlers) would otherwise print a traceback or kill the process by SIGINT, so
-    # a caller would see -2 instead of the documented 130; SIGTERM still terminates at once.
+    # a caller would see -2 instead of the documented 130: it is ignored. A SIGTERM (a second one from a
+    # background job's owner, a scheduler's stop) ends the process at once, with that code.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    sys.exit(code if isinstance(code, int) else 0)
+    signal.signal(signal.SIGTERM, exit_now)
+    sys.exit(final)
 
 
 if __name__ == "__main__":
