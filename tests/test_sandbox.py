@@ -606,9 +606,7 @@ def test_sigterm_to_the_sandbox_group_ends_everything(tmp_path):
     tag = uuid.uuid4().hex
     workdir = stage("orphan.py", tmp_path)
     cmd = sandboxed_command([sandbox_python(), "server.py", "--tag", tag], workdir, SMALL)
-    process = subprocess.Popen(
-        cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
-    )
+    process = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         assert process.stdout is not None
         assert LineReader(process.stdout).until(lambda _: True, timeout=60) == ["orphan started\n"]

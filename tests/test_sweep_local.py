@@ -266,7 +266,7 @@ def _call_ids(st: Any, done: dict[str, set[str]]) -> set[int]:
 def test_sigterm_stops_the_sweep_resumably_and_says_how_to_resume(
     bfcl_dir: Path, tmp_path: Path, sigint: Callable[[], None]
 ):
-    """SIGTERM, also to a sweep started as a background job (SIGINT ignored): the hint, and a resume that runs the rest."""
+    """SIGTERM, also to a sweep started as a background job (SIGINT ignored): the hint; the resume runs the rest."""
     url = f"sqlite:///{tmp_path / 'sweep.db'}"
     sweep_file = tmp_path / "SWEEP.toml"
     endpoint = HeldEndpoint(hold_at=2)
