@@ -257,6 +257,25 @@ def test_a_full_disk_stops_the_run_and_loses_no_finished_row(tmp_path, mode):
     assert_nothing_lost(found, mode)
 
 
+@pytest.mark.slow
+def test_a_full_disk_under_the_cli_prints_one_line_marks_the_run_failed_and_resumes_exactly(tmp_path):
+    found = full_disk_findings(tmp_path, "cli")
+    run_id, stderr = found["run_id"], found["stderr"]
+    assert found["code"] == 75, stderr
+    # One line, nothing else: no "Future exception was never retrieved", no traceback.
+    assert stderr.count("\n") == 1 and stderr.endswith("\n"), stderr
+    disk = tmp_path / "disk"
+    assert stderr.startswith(f"error: store write failed: cannot write to the store sqlite:///{disk / 'store.db'}: ")
+    assert stderr.endswith(
+        f": database or disk is full; the run is resumable: toolgauge eval suite --model scripted:{tmp_path / 'bulky.json'}"
+        f" --store sqlite:///{disk / 'store.db'} -q -c 8 --epochs 4 --resume {run_id}\n"
+    ), stderr
+    assert found["status_after"] == "failed"  # never left "running"
+    assert found["resume_code"] == 0, found["resume_stderr"]
+    assert found["final_status"] == "finished"
+    assert len(found["done_rows"]) == 24 * 4 and set(found["done_rows"].values()) == {1}  # every try, once
+
+
 # -- read-only commands ----------------------------------------------------------------------------
 
 
