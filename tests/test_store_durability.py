@@ -267,8 +267,9 @@ def test_a_full_disk_under_the_cli_prints_one_line_marks_the_run_failed_and_resu
     disk = tmp_path / "disk"
     assert stderr.startswith(f"error: store write failed: cannot write to the store sqlite:///{disk / 'store.db'}: ")
     assert stderr.endswith(
-        f": database or disk is full; the run is resumable: toolgauge eval suite --model scripted:{tmp_path / 'bulky.json'}"
-        f" --store sqlite:///{disk / 'store.db'} -q -c 8 --epochs 4 --resume {run_id}\n"
+        f": database or disk is full; the run is resumable: toolgauge eval suite"
+        f" --model scripted:{tmp_path / 'bulky.json'} --store sqlite:///{disk / 'store.db'} -q -c 8 --epochs 4"
+        f" --resume {run_id}\n"
     ), stderr
     assert found["status_after"] == "failed"  # never left "running"
     assert found["resume_code"] == 0, found["resume_stderr"]
