@@ -21,6 +21,11 @@ from toolgauge.cli.runs import report_cmd, rescore_cmd, runs_cmd
 from toolgauge.cli.sweep import sweep_cmd, sweeps_cmd
 from toolgauge.cli.transcript import transcript_cmd
 from toolgauge.cli.view import view_cmd
+from toolgauge.worker_threads import join_worker_threads
+
+# How long an ending command waits for its worker threads (toolgauge.worker_threads) before it exits without
+# shutting the interpreter down.
+WORKER_EXIT_WAIT_SECONDS = 60.0
 
 
 def _package_version() -> str:
@@ -137,12 +142,17 @@ def main() -> None:
                 stream.flush()
         os._exit(final)
 
-    # The exit code is decided. A Ctrl-C arriving from here on (atexit hooks, thread joins, or after
-    # Python resets its handlers) would otherwise print a traceback or kill the process by SIGINT, so
-    # a caller would see -2 instead of the documented 130: it is ignored. A SIGTERM (a second one from a
-    # background job's owner, a scheduler's stop) ends the process at once, with that code.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # The exit code is decided. A signal arriving from here on (waiting for worker threads, atexit hooks, or
+    # after Python resets its handlers) would otherwise print a traceback or kill the process by the signal,
+    # so a caller would see -2 or -15 instead of the documented code: SIGTERM, and Ctrl-C unless SIGINT was
+    # inherited as ignored, end the process at once with that code.
+    if signal.getsignal(signal.SIGINT) != signal.SIG_IGN:
+        signal.signal(signal.SIGINT, exit_now)
     signal.signal(signal.SIGTERM, exit_now)
+    # Blocking work a command left on a daemon thread (an embedding batch of an interrupted run) finishes first:
+    # the interpreter must not shut down under a thread in native code (torch aborts the process then).
+    if not join_worker_threads(WORKER_EXIT_WAIT_SECONDS):
+        exit_now(0, None)
     sys.exit(final)
 
 

@@ -7,6 +7,7 @@ verdicts are computed once; a running run's again when it has stored more sample
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Sequence
@@ -20,6 +21,7 @@ from toolgauge.panels import Panel, RunPanels, SamplePanels
 from toolgauge.redact import redact, redact_tree
 from toolgauge.results import EvalResults, SampleScore
 from toolgauge.store.store import RunInfo, Store
+from toolgauge.worker_threads import start_worker_thread
 
 Verdict = Literal["pass", "fail", "partial", "error", "unscored"]
 VERDICTS: tuple[Verdict, ...] = ("pass", "fail", "partial", "error", "unscored")
@@ -252,9 +254,9 @@ class ViewData:
                 return cached
             job = self._jobs.get(run.id)
             if job is None or job[0] != key:
-                job = (key, threading.Thread(target=self._compute, args=(run, key), daemon=True))
+                compute = functools.partial(self._compute, run, key)
+                job = (key, start_worker_thread(compute, name="toolgauge-verdicts"))
                 self._jobs[run.id] = job
-                job[1].start()
         if not wait:
             return cached
         job[1].join()
