@@ -7,10 +7,15 @@ this one.
 
 from __future__ import annotations
 
+import signal
 import sys
 from functools import cache
 from typing import Annotated, Any
 
+# isort: off
+from toolgauge.cli import starting  # first: it guards the imports below against a signal
+
+# isort: on
 import typer
 
 from toolgauge.benchmark import CommandGroups
@@ -107,7 +112,6 @@ def main() -> None:
     """Console-script entry point: one line per error, documented exit codes, quiet on a second Ctrl-C."""
     import contextlib
     import os
-    import signal
 
     try:  # typer >= 0.2x vendors click; earlier versions use click itself
         from typer._click import exceptions as click_errors
@@ -119,6 +123,7 @@ def main() -> None:
         # 130. While a command's loop runs, cli/event_loop.py handles SIGTERM inside the loop instead.
         raise KeyboardInterrupt
 
+    starting.take_over()
     signal.signal(signal.SIGTERM, terminate_like_ctrl_c)
     try:
         code = _app()(standalone_mode=False)
@@ -142,10 +147,9 @@ def main() -> None:
                 stream.flush()
         os._exit(final)
 
-    # The exit code is decided. A signal arriving from here on (waiting for worker threads, atexit hooks, or
-    # after Python resets its handlers) would otherwise print a traceback or kill the process by the signal,
-    # so a caller would see -2 or -15 instead of the documented code: SIGTERM, and Ctrl-C unless SIGINT was
-    # inherited as ignored, end the process at once with that code.
+    # The exit code is decided. A signal from here on would otherwise print a traceback or kill the process by
+    # the signal (a caller would see -2 or -15 instead of the documented code): while worker threads are waited
+    # for, SIGTERM, and Ctrl-C unless SIGINT was inherited as ignored, end the process at once with that code.
     if signal.getsignal(signal.SIGINT) != signal.SIG_IGN:
         signal.signal(signal.SIGINT, exit_now)
     signal.signal(signal.SIGTERM, exit_now)
@@ -153,6 +157,10 @@ def main() -> None:
     # the interpreter must not shut down under a thread in native code (torch aborts the process then).
     if not join_worker_threads(WORKER_EXIT_WAIT_SECONDS):
         exit_now(0, None)
+    # Then atexit hooks and the interpreter's shutdown, which puts Python-handled signals back to SIG_DFL on the
+    # way: a signal there would kill the process by it (-15, -2). Ignored, the process ends with its code.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     sys.exit(final)
 
 
