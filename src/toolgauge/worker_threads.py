@@ -3,9 +3,9 @@
 Such work runs on a daemon thread so that an interrupted command never waits for it to return its answer.
 It must not still run when the interpreter shuts down: a daemon thread inside native code (torch, while
 sentence-transformers embeds) at interpreter exit can abort the process ("terminate called without an active
-exception", SIGABRT) after the command printed its last line. The CLI's ``main`` therefore waits for every
-thread started here (:func:`join_worker_threads`) once its exit code is decided, and skips the interpreter's
-shutdown (``os._exit``) when one is still running after the wait.
+exception", SIGABRT) after the command printed its last line. The CLI's ``main`` therefore waits a few
+seconds for every thread started here (:func:`join_worker_threads`) once its exit code is decided, and skips
+the interpreter's shutdown (``os._exit``) when one is still running after the wait.
 """
 
 from __future__ import annotations

@@ -29,8 +29,9 @@ from toolgauge.cli.view import view_cmd
 from toolgauge.worker_threads import join_worker_threads
 
 # How long an ending command waits for its worker threads (toolgauge.worker_threads) before it exits without
-# shutting the interpreter down.
-WORKER_EXIT_WAIT_SECONDS = 60.0
+# shutting the interpreter down (os._exit: nothing is left to save by then, the stores are closed). Short: an
+# interrupted genesis run may have left a model load of 30 s or more on one, and Ctrl-C must not wait for it.
+WORKER_EXIT_WAIT_SECONDS = 5.0
 
 
 def _package_version() -> str:
