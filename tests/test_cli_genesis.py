@@ -18,6 +18,7 @@ from click.testing import Result
 
 from child_process import sigint_restored
 from cli_helpers import invoke, results_of, sample_rows
+from genesis_stage import stage_server
 from proc_tree import descendants, survivors
 from toolgauge.sandbox import SandboxStatus, detect_sandbox, policy
 
@@ -283,13 +284,7 @@ def test_ctrl_c_during_evaluate_ends_every_sandbox(tmp_path: Path) -> None:
     The exit time is measured by benchmarks/sandbox_interrupt.py (docs/benchmarks/sandbox-safety.md); here
     a generous deadline only guards against a hang.
     """
-    pred = tmp_path / "pred"
-    shutil.copytree(FIXTURES / "hang_on_call", pred / "mini-calc")
-    (pred / "registry.json").write_text(json.dumps(
-        {"mini-calc": {"json_schema_path": "mini-calc/tools.json", "env_code_path": "mini-calc/server.py"}}
-    ))  # fmt: skip
-    data = tmp_path / "data.json"
-    data.write_text("[" + (FIXTURES / "spec.json").read_text() + "]")
+    data, pred = stage_server(tmp_path, "hang_on_call")
     cli = subprocess.Popen(
         [sys.executable, "-m", "toolgauge.cli", "genesis", "evaluate", "--data", str(data), "--pred", str(pred),
          "--skip-l4", "--call-timeout", "600", "--store", f"sqlite:///{tmp_path / 'store.db'}", "-q"],

@@ -10,8 +10,6 @@ each point. A loop over many time offsets of a real run is benchmarks/genesis_si
 from __future__ import annotations
 
 import contextlib
-import json
-import shutil
 import signal
 import sqlite3
 import subprocess
@@ -24,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from child_process import LineReader, sigint_ignored, sigint_restored
+from genesis_stage import stage_server
 from proc_tree import descendants, survivors
 from toolgauge.sandbox import detect_sandbox
 
@@ -31,8 +30,6 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(detect_sandbox() != "bwrap", reason="bubblewrap sandbox not available here"),
 ]
-
-FIXTURES = Path(__file__).parent / "fixtures" / "genesis"
 
 # The CLI, with the first schema match (run on the embedding worker thread) held at a gate until stdin has a line.
 GATED_GENESIS = textwrap.dedent(
@@ -89,13 +86,7 @@ def wait_until(reached: Callable[[], bool], proc: subprocess.Popen[str], what: s
 def test_a_signal_anywhere_in_genesis_evaluate_ends_it_with_the_hint(
     tmp_path: Path, point: str, signals: str, sigint: Callable[[], None]
 ) -> None:
-    pred = tmp_path / "pred"
-    shutil.copytree(FIXTURES / "correct", pred / "mini-calc")
-    (pred / "registry.json").write_text(json.dumps(
-        {"mini-calc": {"json_schema_path": "mini-calc/tools.json", "env_code_path": "mini-calc/server.py"}}
-    ))  # fmt: skip
-    data = tmp_path / "data.json"
-    data.write_text("[" + (FIXTURES / "spec.json").read_text() + "]")
+    data, pred = stage_server(tmp_path, "correct")
     db = tmp_path / "store.db"
     cli = subprocess.Popen(
         [sys.executable, "-c", GATED_GENESIS, "genesis", "evaluate", "--data", str(data), "--pred", str(pred),

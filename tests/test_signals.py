@@ -207,3 +207,38 @@ def test_the_viewer_shuts_down_cleanly_on_a_signal(tmp_path: Path, sigint: objec
         if proc.poll() is None:
             proc.kill()
             proc.wait(timeout=60)
+
+
+# -- worker threads at exit ----------------------------------------------------------------------------------
+
+
+def test_join_worker_threads_waits_for_every_started_thread_and_says_when_one_outlives_the_wait():
+    from toolgauge.worker_threads import join_worker_threads, start_worker_thread
+
+    release = threading.Event()
+    thread = start_worker_thread(lambda: release.wait(60), name="toolgauge-test-worker")
+    assert join_worker_threads(0.05) is False and thread.is_alive()
+    release.set()
+    assert join_worker_threads(60) is True and not thread.is_alive()
+
+
+# The CLI with a worker thread that never ends, started by a command that then returns.
+STUCK_WORKER_CLI = """
+import sys, threading
+import toolgauge.cli as cli
+from toolgauge.worker_threads import start_worker_thread
+cli.WORKER_EXIT_WAIT_SECONDS = 0.2
+start_worker_thread(threading.Event().wait, name="toolgauge-stuck")
+sys.argv[0] = "toolgauge"
+cli.main()
+"""
+
+
+@pytest.mark.slow
+def test_a_worker_thread_that_outlives_the_wait_does_not_change_the_exit_code():
+    done = subprocess.run(
+        [sys.executable, "-c", STUCK_WORKER_CLI, "runs", "--store", "sqlite:////nonexistent/x.db"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == "error: no store at /nonexistent/x.db; run an eval first\n"
