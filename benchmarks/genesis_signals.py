@@ -85,6 +85,8 @@ def one_try(src: Path, offset: float, double: bool, background: bool, deadline: 
             "traceback": "Traceback" in err,
             "abort": cli.returncode == -signal.SIGABRT or "terminate called" in err,
             "stderr_lines": err.count("\n"),
+            # What went wrong, when something did: the end of stderr.
+            "stderr_tail": err[-1500:] if cli.returncode != 130 or "Traceback" in err else None,
         }
 
 

@@ -105,15 +105,19 @@ def run_interruptible(
             signal came before any task ended with one.
     """
     ended: list[BaseException] = []
+    stop: _StopOnSignal | None = None
 
     def keep_stopped(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
         exc = context.get("exception")
         if isinstance(exc, BaseException) and isinstance(exc, (*stopped, KeyboardInterrupt)):
             ended.append(exc)
             return
+        if stop is not None and stop.signals >= 2:
+            # Stopped hard: what the tasks cut short end with (a server session's broken stream, a task
+            # destroyed while pending) is the expected debris of the stop, not news worth a traceback.
+            return
         loop.default_exception_handler(context)
 
-    stop: _StopOnSignal | None = None
     try:
         with asyncio.Runner() as runner:
             loop = runner.get_loop()
