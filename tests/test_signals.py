@@ -8,6 +8,7 @@ test_cli_faults.py, test_cli_interrupt.py and test_sweep_local.py (interactive a
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import re
 import signal
@@ -138,6 +139,31 @@ def test_a_third_signal_during_the_shutdown_is_ignored(handlers: None):
 
     with pytest.raises(Stopped):
         run_interruptible(main(), stopped=(Stopped,))
+
+
+def test_after_a_second_signal_what_code_logs_of_it_is_not_printed(handlers: None, caplog: pytest.LogCaptureFixture):
+    """Library code that catches the KeyboardInterrupt and logs it (SQLAlchemy's pool does) prints no traceback."""
+    hooks = sys.unraisablehook, threading.excepthook
+
+    async def main() -> None:
+        asyncio.get_running_loop().call_soon(os.kill, os.getpid(), signal.SIGTERM)
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            try:
+                os.kill(os.getpid(), signal.SIGTERM)
+            except KeyboardInterrupt:
+                logging.getLogger("a.pool").error("Exception closing connection", exc_info=True)
+                raise
+            raise
+
+    with caplog.at_level("ERROR"), pytest.raises(KeyboardInterrupt):
+        run_interruptible(main(), stopped=(Stopped,))
+    assert [r.getMessage() for r in caplog.records] == []
+    # Muted only while the command stops: reporting is back afterwards.
+    assert logging.root.manager.disable == logging.NOTSET and (sys.unraisablehook, threading.excepthook) == hooks
+    logging.getLogger("a.pool").error("reported again")
+    assert [r.getMessage() for r in caplog.records] == ["reported again"]
 
 
 def test_on_stop_replaces_the_cancellation(handlers: None):

@@ -24,7 +24,9 @@ once the loop is closed.
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
+import sys
 import threading
 from collections.abc import Callable, Coroutine
 from types import FrameType
@@ -44,6 +46,7 @@ class _StopOnSignal:
         self.task: asyncio.Task[Any] | None = None
         self.signals = 0
         self.previous: dict[int, _Handler] = {}
+        self.muted: tuple[int, Callable[[Any], object], Callable[[Any], object]] | None = None
 
     def install(self) -> None:
         """Handle SIGTERM, and SIGINT unless inherited as ignored; nothing outside the main thread."""
@@ -57,17 +60,35 @@ class _StopOnSignal:
             signal.signal(sig, self._handle)
 
     def restore(self) -> None:
-        """Put back the handlers found by :meth:`install`."""
+        """Put back the handlers found by :meth:`install`, and the error reporting a second signal muted."""
         for sig, handler in self.previous.items():
             signal.signal(sig, signal.SIG_DFL if handler is None else handler)
         self.previous.clear()
+        if self.muted is not None:
+            level, sys.unraisablehook, threading.excepthook = self.muted
+            logging.disable(level)
+            self.muted = None
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         self.signals += 1
         if self.signals == 1 and not self.loop.is_closed():
             self.loop.call_soon_threadsafe(self._stop)
         elif self.signals <= 2:
+            self._mute()
             raise KeyboardInterrupt  # a second signal, or one after the loop closed (as outside any loop)
+
+    def _mute(self) -> None:
+        """Mute error reports (logging, threads, unraisable errors) until the loop is closed.
+
+        Stopped hard, the KeyboardInterrupt lands anywhere, and code that logs what it catches (a database pool
+        closing its connections), a thread or an object collected half-done would print a traceback of it.
+        Nothing of that is news: only the command's own line is printed.
+        """
+        if self.muted is None:
+            self.muted = (logging.root.manager.disable, sys.unraisablehook, threading.excepthook)
+            logging.disable(logging.CRITICAL)
+            sys.unraisablehook = _ignore
+            threading.excepthook = _ignore
 
     def _stop(self) -> None:
         if self.on_stop is not None:
@@ -81,6 +102,10 @@ class _StopOnSignal:
         if self.signals and self.on_stop is None and self.task is not None:
             self.task.cancel()
         return await main
+
+
+def _ignore(_: Any) -> None:
+    """An error hook that reports nothing."""
 
 
 def run_interruptible(
