@@ -138,7 +138,10 @@ def main() -> None:
         err.print(f"[bold red]error:[/] {message}{where}", highlight=False, soft_wrap=True)
         code = exc.exit_code
     except (typer.Abort, KeyboardInterrupt):
-        # A second Ctrl-C during the shutdown of the first: no traceback.
+        # Ctrl-C or SIGTERM while the CLI loads its commands (no command has handled it yet), or a second one
+        # during the shutdown of the first: one line, no traceback.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the line is printed whole; exit_now takes over below
+        err.print("[yellow]interrupted[/]")
         code = 130
     final = code if isinstance(code, int) else 0
 
