@@ -11,8 +11,10 @@ Every command that runs an event loop (``eval``, ``score``, ``sweep``, the ``gat
 - A second signal raises ``KeyboardInterrupt`` wherever the process is, for a shutdown that does not return.
   The loop's clean-up then cancels what is left, and a task that ends with the command's own "stopped" error
   would be logged with a traceback as "unhandled exception during asyncio.run() shutdown": that error is kept
-  and raised instead, so the caller prints its usual one-line hint. Later signals are ignored (the process is
-  already on its way out).
+  and raised instead, so the caller prints its usual one-line hint. Until the loop is closed, error reports
+  (logging, thread and unraisable-error hooks, leftover tasks' errors) are muted: code that catches and logs
+  the KeyboardInterrupt (a database pool closing its connections) would print a traceback of it. Later
+  signals are ignored (the process is already on its way out).
 
 The handlers are ``signal.signal`` handlers that only schedule the stop on the loop
 (``call_soon_threadsafe``), not ``loop.add_signal_handler``: closing a loop resets what ``add_signal_handler``
