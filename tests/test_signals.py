@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -124,41 +124,38 @@ def test_a_second_signal_interrupts_a_slow_shutdown_and_the_stopped_error_is_kep
     assert cleaning.is_set()
 
 
-def test_a_third_signal_during_the_shutdown_is_ignored(handlers: None):
-    async def main() -> None:
-        asyncio.get_running_loop().call_soon(os.kill, os.getpid(), signal.SIGTERM)
+async def second_signal_in_cleanup(then: Callable[[], None]) -> None:
+    """SIGTERM once waiting; while cleaning up after the cancellation, a second; ``then`` handles its interrupt."""
+    asyncio.get_running_loop().call_soon(os.kill, os.getpid(), signal.SIGTERM)
+    try:
+        await asyncio.Event().wait()
+    except asyncio.CancelledError:
         try:
-            await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            try:
-                os.kill(os.getpid(), signal.SIGTERM)
-            except KeyboardInterrupt:
-                os.kill(os.getpid(), signal.SIGTERM)  # the third: no second KeyboardInterrupt in this handler
-                raise Stopped from None
+            os.kill(os.getpid(), signal.SIGTERM)
+        except KeyboardInterrupt:
+            then()
             raise
+        raise
+
+
+def test_a_third_signal_during_the_shutdown_is_ignored(handlers: None):
+    def third() -> None:
+        os.kill(os.getpid(), signal.SIGTERM)  # no second KeyboardInterrupt inside this handler
+        raise Stopped
 
     with pytest.raises(Stopped):
-        run_interruptible(main(), stopped=(Stopped,))
+        run_interruptible(second_signal_in_cleanup(third), stopped=(Stopped,))
 
 
 def test_after_a_second_signal_what_code_logs_of_it_is_not_printed(handlers: None, caplog: pytest.LogCaptureFixture):
     """Library code that catches the KeyboardInterrupt and logs it (SQLAlchemy's pool does) prints no traceback."""
     hooks = sys.unraisablehook, threading.excepthook
 
-    async def main() -> None:
-        asyncio.get_running_loop().call_soon(os.kill, os.getpid(), signal.SIGTERM)
-        try:
-            await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            try:
-                os.kill(os.getpid(), signal.SIGTERM)
-            except KeyboardInterrupt:
-                logging.getLogger("a.pool").error("Exception closing connection", exc_info=True)
-                raise
-            raise
+    def log_it() -> None:
+        logging.getLogger("a.pool").error("Exception closing connection", exc_info=True)
 
     with caplog.at_level("ERROR"), pytest.raises(KeyboardInterrupt):
-        run_interruptible(main(), stopped=(Stopped,))
+        run_interruptible(second_signal_in_cleanup(log_it), stopped=(Stopped,))
     assert [r.getMessage() for r in caplog.records] == []
     # Muted only while the command stops: reporting is back afterwards.
     assert logging.root.manager.disable == logging.NOTSET and (sys.unraisablehook, threading.excepthook) == hooks
