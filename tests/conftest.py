@@ -31,6 +31,7 @@ TIERS: dict[str, tuple[str, ...]] = {
     "test_sandbox.py": ("sandbox",),
     # Evaluating servers runs them under the sandbox and scores schemas with the embedding model.
     "test_genesis_eval.py": ("sandbox", "embedding"),
+    "test_genesis_signals.py": ("sandbox", "embedding"),
     "test_cli_genesis.py::test_gold_end_to_end_then_evaluate_its_registry": ("embedding",),
     "test_cli_genesis.py::test_eval_generates_then_evaluates_in_one_run": ("embedding",),
     "test_cli_genesis.py::test_gold_with_two_epochs_scores_each_try_from_its_own_folder": ("embedding",),

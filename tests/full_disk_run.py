@@ -7,7 +7,8 @@ fresh store resumes the run.
 
 As a script it is the full-disk case, meant for a private mount namespace (``unshare -m
 --propagation private``): it mounts a small tmpfs at DIR for a SQLite store, grows the tmpfs once
-the disk is full, and prints one JSON line of findings. Exits 77 with a reason when no tmpfs can be
+the disk is full, and prints one JSON line of findings. MODE ``cli``: the same with the real CLI
+(:func:`cli_scenario`): what it printed, the stored status, and a resume. Exits 77 with a reason when no tmpfs can be
 mounted. Shared by tests/test_store_durability.py, tests/test_store_postgres.py and
 benchmarks/store_durability.py.
 """
@@ -203,6 +204,48 @@ def assert_nothing_lost(found: dict[str, Any], mode: str) -> None:
     assert found["doubled_call_rows"] == 0
 
 
+def cli_scenario(where: Path, url: str) -> dict[str, Any]:
+    """``toolgauge eval suite`` (4 epochs of bulky answers) until the disk is full; then room, status, resume.
+
+    Returns the first run's exit code and stderr, the run's stored status once the disk has room again, and the
+    resume's exit code and done rows per try.
+    """
+    script = where.parent / "bulky.json"  # beside the small disk, not on it
+    script.write_text(json.dumps(["x" * 20_000] * 2000))
+    run = [sys.executable, "-m", "toolgauge.cli", "eval", "suite", "--model", f"scripted:{script}", "--store", url,
+           "-q", "-c", "8", "--epochs", "4"]  # fmt: skip
+    first = subprocess.run(run, capture_output=True, text=True, timeout=240, check=False)
+    mount_tmpfs(where, ROOMY_DISK, remount=True)
+    reader = open_store(url, create=False)
+    try:
+        [only] = reader.list_runs(2)
+    finally:
+        reader.close()
+    resumed = subprocess.run([*run, "--resume", only.id], capture_output=True, text=True, timeout=240, check=False)
+    reader = open_store(url, create=False)
+    try:
+        c = schema.samples.c
+        with reader.engine.connect() as conn:
+            done = conn.execute(
+                select(c.sample_key, func.count())
+                .where((c.run_id == only.id) & (c.status == "done"))
+                .group_by(c.sample_key)
+            ).all()
+        final = reader.get_run(only.id)
+    finally:
+        reader.close()
+    return {
+        "code": first.returncode,
+        "stderr": first.stderr,
+        "run_id": only.id,
+        "status_after": only.status,
+        "resume_code": resumed.returncode,
+        "resume_stderr": resumed.stderr,
+        "final_status": final.status if final is not None else None,
+        "done_rows": {str(k): int(n) for k, n in done},
+    }
+
+
 def main() -> None:
     where, mode = Path(sys.argv[1]), sys.argv[2]
     n = int(sys.argv[3]) if len(sys.argv) > 3 else 400
@@ -213,7 +256,10 @@ def main() -> None:
         print(f"cannot mount a tmpfs at {where}: {exc} {detail.decode().strip()}", file=sys.stderr)
         sys.exit(77)
     url = f"sqlite:///{where / 'store.db'}"
-    findings = asyncio.run(scenario(url, mode, n, give_back=lambda: mount_tmpfs(where, ROOMY_DISK, remount=True)))
+    if mode == "cli":
+        findings = cli_scenario(where, url)
+    else:
+        findings = asyncio.run(scenario(url, mode, n, give_back=lambda: mount_tmpfs(where, ROOMY_DISK, remount=True)))
     print(json.dumps(findings))
 
 

@@ -7,6 +7,7 @@ with one clear line and their documented exit code.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import socket
@@ -15,10 +16,12 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from child_process import LineReader, sigint_ignored, sigint_restored
 from cli_helpers import sample_rows
 from fault_server import FaultServer
 from toolgauge.results import EvalResults, RunStats
@@ -220,46 +223,68 @@ GATED_CLI = textwrap.dedent(
 )
 
 
-def start_gated_run(tmp_path: Path, where: str) -> tuple[subprocess.Popen[str], Path]:
-    """A suite run of :data:`GATED_CLI`, returned once a sample is stored (its model then blocks)."""
+def start_gated_run(
+    tmp_path: Path, where: str, sigint: Callable[[], None] = sigint_restored
+) -> tuple[subprocess.Popen[str], Path]:
+    """A suite run of :data:`GATED_CLI`, returned once a sample is stored (its model then blocks).
+
+    ``sigint`` sets the child's SIGINT before it starts: restored (the test sends it SIGINT, whatever the test
+    process inherited) or ignored (as a background job of a script starts it).
+    """
     script = tmp_path / "script.json"
     script.write_text(json.dumps(["ok"] * 500))
     store = tmp_path / "s.db"
     args = ["eval", "suite", "--model", f"scripted:{script}", "--store", f"sqlite:///{store}", "-q", "-c", "1"]
     proc = subprocess.Popen(
-        [sys.executable, "-c", GATED_CLI, where, *args], stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+        [sys.executable, "-c", GATED_CLI, where, *args], stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=sigint,
+    )  # fmt: skip
     deadline = time.monotonic() + 120
     while not any(status == "done" for _, status in sample_statuses(store)):
         if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
-            raise AssertionError(f"the run stored no sample: {proc.communicate()[1]}")
+            raise AssertionError(f"the run stored no sample: {proc.communicate(timeout=60)[1]}")
         time.sleep(0.05)
     return proc, store
 
 
-def test_sigterm_stops_the_run_like_ctrl_c(tmp_path: Path):
-    proc, store = start_gated_run(tmp_path, "none")
+@pytest.mark.parametrize("sigint", [sigint_restored, sigint_ignored], ids=["interactive", "background"])
+def test_sigterm_stops_the_run_like_ctrl_c(tmp_path: Path, sigint: Callable[[], None]):
+    proc, store = start_gated_run(tmp_path, "none", sigint)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
-    assert "interrupted: finished samples of run" in err and "Traceback" not in err
-    assert [status for _, status in run_status(store)] == ["interrupted"]
+    (run_id, status), *_ = run_status(store)
+    assert status == "interrupted"
+    args = ["eval", "suite", "--model", f"scripted:{tmp_path / 'script.json'}", "--store", f"sqlite:///{store}",
+            "-q", "-c", "1"]  # fmt: skip
+    assert err == (
+        f"interrupted: finished samples of run {run_id} are saved; continue with:\n"
+        f"  toolgauge {' '.join(args)} --resume {run_id}\n"
+    )
+    resumed = toolgauge(*args, "--resume", run_id, "--json")
+    assert resumed.returncode == 0, resumed.stderr
+    run = run_of(resumed)
+    assert run.status == "finished" and 1 <= run.resumed_samples < run.samples
+    counts = sample_counts(store, run_id)  # every sample done, each once
+    assert len(counts) == run.samples and set(counts.values()) == {1}
 
 
 @pytest.mark.parametrize("where", ["shutdown", "exit"])
-def test_a_second_ctrl_c_exits_130_without_a_traceback(tmp_path: Path, where: str):
-    proc, store = start_gated_run(tmp_path, where)
-    assert proc.stderr is not None
-    proc.send_signal(signal.SIGINT)
-    before = []
-    for line in proc.stderr:  # the process now waits at its gate
-        if line == "GATE\n":
-            break
-        before.append(line)
-    proc.send_signal(signal.SIGINT)
-    _, rest = proc.communicate(input="\n", timeout=60)
-    err = "".join(before) + rest
-    assert proc.returncode == 130, err
+@pytest.mark.parametrize("sigint", [sigint_restored, sigint_ignored], ids=["interactive", "background"])
+def test_a_second_signal_exits_130_without_a_traceback(tmp_path: Path, where: str, sigint: Callable[[], None]):
+    """Two Ctrl-Cs; or, started as a background job (SIGINT ignored), two SIGTERMs."""
+    proc, store = start_gated_run(tmp_path, where, sigint)
+    assert proc.stderr is not None and proc.stdin is not None
+    stop = signal.SIGINT if sigint is sigint_restored else signal.SIGTERM
+    stderr = LineReader(proc.stderr)
+    proc.send_signal(stop)
+    before = stderr.until(lambda line: line == "GATE\n", timeout=60)  # the process now waits at its gate
+    proc.send_signal(stop)
+    with contextlib.suppress(BrokenPipeError):  # the second signal may have ended the process already
+        proc.stdin.write("\n")
+        proc.stdin.close()
+    err = "".join(before) + stderr.rest(timeout=60)
+    assert proc.wait(timeout=60) == 130, err
     assert "Traceback" not in err and "interrupted: finished samples of run" in err, err
     assert [status for _, status in run_status(store)] == ["interrupted"]

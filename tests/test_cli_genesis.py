@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 from click.testing import Result
 
+from child_process import sigint_restored
 from cli_helpers import invoke, results_of, sample_rows
+from genesis_stage import stage_server
 from proc_tree import descendants, survivors
 from secret_scan import file_bytes, leaks, store_values
 from toolgauge.sandbox import SandboxStatus, detect_sandbox, policy
@@ -305,17 +307,12 @@ def test_ctrl_c_during_evaluate_ends_every_sandbox(tmp_path: Path) -> None:
     The exit time is measured by benchmarks/sandbox_interrupt.py (docs/benchmarks/sandbox-safety.md); here
     a generous deadline only guards against a hang.
     """
-    pred = tmp_path / "pred"
-    shutil.copytree(FIXTURES / "hang_on_call", pred / "mini-calc")
-    (pred / "registry.json").write_text(json.dumps(
-        {"mini-calc": {"json_schema_path": "mini-calc/tools.json", "env_code_path": "mini-calc/server.py"}}
-    ))  # fmt: skip
-    data = tmp_path / "data.json"
-    data.write_text("[" + (FIXTURES / "spec.json").read_text() + "]")
+    data, pred = stage_server(tmp_path, "hang_on_call")
     cli = subprocess.Popen(
         [sys.executable, "-m", "toolgauge.cli", "genesis", "evaluate", "--data", str(data), "--pred", str(pred),
          "--skip-l4", "--call-timeout", "600", "--store", f"sqlite:///{tmp_path / 'store.db'}", "-q"],
         cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(SRC)}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        preexec_fn=sigint_restored,  # the test sends SIGINT, also when it runs as a background job
     )  # fmt: skip
     sandbox: dict[int, tuple[int, str]] = {}
     try:
@@ -336,7 +333,7 @@ def test_ctrl_c_during_evaluate_ends_every_sandbox(tmp_path: Path) -> None:
     finally:
         if cli.poll() is None:
             cli.kill()
-            cli.wait()
+            cli.wait(timeout=60)
     assert cli.returncode == 130, stderr
     assert b"interrupted" in stderr
     pids, groups = set(sandbox), {pgid for pgid, _ in sandbox.values()}

@@ -15,6 +15,7 @@ import textwrap
 import time
 from pathlib import Path
 
+from child_process import sigint_restored
 from toolgauge.results import EvalResults
 
 ANSWERED_CALLS = 6
@@ -53,7 +54,7 @@ def finished_samples(db: Path) -> int:
 def wait_for(condition, proc: subprocess.Popen[str], deadline_s: float = 120.0) -> None:  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + deadline_s
     while not condition():
-        assert proc.poll() is None, proc.communicate()[1]
+        assert proc.poll() is None, proc.communicate(timeout=60)[1]
         assert time.monotonic() < deadline, "the run never reached the awaited state"
         time.sleep(0.05)
 
@@ -66,8 +67,9 @@ def test_ctrl_c_then_resume(tmp_path: Path):
     suite_run = ["eval", "suite", "--model", f"scripted:{script}", "-q", "--concurrency", "2"]
     common = [*suite_run, "--store", store]
     proc = subprocess.Popen(
-        [sys.executable, "-c", BLOCKING_CLI, *common], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+        [sys.executable, "-c", BLOCKING_CLI, *common], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=sigint_restored,  # SIGINT reaches it even when this test runs as a background job
+    )  # fmt: skip
     wait_for(lambda: finished_samples(db) >= 1, proc)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
@@ -81,6 +83,7 @@ def test_ctrl_c_then_resume(tmp_path: Path):
         capture_output=True,
         text=True,
         check=True,
+        timeout=120,
     )
     assert json.loads(listed.stdout)[0]["status"] == "interrupted"
 

@@ -112,6 +112,8 @@ def test_model_server_dies_with_a_killed_harness(tmp_path):
     import sys
     import time
 
+    from child_process import LineReader
+
     script = (
         "import asyncio, sys\n"
         "from toolgauge.models.local_server import LocalServerClient\n"
@@ -123,12 +125,15 @@ def test_model_server_dies_with_a_killed_harness(tmp_path):
         "asyncio.run(main())\n"
     )
     harness = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-    line = harness.stdout.readline().split()
+    try:
+        [first] = LineReader(harness.stdout).until(lambda _: True, timeout=300)
+    finally:
+        harness.send_signal(signal.SIGKILL)  # no cleanup code runs: only the kernel's parent-death signal can help
+        harness.wait(timeout=60)
+    line = first.split()
     assert line, "the harness did not start the model server"
     server_pid, timeout = int(line[0]), float(line[1])
     assert timeout == 7.5  # the request timeout reaches the HTTP client
-    harness.send_signal(signal.SIGKILL)  # no cleanup code runs: only the kernel's parent-death signal can help
-    harness.wait()
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         try:

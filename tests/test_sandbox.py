@@ -32,6 +32,7 @@ import anyio
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
+from child_process import LineReader
 from toolgauge.errors import UsageError
 from toolgauge.sandbox import (
     SandboxLimits,
@@ -605,14 +606,14 @@ def test_sigterm_to_the_sandbox_group_ends_everything(tmp_path):
     tag = uuid.uuid4().hex
     workdir = stage("orphan.py", tmp_path)
     cmd = sandboxed_command([sandbox_python(), "server.py", "--tag", tag], workdir, SMALL)
-    process = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         assert process.stdout is not None
-        assert process.stdout.readline() == b"orphan started\n"
+        assert LineReader(process.stdout).until(lambda _: True, timeout=60) == ["orphan started\n"]
         os.killpg(process.pid, signal.SIGTERM)
         process.wait(timeout=10)
     finally:
         if process.poll() is None:
             process.kill()
-        process.wait()
+        process.wait(timeout=60)
     assert wait_gone(tag) == []

@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import create_engine, event, func, select
@@ -158,6 +159,64 @@ def test_a_stopping_run_is_marked_failed_even_when_its_rows_cannot_be_written(tm
     assert open_store(url).get_run(run_id).status == "failed"
 
 
+def test_a_commit_that_fails_while_the_run_drains_is_reported_once_and_never_logged(tmp_path, monkeypatch, caplog):
+    """The last group commit fails while the run waits for it (by state: the commit waits for the drain to start).
+
+    Its error stops the run as a StoreWriteError; no copy of it is left unretrieved on a future, which asyncio
+    would log with three chained tracebacks ("Future exception was never retrieved") when collected.
+    """
+    import asyncio
+    import gc
+    import threading
+
+    import toolgauge.engine.runner as runner_module
+    from full_disk_run import Answer, episode
+    from toolgauge.engine import EngineConfig, run_episodes
+    from toolgauge.models.offline import ScriptedClient
+    from toolgauge.store.group_commit import GroupCommit
+
+    draining = threading.Event()
+
+    class DrainSeen(GroupCommit):
+        async def drain(self) -> None:
+            draining.set()
+            await super().drain()
+
+    class FailsOnceDraining(Store):
+        samples = 0
+
+        def record_sample(self, run_id: str, sample_key: str, **kwargs: Any) -> None:
+            self.samples += 1
+            super().record_sample(run_id, sample_key, **kwargs)
+
+        def flush(self) -> None:
+            # A group commit (on the store's thread, once a sample finished) waits for the drain, then fails.
+            if self.samples and threading.current_thread() is not threading.main_thread():
+                assert draining.wait(60), "the run never drained"
+                raise StoreWriteError("database or disk is full (test)")
+            super().flush()
+
+    monkeypatch.setattr(runner_module, "GroupCommit", DrainSeen)
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    base = open_store(url)
+    store = FailsOnceDraining(base.engine, url=url, flush_seconds=NEVER_BY_TIME)
+    run_id = store.create_run("t", "m", {})
+    items = [(f"s{i}", f"question {i}") for i in range(6)]
+
+    async def run() -> None:
+        await run_episodes(
+            items, episode, Answer, client=ScriptedClient(["ok"], cycle=True), store=store, run_id=run_id,
+            # No cache: a look-up would queue on the store's thread behind the held commit.
+            config=EngineConfig(concurrency=2, show_progress=False, use_cache=False),
+        )  # fmt: skip
+
+    with caplog.at_level("ERROR", logger="asyncio"), pytest.raises(StoreWriteError, match="disk is full"):
+        asyncio.run(run())
+    assert draining.is_set()
+    gc.collect()  # an unretrieved future's error is logged when it is collected
+    assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == []
+
+
 def test_the_error_never_shows_the_store_password():
     store = Store(
         create_engine("sqlite://"), url="postgresql://tg:hunter2secret@db.example/tg", flush_seconds=NEVER_BY_TIME
@@ -196,6 +255,26 @@ def test_a_full_disk_stops_the_run_and_loses_no_finished_row(tmp_path, mode):
     assert found["run_raised"] and found["run_raised"].endswith("database or disk is full")
     assert "cannot write to the store sqlite:///" in found["run_raised"]
     assert_nothing_lost(found, mode)
+
+
+@pytest.mark.slow
+def test_a_full_disk_under_the_cli_prints_one_line_marks_the_run_failed_and_resumes_exactly(tmp_path):
+    found = full_disk_findings(tmp_path, "cli")
+    run_id, stderr = found["run_id"], found["stderr"]
+    assert found["code"] == 75, stderr
+    # One line, nothing else: no "Future exception was never retrieved", no traceback.
+    assert stderr.count("\n") == 1 and stderr.endswith("\n"), stderr
+    disk = tmp_path / "disk"
+    assert stderr.startswith(f"error: store write failed: cannot write to the store sqlite:///{disk / 'store.db'}: ")
+    assert stderr.endswith(
+        f": database or disk is full; the run is resumable: toolgauge eval suite"
+        f" --model scripted:{tmp_path / 'bulky.json'} --store sqlite:///{disk / 'store.db'} -q -c 8 --epochs 4"
+        f" --resume {run_id}\n"
+    ), stderr
+    assert found["status_after"] == "failed"  # never left "running"
+    assert found["resume_code"] == 0, found["resume_stderr"]
+    assert found["final_status"] == "finished"
+    assert len(found["done_rows"]) == 24 * 4 and set(found["done_rows"].values()) == {1}  # every try, once
 
 
 # -- read-only commands ----------------------------------------------------------------------------

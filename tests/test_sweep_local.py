@@ -12,7 +12,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ import pytest
 from sqlalchemy import func, select
 
 from chat_stub import ChatStub, completion, is_probe
+from child_process import sigint_ignored, sigint_restored
 from cli_helpers import invoke
 from toolgauge.store import open_store, schema
 from toolgauge.store.sweeps import get_sweep
@@ -228,6 +229,18 @@ def _sweeps(st: Any) -> list[Any]:
     return list_sweeps(st)
 
 
+def _done_rows(st: Any, run_ids: list[str]) -> dict[tuple[str, str], int]:
+    """How many done rows each (run, sample) has."""
+    c = schema.samples.c
+    query = (
+        select(c.run_id, c.sample_key, func.count())
+        .where(c.run_id.in_(run_ids) & (c.status == "done"))
+        .group_by(c.run_id, c.sample_key)
+    )
+    with st.engine.connect() as conn:
+        return {(str(run), str(key)): int(n) for run, key, n in conn.execute(query)}
+
+
 def _done_samples(st: Any, run_ids: list[str]) -> dict[str, set[str]]:
     c = schema.samples.c
     out: dict[str, set[str]] = {r: set() for r in run_ids}
@@ -249,7 +262,11 @@ def _call_ids(st: Any, done: dict[str, set[str]]) -> set[int]:
 
 
 @pytest.mark.slow
-def test_sigterm_stops_the_sweep_resumably_and_says_how_to_resume(bfcl_dir: Path, tmp_path: Path):
+@pytest.mark.parametrize("sigint", [sigint_restored, sigint_ignored], ids=["interactive", "background"])
+def test_sigterm_stops_the_sweep_resumably_and_says_how_to_resume(
+    bfcl_dir: Path, tmp_path: Path, sigint: Callable[[], None]
+):
+    """SIGTERM, also to a sweep started as a background job (SIGINT ignored): the hint; the resume runs the rest."""
     url = f"sqlite:///{tmp_path / 'sweep.db'}"
     sweep_file = tmp_path / "SWEEP.toml"
     endpoint = HeldEndpoint(hold_at=2)
@@ -257,7 +274,7 @@ def test_sigterm_stops_the_sweep_resumably_and_says_how_to_resume(bfcl_dir: Path
         sweep_file.write_text(sweep_text(stub.model("qwen"), bfcl_dir, no_cache=True))
         # One cell at a time: the gold cells have finished when the stub's cell reaches the endpoint.
         command = [sys.executable, "-m", "toolgauge.cli", "sweep", str(sweep_file), "--store", url, "-c", "1"]
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=sigint)
         try:
             assert endpoint.reached.wait(120), "the sweep never reached the endpoint"
             proc.send_signal(signal.SIGTERM)
@@ -275,13 +292,20 @@ def test_sigterm_stops_the_sweep_resumably_and_says_how_to_resume(bfcl_dir: Path
         assert sweep.status == "interrupted"
         assert [c.status for c in sweep.cells] == ["finished", "finished", "interrupted", "pending"]
         assert run_status is not None and run_status.status == "interrupted"
-        assert f"--resume {sweep.id}" in stderr and stderr.count("\n") == 2
+        assert stderr == (
+            f"interrupted: finished cells and samples of sweep {sweep.id} are saved; continue with:\n"
+            f"  toolgauge sweep {sweep_file} --store {url} -c 1 --resume {sweep.id}\n"
+        )
         res = invoke("sweep", sweep_file, "--store", url, "--resume", sweep.id)
         assert res.exit_code == 0, res.stderr
     st = open_store(url, create=False)
     final = get_sweep(st, sweep.id)
+    assert final is not None
+    done = _done_rows(st, [c.run_id for c in final.cells])
     st.close()
-    assert final is not None and final.status == "finished" and {c.status for c in final.cells} == {"finished"}
+    assert final.status == "finished" and {c.status for c in final.cells} == {"finished"}
+    # Every sample of every cell ran to the end exactly once: 2 models x (3 suite + 2 x 2 BFCL samples).
+    assert len(done) == 2 * (SUITE_LIMIT + BFCL_LIMIT * len(BFCL_CATEGORIES)) and set(done.values()) == {1}
 
 
 def test_a_sweep_with_epochs_reports_each_headline_metric_with_its_interval(tmp_path: Path):

@@ -9,6 +9,7 @@ import importlib.util
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -22,11 +23,13 @@ import pytest
 from sqlalchemy import func, select
 
 from chat_stub import ChatStub, completion, is_probe
+from child_process import sigint_ignored
 from cli_helpers import invoke
 from ray_cluster import RAY_ENV, RayCluster, RayUnavailable
 from toolgauge.store import open_store, schema
 
-pytestmark = pytest.mark.slow
+# A Ray cluster starts, loses a node and retries its tasks: longer than the global per-test timeout allows.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
 HAVE_RAY = importlib.util.find_spec("ray") is not None
 SUITE_SAMPLES = 24  # the built-in suite
@@ -202,3 +205,53 @@ def _ray_pids() -> set[int]:
 
     return {pid for pid, (_, _, state, cmd) in proc_table().items()
             if state != "Z" and ("raylet" in cmd or "gcs_server" in cmd)}  # fmt: skip
+
+
+def test_sigterm_to_a_ray_sweep_started_as_a_background_job_stops_it_with_the_hint(tmp_path: Path):
+    """Ray's driver would exit at once on SIGTERM (``ray.init`` installs ``sys.exit``); the sweep's handler stays."""
+    need_ray()
+    endpoint = HeldEndpoint(free=2)
+    sweep_file = tmp_path / "SWEEP.toml"
+    url = f"sqlite:///{tmp_path / 'ray.db'}"
+    ray_tmp = tempfile.mkdtemp(prefix="tgray", dir="/tmp")
+    before = _ray_pids()
+    with ChatStub(endpoint) as stub:
+        sweep_file.write_text(
+            f'[[model]]\nspec = "{stub.model("held")}"\nno_cache = true\ntimeout = 600\n'
+            '[[benchmark]]\nname = "suite"\nlimit = 6\nconcurrency = 1\n'
+        )
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "toolgauge.cli", "sweep", str(sweep_file), "--executor", "ray", "--store", url],
+            env={**os.environ, **RAY_ENV, "RAY_TMPDIR": ray_tmp}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            text=True, preexec_fn=sigint_ignored,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 600
+            while endpoint.held == 0:  # a Ray worker's request is held at the endpoint: the cell runs
+                assert proc.poll() is None, proc.communicate(timeout=60)[1][-3000:]
+                assert time.monotonic() < deadline, "the sweep's cell never reached the endpoint"
+                time.sleep(0.1)
+            proc.send_signal(signal.SIGTERM)
+            _, stderr = proc.communicate(timeout=300)
+        finally:
+            endpoint.release.set()
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=60)
+    leftover = _ray_pids() - before
+    shutil.rmtree(ray_tmp, ignore_errors=True)
+    assert proc.returncode == 130, stderr[-3000:]
+    st = open_store(url, create=False)
+    try:
+        from toolgauge.store.sweeps import list_sweeps
+
+        [sweep] = list_sweeps(st)
+    finally:
+        st.close()
+    assert sweep.status == "interrupted" and [c.status for c in sweep.cells] == ["interrupted"]
+    assert stderr.endswith(
+        f"interrupted: finished cells and samples of sweep {sweep.id} are saved; continue with:\n"
+        f"  toolgauge sweep {sweep_file} --executor ray --store {url} --resume {sweep.id}\n"
+    ), stderr[-3000:]
+    assert "Traceback" not in stderr
+    assert not leftover, "the sweep left its local Ray instance running"

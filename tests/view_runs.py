@@ -17,7 +17,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from typing import Any
 import pytest
 
 from chat_stub import ChatStub, completion, is_probe
+from child_process import LineReader
 from cli_helpers import invoke
 from toolgauge.benchmarks.suite.loader import builtin_suite_path, load_suite
 from toolgauge.store import open_store
@@ -160,16 +160,9 @@ def view_server(store_url: str, *args: str, timeout: float = 60.0) -> Iterator[s
     )  # fmt: skip
     try:
         assert proc.stderr is not None
-        deadline = time.monotonic() + timeout
-        line = ""
-        while time.monotonic() < deadline:
-            line = proc.stderr.readline()
-            if "toolgauge view: " in line or not line:
-                break
-        match = re.search(r"(http://\S+)", line)
-        if match is None:
-            proc.kill()
-            raise AssertionError(f"the viewer did not start: {line!r} {proc.stderr.read()}")
+        lines = LineReader(proc.stderr).until(lambda line: "toolgauge view: " in line, timeout=timeout)
+        match = re.search(r"(http://\S+)", lines[-1])
+        assert match is not None, f"the viewer did not start: {lines!r}"
         yield match.group(1)
     finally:
         proc.terminate()
@@ -177,7 +170,7 @@ def view_server(store_url: str, *args: str, timeout: float = 60.0) -> Iterator[s
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
-            proc.wait()
+            proc.wait(timeout=60)
 
 
 def store_sample_keys(url: str, run_id: str) -> list[str]:

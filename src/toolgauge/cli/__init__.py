@@ -7,10 +7,15 @@ this one.
 
 from __future__ import annotations
 
+import signal
 import sys
 from functools import cache
 from typing import Annotated, Any
 
+# isort: off
+from toolgauge.cli import starting  # first: it guards the imports below against a signal
+
+# isort: on
 import typer
 from rich.text import Text
 
@@ -23,6 +28,12 @@ from toolgauge.cli.runs import report_cmd, rescore_cmd, runs_cmd
 from toolgauge.cli.sweep import sweep_cmd, sweeps_cmd
 from toolgauge.cli.transcript import transcript_cmd
 from toolgauge.cli.view import view_cmd
+from toolgauge.worker_threads import join_worker_threads
+
+# How long an ending command waits for its worker threads (toolgauge.worker_threads) before it exits without
+# shutting the interpreter down (os._exit: nothing is left to save by then, the stores are closed). Short: an
+# interrupted genesis run may have left a model load of 30 s or more on one, and Ctrl-C must not wait for it.
+WORKER_EXIT_WAIT_SECONDS = 5.0
 
 
 def _package_version() -> str:
@@ -124,7 +135,8 @@ def __getattr__(name: str) -> Any:
 
 def main() -> None:
     """Console-script entry point: one line per error, documented exit codes, quiet on a second Ctrl-C."""
-    import signal
+    import contextlib
+    import os
 
     try:  # typer >= 0.2x vendors click; earlier versions use click itself
         from typer._click import exceptions as click_errors
@@ -132,12 +144,11 @@ def main() -> None:
         from click import exceptions as click_errors  # type: ignore[no-redef]
 
     def terminate_like_ctrl_c(signum: int, frame: Any) -> None:
-        # SIGTERM takes the Ctrl-C path: the run stops, is marked interrupted and can be resumed.
-        if signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, signal.SIG_DFL, None):
-            raise KeyboardInterrupt
-        # asyncio.run's own SIGINT handler cancels the run cleanly; outside it this raises KeyboardInterrupt.
-        signal.raise_signal(signal.SIGINT)
+        # SIGTERM outside an event loop (reading data, printing results) takes the Ctrl-C path: one line, exit
+        # 130. While a command's loop runs, cli/event_loop.py handles SIGTERM inside the loop instead.
+        raise KeyboardInterrupt
 
+    starting.take_over()
     signal.signal(signal.SIGTERM, terminate_like_ctrl_c)
     try:
         code = _app()(standalone_mode=False)
@@ -153,14 +164,34 @@ def main() -> None:
         err.print(line, highlight=False, soft_wrap=True)
         code = exc.exit_code
     except (typer.Abort, KeyboardInterrupt):
-        # A second Ctrl-C during the shutdown of the first: no traceback.
+        # Ctrl-C or SIGTERM while the CLI loads its commands (no command has handled it yet), or a second one
+        # during the shutdown of the first: one line, no traceback.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the line is printed whole; exit_now takes over below
+        err.print("[yellow]interrupted[/]")
         code = 130
-    # The exit code is decided. A Ctrl-C arriving from here on (atexit hooks, thread joins, or after
-    # Python resets its handlers) would otherwise print a traceback or kill the process by SIGINT, so
-    # a caller would see -2 instead of the documented 130; SIGTERM still terminates at once.
+    final = code if isinstance(code, int) else 0
+
+    def exit_now(signum: int, frame: Any) -> None:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):  # a write the signal interrupted: nothing more to save
+                stream.flush()
+        os._exit(final)
+
+    # The exit code is decided. A signal from here on would otherwise print a traceback or kill the process by
+    # the signal (a caller would see -2 or -15 instead of the documented code): while worker threads are waited
+    # for, SIGTERM, and Ctrl-C unless SIGINT was inherited as ignored, end the process at once with that code.
+    if signal.getsignal(signal.SIGINT) != signal.SIG_IGN:
+        signal.signal(signal.SIGINT, exit_now)
+    signal.signal(signal.SIGTERM, exit_now)
+    # Blocking work a command left on a daemon thread (an embedding batch of an interrupted run) finishes first:
+    # the interpreter must not shut down under a thread in native code (torch aborts the process then).
+    if not join_worker_threads(WORKER_EXIT_WAIT_SECONDS):
+        exit_now(0, None)
+    # Then atexit hooks and the interpreter's shutdown, which puts Python-handled signals back to SIG_DFL on the
+    # way: a signal there would kill the process by it (-15, -2). Ignored, the process ends with its code.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    sys.exit(code if isinstance(code, int) else 0)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    sys.exit(final)
 
 
 if __name__ == "__main__":

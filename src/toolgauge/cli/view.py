@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import ipaddress
 import secrets
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from toolgauge.cli.common import StoreOpt, err, guarded
+from toolgauge.cli.event_loop import run_interruptible
 from toolgauge.errors import UsageError
 from toolgauge.results import SampleScore
 
@@ -122,6 +124,13 @@ def view_cmd(
         from toolgauge.view.charts import warm_up
         from toolgauge.view.data import ViewData
 
+        class QuietServer(uvicorn.Server):
+            """uvicorn without its own signal handlers: run_interruptible's stop it, as every command's."""
+
+            @contextlib.contextmanager
+            def capture_signals(self) -> Iterator[None]:
+                yield
+
         chosen = access_token(host, token)
         st = open_store(store, create=False)
         # Before the first request, not inside it: vl-convert's engine (about a second, on the first chart)
@@ -135,7 +144,7 @@ def view_cmd(
         data = ViewData(st, registry_benchmarks(), score_in_child=True)
         app = create_app(data, token=chosen, allowed_hosts=allowed)
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
-        server = uvicorn.Server(config)
+        server = QuietServer(config)
         shown_host = f"[{host}]" if ":" in host else host
 
         # The bound port (with --port 0, only known once listening) is printed when the server is up.
@@ -152,8 +161,13 @@ def view_cmd(
                       soft_wrap=True)  # fmt: skip
 
         server.startup = startup  # type: ignore[method-assign]
+
+        def shut_down() -> None:
+            server.should_exit = True  # uvicorn's graceful shutdown: open requests finish, then serve() returns
+
         try:
-            server.run()
+            # SIGTERM or Ctrl-C shuts the server down and the command exits 0; a second signal exits 130 at once.
+            run_interruptible(server.serve(), stopped=(), on_stop=shut_down)
         finally:
             data.close()
             st.close()

@@ -82,7 +82,12 @@ class GroupCommit:
     async def drain(self) -> None:
         """Wait for the commit under way, and the ones it was asked to start after it."""
         while self._running is not None:
-            await asyncio.wait([asyncio.wrap_future(self._running)])
+            waited = asyncio.wrap_future(self._running)
+            # A failed commit is reported once, by _settle (through ``failed``): the copy of its error on this
+            # future is retrieved here, or asyncio logs "Future exception was never retrieved" with its traceback
+            # when the future is collected (also when this wait is cancelled before the commit ends).
+            waited.add_done_callback(_retrieve)
+            await asyncio.wait([waited])
             self._settle()
 
     def _tick(self) -> None:
@@ -119,3 +124,9 @@ class GroupCommit:
         self._committed(self._running_samples)
         if self._wanted and not self._stopped():
             self._start()
+
+
+def _retrieve(future: asyncio.Future[None]) -> None:
+    """Mark a future's error as seen (it is handled elsewhere)."""
+    if not future.cancelled():
+        future.exception()

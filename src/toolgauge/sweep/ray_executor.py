@@ -20,9 +20,11 @@ import contextlib
 import importlib
 import logging
 import secrets
+import signal
 import sys
+import threading
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 from toolgauge.errors import UsageError
@@ -156,7 +158,8 @@ class RayExecutor:
         # Ray's driver prints cluster events (a lost node, a retried task) on stdout, which is --json's: send
         # them to stderr while Ray is up.
         with contextlib.redirect_stdout(sys.stderr):
-            ray.init(**options)
+            with keep_sigterm_handler():
+                ray.init(**options)
             try:
                 await self._run(ray, jobs, store_url, reporter)
             finally:
@@ -198,6 +201,21 @@ class RayExecutor:
                 reporter.ended(job, str(status))
 
         await run_all(one(job) for job in jobs)
+
+
+@contextlib.contextmanager
+def keep_sigterm_handler() -> Iterator[None]:
+    """Put back the SIGTERM handler ``ray.init`` replaces with ``sys.exit(15)`` in the driver's main thread.
+
+    The command's handler (toolgauge.cli.event_loop) stops the sweep through its cancellation path: cells marked
+    interrupted, the resume hint, exit 130.
+    """
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        yield
+    finally:
+        if previous is not None and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, previous)
 
 
 def _cause(exc: BaseException) -> BaseException:

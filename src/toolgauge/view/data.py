@@ -9,6 +9,7 @@ every later viewer too; a running run's again when it has stored more samples.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -34,6 +35,7 @@ from toolgauge.results import EvalResults, SampleScore
 from toolgauge.store.store import RunInfo, Store
 from toolgauge.store.verdicts import UnitFilter, UnitSet, VerdictTable, ensure_tables, stored_sample_count
 from toolgauge.view.charts import ChartSpec
+from toolgauge.worker_threads import start_worker_thread
 
 Verdict = Literal["pass", "fail", "partial", "error", "unscored"]
 VERDICTS: tuple[Verdict, ...] = ("pass", "fail", "partial", "error", "unscored")
@@ -307,9 +309,9 @@ class ViewData:
             job = self._jobs.get(run.id)
             # One computation per run at a time: a running run's newer samples wait for the one under way.
             if job is None:
-                job = (key, threading.Thread(target=self._compute, args=(run, key), daemon=True))
+                compute = functools.partial(self._compute, run, key)
+                job = (key, start_worker_thread(compute, name="toolgauge-verdicts"))
                 self._jobs[run.id] = job
-                job[1].start()
         if not wait:
             return current
         job[1].join()

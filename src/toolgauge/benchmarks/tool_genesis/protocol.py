@@ -24,7 +24,6 @@ import asyncio
 import contextlib
 import json
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
@@ -60,6 +59,7 @@ from toolgauge.results import EvalResults, SampleScore, ScoredRun
 from toolgauge.sandbox import SandboxLimits
 from toolgauge.tools import McpBackend, McpServerSession, ServerLaunchError, ToolCallOutcome, launch_server
 from toolgauge.tools.staging import UnsafeFile, read_untrusted_file
+from toolgauge.worker_threads import start_worker_thread
 
 LAUNCH_ATTEMPTS = 3
 CALL_TIMEOUT = 30.0
@@ -77,7 +77,9 @@ async def _off_loop(fn: Callable[[*Ts], T], *args: *Ts) -> T:
     """Run blocking work (embedding) in a daemon thread and await it.
 
     Not ``asyncio.to_thread``: ``asyncio.run`` joins its executor's threads at exit, so an interrupted run
-    would wait for a model load or an embedding batch to finish. A daemon thread is abandoned instead.
+    would wait for a model load or an embedding batch to finish before it says it stopped. A daemon thread
+    is left to finish on its own; the CLI waits for it only once it has printed its last line
+    (:mod:`toolgauge.worker_threads`), so the interpreter never shuts down under it.
     """
     loop = asyncio.get_running_loop()
     future: asyncio.Future[T] = loop.create_future()
@@ -99,7 +101,7 @@ async def _off_loop(fn: Callable[[*Ts], T], *args: *Ts) -> T:
         with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
             loop.call_soon_threadsafe(settle, outcome)
 
-    threading.Thread(target=work, name=f"toolgauge-{getattr(fn, '__name__', 'work')}", daemon=True).start()
+    start_worker_thread(work, name=f"toolgauge-{getattr(fn, '__name__', 'work')}")
     return await future
 
 
