@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import numpy as np
 
-# Resamples drawn per chunk are bounded so that chunk x clusters stays near this many counts in memory.
-_CHUNK_CELLS = 1_000_000
+# Resamples drawn per chunk are bounded so that chunk x clusters stays near this many counts in memory (a few MB:
+# the draws are the same whatever the chunk, row by row from one generator).
+_CHUNK_CELLS = 200_000
 
 
 @dataclass(frozen=True)
