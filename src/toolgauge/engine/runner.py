@@ -54,6 +54,7 @@ if TYPE_CHECKING:  # the store (SQLAlchemy) is loaded by whoever opens one, not 
 
 S = TypeVar("S")
 R = TypeVar("R", bound=BaseModel)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -103,23 +104,16 @@ class SampleOutcome(Generic[R]):
         return epoch_key(self.key, self.epoch)
 
 
-class StoredOutcomes(Sequence[SampleOutcome[R]], Generic[R]):
-    """A run's outcomes in input order, with each result read back from the store when it is needed.
+class _MadeOutcomes(Sequence[SampleOutcome[R]], Generic[R, T]):
+    """A sequence of outcomes made from ``self._items`` (what each outcome is made from) when they are read."""
 
-    The engine keeps only light outcomes (key, error, latency; no result) while a run goes on: the
-    results are already stored, and holding them all until scoring grew memory by kilobytes per sample.
-    Iterating reads the results ``READ_CHUNK`` samples per query, so one chunk is in memory at a time;
-    every iteration reads them again. Read it while the run's store is open (before ``run_benchmark`` returns).
-    """
+    _items: Sequence[T]
 
-    def __init__(self, light: Sequence[SampleOutcome[R]], store: Store, run_id: str, result_type: type[R]):
-        self._light = light
-        self._store = store
-        self._run_id = run_id
-        self._result_type = result_type
+    def _outcomes(self, items: Sequence[T]) -> Iterator[SampleOutcome[R]]:
+        raise NotImplementedError
 
     def __len__(self) -> int:
-        return len(self._light)
+        return len(self._items)
 
     @overload
     def __getitem__(self, index: int) -> SampleOutcome[R]: ...
@@ -129,19 +123,35 @@ class StoredOutcomes(Sequence[SampleOutcome[R]], Generic[R]):
 
     def __getitem__(self, index: int | slice) -> SampleOutcome[R] | list[SampleOutcome[R]]:
         if isinstance(index, slice):
-            return list(self._with_results(self._light[index]))
-        return next(self._with_results([self._light[index]]))
+            return list(self._outcomes(self._items[index]))
+        return next(self._outcomes([self._items[index]]))
 
     def __iter__(self) -> Iterator[SampleOutcome[R]]:
-        return self._with_results(self._light)
+        return self._outcomes(self._items)
+
+
+class StoredOutcomes(_MadeOutcomes[R, SampleOutcome[R]]):
+    """A run's outcomes in input order, with each result read back from the store when it is needed.
+
+    The engine keeps only light outcomes (key, error, latency; no result) while a run goes on: the
+    results are already stored, and holding them all until scoring grew memory by kilobytes per sample.
+    Iterating reads the results ``READ_CHUNK`` samples per query, so one chunk is in memory at a time;
+    every iteration reads them again. Read it while the run's store is open (before ``run_benchmark`` returns).
+    """
+
+    def __init__(self, light: Sequence[SampleOutcome[R]], store: Store, run_id: str, result_type: type[R]):
+        self._items = light
+        self._store = store
+        self._run_id = run_id
+        self._result_type = result_type
 
     def of_epoch(self, epoch: int) -> StoredOutcomes[R]:
         """The outcomes of try ``epoch`` only, in the same order."""
-        light = self._light
+        light = self._items
         chosen = light.of_epoch(epoch) if isinstance(light, DoneTries) else [o for o in light if o.epoch == epoch]
         return StoredOutcomes(chosen, self._store, self._run_id, self._result_type)
 
-    def _with_results(self, light: Sequence[SampleOutcome[R]]) -> Iterator[SampleOutcome[R]]:
+    def _outcomes(self, light: Sequence[SampleOutcome[R]]) -> Iterator[SampleOutcome[R]]:
         # Failed samples have no stored result: only the others are looked up.
         keys = [o.store_key for o in light if o.error is None]
         # closing: a reader that stops early gives the store connection back at once.
@@ -204,34 +214,20 @@ class Tries(Generic[S]):
         return SampleOutcome(key, None, self.errors.get(i), self.latency[i], bool(self.resumed[i]), epoch)
 
 
-class DoneTries(Sequence[SampleOutcome[R]]):
+class DoneTries(_MadeOutcomes[R, int]):
     """The light outcomes of the finished tries ``indexes`` of :class:`Tries`, made when they are read."""
 
     def __init__(self, tries: Tries[Any], indexes: array[int]):
         self._tries = tries
-        self._indexes = indexes
+        self._items = indexes
 
-    def __len__(self) -> int:
-        return len(self._indexes)
-
-    @overload
-    def __getitem__(self, index: int) -> SampleOutcome[R]: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[SampleOutcome[R]]: ...
-
-    def __getitem__(self, index: int | slice) -> SampleOutcome[R] | list[SampleOutcome[R]]:
-        if isinstance(index, slice):
-            return [self._tries.outcome(i) for i in self._indexes[index]]
-        return self._tries.outcome(self._indexes[index])
-
-    def __iter__(self) -> Iterator[SampleOutcome[R]]:
-        return (self._tries.outcome(i) for i in self._indexes)
+    def _outcomes(self, items: Sequence[int]) -> Iterator[SampleOutcome[R]]:
+        return (self._tries.outcome(i) for i in items)
 
     def of_epoch(self, epoch: int) -> DoneTries[R]:
         """The finished tries of epoch ``epoch``, in the same order."""
         low, high = (epoch - 1) * self._tries.n, epoch * self._tries.n
-        return DoneTries(self._tries, array("q", (i for i in self._indexes if low <= i < high)))
+        return DoneTries(self._tries, array("q", (i for i in self._items if low <= i < high)))
 
 
 @dataclass
