@@ -27,7 +27,14 @@ BASELINES = Path(__file__).with_name("baselines.json")
 
 def memory_baseline(path: Path = BASELINES) -> dict[str, Any]:
     """The committed memory figure: ``{"dialogues", "model", "peak_rss_mb", "ceiling_mb", "commit"}``."""
-    entry: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))["memory"]
+    try:
+        entry: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))["memory"]
+        missing = [f for f in ("dialogues", "model", "peak_rss_mb", "ceiling_mb", "commit") if f not in entry]
+        if missing:
+            raise KeyError(missing[0])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        print(f"error: {path}: no usable memory baseline ({exc.__class__.__name__}: {exc})", file=sys.stderr)
+        raise SystemExit(2) from None
     return entry
 
 
