@@ -4,8 +4,9 @@
 - cache path: ``benchmarks/cache_path.py --samples 2000 --repeat 3`` (this tree), ms of CPU per sample per mode;
 - memory: ``benchmarks/memory.py``'s gold suite run of 30,000 dialogues, peak RSS (the figure CI's
   ``benchmarks/memcheck.py`` holds under its ceiling);
-- viewer: ``benchmarks/viewer_load.py --samples 100000``, its own tables passed through as it prints them,
-  with the goals from baselines.json.
+- viewer: ``benchmarks/viewer_load.py --quick`` (100,000 samples; its ``name value unit`` lines beside the goals
+  in baselines.json), or where that script has no ``--quick``, its own tables at ``--samples 100000`` as it
+  prints them.
 
 Run it before every stop that touches the engine, the store, results, statistics or the viewer, and update
 docs/benchmarks.md from it. Timings depend on the machine's load (printed before and after); memory does not.
@@ -69,13 +70,30 @@ def memory(base: dict[str, Any]) -> list[Row]:
 
 
 def viewer(base: dict[str, Any]) -> list[Row]:
-    """The viewer's page times: viewer_load.py prints its own tables; they are passed through as they come."""
-    print(f"\nviewer (benchmarks/viewer_load.py --samples {base['samples']}); goal: {base['goal']}", flush=True)
-    command = [sys.executable, str(HERE / "viewer_load.py"), "--samples", str(base["samples"])]
-    proc = subprocess.run(command, check=False)
-    if proc.returncode != 0:
-        raise SystemExit(f"viewer_load.py failed with exit code {proc.returncode}")
-    return []
+    """The viewer's figures on a generated store of ``base["samples"]`` samples.
+
+    A viewer_load.py with ``--quick`` prints ``name value unit`` lines: each becomes a row, beside its goal in
+    ``base["goals"]`` where there is one. An older one prints its own tables, passed through as they come.
+    """
+    script = HERE / "viewer_load.py"
+    if "--quick" not in script.read_text(encoding="utf-8"):
+        print(f"\nviewer ({script.name} --samples {base['samples']}); goal: {base['goal']}", flush=True)
+        proc = subprocess.run([sys.executable, str(script), "--samples", str(base["samples"])], check=False)
+        if proc.returncode != 0:
+            raise SystemExit(f"{script.name} failed with exit code {proc.returncode}")
+        return []
+    done = subprocess.run([sys.executable, str(script), "--quick"], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"{script.name} --quick failed: {done.stderr.strip()[-2000:]}")
+    rows: list[Row] = []
+    for line in done.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 3:
+            name, value, unit = parts
+            goal = base["goals"].get(name)
+            label = f"viewer: {name}" + (" (baseline: the goal)" if goal is not None else "")
+            rows.append((label, float(value), goal, unit))
+    return rows
 
 
 BENCHES: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
