@@ -2,6 +2,7 @@
 #   make demo   set up .venv with the embedded local model and run the main job
 #   make test   set up .venv with the dev tools and run every check and test
 #   make test-fast  the fast test tier only (no sandbox, no local model, no embeddings, nothing slow)
+#   make bench  the quick benchmarks beside their committed baselines
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -32,7 +33,7 @@ PYTEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 8 ] && n=
 PYTEST := $(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile
 FAST_TIER := not slow and not sandbox and not local_model and not embedding
 
-.PHONY: demo test test-fast setup setup-dev setup-inspect lint typecheck pytest screenshots clean
+.PHONY: demo test test-fast setup setup-dev setup-inspect lint typecheck memcheck pytest bench screenshots clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -117,10 +118,20 @@ typecheck: setup-dev
 pytest: setup-dev setup-inspect
 	TOOLGAUGE_INSPECT_PYTHON=$(abspath $(INSPECT_VENV))/bin/python $(PYTEST) -m "not local_model"; a=$$?; $(BIN)/pytest -q -m local_model; b=$$?; [ $$a -ne 0 ] && exit $$a; exit $$b
 
-test: lint typecheck pytest
+# The peak memory of a 30,000-dialogue suite run (about 25 s), held under the ceiling in benchmarks/baselines.json;
+# the figure is printed either way (docs/benchmarks/memory.md).
+memcheck: setup-dev
+	PYTHONPATH=$(CURDIR)/src $(BIN)/python benchmarks/memcheck.py
+
+test: lint typecheck memcheck pytest
 
 test-fast: setup-dev
 	$(PYTEST) -m "$(FAST_TIER)"
+
+# The quick benchmarks, each figure beside its baseline in benchmarks/baselines.json: run before every stop that
+# touches the engine, the store, results, statistics or the viewer (docs/benchmarks.md).
+bench: setup-dev
+	PYTHONPATH=$(CURDIR)/src $(BIN)/python benchmarks/bench.py
 
 # The viewer's screenshots in docs/img, taken by its browser tests (so the docs show what the tests saw).
 screenshots: setup-dev

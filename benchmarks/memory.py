@@ -66,7 +66,7 @@ def scripted_answer(request: ModelRequest) -> AssistantTurn:
     return gold
 
 
-def _child_scripted(data: Path, store_url: str, samples: Path | None) -> None:
+def _child_scripted(data: Path, store_url: str, samples: Path | None, epochs: int = 1) -> None:
     """Run the ``eval suite`` command body with a scripted policy client (mirrors ``eval_suite``)."""
     from toolgauge.benchmarks.suite.cli import build
     from toolgauge.cli.common import RunFlags, execute, guarded
@@ -75,7 +75,7 @@ def _child_scripted(data: Path, store_url: str, samples: Path | None) -> None:
     model = "scripted:memory"
     flags = RunFlags(
         model=model, store=store_url, concurrency=8, timeout=120.0, max_retries=4, no_cache=False, quiet=True,
-        as_json=True, samples=samples,
+        as_json=True, samples=samples, **({"epochs": epochs} if epochs != 1 else {}),
     )  # fmt: skip
 
     def body() -> None:
@@ -85,18 +85,25 @@ def _child_scripted(data: Path, store_url: str, samples: Path | None) -> None:
     guarded(body)
 
 
-def measure(model: str, data: Path, work: Path, samples: Path | None) -> dict[str, Any]:
-    """Run one evaluation in a child process; return its peak RSS, wall time and results."""
+def measure(model: str, data: Path, work: Path, samples: Path | None, epochs: int = 1) -> dict[str, Any]:
+    """Run one evaluation in a child process; return its peak RSS, wall time and results.
+
+    ``--epochs`` is passed only when it is not 1, so the script also measures trees from before epochs.
+    """
     store_url = f"sqlite:///{work / 'store.db'}"
     if model == "gold":
         command = [sys.executable, "-c", "from toolgauge.cli import main; main()", "eval", "suite"]
         command += ["--data", str(data), "--model", "gold", "--store", store_url, "-q", "--concurrency", "8", "--json"]
         if samples is not None:
             command += ["--samples", str(samples)]
+        if epochs != 1:
+            command += ["--epochs", str(epochs)]
     else:
         command = [sys.executable, __file__, "--child-scripted", str(data), "--child-store", store_url]
         if samples is not None:
             command += ["--child-samples", str(samples)]
+        if epochs != 1:
+            command += ["--child-epochs", str(epochs)]
     stdout = work / "stdout.json"
     started = time.perf_counter()
     with stdout.open("wb") as out:
@@ -112,7 +119,9 @@ def measure(model: str, data: Path, work: Path, samples: Path | None) -> dict[st
     if results.run is not None:
         results.run = results.run.model_copy(update=_VOLATILE_RUN_FIELDS)
     results.settings["data"] = data.name  # the temporary folder differs between runs
-    return {"peak_rss_mb": usage.ru_maxrss / 1024, "wall_s": round(wall, 1), "results": results.model_dump(mode="json")}
+    # ... and so do the data paths the provenance names.
+    dumped = json.loads(json.dumps(results.model_dump(mode="json")).replace(str(data.parent), "<tmp>"))
+    return {"peak_rss_mb": usage.ru_maxrss / 1024, "wall_s": round(wall, 1), "results": dumped}
 
 
 def main() -> None:
@@ -122,12 +131,14 @@ def main() -> None:
     parser.add_argument("--models", default="scripted,gold", help="comma list of scripted, gold")
     parser.add_argument("--out", type=Path, help="folder for results.json, per-run results and samples files")
     parser.add_argument("--samples", action="store_true", help="also write --samples files (into --out)")
+    parser.add_argument("--epochs", type=int, default=1, help="tries of every dialogue (--epochs)")
     parser.add_argument("--child-scripted", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--child-store", help=argparse.SUPPRESS)
     parser.add_argument("--child-samples", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--child-epochs", type=int, default=1, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child_scripted is not None:
-        _child_scripted(args.child_scripted, args.child_store, args.child_samples)
+        _child_scripted(args.child_scripted, args.child_store, args.child_samples, args.child_epochs)
         return
 
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -145,8 +156,8 @@ def main() -> None:
                 work = Path(tmp) / model
                 work.mkdir()
                 samples = args.out / f"samples-{model}-{n}.jsonl" if args.out is not None and args.samples else None
-                row = measure(model, data, work, samples)
-                row.update(model=model, n=n, file_mb=round(size / 2**20, 1))
+                row = measure(model, data, work, samples, args.epochs)
+                row.update(model=model, n=n, epochs=args.epochs, file_mb=round(size / 2**20, 1))
                 results.append(row)
                 print(
                     f"{model:<9} {n:>8} {row['file_mb']:>8} {row['peak_rss_mb']:>12.0f} {row['wall_s']:>7}", flush=True

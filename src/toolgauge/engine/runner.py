@@ -16,9 +16,10 @@ import asyncio
 import contextlib
 import random
 import time
+from array import array
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from pydantic import BaseModel, ValidationError
 from rich.console import Console
@@ -32,7 +33,7 @@ from rich.progress import (
 )
 
 from toolgauge.engine.cache import request_hash
-from toolgauge.engine.epochs import check_epoch_keys, epoch_key, split_epoch_key
+from toolgauge.engine.epochs import check_epoch_keys, epoch_key
 from toolgauge.engine.retry import backoff_delay
 from toolgauge.errors import (
     ConnectionFailed,
@@ -54,6 +55,7 @@ if TYPE_CHECKING:  # the store (SQLAlchemy) is loaded by whoever opens one, not 
 
 S = TypeVar("S")
 R = TypeVar("R", bound=BaseModel)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -103,23 +105,16 @@ class SampleOutcome(Generic[R]):
         return epoch_key(self.key, self.epoch)
 
 
-class StoredOutcomes(Sequence[SampleOutcome[R]], Generic[R]):
-    """A run's outcomes in input order, with each result read back from the store when it is needed.
+class _MadeOutcomes(Sequence[SampleOutcome[R]], Generic[R, T]):
+    """A sequence of outcomes made from ``self._items`` (what each outcome is made from) when they are read."""
 
-    The engine keeps only light outcomes (key, error, latency; no result) while a run goes on: the
-    results are already stored, and holding them all until scoring grew memory by kilobytes per sample.
-    Iterating reads the results ``READ_CHUNK`` samples per query, so one chunk is in memory at a time;
-    every iteration reads them again. Read it while the run's store is open (before ``run_benchmark`` returns).
-    """
+    _items: Sequence[T]
 
-    def __init__(self, light: Sequence[SampleOutcome[R]], store: Store, run_id: str, result_type: type[R]):
-        self._light = light
-        self._store = store
-        self._run_id = run_id
-        self._result_type = result_type
+    def _outcomes(self, items: Sequence[T]) -> Iterator[SampleOutcome[R]]:
+        raise NotImplementedError
 
     def __len__(self) -> int:
-        return len(self._light)
+        return len(self._items)
 
     @overload
     def __getitem__(self, index: int) -> SampleOutcome[R]: ...
@@ -129,19 +124,35 @@ class StoredOutcomes(Sequence[SampleOutcome[R]], Generic[R]):
 
     def __getitem__(self, index: int | slice) -> SampleOutcome[R] | list[SampleOutcome[R]]:
         if isinstance(index, slice):
-            return list(self._with_results(self._light[index]))
-        return next(self._with_results([self._light[index]]))
+            return list(self._outcomes(self._items[index]))
+        return next(self._outcomes([self._items[index]]))
 
     def __iter__(self) -> Iterator[SampleOutcome[R]]:
-        return self._with_results(self._light)
+        return self._outcomes(self._items)
+
+
+class StoredOutcomes(_MadeOutcomes[R, SampleOutcome[R]]):
+    """A run's outcomes in input order, with each result read back from the store when it is needed.
+
+    The engine keeps only light outcomes (key, error, latency; no result) while a run goes on: the
+    results are already stored, and holding them all until scoring grew memory by kilobytes per sample.
+    Iterating reads the results ``READ_CHUNK`` samples per query, so one chunk is in memory at a time;
+    every iteration reads them again. Read it while the run's store is open (before ``run_benchmark`` returns).
+    """
+
+    def __init__(self, light: Sequence[SampleOutcome[R]], store: Store, run_id: str, result_type: type[R]):
+        self._items = light
+        self._store = store
+        self._run_id = run_id
+        self._result_type = result_type
 
     def of_epoch(self, epoch: int) -> StoredOutcomes[R]:
         """The outcomes of try ``epoch`` only, in the same order."""
-        return StoredOutcomes(
-            [o for o in self._light if o.epoch == epoch], self._store, self._run_id, self._result_type
-        )
+        light = self._items
+        chosen = light.of_epoch(epoch) if isinstance(light, DoneTries) else [o for o in light if o.epoch == epoch]
+        return StoredOutcomes(chosen, self._store, self._run_id, self._result_type)
 
-    def _with_results(self, light: Sequence[SampleOutcome[R]]) -> Iterator[SampleOutcome[R]]:
+    def _outcomes(self, light: Sequence[SampleOutcome[R]]) -> Iterator[SampleOutcome[R]]:
         # Failed samples have no stored result: only the others are looked up.
         keys = [o.store_key for o in light if o.error is None]
         # closing: a reader that stops early gives the store connection back at once.
@@ -153,6 +164,71 @@ class StoredOutcomes(Sequence[SampleOutcome[R]], Generic[R]):
                     assert key == o.store_key  # sample_results yields in the order asked
                     result = self._result_type.model_validate_json(stored) if stored is not None else None
                 yield SampleOutcome(o.key, result, o.error, o.latency_s, o.resumed, o.epoch)
+
+
+class Tries(Generic[S]):
+    """Every try of a run (``epochs`` per sample, epoch 1's in sample order first), and what is kept of each.
+
+    Try ``i`` is sample ``i % n`` in epoch ``i // n + 1``. What the engine keeps of a finished try (done,
+    resumed, latency; an error for the few that failed) is held in flat arrays by try index, with no object
+    per try: a light outcome per sample, made while the episodes' own objects came and went, pinned
+    about 1 KB of the heap per sample (docs/benchmarks/memory.md).
+    """
+
+    def __init__(self, samples: Sequence[tuple[str, S]], epochs: int):
+        self.samples = samples
+        self.n = len(samples)
+        self.total = self.n * epochs
+        self.done = bytearray(self.total)
+        self.resumed = bytearray(self.total)
+        self.latency = array("d", bytes(8 * self.total))
+        self.errors: dict[int, str] = {}
+
+    def sample_key(self, i: int) -> tuple[str, int]:
+        """The sample key and the epoch of try ``i``."""
+        return self.samples[i % self.n][0], i // self.n + 1
+
+    def store_key(self, i: int) -> str:
+        """Where try ``i`` is stored (``epoch_key``)."""
+        return epoch_key(*self.sample_key(i))
+
+    def sample(self, i: int) -> S:
+        """The sample try ``i`` runs."""
+        return self.samples[i % self.n][1]
+
+    def index(self) -> dict[str, int]:
+        """Try index by store key (made only when the store has tries of this run, or for a shard)."""
+        return {self.store_key(i): i for i in range(self.total)}
+
+    def finish(self, i: int, error: str | None, latency: float, *, resumed: bool = False) -> None:
+        """Record try ``i`` as done (with ``error`` when it failed)."""
+        self.done[i] = 1
+        self.latency[i] = latency
+        if resumed:
+            self.resumed[i] = 1
+        if error is not None:
+            self.errors[i] = error
+
+    def outcome(self, i: int) -> SampleOutcome[Any]:
+        """The light outcome (no result) of finished try ``i``."""
+        key, epoch = self.sample_key(i)
+        return SampleOutcome(key, None, self.errors.get(i), self.latency[i], bool(self.resumed[i]), epoch)
+
+
+class DoneTries(_MadeOutcomes[R, int]):
+    """The light outcomes of the finished tries ``indexes`` of :class:`Tries`, made when they are read."""
+
+    def __init__(self, tries: Tries[Any], indexes: array[int]):
+        self._tries = tries
+        self._items = indexes
+
+    def _outcomes(self, items: Sequence[int]) -> Iterator[SampleOutcome[R]]:
+        return (self._tries.outcome(i) for i in items)
+
+    def of_epoch(self, epoch: int) -> DoneTries[R]:
+        """The finished tries of epoch ``epoch``, in the same order."""
+        low, high = (epoch - 1) * self._tries.n, epoch * self._tries.n
+        return DoneTries(self._tries, array("q", (i for i in self._items if low <= i < high)))
 
 
 @dataclass
@@ -429,24 +505,20 @@ async def run_episodes(
     """
     cfg = config or EngineConfig()
     check_epoch_keys((k for k, _ in samples), cfg.epochs)
-    units = [(epoch_key(k, e), k, e, s) for e in range(1, cfg.epochs + 1) for k, s in samples]
+    tries: Tries[S] = Tries(samples, cfg.epochs)
     state = _RunState(
         client=client, store=store, run_id=run_id, config=cfg, rng=random.Random(cfg.seed), roles=dict(roles or {})
     )
-    # Light outcomes only (no results): the results stay in the store until scoring reads them back.
-    outcomes: dict[str, SampleOutcome[R]] = {}
-    mine = {u[0] for u in units} if shard else None
-    tries = {u[0]: (u[1], u[2]) for u in units}
     # Store reads and deletes on the store's thread: the event loop never waits for the database.
-    retry_keys = await store.run_io(_resume, store, run_id, result_type, outcomes, tries, mine)
+    resumed, keep, retry_keys, mine = await store.run_io(_resume, store, run_id, result_type, tries, shard)
     await store.run_io(store.forget_samples, run_id, retry_keys)
     # The calls of samples that run again (failed, or in flight when the run stopped) go with their attempt.
-    await store.run_io(store.forget_calls, run_id, keep=outcomes.keys(), only=mine)
-    todo = [u for u in units if u[0] not in outcomes]
-    resumed = len(units) - len(todo)
+    await store.run_io(store.forget_calls, run_id, keep=keep, only=mine)
+    del keep, retry_keys
+    todo = (i for i in range(tries.total) if not tries.done[i])
 
     progress = _progress(console) if cfg.show_progress else None
-    task_id = progress.add_task(description, total=len(units), completed=resumed) if progress else None
+    task_id = progress.add_task(description, total=tries.total, completed=resumed) if progress else None
 
     def committed(n: int) -> None:  # the progress bar counts committed samples
         if progress is not None and task_id is not None:
@@ -455,10 +527,11 @@ async def run_episodes(
     # Group commit off the event loop: every sample that finishes while no commit runs starts one.
     commits = GroupCommit(store, stopped=lambda: state.fatal is not None, failed=state.stop, committed=committed)
     commits.start()
-    queue_iter = iter(todo)
 
     async def worker() -> None:
-        for key, sample_key, epoch, sample in queue_iter:
+        for i in todo:  # one generator shared by the workers
+            sample_key, epoch = tries.sample_key(i)
+            key, sample = epoch_key(sample_key, epoch), tries.sample(i)
             started = time.perf_counter()
             ctx = EpisodeContext(state, key, sample=sample_key, epoch=epoch)
             result: R | None = None
@@ -481,13 +554,15 @@ async def run_episodes(
                 )  # fmt: skip
             except StoreWriteError as exc:
                 raise state.stop(exc) from None
-            outcomes[key] = SampleOutcome(sample_key, None, error, latency, epoch=epoch)
+            tries.finish(i, error, latency)
             commits.sample_buffered()
 
     try:
         if progress is not None:
             progress.start()
-        state.workers = [asyncio.create_task(worker()) for _ in range(max(1, min(cfg.concurrency, len(todo) or 1)))]
+        state.workers = [
+            asyncio.create_task(worker()) for _ in range(max(1, min(cfg.concurrency, tries.total - resumed or 1)))
+        ]
         try:
             await asyncio.gather(*state.workers)
         except BaseException:
@@ -515,10 +590,10 @@ async def run_episodes(
         commits.close()
         if progress is not None:
             progress.stop()
-    ordered = [outcomes[u[0]] for u in units if u[0] in outcomes]
+    ordered: DoneTries[R] = DoneTries(tries, array("q", (i for i in range(tries.total) if tries.done[i])))
     return RunOutcome(
         StoredOutcomes(ordered, store, run_id, result_type),
-        failed=[o for o in ordered if o.error],
+        failed=[tries.outcome(i) for i in sorted(tries.errors)],
         resumed=resumed,
         model_calls=state.calls,
         cached_calls=state.cached,
@@ -527,24 +602,26 @@ async def run_episodes(
 
 
 def _resume(
-    store: Store,
-    run_id: str,
-    result_type: type[R],
-    outcomes: dict[str, SampleOutcome[R]],
-    tries: Mapping[str, tuple[str, int]],
-    only: set[str] | None = None,
-) -> list[str]:
-    """Put a light outcome in ``outcomes`` (by store key) for every stored try that is done; return the rest.
+    store: Store, run_id: str, result_type: type[R], tries: Tries[Any], shard: bool
+) -> tuple[int, set[str], list[str], dict[str, int] | None]:
+    """Mark done in ``tries`` every stored try that is done; return what the resume does with the rest.
 
     A done sample counts only if its stored result still validates as ``result_type``; results are
-    read a chunk at a time and not kept. ``only``: the store keys of this shard's tries (the others are not
-    looked at).
+    read a chunk at a time and not kept. ``shard``: only this shard's tries are looked at. Returns the
+    number of tries reused, the store keys of every try kept (``forget_calls``' ``keep``), those to run
+    again, and for a shard its tries by store key (``forget_calls``' ``only``).
     """
     states = store.sample_states(run_id)
-    if only is not None:
-        states = {key: state for key, state in states.items() if key in only}
+    mine = tries.index() if shard else None
+    if mine is not None:
+        states = {key: state for key, state in states.items() if key in mine}
+    if not states:  # a new run: no index of its tries is needed
+        return 0, set(), [], mine
+    index = mine if mine is not None else tries.index()
     done = [key for key, state in states.items() if state.status == "done"]
     retry = [key for key, state in states.items() if state.status != "done"]
+    keep: set[str] = set()
+    resumed = 0
     for key, stored in store.sample_results(run_id, done):
         if stored is not None:
             try:
@@ -552,11 +629,14 @@ def _resume(
             except ValidationError:
                 pass
             else:
-                sample, epoch = tries[key] if key in tries else split_epoch_key(key)
-                outcomes[key] = SampleOutcome(sample, None, None, states[key].latency_s or 0.0, True, epoch)
+                keep.add(key)
+                i = index.get(key)
+                if i is not None:
+                    tries.finish(i, None, states[key].latency_s or 0.0, resumed=True)
+                    resumed += 1
                 continue
         retry.append(key)
-    return retry
+    return resumed, keep, retry, mine
 
 
 def _progress(console: Console | None) -> Progress:

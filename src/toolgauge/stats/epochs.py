@@ -1,7 +1,8 @@
 """One scored run out of its epochs' scored runs: metric means, headline spreads, pass@k and pass^k.
 
 ``aggregate_epochs`` is pure: it reads the per-unit scores of every epoch once (they may be made
-lazily from the store) and keeps only per-cluster totals. The formulas are in docs/statistics.md.
+lazily from the store) and keeps only per-cluster totals, in flat arrays (:mod:`toolgauge.stats.unit_totals`).
+The formulas are in docs/statistics.md.
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ import copy
 from collections.abc import Iterator, Sequence
 
 from toolgauge.results import EvalResults, Metric, MetricSummary, SampleScore, ScoredRun
-from toolgauge.stats.bootstrap import ExactSum, clustered_bootstrap
-from toolgauge.stats.passk import pass_rates, successes_by_sample
+from toolgauge.stats.bootstrap import clustered_bootstrap_arrays
+from toolgauge.stats.passk import pass_rates
+from toolgauge.stats.unit_totals import UnitTotals, number
 
 RESAMPLES = 2000
 
@@ -38,14 +40,6 @@ def mean_metrics(per_epoch: Sequence[EvalResults]) -> list[Metric]:
         else:
             out.append(metric.model_copy(update={"value": sum(values) / len(values)}))
     return out
-
-
-def _number(value: object) -> float | None:
-    if isinstance(value, bool):
-        return 1.0 if value else 0.0
-    if isinstance(value, int | float):
-        return float(value)
-    return None
 
 
 def headline_names(results: EvalResults, headline: Sequence[str]) -> list[str]:
@@ -85,36 +79,25 @@ def aggregate_epochs(
     epochs = len(per_epoch)
     first = per_epoch[0].results
     names = headline_names(first, headline)
-    # name -> cluster -> per-epoch (sum of score * weight, sum of weight), exact so the order units come in
-    # (samples finish in any order) changes nothing; the bootstrap resamples the clusters in id order.
-    totals: dict[str, dict[str, list[tuple[ExactSum, ExactSum]]]] = {name: {} for name in names}
-    clusters: set[str] = set()
-    verdicts: list[tuple[str, int, float | None]] = []
+    # Compact per-cluster and per-sample state only: the units themselves are made lazily and let go at once.
+    # The sums do not depend on the order units come in (samples finish in any order), and the bootstrap
+    # resamples the clusters in id order: a run's interval is a function of its verdicts and seed only.
+    totals = UnitTotals(names, epochs)
     for e, run in enumerate(per_epoch, start=1):
         for unit in run.iter_samples():
-            cluster = unit.cluster if unit.cluster is not None else unit.sample
-            clusters.add(cluster)
-            verdicts.append((unit.sample, e, unit.value))
-            for name in names:
-                score = _number(unit.scores.get(name))
-                if score is None:
-                    continue
-                weight = float(unit.weights.get(name, 1.0))
-                row = totals[name].setdefault(cluster, [(ExactSum(), ExactSum()) for _ in range(epochs)])
-                row[e - 1][0].add(score * weight)
-                row[e - 1][1].add(weight)
+            totals.add(unit, e)
     metrics = mean_metrics([r.results for r in per_epoch])
     overall = {m.name: m for m in metrics if m.group is None}
     summary: dict[str, MetricSummary] = {}
     for name in names:
-        if totals[name]:
-            rows = {cluster: [(s.value, w.value) for s, w in row] for cluster, row in totals[name].items()}
-            spread = clustered_bootstrap(rows, resamples=resamples, seed=seed)
+        if totals.scored(name):
+            sums, weights = totals.cluster_totals(name)
+            spread = clustered_bootstrap_arrays(sums, weights, resamples=resamples, seed=seed)
             summary[name] = MetricSummary(mean=spread.mean, stderr=spread.stderr, ci_low=spread.ci_low,
                                           ci_high=spread.ci_high, n=spread.n, epochs=epochs)  # fmt: skip
         elif name in overall:
-            value = _number(overall[name].value)
-            summary[name] = MetricSummary(mean=value, n=len(clusters), epochs=epochs)
+            value = number(overall[name].value)
+            summary[name] = MetricSummary(mean=value, n=totals.clusters, epochs=epochs)
     if epochs > 1:
         # Over repeats, the overall headline metrics carry their spread too (a single run leaves them empty).
         metrics = [
@@ -124,7 +107,7 @@ def aggregate_epochs(
             else m
             for m in metrics
         ]  # fmt: skip
-    at, hat = pass_rates(successes_by_sample(verdicts).values(), epochs)
+    at, hat = pass_rates(totals.tries(), epochs)
     warnings = list(dict.fromkeys(w for r in per_epoch for w in r.results.warnings))
     results = first.model_copy(
         update={"metrics": metrics, "warnings": warnings, "summary": summary, "pass_at_k": at, "pass_hat_k": hat}
