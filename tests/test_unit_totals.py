@@ -1,4 +1,4 @@
-"""Combining epochs from flat per-cluster arrays gives the numbers of exact per-cluster sums in id order, bit for bit."""
+"""Combining epochs from flat per-cluster arrays gives the numbers of exact per-cluster sums by id, bit for bit."""
 
 from __future__ import annotations
 
