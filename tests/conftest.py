@@ -22,6 +22,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 IN_CI = os.environ.get("CI") == "true"
+# pytest-xdist's workers set COLUMNS=80: piped output honours COLUMNS (docs/cli.md "Numbers in tables"), so the
+# in-process CLI would fold its tables there and nowhere else. Tests that are about COLUMNS set it themselves.
+os.environ.pop("COLUMNS", None)
 
 # The tiers beyond the fast default. A key is a test module's file name (every test in it) or
 # ``file::test_name`` (that test, every parametrization). Tests that skip where bubblewrap is missing (their
