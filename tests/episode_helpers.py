@@ -68,6 +68,7 @@ async def in_episode(
 
     The episode must not fail: its error is the assertion message.
     """
+    tmp_path.mkdir(parents=True, exist_ok=True)  # toolgauge makes no folder for a named store
     store = open_store(f"sqlite:///{tmp_path / 'runs.db'}")
     run_id = store.create_run("test", "scripted", {})
 

@@ -98,6 +98,7 @@ async def run_async(
     roles: Mapping[str, ModelClient] | None = None,
     concurrency: int = 4,
 ) -> Scored:
+    store.parent.mkdir(parents=True, exist_ok=True)  # toolgauge makes no folder for a named store
     options = RunOptions(
         store_url=f"sqlite:///{store}",
         engine=EngineConfig(concurrency=concurrency, show_progress=False, max_retries=0),

@@ -588,6 +588,7 @@ def solver_policy(request: ModelRequest) -> AssistantTurn:
 
 
 async def run_pool(tmp_path: Path, settings: PoolSettings, candidates: list[Candidate]) -> dict[str, Any]:
+    tmp_path.mkdir(parents=True, exist_ok=True)  # toolgauge makes no folder for a named store
     bench = PoolBenchmark.of(candidates, settings, source="test")
     roles: dict[str, Any] = {s.role: reply(knows_easy if s.name == "s1" else "Z") for s in settings.screens}
     roles["solver"] = ScriptedClient(policy=solver_policy)

@@ -468,6 +468,7 @@ def test_official_result_file_scores_like_the_replay_it_came_from():
 def test_written_results_round_trip_and_replay_to_the_same_verdicts(tmp_path):
     scored, _ = scenario("reference")
     out = tmp_path / "result" / "Wild-Tool-Bench_result.jsonl"
+    out.parent.mkdir()  # toolgauge makes no folder for an output file
     write_official_results(out, scored.logs, model_name="m")
     first = json.loads(out.read_text(encoding="utf-8").splitlines()[0])
     assert list(first)[:3] == ["id", "model_name", "result"]

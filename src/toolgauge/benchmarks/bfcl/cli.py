@@ -65,6 +65,7 @@ def build(
     """
     options: dict[str, Any] = {"mode": mode, "predictions": predictions, "underscore_to_dot": underscore_to_dot,
                                "temperature": temperature, "max_tokens": max_tokens, "limit": limit}  # fmt: skip
+    data = existing_data(data_or_official("bfcl", data))  # the data first: a missing pull is the first thing to say
     chosen = (split_list(categories) or []) if isinstance(categories, str) else list(categories or [])
     if not chosen and predictions is not None:
         chosen = categories_with_results(Path(predictions))
