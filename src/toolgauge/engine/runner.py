@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import random
 import time
+from abc import abstractmethod
 from array import array
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -110,8 +111,9 @@ class _MadeOutcomes(Sequence[SampleOutcome[R]], Generic[R, T]):
 
     _items: Sequence[T]
 
+    @abstractmethod
     def _outcomes(self, items: Sequence[T]) -> Iterator[SampleOutcome[R]]:
-        raise NotImplementedError
+        """The outcomes made from ``items``, in their order."""
 
     def __len__(self) -> int:
         return len(self._items)
