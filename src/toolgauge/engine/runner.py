@@ -58,6 +58,9 @@ S = TypeVar("S")
 R = TypeVar("R", bound=BaseModel)
 T = TypeVar("T")
 
+# Finished samples that may wait for a commit before the workers wait for the store (memory stays bounded).
+COMMIT_BACKLOG = 1024
+
 
 @dataclass(frozen=True)
 class EngineConfig:
@@ -558,6 +561,13 @@ async def run_episodes(
                 raise state.stop(exc) from None
             tries.finish(i, error, latency)
             commits.sample_buffered()
+            if commits.backlog >= COMMIT_BACKLOG:
+                # The store is behind (on an idle machine a commit's time grows with its size, and so does the
+                # next one's backlog): wait for it, so the rows held in memory stay bounded.
+                commits.request()
+                await commits.drain()
+                if state.fatal is not None:
+                    raise state.fatal
 
     try:
         if progress is not None:

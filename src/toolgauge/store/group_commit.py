@@ -74,6 +74,11 @@ class GroupCommit:
         if self._running is None and not self._stopped():
             self._start()
 
+    @property
+    def backlog(self) -> int:
+        """How many finished samples are buffered and in no commit yet."""
+        return self._waiting
+
     def take_waiting(self) -> int:
         """How many finished samples are in no commit yet (for a last commit made by the caller); resets it."""
         waiting, self._waiting = self._waiting, 0
