@@ -80,6 +80,10 @@ class AssistantTurn(BaseModel):
         return Message(role="assistant", content=self.content, tool_calls=list(self.tool_calls))
 
 
+# GenerateOptions fields added after the first cache keys were written (left out of a key while None).
+LATER_OPTIONS = ("reasoning_effort", "top_p", "stop", "thinking_budget", "extra_body")
+
+
 class GenerateOptions(BaseModel):
     """Sampling and tool-choice options for one request.
 
@@ -94,6 +98,12 @@ class GenerateOptions(BaseModel):
     tool_choice: str | None = None
     seed: int | None = None
     reasoning_effort: str | None = None
+    # Issue 20's generation options; a client sends each only when set (None: the server's default).
+    top_p: float | None = None
+    stop: tuple[str, ...] | None = None
+    thinking_budget: int | None = None
+    # Provider-specific request fields merged into the request body (vLLM/SGLang ``chat_template_kwargs`` ...).
+    extra_body: dict[str, Any] | None = None
 
 
 class ModelRequest(BaseModel):
@@ -116,6 +126,8 @@ class ModelRequest(BaseModel):
         return {
             "messages": [m.model_dump(exclude_none=True) for m in self.messages],
             "tools": [t.model_dump() for t in self.tools],
-            # An unset reasoning_effort is left out: requests without it keep the cache keys they had before.
-            "options": self.options.model_dump(exclude=None if self.options.reasoning_effort else {"reasoning_effort"}),
+            # Options added after the cache's first keys are left out while unset: such requests keep their keys.
+            "options": self.options.model_dump(
+                exclude={name for name in LATER_OPTIONS if getattr(self.options, name) is None}
+            ),
         }
