@@ -16,7 +16,7 @@ LOCAL_EXTRAS := [local,bfcl]
 DEV_EXTRAS := [dev,local,bfcl,embeddings,postgres,parquet,analysis,view,ray,fem]
 # The embeddings extra needs torch; installed alone first, this pin is the CPU build (no CUDA download).
 TORCH := torch==2.13.0
-# inspect-ai reads toolgauge's Inspect exports back (tests/test_export_inspect.py). It is never a toolgauge
+# inspect-ai reads toolgauge's Inspect exports back (tests/core/test_export_inspect.py). It is never a toolgauge
 # dependency: it gets a throwaway venv of its own beside .venv, made here from PyPI and kept only while this pin
 # stays the same (the stamp is named after it).
 INSPECT_AI := inspect-ai==0.3.285
@@ -135,7 +135,7 @@ bench: setup-dev
 
 # The viewer's screenshots in docs/img, taken by its browser tests (so the docs show what the tests saw).
 screenshots: setup-dev
-	TOOLGAUGE_SCREENSHOTS=docs/img $(BIN)/pytest -q -p no:cacheprovider tests/test_view_browser.py
+	TOOLGAUGE_SCREENSHOTS=docs/img $(BIN)/pytest -q -p no:cacheprovider tests/view/test_view_browser.py
 
 clean:
 	rm -rf $(VENV) $(INSPECT_VENV) .toolgauge .pytest_cache .mypy_cache .ruff_cache

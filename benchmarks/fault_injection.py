@@ -1,6 +1,6 @@
 """BFCL on real data through the real CLI, against a clean server and a fault-injecting one.
 
-Both servers are ``tests/fault_server.py`` on 127.0.0.1: the same deterministic answers, the
+Both servers are ``tests/helpers/fault_server.py`` on 127.0.0.1: the same deterministic answers, the
 faulty one with a seeded schedule of 5xx, 429, hangs, HTML/``{}``/invalid-JSON/no-choices
 bodies, truncated bodies and connection resets. The script prints, per run: samples, lost
 samples (missing or failed), duplicated samples (more than one stored row for a key), model-call
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from fault_server import FaultServer
+from helpers.fault_server import FaultServer
 from toolgauge.results import EvalResults
 
 CATEGORIES = "simple_python,multiple,parallel,parallel_multiple,live_simple,live_multiple"

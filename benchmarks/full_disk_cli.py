@@ -3,7 +3,8 @@
     sudo-less root or a user namespace: .venv/bin/python benchmarks/full_disk_cli.py --runs 30
     .venv/bin/python benchmarks/full_disk_cli.py --runs 30 --src /other/checkout/src   # compare another tree
 
-Each run is tests/full_disk_run.py's ``cli`` mode in a private mount namespace (``unshare -m``): ``toolgauge eval
+Each run is tests/helpers/full_disk_run.py's ``cli`` mode in a private mount namespace (``unshare -m``):
+``toolgauge eval
 suite`` (4 epochs, 8 at once, 20 kB answers) with its SQLite store on a 640 kB tmpfs, until a write fails; then
 the tmpfs grows, the stored status is read and the run is resumed. Counted: exit codes, runs whose stderr had more
 than one line (before the fix: "Future exception was never retrieved" and three chained tracebacks), stored
@@ -29,7 +30,8 @@ def one_run(src: Path) -> dict[str, object]:
         disk = Path(tmp) / "disk"
         disk.mkdir()
         done = subprocess.run(
-            ["unshare", "-m", "--propagation", "private", sys.executable, str(ROOT / "tests" / "full_disk_run.py"),
+            ["unshare", "-m", "--propagation", "private", sys.executable,
+             str(ROOT / "tests" / "helpers" / "full_disk_run.py"),
              str(disk), "cli"],
             env={**os.environ, "PYTHONPATH": os.pathsep.join([str(src), str(ROOT / "tests")])},
             capture_output=True, text=True, timeout=600, check=False,

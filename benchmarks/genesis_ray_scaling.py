@@ -4,7 +4,8 @@
 
 One cell (model ``gold``, benchmark ``tool-genesis`` with ``skip_l4``, the first ``--limit`` servers of the
 shared subset). The local executor uses SQLite and runs 2 servers at once; the Ray runs use a PostgreSQL store
-(tests/pg_server.py) and a cluster of loopback nodes of one CPU each (tests/ray_cluster.py, started before the
+(tests/helpers/pg_server.py) and a cluster of loopback nodes of one CPU each
+(tests/helpers/ray_cluster.py, started before the
 clock), with the cell cut into shards of ``--shard-size`` servers, each shard a Ray task. Every run starts with
 an empty embedding disk cache of its own (``TOOLGAUGE_CACHE_DIR`` in a temporary folder; the nodes of one
 cluster share it, as nodes sharing a cache folder would), so each embeds from scratch. Each Ray task's worker
@@ -24,8 +25,8 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
-from pg_server import PgServer  # noqa: E402
-from ray_cluster import RayCluster  # noqa: E402
+from helpers.pg_server import PgServer  # noqa: E402
+from helpers.ray_cluster import RayCluster  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from sweep_scaling import board  # noqa: E402

@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
 sys.path.insert(0, str(ROOT / "tests"))
-from proc_tree import descendants, survivors  # noqa: E402
+from helpers.proc_tree import descendants, survivors  # noqa: E402
 
 
 def stage(folder: Path, server: str) -> tuple[Path, Path]:

@@ -6,12 +6,12 @@ store resumes the run):
 
 - full disk: a SQLite store on a 640 KiB tmpfs in a private mount namespace (needs ``unshare -m``
   and ``mount``, i.e. root or CAP_SYS_ADMIN), grown to 64 MiB after the failure;
-- lost PostgreSQL: a throwaway server (tests/pg_server.py) stopped with ``pg_ctl -m immediate``
+- lost PostgreSQL: a throwaway server (tests/helpers/pg_server.py) stopped with ``pg_ctl -m immediate``
   before the 40th model call, started again after the failure.
 
     PYTHONPATH=src .venv/bin/python benchmarks/store_durability.py [--samples 400] [--json]
 
-Prints a markdown table (or JSON) of the findings of ``tests/full_disk_run.py``'s scenario.
+Prints a markdown table (or JSON) of the findings of ``tests/helpers/full_disk_run.py``'s scenario.
 """
 
 from __future__ import annotations
@@ -28,14 +28,15 @@ from typing import Any
 TESTS = Path(__file__).resolve().parents[1] / "tests"
 sys.path.insert(0, str(TESTS))
 
-from full_disk_run import scenario  # noqa: E402
-from pg_server import PgServer, PgUnavailable  # noqa: E402
+from helpers.full_disk_run import scenario  # noqa: E402
+from helpers.pg_server import PgServer, PgUnavailable  # noqa: E402
 
 
 def full_disk(mode: str, n: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         proc = subprocess.run(
-            ["unshare", "-m", "--propagation", "private", sys.executable, str(TESTS / "full_disk_run.py"), tmp, mode,
+            ["unshare", "-m", "--propagation", "private", sys.executable,
+             str(TESTS / "helpers" / "full_disk_run.py"), tmp, mode,
              str(n)],
             capture_output=True, text=True, timeout=600, check=False,
         )  # fmt: skip

@@ -7,7 +7,8 @@ Models: ``gold``, a ``scripted:`` model (one fixed text answer) and a loopback O
 answers every request after ``--latency`` seconds (a stand-in for a model's time per request). Benchmarks: the
 built-in suite (24 dialogues), BFCL (simple_python and multiple, ``--limit`` each) and MTU-Bench (S-S and M-M,
 ``--limit`` each) from ``$TOOLGAUGE_SHARED_DATA`` (default ../shared/data). The Ray runs use a cluster of loopback
-nodes of one CPU each (tests/ray_cluster.py), a PostgreSQL store (tests/pg_server.py) and shards of 4 samples;
+nodes of one CPU each (tests/helpers/ray_cluster.py), a PostgreSQL store (tests/helpers/pg_server.py) and shards
+of 4 samples;
 the local run uses SQLite. Needs the [ray] and [postgres] extras and PostgreSQL's server binaries.
 """
 
@@ -25,9 +26,9 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
-from chat_stub import ChatStub, completion  # noqa: E402
-from pg_server import PgServer  # noqa: E402
-from ray_cluster import RAY_ENV, RayCluster  # noqa: E402
+from helpers.chat_stub import ChatStub, completion  # noqa: E402
+from helpers.pg_server import PgServer  # noqa: E402
+from helpers.ray_cluster import RAY_ENV, RayCluster  # noqa: E402
 
 
 def sweep_file(folder: Path, stub_model: str, data: Path, epochs: int, limit: int) -> Path:

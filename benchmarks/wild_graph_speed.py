@@ -4,7 +4,7 @@
 
 (a) one task with k parallel calls and a final answer, answered in one step (build + walk), for k = 4..8,
     beside the official approach: enumerate every path first (the re-stated official DFS from
-    tests/test_wild_graph.py), run in a child process with a timeout and a 3 GiB memory cap;
+    tests/benchmarks/wildtoolbench/test_wild_graph.py), run in a child process with a timeout and a 3 GiB memory cap;
 (b) a realistic 50-node layered DAG (parallel groups, chains, same-name groups, clarify first, answer last),
     walked to the end two ways: all ready calls at once (the shortest path) and one call per step.
 Also times first_optimal_path() (what the gold-history replay needs) on both graphs, and (c) two shapes
@@ -27,7 +27,7 @@ from typing import Any
 
 from toolgauge.benchmarks.wildtoolbench.graph import PSEUDO_ANSWER, PSEUDO_CLARIFY, PSEUDO_TOOLS, CallGraph
 
-TESTS = Path(__file__).resolve().parent.parent / "tests"
+TESTS = Path(__file__).resolve().parent.parent / "tests" / "benchmarks" / "wildtoolbench"
 
 
 def best_of(repeat: int, fn: Callable[[], Any]) -> tuple[float, float]:

@@ -270,8 +270,8 @@ def bfcl_dir(data_dir: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def pg_server():
-    """A real PostgreSQL server for the session (tests/pg_server.py); skips with the reason where none can start."""
-    from pg_server import PgServer, PgUnavailable
+    """A real PostgreSQL server for the session (tests/helpers/pg_server.py); skips with why where none starts."""
+    from helpers.pg_server import PgServer, PgUnavailable
 
     try:
         if _missing("psycopg"):
