@@ -15,7 +15,7 @@ from typing import Any
 
 from toolgauge.benchmarks.tool_genesis.metrics.schema import GenesisVariant
 from toolgauge.benchmarks.tool_genesis.metrics.task_success import oracle_normalized
-from toolgauge.benchmarks.tool_genesis.paper_kinds import KINDS, TestKind, server_test_kinds
+from toolgauge.benchmarks.tool_genesis.paper_kinds import KINDS, UnitTestKind, server_test_kinds
 from toolgauge.benchmarks.tool_genesis.records import GenesisServer
 from toolgauge.report.paper_tables import PaperBlock, PaperCell, PaperRow, PaperRun
 from toolgauge.results import SampleScore
@@ -234,15 +234,15 @@ def _unit_results(score: SampleScore) -> list[tuple[str, int, str, float, bool]]
 
 
 def kind_scores(
-    score: SampleScore, kinds: dict[tuple[str, int], TestKind], variant: str
-) -> dict[TestKind, tuple[float, float]]:
+    score: SampleScore, kinds: dict[tuple[str, int], UnitTestKind], variant: str
+) -> dict[UnitTestKind, tuple[float, float]]:
     """A server's (UT_soft, UT_hard) per kind it has tests of, as the run's variant counts them.
 
     ``reference`` counts the tests that were called (tests of tools not built, or never run after the server
     died, are dropped); ``strict`` counts every test of the kind. No test counted: 0 (the official convention),
     and a server that stopped at L1 scores 0 on every kind it has.
     """
-    totals: dict[TestKind, list[float]] = {kind: [0.0, 0.0, 0.0] for kind in set(kinds.values())}
+    totals: dict[UnitTestKind, list[float]] = {kind: [0.0, 0.0, 0.0] for kind in set(kinds.values())}
     for gold_tool, index, status, soft, hard in _unit_results(score):
         kind = kinds.get((gold_tool, index))
         if kind is None:
@@ -277,8 +277,8 @@ def unit_tests_by_kind(runs: Sequence[PaperRun]) -> PaperBlock:
     for run in runs:
         servers = _servers(run)
         variant = str(run.option("variant", "reference"))
-        per_kind: dict[TestKind, list[tuple[float, float]]] = {kind: [] for kind in KINDS}
-        tests: dict[TestKind, int] = dict.fromkeys(KINDS, 0)
+        per_kind: dict[UnitTestKind, list[tuple[float, float]]] = {kind: [] for kind in KINDS}
+        tests: dict[UnitTestKind, int] = dict.fromkeys(KINDS, 0)
         for score in run.scores():
             server = servers.get(score.id)
             if server is None:

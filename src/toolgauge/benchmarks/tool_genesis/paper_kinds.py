@@ -26,8 +26,8 @@ from toolgauge.benchmarks.tool_genesis.records import GenesisServer, UnitTest
 
 # Phrases of a refused call besides the official error words (case-insensitive substrings).
 REFUSALS = ("invalid", "illegal", "not found", "unsupported", "must be", "cannot ", "not allowed", "out of range")
-TestKind = Literal["standard", "boundary"]
-KINDS: tuple[TestKind, ...] = ("standard", "boundary")
+UnitTestKind = Literal["standard", "boundary"]
+KINDS: tuple[UnitTestKind, ...] = ("standard", "boundary")
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
     "integer": (int,),
@@ -100,18 +100,18 @@ def invalid_inputs(arguments: Mapping[str, Any] | str, tool: Mapping[str, Any] |
     return False
 
 
-def test_kind(test: UnitTest, tool: Mapping[str, Any] | None) -> TestKind:
+def unit_test_kind(test: UnitTest, tool: Mapping[str, Any] | None) -> UnitTestKind:
     """``boundary`` when the test expects an error or sends invalid/boundary inputs, else ``standard``."""
     if error_shaped(test.function_output_content) or invalid_inputs(test.arguments, tool):
         return "boundary"
     return "standard"
 
 
-def server_test_kinds(server: GenesisServer) -> dict[tuple[str, int], TestKind]:
+def server_test_kinds(server: GenesisServer) -> dict[tuple[str, int], UnitTestKind]:
     """Every unit test of a server, as ``(reference tool, index)`` -> kind."""
     tools = {str(t.get("name")): t for t in server.tool_definitions}
     return {
-        (gold_tool, index): test_kind(case, tools.get(gold_tool))
+        (gold_tool, index): unit_test_kind(case, tools.get(gold_tool))
         for gold_tool, cases in server.unit_test.items()
         for index, case in enumerate(cases)
     }
