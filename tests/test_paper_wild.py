@@ -49,7 +49,10 @@ def test_dataset_statistics_from_the_data_alone() -> None:
     assert values(kinds, "Chat")[1] == pytest.approx(3 / 12)
 
 
-def test_tables_2_to_4_from_a_two_model_sweep(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str, str]:
+    """A 2-model sweep of the fixture sessions: (store URL, sweep id, the scripted model's label)."""
+    tmp_path = tmp_path_factory.mktemp("paper-wild")
     script = tmp_path / "script.json"
     script.write_text(json.dumps(["I cannot help with that."] * 200))
     sweep_file = tmp_path / "SWEEP.toml"
@@ -58,12 +61,15 @@ def test_tables_2_to_4_from_a_two_model_sweep(tmp_path: Path) -> None:
         f'[[benchmark]]\nname = "wildtoolbench"\ndata = "{SESSIONS}"\n'
     )
     store = f"sqlite:///{tmp_path / 's.db'}"
-    swept = invoke("sweep", sweep_file, "--store", store, "--json")
-    assert swept.exit_code == 0, swept.output
-    sweep_id = json.loads(swept.stdout)["sweep"]
+    res = invoke("sweep", sweep_file, "--store", store, "--json")
+    assert res.exit_code == 0, res.output
+    return store, json.loads(res.stdout)["sweep"], f"scripted:{script}"
+
+
+def test_tables_2_to_4_from_a_two_model_sweep(swept: tuple[str, str, str], tmp_path: Path) -> None:
+    store, sweep_id, scripted = swept
     page = tmp_path / "wild.html"
     blocks = blocks_of(invoke("paper", "wildtoolbench", sweep_id, "--store", store, "--json", "--html", page))
-    scripted = f"scripted:{script}"
 
     table2 = blocks["Table 2"]
     assert table2.columns[2:] == ["g_single", "g_multi", "g_clarify", "g_chat", "1", "2", "3", "4", "Task", "Session"]
@@ -122,3 +128,28 @@ def test_dag_shape_by_hand() -> None:
                                      node("c", 0, 2), node("d", 3), node("prepare_to_answer", 4)])  # fmt: skip
     assert dag_shape(task) == (4, 3, 2)
     assert dag_shape(WildTask(user="u", nodes=[node("prepare_to_answer")])) == (0, 0, 0)
+
+
+def test_the_viewer_paper_tab(swept: tuple[str, str, str]) -> None:
+    from starlette.testclient import TestClient
+
+    from toolgauge.cli.view import registry_benchmarks
+    from toolgauge.store import open_store
+    from toolgauge.view.app import create_app
+    from toolgauge.view.data import ViewData
+
+    store_url, sweep_id, scripted = swept
+    st = open_store(store_url, create=False)
+    try:
+        client = TestClient(create_app(ViewData(st, registry_benchmarks())))
+        doc = client.get(f"/api/paper/wildtoolbench?run={sweep_id}").json()
+        assert doc["paper"] == "wildtoolbench"
+        table2 = next(b for b in doc["blocks"] if b["ref"] == "Table 2")
+        assert [r["label"] for r in table2["rows"]] == ["gold", scripted]
+        assert table2["charts"] and table2["charts"][0]["svg"].lstrip().startswith("<svg")
+        # A run page's link names the run's benchmark; an unknown run is the API's one-line error.
+        bad = client.get("/api/paper/wildtoolbench?run=nosuchrun")
+        assert bad.status_code == 404 and "no run 'nosuchrun'" in bad.json()["error"]
+        assert "needs runs" in client.get("/api/paper/wildtoolbench").json()["error"]
+    finally:
+        st.close()

@@ -89,26 +89,29 @@ def block_metrics(block: PaperBlock) -> list[Metric]:
     return found
 
 
-def block_chart_svg(block: PaperBlock) -> str | None:
-    """The block's figure as SVG, drawn with the viewer's charts (None: the block has nothing to draw)."""
+def block_charts(block: PaperBlock) -> list[tuple[str, str]]:
+    """The block's figure as ``(caption, SVG)`` pairs, drawn with the viewer's charts (none: nothing to draw).
+
+    A funnel block (the cascade) gives one funnel per row, as a run page draws it; any other chart, one
+    grouped-bar chart of its rate cells (a group per row, a bar per column).
+    """
     from toolgauge.view.charts import FUNNELS, breakdown_chart, funnel_chart, render_svg
 
     if block.missing is not None or block.chart is None:
-        return None
+        return []
     if block.chart == "funnel" and block.data.get("steps"):
-        # One funnel per row (a model and strategy): the cascade's counts per step, as a run page draws it.
-        svgs = []
+        drawn = []
         for label, steps in block.data["steps"].items():
             metrics = [
                 Metric(name=FUNNELS["cascade"], value=count, group=step, by="cascade", n=steps[0][1] if steps else 0)
                 for step, count in steps
             ]
-            made = funnel_chart(metrics)
-            if made is not None:
-                svgs.append(f"<figure><figcaption>{html.escape(label)}</figcaption>{render_svg(made.spec)}</figure>")
-        return "".join(svgs) or None
-    made = breakdown_chart(block.ref, block_metrics(block))
-    return render_svg(made.spec) if made is not None else None
+            funnel = funnel_chart(metrics)
+            if funnel is not None:
+                drawn.append((str(label), render_svg(funnel.spec)))
+        return drawn
+    bars = breakdown_chart(block.ref, block_metrics(block))
+    return [(block.ref, render_svg(bars.spec))] if bars is not None else []
 
 
 def _cell_html(cell: PaperCell) -> str:
@@ -135,9 +138,8 @@ def paper_html(title: str, blocks: Sequence[PaperBlock], *, charts: bool = True)
         )
         parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
         parts.extend(f'<p class="muted">{html.escape(note)}</p>' for note in block.notes)
-        svg = block_chart_svg(block) if charts else None
-        if svg is not None:
-            parts.append(f'<div class="chart">{svg}</div>')
+        for caption, svg in block_charts(block) if charts else []:
+            parts.append(f'<figure class="chart"><figcaption>{html.escape(caption)}</figcaption>{svg}</figure>')
         parts.append("</section>")
     return (
         '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
