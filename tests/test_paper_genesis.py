@@ -25,6 +25,7 @@ from toolgauge.benchmarks.tool_genesis.paper_kinds import error_shaped, invalid_
 from toolgauge.benchmarks.tool_genesis.protocol import GenesisEvalResult, LaunchRecord, TaskRecord, UnitTestRecord
 from toolgauge.benchmarks.tool_genesis.records import UnitTest
 from toolgauge.engine.runner import SampleOutcome
+from toolgauge.errors import UsageError
 from toolgauge.report.paper_tables import PaperBlock, PaperRun
 from toolgauge.stats.epochs import aggregate_epochs
 from toolgauge.store import open_store
@@ -234,6 +235,9 @@ def test_paper_blocks_from_python_runs_without_a_store() -> None:
     blocks = paper_blocks([run])
     assert [b.ref for b in blocks][:4] == ["Table 2", "Figure 5(a)", "Figure 5(b)", "App. A.3"]
     assert next(b for b in blocks if b.ref == "§4, Figure 4").missing is not None
+    generated = PaperRun(id="g1", benchmark="tool-genesis-generate", model="m", config={})
+    with pytest.raises(UsageError, match="only generated servers"):
+        paper_blocks([generated])
 
 
 def test_the_kind_rule_on_each_of_its_clauses() -> None:

@@ -17,6 +17,7 @@ from toolgauge.benchmarks.tool_genesis.metrics.schema import GenesisVariant
 from toolgauge.benchmarks.tool_genesis.metrics.task_success import oracle_normalized
 from toolgauge.benchmarks.tool_genesis.paper_kinds import KINDS, UnitTestKind, server_test_kinds
 from toolgauge.benchmarks.tool_genesis.records import GenesisServer
+from toolgauge.errors import UsageError
 from toolgauge.report.paper_tables import PaperBlock, PaperCell, PaperRow, PaperRun
 from toolgauge.results import SampleScore
 
@@ -42,10 +43,16 @@ def paper_blocks(runs: Sequence[PaperRun], *, oracle: PaperRun | None = None) ->
     """Every Tool-Genesis block for ``runs`` (one row per run), in the paper's order.
 
     Args:
-        runs: Stored Tool-Genesis runs (evaluations; a generation-only run has no verdicts).
+        runs: Stored Tool-Genesis evaluations (``UsageError`` for a ``genesis generate`` run: it has no verdicts).
         oracle: A run whose per-task scores normalise SR instead of the reference-server replay (the
             official ``eval_oracle_sr.py``'s "GT proxy": the best model's run).
     """
+    for run in [*runs, *([oracle] if oracle is not None else [])]:
+        if run.benchmark != PAPER:
+            raise UsageError(
+                f"run {run.id} only generated servers ({run.benchmark}): evaluate them first "
+                "(genesis evaluate --pred ITS_OUT_FOLDER), or use an eval tool-genesis run"
+            )
     ordered = sorted(runs, key=lambda r: (STRATEGY_ORDER.get(strategy(r), 2), runs.index(r)))
     return [
         table2(ordered),
