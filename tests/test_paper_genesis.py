@@ -27,6 +27,7 @@ from toolgauge.benchmarks.tool_genesis.records import UnitTest
 from toolgauge.engine.runner import SampleOutcome
 from toolgauge.errors import UsageError
 from toolgauge.report.paper_tables import PaperBlock, PaperRun
+from toolgauge.sandbox import detect_sandbox
 from toolgauge.stats.epochs import aggregate_epochs
 from toolgauge.store import open_store
 
@@ -260,3 +261,37 @@ def test_pearson_by_hand() -> None:
     assert pearson([0, 1, 2], [0, 2, 4]) == pytest.approx(1.0)
     assert pearson([0, 1, 2], [4, 2, 0]) == pytest.approx(-1.0)
     assert pearson([1, 1], [0, 1]) is None and pearson([1], [1]) is None
+
+
+@pytest.mark.skipif(detect_sandbox() != "bwrap", reason="bubblewrap sandbox not available here")
+def test_table2_from_a_sweep_of_two_models_and_both_strategies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two scripted models × Direct and Code-Agent in one sweep: Table 2's four rows, Direct first."""
+    monkeypatch.chdir(tmp_path)  # each cell writes its servers under .toolgauge/genesis/<model>-<strategy> here
+    schema = (FIXTURES / "correct" / "tools.json").read_text()
+    scripts = {}
+    for name, fixture in (("good", "correct"), ("noisy", "wrong_output_shape")):
+        code = (FIXTURES / fixture / "server.py").read_text()
+        scripts[name] = tmp_path / f"{name}.json"  # a text answer: direct's reply, and code-agent's last word
+        scripts[name].write_text(json.dumps([f"Schema:\n```json\n{schema}\n```\nServer:\n```python\n{code}```\n"]))
+    data = tmp_path / "data.json"
+    data.write_text("[" + (FIXTURES / "spec.json").read_text() + "]")
+    models = "".join(f'[[model]]\nspec = "scripted:{path}"\n' for path in scripts.values())
+    benchmarks = "".join(
+        f'[[benchmark]]\nname = "tool-genesis"\ndata = "{data}"\nstrategy = "{strategy}"\nskip_l4 = true\n'
+        for strategy in ("code-agent", "direct")
+    )
+    (tmp_path / "SWEEP.toml").write_text(models + benchmarks)
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    swept = invoke("sweep", tmp_path / "SWEEP.toml", "--store", store, "--json")
+    assert swept.exit_code == 0, swept.output
+    sweep_id = json.loads(swept.stdout)["sweep"]
+
+    table2 = paper_json(sweep_id, "--store", store)["Table 2"]
+    good, noisy = (f"scripted:{scripts[name]}" for name in ("good", "noisy"))
+    assert [(r.label, r.cells[0].value) for r in table2.rows] == [
+        (good, "Direct"), (noisy, "Direct"), (good, "Code-Agent"), (noisy, "Code-Agent"),
+    ]  # fmt: skip
+    for row in table2.rows:  # both servers are compliant, run, match every tool and answer without an error word
+        assert [c.value for c in row.cells[1:4]] == [1.0, 1.0, 1.0] and row.cells[5].value == 1.0
+        assert row.cells[6].value is None  # no L4: SR unknown
+    assert not any("no Code-Agent run" in note for note in table2.notes)
