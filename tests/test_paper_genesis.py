@@ -22,7 +22,13 @@ from toolgauge.benchmarks.tool_genesis.metrics.schema import SchemaMatch
 from toolgauge.benchmarks.tool_genesis.metrics.unit_tests import UnitTestScore, summarise_unit_tests
 from toolgauge.benchmarks.tool_genesis.paper import paper_blocks, pearson
 from toolgauge.benchmarks.tool_genesis.paper_kinds import error_shaped, invalid_inputs, unit_test_kind
-from toolgauge.benchmarks.tool_genesis.protocol import GenesisEvalResult, LaunchRecord, TaskRecord, UnitTestRecord
+from toolgauge.benchmarks.tool_genesis.protocol import (
+    GenesisBenchmark,
+    GenesisEvalResult,
+    LaunchRecord,
+    TaskRecord,
+    UnitTestRecord,
+)
 from toolgauge.benchmarks.tool_genesis.records import UnitTest
 from toolgauge.engine.runner import SampleOutcome
 from toolgauge.errors import UsageError
@@ -92,6 +98,7 @@ def store_run(store: str, data: Path, model: str, strategy: str, results: list[G
         for r in results:
             st.record_sample(run_id, r.slug, result=r.model_dump(mode="json"), error=None, latency_s=0.1)
         bench = rescore(config, None)
+        assert isinstance(bench, GenesisBenchmark)
         outcomes = [SampleOutcome(key=r.slug, result=r, error=None, latency_s=0.1) for r in results]
         scored = aggregate_epochs([bench.score(bench.samples(), outcomes)], HEADLINE, seed=0)
         st.save_results(run_id, scored.results)
