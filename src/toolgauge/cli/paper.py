@@ -57,8 +57,11 @@ def paper_cmd(
 ) -> None:
     """Print a seed paper's tables for your runs: one row per model, the paper's columns and units, 95% intervals.
 
-    Each block names the table or figure it reproduces; a block whose inputs the runs lack says which run
-    would fill it. The runs are scored again from their stored outputs: their data files must still be there.
+    Each block names the table or figure it reproduces (docs/paper.md).
+
+    A block whose inputs the runs lack says, in one line, which run would fill it.
+
+    The runs are scored again from their stored outputs: their data files must still be there.
     """
 
     def body() -> None:
