@@ -153,7 +153,8 @@ def paper_html(title: str, blocks: Sequence[PaperBlock], *, charts: bool = True)
 _PAGE_STYLE = """
 section{margin:1.5em 0}
 section table{border-collapse:collapse}
-section th,section td{padding:2px 10px;text-align:right}
+section th,section td{padding:2px 10px;text-align:right;white-space:nowrap}
+section thead th:first-child{text-align:left}
 section thead th{border-bottom:1px solid #999}
 section tbody th{text-align:left;font-weight:normal}
 figure{display:inline-block;margin:0 1em 1em 0}
