@@ -41,6 +41,8 @@ TIERS: dict[str, tuple[str, ...]] = {
     "test_cli_genesis.py::test_linked_files_never_leak_secrets_into_store_samples_or_output": ("embedding",),
     "test_cli_genesis.py::test_a_key_printed_on_a_servers_stderr_is_masked_everywhere": ("embedding",),
     "test_genesis_embeddings.py": ("embedding",),
+    "test_genesis_sft.py::test_export_sft_from_a_code_agent_run": ("sandbox", "embedding"),
+    "test_paper_genesis.py::test_table2_from_a_sweep_of_two_models_and_both_strategies": ("sandbox", "embedding"),
     "test_embedding_speed_model.py": ("embedding",),
     # The candidates' solutions run under the sandbox (gate 1).
     "test_headline_units.py::test_toolgate_acceptance_from_candidates": ("sandbox",),

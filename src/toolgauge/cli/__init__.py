@@ -24,6 +24,7 @@ from toolgauge.cli.common import err
 from toolgauge.cli.compare import compare_cmd
 from toolgauge.cli.data import data_app
 from toolgauge.cli.export import export_cmd
+from toolgauge.cli.paper import paper_cmd
 from toolgauge.cli.runs import report_cmd, rescore_cmd, runs_cmd
 from toolgauge.cli.sweep import sweep_cmd, sweeps_cmd
 from toolgauge.cli.transcript import transcript_cmd
@@ -112,6 +113,7 @@ def build_app() -> typer.Typer:
     root.command("view")(view_cmd)
     root.command("export")(export_cmd)
     root.command("compare")(compare_cmd)
+    root.command("paper")(paper_cmd)
     root.add_typer(data_app, name="data")
     root.add_typer(groups.eval, name="eval")
     root.add_typer(groups.score, name="score")

@@ -62,13 +62,33 @@ def benchmark_panels(run_name: str) -> tuple[RunPanels | None, SamplePanels | No
     return (spec.run_panels, spec.sample_panels) if spec is not None else (None, None)
 
 
+def paper_tab(store: Store, name: str, refs: list[str]) -> dict[str, Any]:
+    """The viewer's paper tab: ``toolgauge paper NAME REFS --json``, each drawn block's figure as SVG beside it."""
+    from toolgauge.benchmarks.registry import spec_for_run
+    from toolgauge.cli.paper import load_paper_runs, paper_spec
+    from toolgauge.report.paper_render import block_charts, blocks_document
+
+    found = spec_for_run(name)
+    spec = paper_spec(found.name if found is not None else name)
+    assert spec.paper is not None
+    blocks = spec.paper(load_paper_runs(store, spec, refs))
+    docs = blocks_document(blocks)
+    for block, doc in zip(blocks, docs, strict=True):
+        doc["charts"] = [{"caption": caption, "svg": svg} for caption, svg in block_charts(block)]
+    return {"paper": spec.name, "blocks": docs}
+
+
 def registry_benchmarks() -> Benchmarks:
     """The viewer's access to the registered benchmarks."""
     from toolgauge.api import headline_of
     from toolgauge.view.data import Benchmarks
 
     return Benchmarks(
-        verdicts=stored_verdicts, headline=headline_of, leaderboard=sweep_leaderboard, panels=benchmark_panels
+        verdicts=stored_verdicts,
+        headline=headline_of,
+        leaderboard=sweep_leaderboard,
+        panels=benchmark_panels,
+        paper=paper_tab,
     )
 
 

@@ -240,6 +240,10 @@ def create_app(data: ViewData, *, token: str | None = None, allowed_hosts: list[
             raise BadQuery("compare needs two runs: ?a=RUN&b=RUN, or two or more: ?run=A&run=B&run=C")
         return JSONResponse(data.compare(a, b))
 
+    def paper(request: Request) -> Response:
+        chosen = [ref for ref in request.query_params.getlist("run") if ref]
+        return JSONResponse(data.paper(request.path_params["benchmark"], chosen))
+
     def sweeps(_request: Request) -> Response:
         return JSONResponse({"sweeps": data.sweeps()})
 
@@ -263,6 +267,7 @@ def create_app(data: ViewData, *, token: str | None = None, allowed_hosts: list[
         Route("/api/compare", compare),
         Route("/api/compare/intervals.svg", compare_chart),
         Route("/api/sweeps", sweeps),
+        Route("/api/paper/{benchmark}", paper),
         Route("/api/sweeps/{sweep_id}", sweep),
         Route("/api/sweeps/{sweep_id}/charts/{benchmark}.svg", sweep_chart),
         Route("/api/runs/{run_id}", run),

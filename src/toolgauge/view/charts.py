@@ -47,6 +47,16 @@ def run_charts(results: EvalResults, headline: tuple[str, ...] = ()) -> list[Cha
     return charts
 
 
+def breakdown_chart(by: str, metrics: list[Metric]) -> ChartSpec | None:
+    """One breakdown's grouped bars (a group per ``Metric.group``, a bar per metric), as a run page draws it."""
+    return _bars(by, metrics, ())
+
+
+def funnel_chart(metrics: list[Metric]) -> ChartSpec | None:
+    """Tool-Genesis's cascade (``servers`` per step, ``by="cascade"``), as a run page draws it."""
+    return _funnel("cascade", metrics)
+
+
 def _whole_axis() -> Any:
     import altair as alt
 

@@ -66,6 +66,8 @@ class Benchmarks:
     leaderboard: Callable[[Store, str], dict[str, Any]] | None = None
     # A benchmark's extra panels for run pages and sample pages (``BenchmarkSpec.run_panels``/``sample_panels``).
     panels: Callable[[str], tuple[RunPanels | None, SamplePanels | None]] = lambda _name: (None, None)
+    # A seed paper's blocks for stored runs or sweeps (``toolgauge paper``), as JSON; None where there are none.
+    paper: Callable[[Store, str, list[str]], dict[str, Any]] | None = None
 
 
 class RunRow(BaseModel):
@@ -645,6 +647,14 @@ class ViewData:
                 if row["headline"] and isinstance(row["value"], int | float):
                     points.append(IntervalPoint(label, row["name"], row["value"], row["ci_low"], row["ci_high"]))
         return interval_chart(points, f"{infos[0].benchmark}: headline metrics, 95% intervals")
+
+    def paper(self, name: str, refs: list[str]) -> dict[str, Any]:
+        """The paper tab: benchmark ``name``'s paper blocks for the runs or sweeps ``refs`` (``toolgauge paper``)."""
+        if self.benchmarks.paper is None:
+            raise UsageError("this viewer cannot lay out papers")
+        if not refs:
+            raise UsageError("the paper tab needs runs: ?run=RUN (repeatable) or ?run=SWEEP")
+        return self.benchmarks.paper(self.store, name, refs)
 
     def sweep(self, sweep_id: str) -> dict[str, Any]:
         """A sweep's leaderboard (per benchmark, models ranked; see :attr:`Benchmarks.leaderboard`)."""

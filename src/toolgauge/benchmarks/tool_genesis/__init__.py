@@ -26,4 +26,5 @@ SPEC = BenchmarkSpec(
     run_panels=lazy("toolgauge.benchmarks.tool_genesis.views", "run_panels"),
     sample_panels=lazy("toolgauge.benchmarks.tool_genesis.views", "sample_panels"),
     unit="servers",
+    paper=lazy("toolgauge.benchmarks.tool_genesis.paper", "paper_blocks"),
 )

@@ -15,6 +15,7 @@ import typer
 
 from toolgauge.benchmark import CommandGroups
 from toolgauge.benchmarks.tool_genesis.cli_generate import StrategyChoice, add_generate_command
+from toolgauge.benchmarks.tool_genesis.cli_sft import add_sft_command
 from toolgauge.cli.common import (
     EngineDefaults,
     RunFlags,
@@ -312,6 +313,7 @@ def add_commands(groups: CommandGroups) -> None:
     )
     groups.root.add_typer(genesis_app, name="genesis")
     add_generate_command(genesis_app)
+    add_sft_command(genesis_app)
     evaluate = run_command(model=False, engine=EVALUATE_ENGINE, sampling=False, epochs=False)
     genesis_app.command("evaluate")(evaluate(genesis_evaluate))
     eval_command = run_command(engine=EVAL_ENGINE, sampling=False)

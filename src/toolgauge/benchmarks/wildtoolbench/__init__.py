@@ -23,4 +23,5 @@ SPEC = BenchmarkSpec(
     unit="sessions",
     run_panels=lazy("toolgauge.benchmarks.wildtoolbench.views", "run_panels"),
     sample_panels=lazy("toolgauge.benchmarks.wildtoolbench.views", "sample_panels"),
+    paper=lazy("toolgauge.benchmarks.wildtoolbench.paper", "paper_blocks"),
 )

@@ -63,6 +63,9 @@
   // The runs to compare, the first the baseline (A).
   function compareLink(ids, params) { return "#/compare" + query(Object.assign({ run: ids }, params || {})); }
   function sweepLink(id) { return "#/sweep/" + encodeURIComponent(id); }
+  // The paper tab of a benchmark for runs or a sweep (toolgauge paper).
+  function paperLink(benchmark, refs) { return "#/paper/" + encodeURIComponent(benchmark) + query({ run: refs }); }
+  const PAPERS = ["tool-genesis", "wildtoolbench", "mtu-bench", "toolgate"];
 
   // An array value is the key repeated (?run=A&run=B).
   function query(params) {
@@ -246,6 +249,10 @@
       params.runs = runs.length ? runs : [params.a, params.b].filter(Boolean);
       return { page: "compare", params };
     }
+    if (parts[0] === "paper" && parts.length >= 2) {
+      params.runs = searched.getAll("run").filter(Boolean);
+      return { page: "paper", benchmark: parts[1], params };
+    }
     if (parts[0] === "sweeps") return { page: "sweeps", params };
     if (parts[0] === "sweep" && parts.length >= 2) return { page: "sweep", sweep: parts.slice(1).join("/"), params };
     if (parts[0] === "run" && parts.length >= 2) {
@@ -270,6 +277,7 @@
       else if (where.page === "compare") view = await comparePage(where.params);
       else if (where.page === "sweeps") view = await sweepsPage();
       else if (where.page === "sweep") view = await sweepPage(where.sweep);
+      else if (where.page === "paper") view = await paperPage(where.benchmark, where.params);
       else if (where.page === "samples") view = await samplesPage(where.run, where.params);
       else view = await samplePage(where.run, where.key, where.params);
       if (serial !== renderSerial) return; // a newer navigation won
@@ -293,6 +301,7 @@
     if (!REPORT) items.push(el("a", { href: "#/", text: "runs" }), el("a", { href: "#/sweeps", id: "sweeps-link", text: "sweeps" }));
     if (SWEEP_REPORT && !where.sweep) items.push(el("a", { href: sweepLink(SWEEP_REPORT.sweep.sweep), text: SWEEP_REPORT.sweep.sweep }));
     if (where.page === "compare") items.push(el("span", { text: "compare" }));
+    if (where.page === "paper") items.push(el("span", { text: "paper · " + where.benchmark }));
     if (where.sweep) items.push(el("a", { href: sweepLink(where.sweep), text: where.sweep }));
     if (where.run) items.push(el("a", { href: runLink(where.run), text: where.run }));
     if (where.page === "samples" || where.page === "sample") items.push(el("a", { href: samplesLink(where.run), text: "samples" }));
@@ -521,6 +530,10 @@
       node.appendChild(el("h2", { text: board.benchmark + ": ranked by " + (board.metrics[0] || "–") }));
       // Within its own box: a board wider than the page scrolls there, never the page.
       node.appendChild(el("div", { class: "scroll board" }, table(["#", "model", ...board.metrics, "vs best", "run", "status"], rows, "grid leaderboard")));
+      if (!REPORT && PAPERS.includes(board.benchmark)) {
+        node.appendChild(el("p", {}, el("a", { href: paperLink(board.benchmark, [sweepId]), class: "paper-link",
+          text: "the paper's tables for these models →" })));
+      }
       const figure = el("figure", { class: "chart intervals", "data-chart": "intervals", "data-benchmark": board.benchmark });
       node.appendChild(figure);
       charts.push(() => intervalChart(figure, "sweeps/" + encodeURIComponent(sweepId) + "/charts/" + encodeURIComponent(board.benchmark) + ".svg",
@@ -533,6 +546,47 @@
     if (intervals) node.appendChild(el("p", { class: "muted", text: "“(intervals)”: decided by overlapping 95% intervals, a coarser test" }));
     const after = async () => { for (const draw of charts) await draw(); };
     return { node, after, poll: data.status === "running" };
+  }
+
+  // --- a paper's tables (toolgauge paper) ----------------------------------------------------------------------
+
+  function paperCell(cell) {
+    const v = cell.value;
+    if (v === null || v === undefined) return "–";
+    if (cell.unit === "text" || typeof v !== "number") return String(v);
+    if (cell.unit === "percent") {
+      const ci = cell.ci_low !== null && cell.ci_low !== undefined && cell.ci_high !== null && cell.ci_high !== undefined
+        ? " [" + (cell.ci_low * 100).toFixed(2) + ", " + (cell.ci_high * 100).toFixed(2) + "]" : "";
+      return (v * 100).toFixed(2) + ci;
+    }
+    return Number.isInteger(v) ? String(v) : v.toFixed(3);
+  }
+
+  async function paperPage(benchmark, params) {
+    const data = await get("paper/" + encodeURIComponent(benchmark), { run: params.runs });
+    const node = el("section", { class: "paper" }, el("h1", { text: data.paper + ": the paper's tables" }),
+      el("p", { class: "muted", text: "rates in percent, [95% interval] where the run has one; toolgauge paper " +
+        data.paper + " prints the same (docs/paper.md)." }));
+    for (const block of data.blocks) {
+      const title = block.ref + (block.exact ? "" : " (reconstructed)") + " · " + block.title;
+      const box = el("div", { class: "paper-block", "data-ref": block.ref }, el("h2", { text: title }));
+      if (block.missing) box.appendChild(el("p", { class: "warning", text: block.missing }));
+      else {
+        const rows = block.rows.map((row) => el("tr", {}, el("td", { class: "wrap", text: row.label }),
+          row.cells.map((cell) => el("td", { class: cell.unit === "text" ? "wrap" : "num", text: paperCell(cell) }))));
+        box.appendChild(el("div", { class: "scroll" }, table(block.columns, rows, "grid")));
+        for (const note of block.notes) box.appendChild(el("p", { class: "muted", text: note }));
+        for (const chart of block.charts || []) {
+          const figure = el("figure", { class: "chart" }, el("figcaption", { text: chart.caption }));
+          try { figure.appendChild(svgNode(chart.svg, block.ref)); } catch (error) {
+            figure.appendChild(el("p", { class: "error", text: String(error.message || error) }));
+          }
+          box.appendChild(figure);
+        }
+      }
+      node.appendChild(box);
+    }
+    return { node };
   }
 
   // --- one run --------------------------------------------------------------------------------------------------
@@ -555,7 +609,8 @@
     }
     node.appendChild(el("p", {}, el("a", { href: samplesLink(run.id), class: "samples-link", text: "samples and verdicts →" }),
       " ", el("a", { href: samplesLink(run.id, { verdict: "fail" }), text: "failures" }),
-      " ", el("a", { href: samplesLink(run.id, { verdict: "error" }), text: "errors" })));
+      " ", el("a", { href: samplesLink(run.id, { verdict: "error" }), text: "errors" }),
+      !REPORT && PAPERS.includes(run.benchmark) ? [" ", el("a", { href: paperLink(run.benchmark, [run.id]), class: "paper-link", text: "paper tables" })] : null));
     if (!results) {
       node.appendChild(el("p", { class: "muted", text: run.status === "running"
         ? "running: the metrics appear when it is scored; this page updates every " + POLL_MS / 1000 + " s"
