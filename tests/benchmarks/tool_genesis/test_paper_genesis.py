@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from cli_helpers import invoke
+from helpers.cli_helpers import invoke
+from helpers.paths import FIXTURE_ROOT
 from toolgauge.benchmarks.tool_genesis.cli import rescore
 from toolgauge.benchmarks.tool_genesis.metrics.compliance import Verdict
 from toolgauge.benchmarks.tool_genesis.metrics.schema import SchemaMatch
@@ -37,7 +38,7 @@ from toolgauge.sandbox import detect_sandbox
 from toolgauge.stats.epochs import aggregate_epochs
 from toolgauge.store import open_store
 
-FIXTURES = Path(__file__).parent / "fixtures" / "genesis"
+FIXTURES = FIXTURE_ROOT / "genesis"
 HEADLINE = ("compliance", "server_execution", "schema_f1", "ut_soft", "ut_hard", "sr_soft")
 # (slug, primary_label): the fixture server three times, in two domains.
 SERVERS = (("alpha", "Testing"), ("beta", "Finance"), ("gamma", "Finance"))

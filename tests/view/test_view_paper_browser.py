@@ -8,18 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from view_runs import skip_or_fail_without, view_missing
+from helpers.paths import FIXTURE_ROOT
+from helpers.view_runs import skip_or_fail_without, view_missing
 
 skip_or_fail_without(view_missing(browser=True))
 
 from playwright.sync_api import sync_playwright  # noqa: E402
-
-from cli_helpers import invoke  # noqa: E402
 from test_view_browser import Watched  # noqa: E402
-from view_runs import CHROMIUM, view_server  # noqa: E402
+
+from helpers.cli_helpers import invoke  # noqa: E402
+from helpers.view_runs import CHROMIUM, view_server  # noqa: E402
 
 pytestmark = pytest.mark.slow
-SESSIONS = Path(__file__).parent / "fixtures" / "wildtoolbench" / "sessions.jsonl"
+SESSIONS = FIXTURE_ROOT / "wildtoolbench" / "sessions.jsonl"
 
 
 @pytest.fixture()

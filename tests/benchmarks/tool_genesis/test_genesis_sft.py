@@ -7,14 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from cli_helpers import invoke
+from helpers.cli_helpers import invoke
+from helpers.paths import FIXTURE_ROOT
 from toolgauge.benchmarks.tool_genesis.records import GenesisServer
 from toolgauge.benchmarks.tool_genesis.sft import ModelStep, examples_of, keep_reason, split_of
 from toolgauge.records import AssistantTurn, Message, ToolCall
 from toolgauge.results import SampleScore
 from toolgauge.sandbox import detect_sandbox
 
-FIXTURES = Path(__file__).parent / "fixtures" / "genesis"
+FIXTURES = FIXTURE_ROOT / "genesis"
 SERVER = GenesisServer(**json.loads((FIXTURES / "spec.json").read_text()))
 SCHEMA = (FIXTURES / "correct" / "tools.json").read_text()
 CODE = (FIXTURES / "correct" / "server.py").read_text()

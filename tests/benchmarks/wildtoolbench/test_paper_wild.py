@@ -13,12 +13,13 @@ from typing import Any
 
 import pytest
 
-from cli_helpers import invoke
+from helpers.cli_helpers import invoke
+from helpers.paths import FIXTURE_ROOT
 from toolgauge.benchmarks.wildtoolbench.paper import category, dag_shape, paper_blocks
 from toolgauge.benchmarks.wildtoolbench.records import WildAction, WildNode, WildTask
 from toolgauge.report.paper_tables import PaperBlock, PaperRun
 
-SESSIONS = Path(__file__).parent / "fixtures" / "wildtoolbench" / "sessions.jsonl"
+SESSIONS = FIXTURE_ROOT / "wildtoolbench" / "sessions.jsonl"
 
 
 def blocks_of(res: Any) -> dict[str, PaperBlock]:
