@@ -98,6 +98,7 @@ class BenchmarkSpec:
             cell gives its run these clients.
         run_panels: The viewer's extra panels of a run page (:mod:`toolgauge.panels`), or None.
         sample_panels: The viewer's extra panels of a sample page, or None.
+        paper: ``paper_blocks(runs, **options)`` laying out the seed paper's tables (``toolgauge paper``), or None.
     """
 
     name: str
@@ -116,6 +117,7 @@ class BenchmarkSpec:
     roles: Callable[[Mapping[str, Any], str], Mapping[str, str]] | None = None
     run_panels: RunPanels | None = None
     sample_panels: SamplePanels | None = None
+    paper: Callable[..., Any] | None = None
 
 
 def variants_text(spec: BenchmarkSpec) -> str:
