@@ -288,6 +288,7 @@ def error_patterns(turns: Sequence[JudgedTurn], variant: MtuVariant = "reference
 
     A dialogue's turns are its M-S / M-M items of one try, ordered by turn index (a repeated turn index keeps the
     later item, as the dialogue metrics do); ``earlier_gold`` of a turn is the gold of the dialogue's turns before it.
+    Call patterns are counted for action and parameter errors (a format error's calls could not be read).
     """
     out = ErrorPatterns()
     dialogues: dict[tuple[int, str], dict[int, JudgedTurn]] = {}
@@ -314,7 +315,8 @@ def error_patterns(turns: Sequence[JudgedTurn], variant: MtuVariant = "reference
             continue
         out.wrong += 1
         out.classes[kind] += 1
-        out.patterns.update(call_patterns(t, earlier.get(id(t), []), variant))
+        if kind != "format":  # calls that could not be read have no pattern to tell
+            out.patterns.update(call_patterns(t, earlier.get(id(t), []), variant))
     return out
 
 
