@@ -28,6 +28,7 @@ from rich.table import Table
 from toolgauge.benchmark import CommandGroups
 from toolgauge.benchmarks.toolgate.answers import derive_seed, new_seed, permutation_from_seed, shuffled
 from toolgauge.benchmarks.toolgate.audit import AuditReport, audit, pool_candidates
+from toolgauge.benchmarks.toolgate.chain import chained_records, release_duplicates
 from toolgauge.benchmarks.toolgate.cli_run import add_run_command
 from toolgauge.benchmarks.toolgate.cli_seeds import add_seeds_command
 from toolgauge.benchmarks.toolgate.loader import load_candidates
@@ -87,7 +88,7 @@ CandidatesOpt = Annotated[
 
 
 class PoolChoice(StrEnum):
-    """Which candidates of a stored run ``gate rescreen`` screens."""
+    """Which candidates of a stored run ``gate rescreen`` screens and ``gate solve --run`` solves."""
 
     verified = "verified"
     survivors = "survivors"
@@ -319,9 +320,39 @@ def gate_screen(candidates: CandidatesOpt, *, gate: GateFlags, flags: RunFlags) 
     "unsafe_no_sandbox",
     annotations={"time_limit": SolveTimeLimitOpt},
 )
-def gate_solve(candidates: CandidatesOpt, *, gate: GateFlags, flags: RunFlags) -> None:
+def gate_solve(
+    candidates: Annotated[
+        Path | None, typer.Option("--candidates", help="A candidates JSONL file; or give --run.")
+    ] = None,
+    run_id: Annotated[
+        str | None,
+        typer.Option("--run", help="Solve a stored run's pool instead (an id, a unique start of one, or 'latest')."),
+    ] = None,
+    pool: Annotated[
+        PoolChoice,
+        typer.Option("--pool", help="With --run: which of its candidates (as for rescreen; default survivors)."),
+    ] = PoolChoice.survivors,
+    *,
+    gate: GateFlags,
+    flags: RunFlags,
+) -> None:
     """Gate 3 on a pool: a solver with run_python and submit_answer must find the proposed option in time."""
-    _run(_build(candidates, "solve", gate, flags.limit), flags, gate.unsafe_no_sandbox)
+    if (run_id is None) == (candidates is None):
+        raise UsageError("give --candidates FILE or --run RUN (one of them)")
+    if candidates is not None:
+        _run(_build(candidates, "solve", gate, flags.limit), flags, gate.unsafe_no_sandbox)
+        return
+    assert run_id is not None
+    if gate.solver is None:
+        raise UsageError("give the solver: --solver SPEC")
+    settings = PoolSettings(
+        command="solve",
+        gates=("solve",),
+        solver=_solver(gate.solver),
+        time_limit=gate.time_limit,
+        solver_steps=gate.solver_steps,
+    )
+    _run(_stored_pool_run(flags, run_id, pool, gate.domain, settings), flags, gate.unsafe_no_sandbox)
 
 
 @gate_command(
@@ -415,12 +446,6 @@ def gate_rescreen(
     """New screens on a stored pool, as a new run: a post-hoc audit whose results never reach a generator."""
     if not gate.screen:
         raise UsageError("give at least one --screen SPEC")
-    source = read_pool(flags.store, run_id, gate.domain)
-    chosen = _selected(source.records, pool)
-    if not chosen:
-        of = f" of domain {gate.domain!r}" if gate.domain is not None else ""
-        raise UsageError(f"run {source.run_id} has no {pool.value} candidates{of} to rescreen")
-    pairs: list[tuple[str, Candidate | None]] = [(key, record.candidate) for key, record in unique_keys(chosen)]
     settings = PoolSettings(
         command="rescreen",
         gates=("screens",),
@@ -430,14 +455,30 @@ def gate_rescreen(
         all_screens=gate.all_screens,
         seed=gate.seed,
     )
-    bench = PoolBenchmark(
+    _run(_stored_pool_run(flags, run_id, pool, gate.domain, settings), flags)
+
+
+def _stored_pool_run(
+    flags: RunFlags, run_id: str, pool: PoolChoice, domain: str | None, settings: PoolSettings
+) -> PoolBenchmark:
+    """A pool run over the ``pool`` candidates of a stored run (``rescreen``, ``solve --run``): a new run.
+
+    Raises:
+        UsageError: no such run, or it has no such candidates (of that domain).
+    """
+    source = read_pool(flags.store, run_id, domain)
+    chosen = _selected(source.records, pool)
+    if not chosen:
+        of = f" of domain {domain!r}" if domain is not None else ""
+        raise UsageError(f"run {source.run_id} has no {pool.value} candidates{of} to {settings.command}")
+    pairs: list[tuple[str, Candidate | None]] = [(key, record.candidate) for key, record in unique_keys(chosen)]
+    return PoolBenchmark(
         settings=settings,
         source=f"run:{source.run_id} ({pool.value})",
         pairs=limit_items(pairs, flags.limit),
-        domain=gate.domain,
+        domain=domain,
         source_run=source.run_id,
     )
-    _run(bench, flags)
 
 
 def _print_audit(report: AuditReport, source: str, console: Console) -> None:
@@ -487,8 +528,13 @@ def _print_audit(report: AuditReport, source: str, console: Console) -> None:
 
 @gate_command("domain", "time_limit", offline=True, annotations={"time_limit": NoScriptTimeLimitOpt})
 def gate_audit(
-    run_id: Annotated[
-        str | None, typer.Argument(help="A stored run (id, unique start of one, or 'latest'); or give --candidates.")
+    run_ids: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Stored runs (ids, unique starts of ones, or 'latest'); several: a chain of runs, each on the "
+            "survivors of the one before, joined into one record per candidate. Or give --candidates.",
+            show_default=False,
+        ),
     ] = None,
     candidates: Annotated[
         Path | None, typer.Option("--candidates", help="Audit a candidates file instead of a stored run.")
@@ -497,19 +543,23 @@ def gate_audit(
     gate: GateFlags,
     flags: RunFlags,
 ) -> None:
-    """Audit a pool: screens' letter bias, the middle-value cue, screen agreement, duplicates, topics, funnel."""
-    if (run_id is None) == (candidates is None):
-        raise UsageError("give a run id or --candidates FILE (one of them)")
+    """Audit a pool: screens' letter bias, the middle-value cue, screen agreement, duplicates, topics, funnel.
+
+    Several runs (a chain: the construction run, then rescreens and a solve on survivors) are audited as one pool,
+    each candidate with every run's gates: the paper's Table 4 funnel.
+    """
+    if bool(run_ids) == (candidates is not None):
+        raise UsageError("give a run id or --candidates FILE (one of them; several run ids: a chain)")
     if candidates is not None:
         domain_filter(gate.domain)
         pool = _of_domain(load_candidates(existing_data(candidates, "--candidates")), gate.domain, candidates)
         records = [RecordedCandidate(candidate=c, outcome=decide(c.id)) for c in pool]
         source = str(candidates)
     else:
-        assert run_id is not None
-        stored = read_pool(flags.store, run_id, gate.domain)
-        records = [record for _, record in stored.records]
-        source = f"run {stored.run_id}"
+        assert run_ids
+        chain = [read_pool(flags.store, ref, gate.domain) for ref in run_ids]
+        records = chained_records([[record for _, record in stored.records] for stored in chain])
+        source = ("runs " if len(chain) > 1 else "run ") + " -> ".join(stored.run_id for stored in chain)
     if gate.domain is not None:
         source += f" · domain {gate.domain}"
     report = audit(records)
@@ -542,6 +592,7 @@ SUMMARY_FIELDS = (
     "solve_answer",
     "solve_seconds",
     "error",
+    "duplicate_of",
 )
 
 
@@ -577,7 +628,13 @@ def _csv(rows: Sequence[Mapping[str, Any]]) -> str:
 
 
 def export_pool(
-    pool: StoredPool, out_dir: Path, *, seed: int | None, config: Mapping[str, Any], domain: str | None = None
+    pool: StoredPool,
+    out_dir: Path,
+    *,
+    seed: int | None,
+    config: Mapping[str, Any],
+    domain: str | None = None,
+    keep_duplicates: bool = False,
 ) -> dict[str, Any]:
     """Write the release files of a stored pool into ``out_dir``; returns the manifest.
 
@@ -586,19 +643,40 @@ def export_pool(
     accepted item, the release seed and permutation and the full record (the gates' letters are in the recorded
     candidate's order, which it holds). ``rejections.jsonl``: every other candidate with its full record, and each
     sample without a verdict. ``summary.csv``: one row per sample. ``manifest.json``: the run, counts and files.
+
+    As the paper, exact duplicates are removed before release (unless ``keep_duplicates``): an accepted candidate
+    whose question equals an earlier accepted one's (:func:`~toolgauge.benchmarks.toolgate.chain.release_duplicates`)
+    goes to ``rejections.jsonl`` with ``duplicate_of``, its summary row names the copy kept, and the manifest's
+    ``duplicates`` lists them (``counts.accepted`` counts the candidates released).
     """
     lines = {"accepted": [], "records": [], "rejections": []}  # type: dict[str, list[str]]
     rows: list[dict[str, Any]] = []
     counts = {"accepted": 0, "rejected": 0, "flagged": 0, "passed": 0, "errors": 0}
+    outcomes = pool.outcomes()
+    accepted = [(key, r) for key, r, _ in outcomes if r is not None and r.outcome.outcome == "accepted"]
+    copies = {} if keep_duplicates else release_duplicates(accepted)
 
     def dumps(data: Any) -> str:
         return json.dumps(redact_tree(data), ensure_ascii=False) + "\n"
 
-    for key, record, error in pool.outcomes():
+    for key, record, error in outcomes:
         release: dict[str, Any] = {}
         if record is None:
             counts["errors"] += 1
             lines["rejections"].append(dumps({"key": key, "id": key, "outcome": None, "error": error}))
+        elif key in copies and record.candidate is not None:
+            lines["rejections"].append(
+                dumps(
+                    {
+                        "key": key,
+                        "id": record.outcome.id,
+                        "duplicate_of": copies[key],
+                        "outcome": record.outcome.model_dump(mode="json"),
+                        "candidate": record.candidate.model_dump(mode="json"),
+                        "run": pool.run_id,
+                    }
+                )
+            )
         elif record.outcome.outcome == "accepted" and record.candidate is not None:
             counts["accepted"] += 1
             candidate = record.candidate
@@ -636,7 +714,7 @@ def export_pool(
                     }
                 )
             )
-        rows.append(_summary_row(key, record, error, release))
+        rows.append({**_summary_row(key, record, error, release), "duplicate_of": copies.get(key)})
     files = {
         "accepted": "accepted.jsonl",
         "records": "records.jsonl",
@@ -658,6 +736,8 @@ def export_pool(
         "release_seed": seed,
         "domain": domain,
         "counts": counts,
+        # Exact duplicates left out of accepted.jsonl (copy -> the key kept); empty with keep_duplicates.
+        "duplicates": dict(copies),
         "files": files,
     }
     write_atomic(out_dir / "manifest.json", json.dumps(redact_tree(manifest), indent=2, ensure_ascii=False) + "\n")
@@ -671,11 +751,15 @@ def gate_export(
     seed: Annotated[
         int | None, typer.Option("--seed", help="Derive the release permutations from this number (default: fresh).")
     ] = None,
+    keep_duplicates: Annotated[
+        bool,
+        typer.Option("--keep-duplicates", help="Release exact duplicate questions too (default: the first copy only)."),
+    ] = False,
     *,
     gate: GateFlags,
     flags: RunFlags,
 ) -> None:
-    """Export the accepted pool for release (options re-shuffled, answers updated), with every record and rejection."""
+    """Export the accepted pool for release (re-shuffled, exact duplicates left out), every record and rejection."""
     from toolgauge.store import open_store
 
     pool = read_pool(flags.store, run_id, gate.domain)
@@ -685,15 +769,17 @@ def gate_export(
     finally:
         st.close()
     config = run.config if run is not None else {}
-    manifest = export_pool(pool, out_dir, seed=seed, config=config, domain=gate.domain)
+    manifest = export_pool(pool, out_dir, seed=seed, config=config, domain=gate.domain, keep_duplicates=keep_duplicates)
     if flags.as_json:
         sys.stdout.write(json_for_terminal(json.dumps(manifest, indent=2, ensure_ascii=False)) + "\n")
         return
     counts = manifest["counts"]
+    copies = len(manifest["duplicates"])
+    left_out = f" ({copies} exact duplicate{'s' if copies != 1 else ''} left out)" if copies else ""
     if not counts["accepted"]:
         warn(f"run {pool.run_id} has no accepted candidates: accepted.jsonl is empty")
     out.print(
-        f"exported run {esc(pool.run_id)} to {esc(out_dir)}: {counts['accepted']} accepted; "
+        f"exported run {esc(pool.run_id)} to {esc(out_dir)}: {counts['accepted']} accepted{left_out}; "
         f"{counts['rejected']} rejected, {counts['flagged']} flagged, {counts['passed']} passed and "
         f"{counts['errors']} without a verdict in rejections.jsonl; summary.csv has every candidate",
         highlight=False,
