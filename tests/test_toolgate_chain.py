@@ -152,7 +152,7 @@ def respond(pool: list[Candidate]) -> Any:
         if not results:
             return 200, tool_call("run_python", {"code": candidate.solution})
         line = next(x for x in json.loads(results[-1]["content"])["stdout"].splitlines() if x.startswith("ANSWER:"))
-        letter = select_option(line.removeprefix("ANSWER:"), candidate.options).selected
+        letter: str | None = select_option(line.removeprefix("ANSWER:"), candidate.options).selected
         if candidate.id == SEEDS[3].id:
             letter = next(x for x in "ABCD" if x != letter)
         return 200, tool_call("submit_answer", {"answer": letter})
