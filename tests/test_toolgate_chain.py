@@ -201,6 +201,10 @@ def test_chain_of_runs_funnel_export_and_paper_blocks(tmp_path: Path, fem_instal
     assert (steps["screen:s2"]["entered"], steps["screen:s2"]["passed"]) == (8, 7)
     assert (steps["solved"]["entered"], steps["solved"]["passed"], steps["unique"]["passed"]) == (7, 6, 5)
     assert steps["solved"]["rejected"] == {"wrong_answer": 1}
+    resources = {(r["run"], r["role"]): r for r in json.loads(audit.stdout)["resources"]}
+    assert resources[(screened, "screen:s1")]["episodes"] == 9 and resources[(rescreened, "screen:s2")]["episodes"] == 8
+    solver = resources[(solve_run, "solver")]
+    assert (solver["episodes"], solver["calls"], solver["input_tokens"], solver["output_tokens"]) == (7, 14, 140, 28)
     assert (
         "runs " + " -> ".join([screened, rescreened, solve_run])
         in invoke("gate", "audit", screened, rescreened, solve_run, "--store", store).stdout

@@ -56,6 +56,7 @@ from toolgauge.benchmarks.toolgate.protocol import (
 )
 from toolgauge.benchmarks.toolgate.records import Candidate, RecordedCandidate, decide
 from toolgauge.benchmarks.toolgate.report import bias_table, funnel_table
+from toolgauge.benchmarks.toolgate.resources import RoleUsage, role_resources, role_usage
 from toolgauge.benchmarks.toolgate.screens import ScreenSpec, check_screen_names, parse_screen_spec
 from toolgauge.benchmarks.toolgate.verify import DEFAULT_TIME_LIMIT
 from toolgauge.cli.common import (
@@ -560,6 +561,7 @@ def gate_audit(
         chain = [read_pool(flags.store, ref, gate.domain) for ref in run_ids]
         records = chained_records([[record for _, record in stored.records] for stored in chain])
         source = ("runs " if len(chain) > 1 else "run ") + " -> ".join(stored.run_id for stored in chain)
+        resources = _resources(flags.store, chain)
     if gate.domain is not None:
         source += f" · domain {gate.domain}"
     report = audit(records)
@@ -570,10 +572,46 @@ def gate_audit(
             "middle_value_share": report.middle_value.middle_value_share,
             "middle_value_accuracy": report.middle_value.middle_value_accuracy,
             **report.model_dump(mode="json"),
+            **({"resources": resources} if candidates is None else {}),
         }
         sys.stdout.write(json_for_terminal(json.dumps(redact_tree(data), indent=2, ensure_ascii=False)) + "\n")
         return
     _print_audit(report, source, out)
+    if candidates is None:
+        out.print(resources_table(resources))
+
+
+def _resources(store_url: str | None, chain: Sequence[StoredPool]) -> list[dict[str, Any]]:
+    """Resource use per run and role (the paper's Table 2): the records' wall times, the call log's tokens."""
+    from toolgauge.store import open_store
+
+    st = open_store(store_url, create=False)
+    try:
+        rows = []
+        for stored in chain:
+            usage = role_usage(st, stored.run_id)
+            for role in role_resources((r for _, r in stored.records), (), usage):
+                used = role.usage or RoleUsage()
+                rows.append({"run": stored.run_id, "role": role.role, "episodes": role.episodes,
+                             "wall_seconds": role.wall_seconds, "agent_hours": role.agent_hours,
+                             "calls": used.calls, "input_tokens": used.input_tokens,
+                             "output_tokens": used.output_tokens, "model_seconds": used.model_seconds})  # fmt: skip
+        return rows
+    finally:
+        st.close()
+
+
+def resources_table(rows: Sequence[Mapping[str, Any]]) -> Table:
+    """Table 2 in the terminal: one row per run and role."""
+    table = Table(title="resource use per role", title_justify="left")
+    for header in ("run", "role", "episodes", "wall s", "agent-hours", "calls", "input tokens", "output tokens"):
+        table.add_column(header, justify="left" if header in ("run", "role") else "right")
+    for row in rows:
+        wall, hours = row["wall_seconds"], row["agent_hours"]
+        table.add_row(esc(row["run"]), esc(row["role"]), str(row["episodes"]),
+                      "—" if wall is None else f"{wall:.1f}", "—" if hours is None else f"{hours:.3f}",
+                      str(row["calls"]), str(row["input_tokens"]), str(row["output_tokens"]))  # fmt: skip
+    return table
 
 
 # --- gate export ----------------------------------------------------------------------------------------------

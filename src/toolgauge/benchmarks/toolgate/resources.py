@@ -13,8 +13,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sqlalchemy import func, select
-
 from toolgauge.benchmarks.toolgate.records import RecordedCandidate
 
 if TYPE_CHECKING:
@@ -56,6 +54,8 @@ class RoleResources:
 
 def role_usage(store: Store, run_id: str) -> dict[str, RoleUsage]:
     """Each role's model calls in a stored run, from the call log (a cached call counts, with its tokens)."""
+    from sqlalchemy import func, select  # loaded when a store is read, not when the gate commands are mounted
+
     from toolgauge.store import schema
 
     store.flush()
