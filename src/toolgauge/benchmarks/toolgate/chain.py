@@ -19,11 +19,11 @@ from toolgauge.benchmarks.toolgate.records import RecordedCandidate, ScreenResul
 def chained_records(runs: Sequence[Iterable[RecordedCandidate]]) -> list[RecordedCandidate]:
     """Join the records of chained runs (in chain order) into one record per candidate id, outcome decided again.
 
-    A candidate's verification and solve are those of the last run that ran them; its screens are every run's,
-    in chain order (a screen name run again replaces the earlier record of that name). Candidates come in the
-    order they first appear; a malformed proposal (no candidate) is kept as it is. The outcome is
-    :func:`~toolgauge.benchmarks.toolgate.records.decide` over the joined gates, so a candidate that a later
-    screen rejects is rejected by ``screen`` whatever an earlier run decided.
+    A candidate's verification (with its domain check) and solve are those of the last run that ran them; its
+    screens are every run's, in chain order (a screen name run again replaces the earlier record of that name).
+    Candidates come in the order they first appear; a malformed proposal (no candidate) is kept as it is. The
+    outcome is :func:`~toolgauge.benchmarks.toolgate.records.decide` over the joined gates, so a candidate that a
+    later screen rejects is rejected by ``screen`` whatever an earlier run decided.
     """
     order: list[str] = []
     joined: dict[str, RecordedCandidate] = {}
@@ -52,6 +52,7 @@ def _joined(earlier: RecordedCandidate, later: RecordedCandidate) -> RecordedCan
         verify=second.verify or first.verify,
         screens=list(screens.values()) if screens else None,
         solve=second.solve or first.solve,
+        semantic=second.semantic or first.semantic,
     )
     return RecordedCandidate(candidate=later.candidate or earlier.candidate, outcome=outcome)
 

@@ -83,6 +83,14 @@ if TYPE_CHECKING:
 
 GATE_ENGINE = EngineDefaults(concurrency=4, timeout=120.0)
 
+DomainChecksOpt = Annotated[
+    bool,
+    typer.Option(
+        "--domain-checks",
+        help="After gate 1 passed, run the candidate's domain semantic check (fem: refine every mesh once; the "
+        "answer must move by less than the options' spacing). Failing items are rejected; undecided ones flagged.",
+    ),
+]
 CandidatesOpt = Annotated[
     Path, typer.Option("--candidates", help="A candidates JSONL file (one candidate per line; see docs/toolgate.md).")
 ]
@@ -129,10 +137,12 @@ def build(
     seed: int | None = None,
     solver_steps: int = DEFAULT_SOLVER_STEPS,
     limit: int | None = None,
+    domain_checks: bool = False,
 ) -> PoolBenchmark:
     """The pool run of ``command`` over the candidates file (its first ``limit`` candidates).
 
-    ``gates`` defaults to the command's: verify, screens, solve, or all three for ``check``.
+    ``gates`` defaults to the command's: verify, screens, solve, or all three for ``check``. ``domain_checks``
+    runs each candidate's domain semantic check after gate 1 (:mod:`toolgauge.benchmarks.toolgate.semantic`).
     """
     require_finite(time_limit=time_limit)
     chosen: tuple[Gate, ...] = tuple(gates) if gates is not None else _command_gates(command)
@@ -153,6 +163,7 @@ def build(
         all_screens=all_screens,
         seed=seed,
         solver_steps=solver_steps,
+        domain_checks=domain_checks,
     )
     return PoolBenchmark.of(pool, settings, source=str(path.resolve()), domain=domain)
 
@@ -167,9 +178,12 @@ def _of_domain(candidates: list[Candidate], domain: str | None, path: Path) -> l
     return kept
 
 
-def _build(candidates: Path, command: PoolCommand, gate: GateFlags, limit: int | None) -> PoolBenchmark:
+def _build(
+    candidates: Path, command: PoolCommand, gate: GateFlags, limit: int | None, domain_checks: bool = False
+) -> PoolBenchmark:
     """:func:`build` from a command's gate options."""
     return build(
+        domain_checks=domain_checks,
         candidates=candidates,
         command=command,
         domain=gate.domain,
@@ -227,6 +241,7 @@ def rescore(config: Mapping[str, Any], variant: str | None) -> PoolBenchmark | C
         all_screens=bool(config.get("all_screens", False)),
         seed=config.get("seed"),
         solver_steps=int(config.get("solver_steps", DEFAULT_SOLVER_STEPS)),
+        domain_checks=bool(config.get("domain_checks", False)),
     )
     source = str(config["candidates"])
     if "ids" in config:
@@ -294,9 +309,11 @@ def _run(bench: PoolBenchmark, flags: RunFlags, unsafe_no_sandbox: bool = False)
 
 
 @gate_command("domain", "time_limit", "unsafe_no_sandbox", annotations={"time_limit": VerifyTimeLimitOpt})
-def gate_verify(candidates: CandidatesOpt, *, gate: GateFlags, flags: RunFlags) -> None:
+def gate_verify(
+    candidates: CandidatesOpt, domain_checks: DomainChecksOpt = False, *, gate: GateFlags, flags: RunFlags
+) -> None:
     """Gate 1 on a pool: run each solution in the sandbox; its one ANSWER: must select the proposed option."""
-    _run(_build(candidates, "verify", gate, flags.limit), flags, gate.unsafe_no_sandbox)
+    _run(_build(candidates, "verify", gate, flags.limit, domain_checks), flags, gate.unsafe_no_sandbox)
 
 
 @gate_command(
@@ -367,9 +384,11 @@ def gate_solve(
     "solver_steps",
     "unsafe_no_sandbox",
 )
-def gate_check(candidates: CandidatesOpt, *, gate: GateFlags, flags: RunFlags) -> None:
+def gate_check(
+    candidates: CandidatesOpt, domain_checks: DomainChecksOpt = False, *, gate: GateFlags, flags: RunFlags
+) -> None:
     """All three gates on a pool, cheapest first (verify, screens, solve), stopping at the first rejection."""
-    _run(_build(candidates, "check", gate, flags.limit), flags, gate.unsafe_no_sandbox)
+    _run(_build(candidates, "check", gate, flags.limit, domain_checks), flags, gate.unsafe_no_sandbox)
 
 
 # --- stored pools -------------------------------------------------------------------------------------------
@@ -631,6 +650,7 @@ SUMMARY_FIELDS = (
     "solve_seconds",
     "error",
     "duplicate_of",
+    "audit_flags",
 )
 
 
@@ -653,6 +673,7 @@ def _summary_row(
         "screens": "; ".join(f"{s.screen} {s.correct}/{len(s.calls)}" for s in gates.screens or ()),
         "solve_answer": gates.solve.answer if gates.solve is not None else None,
         "solve_seconds": gates.solve.seconds if gates.solve is not None else None,
+        "audit_flags": "; ".join(gates.audit_flags) or None,
     }
 
 
@@ -733,6 +754,7 @@ def export_pool(
                         "key": key,
                         "id": candidate.id,
                         "release": release,
+                        "audit_flags": record.outcome.gates.audit_flags,
                         "candidate": candidate.model_dump(mode="json"),
                         "outcome": record.outcome.model_dump(mode="json"),
                         "run": pool.run_id,
@@ -746,6 +768,7 @@ def export_pool(
                     {
                         "key": key,
                         "id": record.outcome.id,
+                        "audit_flags": record.outcome.gates.audit_flags,
                         "outcome": record.outcome.model_dump(mode="json"),
                         "candidate": record.candidate.model_dump(mode="json") if record.candidate else record.raw,
                         "run": pool.run_id,
