@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from chat_stub import ChatStub, completion, is_probe
+from chat_stub import ChatStub, completion, is_probe, tool_call_completion
 from cli_helpers import invoke
 from toolgauge.benchmarks.toolgate.answers import select_option
 from toolgauge.benchmarks.toolgate.chain import chained_records, release_duplicates
@@ -119,18 +119,6 @@ def candidate_in(request: dict[str, Any], candidates: list[Candidate]) -> Candid
     return next(c for c in candidates if c.question.strip() in prompt)
 
 
-def tool_call(name: str, arguments: dict[str, Any]) -> bytes:
-    body = {
-        "id": "c", "object": "chat.completion", "created": 0, "model": "m",
-        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
-            "role": "assistant", "content": None,
-            "tool_calls": [{"id": f"call_{name}", "type": "function",
-                            "function": {"name": name, "arguments": json.dumps(arguments)}}]}}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12},
-    }  # fmt: skip
-    return json.dumps(body).encode()
-
-
 def respond(pool: list[Candidate]) -> Any:
     """Screens named ``knows-<id>`` pick the true value for that seed only; the solver runs the solution.
 
@@ -150,12 +138,12 @@ def respond(pool: list[Candidate]) -> Any:
             return 200, completion(next(k for k, v in shown.items() if v == candidate.answer_value))
         results = [m for m in request["messages"] if m["role"] == "tool"]
         if not results:
-            return 200, tool_call("run_python", {"code": candidate.solution})
+            return 200, tool_call_completion("run_python", {"code": candidate.solution}, prompt_tokens=10)
         line = next(x for x in json.loads(results[-1]["content"])["stdout"].splitlines() if x.startswith("ANSWER:"))
         letter: str | None = select_option(line.removeprefix("ANSWER:"), candidate.options).selected
         if candidate.id == SEEDS[3].id:
             letter = next(x for x in "ABCD" if x != letter)
-        return 200, tool_call("submit_answer", {"answer": letter})
+        return 200, tool_call_completion("submit_answer", {"answer": letter}, prompt_tokens=10)
 
     return answer
 
