@@ -229,13 +229,13 @@ def first_error_block(runs: Sequence[PaperRun], turns: dict[str, list[JudgedTurn
     return PaperBlock(
         paper=PAPER,
         ref="Error turn positions (line 398)",
-        title="First error position in the dialogue (M-S, M-M)",
+        title="First error position (M-S, M-M): dialogues by the turn of their first wrong turn",
         columns=[
             "Model",
             "dialogues",
             "error-free",
             "mean first-error turn",
-            *(f"first error at turn {k}" for k in range(1, longest + 1)),
+            *(f"turn {k}" for k in range(1, longest + 1)),
         ],
         rows=rows,
         missing=None if rows else "no dialogue: eval mtu-bench ... --splits M-S,M-M",
