@@ -96,7 +96,7 @@ def table4(runs: Sequence[PaperRun], records: Mapping[str, list[RecordedCandidat
             PaperCell(value=step.entered, unit="count"),
             PaperCell(value=excluded, unit="count"),
             PaperCell(value=step.passed + step.not_run, unit="count"),
-            PaperCell(value=", ".join(f"{k} {v}" for k, v in step.rejected.items()) or None, unit="text"),
+            PaperCell(value=", ".join(f"{k} {v}" for k, v in step.rejected.items() if v) or None, unit="text"),
         ]
         rows.append(PaperRow(label=STEP_TITLES.get(step.name, step.name), cells=cells))
     rows[0].cells.append(PaperCell(value=None, unit="text"))
