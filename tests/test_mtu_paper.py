@@ -16,7 +16,7 @@ from toolgauge.benchmarks.mtu.analyses import (
     setting_average,
     stored_turns,
 )
-from toolgauge.benchmarks.mtu.feedback import feedback_kind
+from toolgauge.benchmarks.mtu.feedback import FEEDBACK_TEXT, feedback_kind
 from toolgauge.benchmarks.mtu.metrics import judge_mtu_item
 from toolgauge.benchmarks.mtu.paper import paper_blocks
 from toolgauge.benchmarks.mtu.protocol import MtuBenchmark
@@ -68,10 +68,10 @@ def test_hard_set_and_figure5_breakdowns_hand_computed() -> None:
     verdicts = [judge_mtu_item(i, p) for i, p in zip(items, predicted, strict=True)]
     metrics = paper_metrics(items, verdicts)
     # Hard set: items 1 and 2. Item 2's TN = |{f,g}| / |{f..k}| = 2/6; TO = cos(0) * 2/6.
-    assert metric(metrics, "n", "S-M hard", "set").value == 2
-    assert metric(metrics, "tool_number_accuracy", "S-M hard", "set").value == pytest.approx((1 + 2 / 6) / 2)
-    assert metric(metrics, "tool_order_accuracy", "S-M hard", "set").value == pytest.approx((1 + 2 / 6) / 2)
-    assert metric(metrics, "item_accuracy", "S-M hard", "set").value == 0.5
+    assert metric(metrics, "n", "hard", "set").value == 2
+    assert metric(metrics, "tool_number_accuracy", "hard", "set").value == pytest.approx((1 + 2 / 6) / 2)
+    assert metric(metrics, "tool_order_accuracy", "hard", "set").value == pytest.approx((1 + 2 / 6) / 2)
+    assert metric(metrics, "item_accuracy", "hard", "set").value == 0.5
     # By turns (M-S only): turn 1 right, turn 2 wrong, turn 3 right.
     assert [m.group for m in metrics if m.by == "turns" and m.name == "item_accuracy"] == ["1", "2", "3"]
     assert [m.value for m in metrics if m.by == "turns" and m.name == "item_accuracy"] == [1.0, 0.0, 1.0]
@@ -254,3 +254,18 @@ def test_paper_feedback_block(tmp_path: Path) -> None:
     a2 = block(paper_blocks([paper_run(done, feedback="all")]), "A2")
     assert a2.missing is None
     assert [c.value for c in a2.rows[0].cells] == pytest.approx(["all", 1 / 3, 2 / 3, 0.5, None, 1.0, 0.0])
+
+
+def test_feedback_messages_answer_every_native_call_or_follow_a_text_reply() -> None:
+    from toolgauge.benchmarks.mtu.protocol import _with_feedback
+
+    native = AssistantTurn(content=None, tool_calls=[call("Find", x="1"), ToolCall(name="Book", id="c9")])
+    reply, *results = _with_feedback(native, "tool")
+    assert reply.role == "assistant" and [c.id for c in reply.tool_calls] == ["call_1", "c9"]
+    assert [(m.role, m.tool_call_id, m.name) for m in results] == [("tool", "call_1", "Find"), ("tool", "c9", "Book")]
+    assert all((m.content or "").startswith("Incorrect tool selection") for m in results)
+    text = _with_feedback(AssistantTurn(content="Action: X"), "parse")
+    assert [(m.role, m.content) for m in text] == [
+        ("assistant", "Action: X"),
+        ("user", "Observation: " + FEEDBACK_TEXT["parse"]),
+    ]

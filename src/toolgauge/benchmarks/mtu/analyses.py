@@ -30,7 +30,7 @@ from toolgauge.results import Metric, SampleScore
 
 # S-M items with at least this many gold calls form the hard set (the rebuttal: "five or more tool calls").
 HARD_MIN_CALLS = 5
-HARD_GROUP = "S-M hard"
+HARD_GROUP = "hard"
 ErrorClass = Literal["format", "action", "parameter"]
 ERROR_CLASSES: tuple[ErrorClass, ...] = ("format", "action", "parameter")
 CallPattern = Literal["omitted", "misaligned", "repeated", "hallucinated", "inherited"]
@@ -152,7 +152,7 @@ def _mean(values: Sequence[float | bool]) -> float:
 
 
 def hard_set_metrics(turns: Sequence[JudgedTurn]) -> list[Metric]:
-    """The hard set scored on its own (``by="set"``, group ``S-M hard``); nothing when the run has no hard item."""
+    """The S-M hard set scored on its own (``by="set"``, group ``hard``); nothing when the run has no hard item."""
     hard = [t for t in turns if is_hard(t)]
     return group_metrics(hard, group=HARD_GROUP, by="set") if hard else []
 
