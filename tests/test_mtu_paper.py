@@ -269,3 +269,17 @@ def test_feedback_messages_answer_every_native_call_or_follow_a_text_reply() -> 
         ("assistant", "Action: X"),
         ("user", "Observation: " + FEEDBACK_TEXT["parse"]),
     ]
+
+
+def test_a_second_attempt_that_fails_keeps_the_first_reply(tmp_path: Path) -> None:
+    # A replay has one recorded reply per item: the retry fails for good, the first attempt's verdict stands.
+    bench = MtuBenchmark(SS_ITEMS[:1], data_label="hand", feedback="all")
+    recorded = {"S-S_1": [AssistantTurn(content=render_react([call("Find", x="1")]))]}
+    from toolgauge.models.offline import ReplayClient
+
+    done = api.evaluate(bench, ReplayClient(recorded), store=tmp_path / "s.db", use_cache=False, keep_samples=True)
+    (unit,) = done.samples
+    assert unit.error is None and unit.explanation == "wrong_tool"
+    assert (unit.scores["feedback"], unit.scores["recovered"]) == ("tool", False)
+    assert done.results.value("tool_accuracy", "S-S", "split") == 0.0
+    assert done.results.value("recovery_rate", "tool", "feedback") == 0.0

@@ -23,6 +23,7 @@ from toolgauge.benchmarks.mtu.metrics import (
 from toolgauge.benchmarks.mtu.native import mtu_native_request
 from toolgauge.benchmarks.mtu.records import MTU_SPLITS, MULTI_TURN_SPLITS, MtuItem, MtuPrediction
 from toolgauge.engine import EpisodeContext, SampleOutcome, in_step
+from toolgauge.errors import ModelError
 from toolgauge.parsing.call_rate import few_calls_warning
 from toolgauge.parsing.react import parse_mtu_response, render_react
 from toolgauge.records import AssistantTurn, Message, ToolCall
@@ -40,6 +41,8 @@ class MtuResult(BaseModel):
     finish_reason: str | None = None
     feedback: FeedbackKind | None = None
     retry: MtuResult | None = None
+    # The second attempt failed for good (the first attempt's verdict stands; the feedback did not recover it).
+    retry_error: str | None = None
 
 
 def item_keys(items: Sequence[MtuItem]) -> list[str]:
@@ -212,7 +215,10 @@ class MtuBenchmark:
         kind = feedback_kind(verdict.error_type, self.feedback)
         if kind is None:
             return result
-        again = await ctx.generate([*messages, *_with_feedback(turn, kind)], tools, options, gold=gold)
+        try:
+            again = await ctx.generate([*messages, *_with_feedback(turn, kind)], tools, options, gold=gold)
+        except ModelError as exc:  # the first reply is still this item's answer: keep it, and say why no retry
+            return result.model_copy(update={"feedback": kind, "retry_error": str(exc)})
         retry = MtuResult(content=again.content, tool_calls=again.tool_calls, finish_reason=again.finish_reason)
         return result.model_copy(update={"feedback": kind, "retry": retry})
 
@@ -296,11 +302,13 @@ class MtuBenchmark:
         """Per item: the feedback its first reply got and whether the second attempt was right (None: no feedback)."""
         out: list[tuple[FeedbackKind, bool] | None] = []
         for _, item, result, _ in paired:
-            if result is None or result.feedback is None or result.retry is None:
+            if result is None or result.feedback is None:
                 out.append(None)
-                continue
-            again = judge_mtu_item(item, self.predicted_calls(item, result.retry), self.variant)
-            out.append((result.feedback, again.turn_correct))
+            elif result.retry is None:  # the second attempt failed for good: given feedback, not recovered
+                out.append((result.feedback, False))
+            else:
+                again = judge_mtu_item(item, self.predicted_calls(item, result.retry), self.variant)
+                out.append((result.feedback, again.turn_correct))
         return out
 
     @staticmethod
