@@ -27,6 +27,19 @@ def completion(content: str = "ok", finish_reason: str = "stop") -> bytes:
     ).encode()  # fmt: skip
 
 
+def tool_call_completion(name: str, arguments: dict[str, Any], *, prompt_tokens: int = 1) -> bytes:
+    """A chat-completion body whose one choice calls the tool ``name`` (usage: ``prompt_tokens`` in, 2 out)."""
+    call = {"id": f"call_{name}", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+    return json.dumps(
+        {
+            "id": "c", "object": "chat.completion", "created": 0, "model": "m",
+            "choices": [{"index": 0, "finish_reason": "tool_calls",
+                         "message": {"role": "assistant", "content": None, "tool_calls": [call]}}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": 2, "total_tokens": prompt_tokens + 2},
+        }
+    ).encode()  # fmt: skip
+
+
 def error(message: str) -> bytes:
     """An OpenAI-style error body."""
     return json.dumps({"error": {"message": message}}).encode()

@@ -280,5 +280,6 @@ def test_a_misspelt_domain_json_field_gets_the_did_you_mean(tmp_path, monkeypatc
     with pytest.raises(DataError) as caught:
         domains.get_domain("optics")
     assert str(caught.value) == (
-        f"{folder / 'domain.json'}: module: unknown field; did you mean 'modules'? (allowed: title, extra, modules)"
+        f"{folder / 'domain.json'}: module: unknown field; did you mean 'modules'? "
+        "(allowed: title, extra, modules, semantic_check)"
     )

@@ -28,4 +28,5 @@ SPEC = BenchmarkSpec(
     variants=("reference", "strict"),
     run_panels=lazy("toolgauge.benchmarks.mtu.views", "run_panels"),
     sample_panels=lazy("toolgauge.benchmarks.mtu.views", "sample_panels"),
+    paper=lazy("toolgauge.benchmarks.mtu.paper", "paper_blocks"),
 )

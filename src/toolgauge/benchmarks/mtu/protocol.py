@@ -9,17 +9,21 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from toolgauge.benchmarks.mtu.analyses import paper_metrics
+from toolgauge.benchmarks.mtu.feedback import FEEDBACK_TEXT, FeedbackKind, MtuFeedback, feedback_kind, recovery_metrics
 from toolgauge.benchmarks.mtu.loader import load_mtu_predictions, pair_predictions, prediction_split
 from toolgauge.benchmarks.mtu.metrics import (
     MtuItemVerdict,
     MtuVariant,
     dialogue_unit_scores,
+    judge_mtu_item,
     score_mtu,
     unit_scores_row,
 )
 from toolgauge.benchmarks.mtu.native import mtu_native_request
 from toolgauge.benchmarks.mtu.records import MTU_SPLITS, MULTI_TURN_SPLITS, MtuItem, MtuPrediction
 from toolgauge.engine import EpisodeContext, SampleOutcome, in_step
+from toolgauge.errors import ModelError
 from toolgauge.parsing.call_rate import few_calls_warning
 from toolgauge.parsing.react import parse_mtu_response, render_react
 from toolgauge.records import AssistantTurn, Message, ToolCall
@@ -30,11 +34,15 @@ MtuMode = Literal["prompt", "native"]
 
 
 class MtuResult(BaseModel):
-    """The model's reply to one MTU-Bench item."""
+    """The model's reply to one MTU-Bench item; with feedback (A2), the feedback it got and its second attempt."""
 
     content: str | None = None
     tool_calls: list[ToolCall] = Field(default_factory=list)
     finish_reason: str | None = None
+    feedback: FeedbackKind | None = None
+    retry: MtuResult | None = None
+    # The second attempt failed for good (the first attempt's verdict stands; the feedback did not recover it).
+    retry_error: str | None = None
 
 
 def item_keys(items: Sequence[MtuItem]) -> list[str]:
@@ -84,6 +92,8 @@ class JudgedItem:
     dialogue_scores: dict[str, float] | None = None
     # The dialogue's turns before this item's (the item holding each) and this item: what its sample page shows.
     dialogue_so_far: tuple[dict[str, Any], ...] | None = None
+    # With feedback (A2): the kind the first reply got and whether the second attempt was right.
+    recovery: tuple[FeedbackKind, bool] | None = None
 
     def sample_score(self) -> SampleScore:
         """The item's score: 1.0 when it is right (every call and value), with every verdict field.
@@ -92,18 +102,38 @@ class JudgedItem:
         :func:`~toolgauge.benchmarks.mtu.metrics.unit_scores_row`), so that each overall metric is their mean.
         """
         verdict = self.verdict.model_dump(mode="json", exclude={"id", "split"})
+        scores = unit_scores_row(verdict, self.verdict, self.dialogue_scores)
+        if self.recovery is not None:
+            scores.update({"feedback": self.recovery[0], "recovered": self.recovery[1]})
         return SampleScore(
             id=self.key,
             sample=self.key,
             value=1.0 if self.verdict.turn_correct else 0.0,
             explanation=self.verdict.error_type,
-            scores=unit_scores_row(verdict, self.verdict, self.dialogue_scores),
+            scores=scores,
             error=self.sample_error,
             cluster=self.dialogue,
             metadata={"item_id": self.verdict.id, "split": self.verdict.split, "content": self.content,
                       **{k: v for k, v in verdict.items() if isinstance(v, list | dict)},
                       **({"dialogue_so_far": list(self.dialogue_so_far)} if self.dialogue_so_far else {})},
         )  # fmt: skip
+
+
+def _with_feedback(turn: AssistantTurn, kind: FeedbackKind) -> list[Message]:
+    """The reply and the feedback on it, as the next request's last messages.
+
+    A reply with native tool calls gets the feedback as each call's tool result (the chat format wants every
+    call answered); a text reply gets it as an ``Observation:`` line, as ReAct dialogues show tool output.
+    """
+    text = FEEDBACK_TEXT[kind]
+    if not turn.tool_calls:
+        return [
+            Message(role="assistant", content=turn.content or ""),
+            Message(role="user", content=f"Observation: {text}"),
+        ]
+    calls = [call.model_copy(update={"id": call.id or f"call_{k}"}) for k, call in enumerate(turn.tool_calls, start=1)]
+    reply = Message(role="assistant", content=turn.content, tool_calls=calls)
+    return [reply, *(Message(role="tool", content=text, tool_call_id=call.id, name=call.name) for call in calls)]
 
 
 def _turn_entry(key: str, item: MtuItem, verdict: MtuItemVerdict) -> dict[str, Any]:
@@ -127,6 +157,7 @@ class MtuBenchmark:
         variant: MtuVariant = "reference",
         settings: CallSettings | None = None,
         warnings: Sequence[str] = (),
+        feedback: MtuFeedback = "none",
     ):
         self.items = list(items)
         self.keys = item_keys(self.items)
@@ -134,6 +165,8 @@ class MtuBenchmark:
         self.mode: MtuMode = mode
         self.variant: MtuVariant = variant
         self.settings = settings or CallSettings()
+        # Recovery from feedback (A2; see toolgauge.benchmarks.mtu.feedback): which kinds of error get a second try.
+        self.feedback: MtuFeedback = feedback
         # Said with the results: e.g. how recorded predictions paired with the items (see ``replay_turns``).
         self.warnings = list(warnings)
 
@@ -150,31 +183,44 @@ class MtuBenchmark:
             "splits": sorted({i.split for i in self.items}),
             "n": len(self.items),
             **self.settings.model_dump(),
+            # Only when on: runs without feedback keep the config (and cache keys) they always had.
+            **({"feedback": self.feedback} if self.feedback != "none" else {}),
         }
 
     async def episode(self, sample: MtuItem, ctx: EpisodeContext) -> MtuResult:
-        """Ask once: the item's question as the prompt, or the native conversion of it."""
+        """Ask once: the item's question as the prompt, or the native conversion of it.
+
+        With ``feedback`` on, a wrong reply whose kind of error is enabled gets that feedback and one more attempt
+        (the reply and the feedback added to the messages, as A2 describes).
+        """
         gold_calls = sample.gold_calls()
         if self.mode == "prompt":
-            turn = await ctx.generate(
-                [Message(role="user", content=sample.question)],
-                None,
-                self.settings.options_for([]).model_copy(update={"tool_choice": None}),
-                gold=AssistantTurn(content=render_react(gold_calls), finish_reason="stop"),
-            )
+            messages = [Message(role="user", content=sample.question)]
+            tools = None
+            options = self.settings.options_for([]).model_copy(update={"tool_choice": None})
+            gold = AssistantTurn(content=render_react(gold_calls), finish_reason="stop")
         else:
             tools, messages = mtu_native_request(sample)
-            turn = await ctx.generate(
-                messages,
-                tools,
-                self.settings.options_for(gold_calls),
-                gold=AssistantTurn(
-                    content=None if gold_calls else "",
-                    tool_calls=gold_calls,
-                    finish_reason="tool_calls" if gold_calls else "stop",
-                ),
+            options = self.settings.options_for(gold_calls)
+            gold = AssistantTurn(
+                content=None if gold_calls else "",
+                tool_calls=gold_calls,
+                finish_reason="tool_calls" if gold_calls else "stop",
             )
-        return MtuResult(content=turn.content, tool_calls=turn.tool_calls, finish_reason=turn.finish_reason)
+        turn = await ctx.generate(messages, tools, options, gold=gold)
+        result = MtuResult(content=turn.content, tool_calls=turn.tool_calls, finish_reason=turn.finish_reason)
+        if self.feedback == "none":
+            return result
+        verdict = judge_mtu_item(sample, self.predicted_calls(sample, result), self.variant)
+        kind = feedback_kind(verdict.error_type, self.feedback)
+        if kind is None:
+            return result
+        try:
+            again = await ctx.generate([*messages, *_with_feedback(turn, kind)], tools, options, gold=gold)
+        except ModelError as exc:  # the first reply is still this item's answer: keep it, and say why no retry
+            return result.model_copy(update={"feedback": kind, "retry_error": str(exc)})
+        retry = MtuResult(content=again.content, tool_calls=again.tool_calls, finish_reason=again.finish_reason)
+        return result.model_copy(update={"feedback": kind, "retry": retry})
 
     def predicted_calls(self, item: MtuItem, result: MtuResult | None) -> list[ToolCall]:
         """The calls a reply makes: parsed from ReAct text, or the native tool calls."""
@@ -205,13 +251,18 @@ class MtuBenchmark:
                       if result is not None and error is None and item.gold_calls()]  # fmt: skip
             warning = few_calls_warning(sum(1 for calls in needed if calls), len(needed))
             warnings += [warning] if warning else []
+        verdicts = scored.verdicts
+        recovery = self._recovery(paired)
+        metrics = scored.metrics() + paper_metrics(items, verdicts)
+        if self.feedback != "none" or any(r is not None for r in recovery):
+            given = [r for r in recovery if r is not None]
+            metrics += recovery_metrics(given, len(items), sum(1 for v in verdicts if v.turn_correct))
         results = EvalResults(
             benchmark=self.name,
             settings={"variant": self.variant, "mode": self.mode, "data": self.data_label},
-            metrics=scored.metrics(),
+            metrics=metrics,
             warnings=warnings,
         )
-        verdicts = scored.verdicts
         in_dialogues = [index for index, item in enumerate(items) if item.split in MULTI_TURN_SPLITS]
         dialogue_scores = {
             in_dialogues[position]: scores
@@ -240,10 +291,25 @@ class MtuBenchmark:
                     earlier = [held[turn] for turn in sorted(held) if turn < item.turn_index]
                     turns = (*earlier, _turn_entry(key, item, verdict))
                 yield JudgedItem(
-                    key, verdict, content, error, dialogue, dialogue_scores.get(index), turns
+                    key, verdict, content, error, dialogue, dialogue_scores.get(index), turns, recovery[index]
                 ).sample_score()
 
         return ScoredRun(results, rows)
+
+    def _recovery(
+        self, paired: Sequence[tuple[str, MtuItem, MtuResult | None, str | None]]
+    ) -> list[tuple[FeedbackKind, bool] | None]:
+        """Per item: the feedback its first reply got and whether the second attempt was right (None: no feedback)."""
+        out: list[tuple[FeedbackKind, bool] | None] = []
+        for _, item, result, _ in paired:
+            if result is None or result.feedback is None:
+                out.append(None)
+            elif result.retry is None:  # the second attempt failed for good: given feedback, not recovered
+                out.append((result.feedback, False))
+            else:
+                again = judge_mtu_item(item, self.predicted_calls(item, result.retry), self.variant)
+                out.append((result.feedback, again.turn_correct))
+        return out
 
     @staticmethod
     def _paired(

@@ -1,4 +1,4 @@
-"""MTU-Bench's terminal table: one row per split (or one for the whole run), MTU-Bench's metric columns."""
+"""MTU-Bench's terminal tables: one row per split (or one for the whole run), then the S-M hard set."""
 
 from __future__ import annotations
 
@@ -28,3 +28,6 @@ def render_mtu(results: EvalResults, console: Console) -> None:
     by = "split" if "split" in results.breakdowns() else None
     # n: the split's items (OOD's tool accuracy is over its single-call items only; the row counts them all).
     console.print(metric_table(results, by=by, columns=COLUMNS, title=title, count="n"))
+    if "set" in results.breakdowns():
+        # The hard set (S-M items with five or more gold calls), scored on its own beside the S-M row.
+        console.print(metric_table(results, by="set", columns=COLUMNS, count="n"))

@@ -23,6 +23,7 @@ SPEC = BenchmarkSpec(
     rescore=lazy("toolgauge.benchmarks.toolgate.cli", "rescore"),
     headline=("acceptance_rate",),
     run_panels=lazy("toolgauge.benchmarks.toolgate.views", "run_panels"),
+    paper=lazy("toolgauge.benchmarks.toolgate.paper", "paper_blocks"),
     extras=("fem",),
     unit="candidates",
 )

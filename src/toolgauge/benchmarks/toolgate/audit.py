@@ -360,8 +360,8 @@ def _screen_names(records: Sequence[RecordedCandidate]) -> list[str]:
 def funnel(records: Sequence[RecordedCandidate]) -> Funnel:
     """The funnel over every attempt, malformed ones included.
 
-    Steps: ``verified`` (well-formed and local verification passed; ``malformed`` is a reason there), one
-    ``screen:<name>`` step per screen in first-seen order (a candidate enters it after passing the earlier
+    Steps: ``verified`` (well-formed, local verification and the domain check passed; ``malformed`` is a reason
+    there), one ``screen:<name>`` step per screen in first-seen order (a candidate enters it after passing the earlier
     screens), ``solved`` and ``unique`` (exact deduplication of the candidates that come out of the solve step).
     A candidate on which a step's gate did not run counts in that step's ``not_run`` and goes on to the next
     step, so a pool that only some gates saw (``gate screen``) still flows through the funnel; ``passed``
@@ -379,6 +379,8 @@ def funnel(records: Sequence[RecordedCandidate]) -> Funnel:
             alive.append(record)
         elif not verify.passed:
             rejected[verify.reason or "unknown"] += 1
+        elif record.outcome.gates.semantic is not None and not record.outcome.gates.semantic.passed:
+            rejected[record.outcome.gates.semantic.reason or "semantic_check"] += 1  # the domain's check after gate 1
         else:
             verified.passed += 1
             alive.append(record)

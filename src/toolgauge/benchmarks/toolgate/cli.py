@@ -28,6 +28,7 @@ from rich.table import Table
 from toolgauge.benchmark import CommandGroups
 from toolgauge.benchmarks.toolgate.answers import derive_seed, new_seed, permutation_from_seed, shuffled
 from toolgauge.benchmarks.toolgate.audit import AuditReport, audit, pool_candidates
+from toolgauge.benchmarks.toolgate.chain import chained_records, release_duplicates
 from toolgauge.benchmarks.toolgate.cli_run import add_run_command
 from toolgauge.benchmarks.toolgate.cli_seeds import add_seeds_command
 from toolgauge.benchmarks.toolgate.loader import load_candidates
@@ -55,6 +56,7 @@ from toolgauge.benchmarks.toolgate.protocol import (
 )
 from toolgauge.benchmarks.toolgate.records import Candidate, RecordedCandidate, decide
 from toolgauge.benchmarks.toolgate.report import bias_table, funnel_table
+from toolgauge.benchmarks.toolgate.resources import RoleUsage, role_resources, role_usage
 from toolgauge.benchmarks.toolgate.screens import ScreenSpec, check_screen_names, parse_screen_spec
 from toolgauge.benchmarks.toolgate.verify import DEFAULT_TIME_LIMIT
 from toolgauge.cli.common import (
@@ -81,13 +83,21 @@ if TYPE_CHECKING:
 
 GATE_ENGINE = EngineDefaults(concurrency=4, timeout=120.0)
 
+DomainChecksOpt = Annotated[
+    bool,
+    typer.Option(
+        "--domain-checks",
+        help="After gate 1 passed, run the candidate's domain semantic check (fem: refine every mesh once; the "
+        "answer must move by less than the options' spacing). Failing items are rejected; undecided ones flagged.",
+    ),
+]
 CandidatesOpt = Annotated[
     Path, typer.Option("--candidates", help="A candidates JSONL file (one candidate per line; see docs/toolgate.md).")
 ]
 
 
 class PoolChoice(StrEnum):
-    """Which candidates of a stored run ``gate rescreen`` screens."""
+    """Which candidates of a stored run ``gate rescreen`` screens and ``gate solve --run`` solves."""
 
     verified = "verified"
     survivors = "survivors"
@@ -127,10 +137,12 @@ def build(
     seed: int | None = None,
     solver_steps: int = DEFAULT_SOLVER_STEPS,
     limit: int | None = None,
+    domain_checks: bool = False,
 ) -> PoolBenchmark:
     """The pool run of ``command`` over the candidates file (its first ``limit`` candidates).
 
-    ``gates`` defaults to the command's: verify, screens, solve, or all three for ``check``.
+    ``gates`` defaults to the command's: verify, screens, solve, or all three for ``check``. ``domain_checks``
+    runs each candidate's domain semantic check after gate 1 (:mod:`toolgauge.benchmarks.toolgate.semantic`).
     """
     require_finite(time_limit=time_limit)
     chosen: tuple[Gate, ...] = tuple(gates) if gates is not None else _command_gates(command)
@@ -151,6 +163,7 @@ def build(
         all_screens=all_screens,
         seed=seed,
         solver_steps=solver_steps,
+        domain_checks=domain_checks,
     )
     return PoolBenchmark.of(pool, settings, source=str(path.resolve()), domain=domain)
 
@@ -165,9 +178,12 @@ def _of_domain(candidates: list[Candidate], domain: str | None, path: Path) -> l
     return kept
 
 
-def _build(candidates: Path, command: PoolCommand, gate: GateFlags, limit: int | None) -> PoolBenchmark:
+def _build(
+    candidates: Path, command: PoolCommand, gate: GateFlags, limit: int | None, domain_checks: bool = False
+) -> PoolBenchmark:
     """:func:`build` from a command's gate options."""
     return build(
+        domain_checks=domain_checks,
         candidates=candidates,
         command=command,
         domain=gate.domain,
@@ -225,6 +241,7 @@ def rescore(config: Mapping[str, Any], variant: str | None) -> PoolBenchmark | C
         all_screens=bool(config.get("all_screens", False)),
         seed=config.get("seed"),
         solver_steps=int(config.get("solver_steps", DEFAULT_SOLVER_STEPS)),
+        domain_checks=bool(config.get("domain_checks", False)),
     )
     source = str(config["candidates"])
     if "ids" in config:
@@ -292,9 +309,11 @@ def _run(bench: PoolBenchmark, flags: RunFlags, unsafe_no_sandbox: bool = False)
 
 
 @gate_command("domain", "time_limit", "unsafe_no_sandbox", annotations={"time_limit": VerifyTimeLimitOpt})
-def gate_verify(candidates: CandidatesOpt, *, gate: GateFlags, flags: RunFlags) -> None:
+def gate_verify(
+    candidates: CandidatesOpt, domain_checks: DomainChecksOpt = False, *, gate: GateFlags, flags: RunFlags
+) -> None:
     """Gate 1 on a pool: run each solution in the sandbox; its one ANSWER: must select the proposed option."""
-    _run(_build(candidates, "verify", gate, flags.limit), flags, gate.unsafe_no_sandbox)
+    _run(_build(candidates, "verify", gate, flags.limit, domain_checks), flags, gate.unsafe_no_sandbox)
 
 
 @gate_command(
@@ -319,9 +338,39 @@ def gate_screen(candidates: CandidatesOpt, *, gate: GateFlags, flags: RunFlags) 
     "unsafe_no_sandbox",
     annotations={"time_limit": SolveTimeLimitOpt},
 )
-def gate_solve(candidates: CandidatesOpt, *, gate: GateFlags, flags: RunFlags) -> None:
+def gate_solve(
+    candidates: Annotated[
+        Path | None, typer.Option("--candidates", help="A candidates JSONL file; or give --run.")
+    ] = None,
+    run_id: Annotated[
+        str | None,
+        typer.Option("--run", help="Solve a stored run's pool instead (an id, a unique start of one, or 'latest')."),
+    ] = None,
+    pool: Annotated[
+        PoolChoice,
+        typer.Option("--pool", help="With --run: which of its candidates (as for rescreen; default survivors)."),
+    ] = PoolChoice.survivors,
+    *,
+    gate: GateFlags,
+    flags: RunFlags,
+) -> None:
     """Gate 3 on a pool: a solver with run_python and submit_answer must find the proposed option in time."""
-    _run(_build(candidates, "solve", gate, flags.limit), flags, gate.unsafe_no_sandbox)
+    if (run_id is None) == (candidates is None):
+        raise UsageError("give --candidates FILE or --run RUN (one of them)")
+    if candidates is not None:
+        _run(_build(candidates, "solve", gate, flags.limit), flags, gate.unsafe_no_sandbox)
+        return
+    assert run_id is not None
+    if gate.solver is None:
+        raise UsageError("give the solver: --solver SPEC")
+    settings = PoolSettings(
+        command="solve",
+        gates=("solve",),
+        solver=_solver(gate.solver),
+        time_limit=gate.time_limit,
+        solver_steps=gate.solver_steps,
+    )
+    _run(_stored_pool_run(flags, run_id, pool, gate.domain, settings), flags, gate.unsafe_no_sandbox)
 
 
 @gate_command(
@@ -335,9 +384,11 @@ def gate_solve(candidates: CandidatesOpt, *, gate: GateFlags, flags: RunFlags) -
     "solver_steps",
     "unsafe_no_sandbox",
 )
-def gate_check(candidates: CandidatesOpt, *, gate: GateFlags, flags: RunFlags) -> None:
+def gate_check(
+    candidates: CandidatesOpt, domain_checks: DomainChecksOpt = False, *, gate: GateFlags, flags: RunFlags
+) -> None:
     """All three gates on a pool, cheapest first (verify, screens, solve), stopping at the first rejection."""
-    _run(_build(candidates, "check", gate, flags.limit), flags, gate.unsafe_no_sandbox)
+    _run(_build(candidates, "check", gate, flags.limit, domain_checks), flags, gate.unsafe_no_sandbox)
 
 
 # --- stored pools -------------------------------------------------------------------------------------------
@@ -415,12 +466,6 @@ def gate_rescreen(
     """New screens on a stored pool, as a new run: a post-hoc audit whose results never reach a generator."""
     if not gate.screen:
         raise UsageError("give at least one --screen SPEC")
-    source = read_pool(flags.store, run_id, gate.domain)
-    chosen = _selected(source.records, pool)
-    if not chosen:
-        of = f" of domain {gate.domain!r}" if gate.domain is not None else ""
-        raise UsageError(f"run {source.run_id} has no {pool.value} candidates{of} to rescreen")
-    pairs: list[tuple[str, Candidate | None]] = [(key, record.candidate) for key, record in unique_keys(chosen)]
     settings = PoolSettings(
         command="rescreen",
         gates=("screens",),
@@ -430,14 +475,30 @@ def gate_rescreen(
         all_screens=gate.all_screens,
         seed=gate.seed,
     )
-    bench = PoolBenchmark(
+    _run(_stored_pool_run(flags, run_id, pool, gate.domain, settings), flags)
+
+
+def _stored_pool_run(
+    flags: RunFlags, run_id: str, pool: PoolChoice, domain: str | None, settings: PoolSettings
+) -> PoolBenchmark:
+    """A pool run over the ``pool`` candidates of a stored run (``rescreen``, ``solve --run``): a new run.
+
+    Raises:
+        UsageError: no such run, or it has no such candidates (of that domain).
+    """
+    source = read_pool(flags.store, run_id, domain)
+    chosen = _selected(source.records, pool)
+    if not chosen:
+        of = f" of domain {domain!r}" if domain is not None else ""
+        raise UsageError(f"run {source.run_id} has no {pool.value} candidates{of} to {settings.command}")
+    pairs: list[tuple[str, Candidate | None]] = [(key, record.candidate) for key, record in unique_keys(chosen)]
+    return PoolBenchmark(
         settings=settings,
         source=f"run:{source.run_id} ({pool.value})",
         pairs=limit_items(pairs, flags.limit),
-        domain=gate.domain,
+        domain=domain,
         source_run=source.run_id,
     )
-    _run(bench, flags)
 
 
 def _print_audit(report: AuditReport, source: str, console: Console) -> None:
@@ -487,8 +548,13 @@ def _print_audit(report: AuditReport, source: str, console: Console) -> None:
 
 @gate_command("domain", "time_limit", offline=True, annotations={"time_limit": NoScriptTimeLimitOpt})
 def gate_audit(
-    run_id: Annotated[
-        str | None, typer.Argument(help="A stored run (id, unique start of one, or 'latest'); or give --candidates.")
+    run_ids: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Stored runs (ids, unique starts of ones, or 'latest'); several: a chain of runs, each on the "
+            "survivors of the one before, joined into one record per candidate. Or give --candidates.",
+            show_default=False,
+        ),
     ] = None,
     candidates: Annotated[
         Path | None, typer.Option("--candidates", help="Audit a candidates file instead of a stored run.")
@@ -497,19 +563,24 @@ def gate_audit(
     gate: GateFlags,
     flags: RunFlags,
 ) -> None:
-    """Audit a pool: screens' letter bias, the middle-value cue, screen agreement, duplicates, topics, funnel."""
-    if (run_id is None) == (candidates is None):
-        raise UsageError("give a run id or --candidates FILE (one of them)")
+    """Audit a pool: screens' letter bias, the middle-value cue, screen agreement, duplicates, topics, funnel.
+
+    Several runs (a chain: the construction run, then rescreens and a solve on survivors) are audited as one pool,
+    each candidate with every run's gates: the paper's Table 4 funnel.
+    """
+    if bool(run_ids) == (candidates is not None):
+        raise UsageError("give a run id or --candidates FILE (one of them; several run ids: a chain)")
     if candidates is not None:
         domain_filter(gate.domain)
         pool = _of_domain(load_candidates(existing_data(candidates, "--candidates")), gate.domain, candidates)
         records = [RecordedCandidate(candidate=c, outcome=decide(c.id)) for c in pool]
         source = str(candidates)
     else:
-        assert run_id is not None
-        stored = read_pool(flags.store, run_id, gate.domain)
-        records = [record for _, record in stored.records]
-        source = f"run {stored.run_id}"
+        assert run_ids
+        chain = [read_pool(flags.store, ref, gate.domain) for ref in run_ids]
+        records = chained_records([[record for _, record in stored.records] for stored in chain])
+        source = ("runs " if len(chain) > 1 else "run ") + " -> ".join(stored.run_id for stored in chain)
+        resources = _resources(flags.store, chain)
     if gate.domain is not None:
         source += f" · domain {gate.domain}"
     report = audit(records)
@@ -520,10 +591,46 @@ def gate_audit(
             "middle_value_share": report.middle_value.middle_value_share,
             "middle_value_accuracy": report.middle_value.middle_value_accuracy,
             **report.model_dump(mode="json"),
+            **({"resources": resources} if candidates is None else {}),
         }
         sys.stdout.write(json_for_terminal(json.dumps(redact_tree(data), indent=2, ensure_ascii=False)) + "\n")
         return
     _print_audit(report, source, out)
+    if candidates is None:
+        out.print(resources_table(resources))
+
+
+def _resources(store_url: str | None, chain: Sequence[StoredPool]) -> list[dict[str, Any]]:
+    """Resource use per run and role (the paper's Table 2): the records' wall times, the call log's tokens."""
+    from toolgauge.store import open_store
+
+    st = open_store(store_url, create=False)
+    try:
+        rows = []
+        for stored in chain:
+            usage = role_usage(st, stored.run_id)
+            for role in role_resources((r for _, r in stored.records), (), usage):
+                used = role.usage or RoleUsage()
+                rows.append({"run": stored.run_id, "role": role.role, "episodes": role.episodes,
+                             "wall_seconds": role.wall_seconds, "agent_hours": role.agent_hours,
+                             "calls": used.calls, "input_tokens": used.input_tokens,
+                             "output_tokens": used.output_tokens, "model_seconds": used.model_seconds})  # fmt: skip
+        return rows
+    finally:
+        st.close()
+
+
+def resources_table(rows: Sequence[Mapping[str, Any]]) -> Table:
+    """Table 2 in the terminal: one row per run and role."""
+    table = Table(title="resource use per role", title_justify="left")
+    for header in ("run", "role", "episodes", "wall s", "agent-hours", "calls", "input tokens", "output tokens"):
+        table.add_column(header, justify="left" if header in ("run", "role") else "right")
+    for row in rows:
+        wall, hours = row["wall_seconds"], row["agent_hours"]
+        table.add_row(esc(row["run"]), esc(row["role"]), str(row["episodes"]),
+                      "—" if wall is None else f"{wall:.1f}", "—" if hours is None else f"{hours:.3f}",
+                      str(row["calls"]), str(row["input_tokens"]), str(row["output_tokens"]))  # fmt: skip
+    return table
 
 
 # --- gate export ----------------------------------------------------------------------------------------------
@@ -542,6 +649,8 @@ SUMMARY_FIELDS = (
     "solve_answer",
     "solve_seconds",
     "error",
+    "duplicate_of",
+    "audit_flags",
 )
 
 
@@ -564,6 +673,7 @@ def _summary_row(
         "screens": "; ".join(f"{s.screen} {s.correct}/{len(s.calls)}" for s in gates.screens or ()),
         "solve_answer": gates.solve.answer if gates.solve is not None else None,
         "solve_seconds": gates.solve.seconds if gates.solve is not None else None,
+        "audit_flags": "; ".join(gates.audit_flags) or None,
     }
 
 
@@ -577,7 +687,13 @@ def _csv(rows: Sequence[Mapping[str, Any]]) -> str:
 
 
 def export_pool(
-    pool: StoredPool, out_dir: Path, *, seed: int | None, config: Mapping[str, Any], domain: str | None = None
+    pool: StoredPool,
+    out_dir: Path,
+    *,
+    seed: int | None,
+    config: Mapping[str, Any],
+    domain: str | None = None,
+    keep_duplicates: bool = False,
 ) -> dict[str, Any]:
     """Write the release files of a stored pool into ``out_dir``; returns the manifest.
 
@@ -586,19 +702,40 @@ def export_pool(
     accepted item, the release seed and permutation and the full record (the gates' letters are in the recorded
     candidate's order, which it holds). ``rejections.jsonl``: every other candidate with its full record, and each
     sample without a verdict. ``summary.csv``: one row per sample. ``manifest.json``: the run, counts and files.
+
+    As the paper, exact duplicates are removed before release (unless ``keep_duplicates``): an accepted candidate
+    whose question equals an earlier accepted one's (:func:`~toolgauge.benchmarks.toolgate.chain.release_duplicates`)
+    goes to ``rejections.jsonl`` with ``duplicate_of``, its summary row names the copy kept, and the manifest's
+    ``duplicates`` lists them (``counts.accepted`` counts the candidates released).
     """
     lines = {"accepted": [], "records": [], "rejections": []}  # type: dict[str, list[str]]
     rows: list[dict[str, Any]] = []
     counts = {"accepted": 0, "rejected": 0, "flagged": 0, "passed": 0, "errors": 0}
+    outcomes = pool.outcomes()
+    accepted = [(key, r) for key, r, _ in outcomes if r is not None and r.outcome.outcome == "accepted"]
+    copies = {} if keep_duplicates else release_duplicates(accepted)
 
     def dumps(data: Any) -> str:
         return json.dumps(redact_tree(data), ensure_ascii=False) + "\n"
 
-    for key, record, error in pool.outcomes():
+    for key, record, error in outcomes:
         release: dict[str, Any] = {}
         if record is None:
             counts["errors"] += 1
             lines["rejections"].append(dumps({"key": key, "id": key, "outcome": None, "error": error}))
+        elif key in copies and record.candidate is not None:
+            lines["rejections"].append(
+                dumps(
+                    {
+                        "key": key,
+                        "id": record.outcome.id,
+                        "duplicate_of": copies[key],
+                        "outcome": record.outcome.model_dump(mode="json"),
+                        "candidate": record.candidate.model_dump(mode="json"),
+                        "run": pool.run_id,
+                    }
+                )
+            )
         elif record.outcome.outcome == "accepted" and record.candidate is not None:
             counts["accepted"] += 1
             candidate = record.candidate
@@ -617,6 +754,7 @@ def export_pool(
                         "key": key,
                         "id": candidate.id,
                         "release": release,
+                        "audit_flags": record.outcome.gates.audit_flags,
                         "candidate": candidate.model_dump(mode="json"),
                         "outcome": record.outcome.model_dump(mode="json"),
                         "run": pool.run_id,
@@ -630,13 +768,14 @@ def export_pool(
                     {
                         "key": key,
                         "id": record.outcome.id,
+                        "audit_flags": record.outcome.gates.audit_flags,
                         "outcome": record.outcome.model_dump(mode="json"),
                         "candidate": record.candidate.model_dump(mode="json") if record.candidate else record.raw,
                         "run": pool.run_id,
                     }
                 )
             )
-        rows.append(_summary_row(key, record, error, release))
+        rows.append({**_summary_row(key, record, error, release), "duplicate_of": copies.get(key)})
     files = {
         "accepted": "accepted.jsonl",
         "records": "records.jsonl",
@@ -658,6 +797,8 @@ def export_pool(
         "release_seed": seed,
         "domain": domain,
         "counts": counts,
+        # Exact duplicates left out of accepted.jsonl (copy -> the key kept); empty with keep_duplicates.
+        "duplicates": dict(copies),
         "files": files,
     }
     write_atomic(out_dir / "manifest.json", json.dumps(redact_tree(manifest), indent=2, ensure_ascii=False) + "\n")
@@ -671,11 +812,15 @@ def gate_export(
     seed: Annotated[
         int | None, typer.Option("--seed", help="Derive the release permutations from this number (default: fresh).")
     ] = None,
+    keep_duplicates: Annotated[
+        bool,
+        typer.Option("--keep-duplicates", help="Release exact duplicate questions too (default: the first copy only)."),
+    ] = False,
     *,
     gate: GateFlags,
     flags: RunFlags,
 ) -> None:
-    """Export the accepted pool for release (options re-shuffled, answers updated), with every record and rejection."""
+    """Export the accepted pool for release (re-shuffled, exact duplicates left out), every record and rejection."""
     from toolgauge.store import open_store
 
     pool = read_pool(flags.store, run_id, gate.domain)
@@ -685,15 +830,17 @@ def gate_export(
     finally:
         st.close()
     config = run.config if run is not None else {}
-    manifest = export_pool(pool, out_dir, seed=seed, config=config, domain=gate.domain)
+    manifest = export_pool(pool, out_dir, seed=seed, config=config, domain=gate.domain, keep_duplicates=keep_duplicates)
     if flags.as_json:
         sys.stdout.write(json_for_terminal(json.dumps(manifest, indent=2, ensure_ascii=False)) + "\n")
         return
     counts = manifest["counts"]
+    copies = len(manifest["duplicates"])
+    left_out = f" ({copies} exact duplicate{'s' if copies != 1 else ''} left out)" if copies else ""
     if not counts["accepted"]:
         warn(f"run {pool.run_id} has no accepted candidates: accepted.jsonl is empty")
     out.print(
-        f"exported run {esc(pool.run_id)} to {esc(out_dir)}: {counts['accepted']} accepted; "
+        f"exported run {esc(pool.run_id)} to {esc(out_dir)}: {counts['accepted']} accepted{left_out}; "
         f"{counts['rejected']} rejected, {counts['flagged']} flagged, {counts['passed']} passed and "
         f"{counts['errors']} without a verdict in rejections.jsonl; summary.csv has every candidate",
         highlight=False,

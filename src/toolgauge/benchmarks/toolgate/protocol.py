@@ -33,6 +33,7 @@ from toolgauge.benchmarks.toolgate.records import (
     GateReport,
     RecordedCandidate,
     ScreenResult,
+    SemanticResult,
     SolveResult,
     VerifyResult,
     decide,
@@ -68,6 +69,8 @@ class PoolSettings:
         all_screens: run every screen even after one rejected the candidate.
         seed: the base of reproducible screen seeds (None: fresh seeds, recorded per call).
         solver_steps: the most model calls of one solve.
+        domain_checks: after gate 1 passed, run the candidate's domain semantic check when it declares one
+            (:mod:`toolgate.semantic`; ``fem``: mesh refinement).
     """
 
     command: PoolCommand
@@ -79,6 +82,7 @@ class PoolSettings:
     all_screens: bool = False
     seed: int | None = None
     solver_steps: int = DEFAULT_SOLVER_STEPS
+    domain_checks: bool = False
 
     def __post_init__(self) -> None:
         unknown = [g for g in self.gates if g not in GATES]
@@ -101,6 +105,8 @@ class PoolSettings:
             "all_screens": self.all_screens,
             "seed": self.seed,
             "solver_steps": self.solver_steps,
+            # Only when on: runs without domain checks keep the config they always had (and resume as they were).
+            **({"domain_checks": True} if self.domain_checks and "verify" in self.gates else {}),
         }
 
 
@@ -153,17 +159,22 @@ class PoolBenchmark:
             raise RuntimeError("this pool benchmark was rebuilt for scoring only; it has no candidates to run")
         s = self.settings
         verify: VerifyResult | None = None
+        semantic: SemanticResult | None = None
         screens: list[ScreenResult] | None = None
         solve: SolveResult | None = None
 
         def recorded() -> RecordedCandidate:
-            outcome = decide(sample.id, verify=verify, screens=screens, solve=solve)
+            outcome = decide(sample.id, verify=verify, screens=screens, solve=solve, semantic=semantic)
             return RecordedCandidate(candidate=sample, outcome=outcome)
 
         if "verify" in s.gates:
             verify = await verify_candidate(sample, time_limit=s.time_limit)
             if not verify.passed:
                 return recorded()
+            if s.domain_checks:
+                semantic = await _domain_check(sample, verify, s.time_limit)
+                if semantic is not None and not semantic.passed:
+                    return recorded()
         if "screens" in s.gates:
             screens = []
             for screen in s.screens:
@@ -213,6 +224,16 @@ class PoolBenchmark:
     def replay_table(self, path: Path) -> Mapping[str, Sequence[AssistantTurn]]:
         """A pool run has no recorded outputs to replay (its screens and solver are roles)."""
         return {}
+
+
+async def _domain_check(candidate: Candidate, verify: VerifyResult, time_limit: float) -> SemanticResult | None:
+    """The candidate's domain semantic check, when its domain has a folder that declares one."""
+    from toolgauge.benchmarks.toolgate.domains import domain_names, get_domain
+    from toolgauge.benchmarks.toolgate.semantic import semantic_check_candidate
+
+    if candidate.domain not in domain_names():
+        return None
+    return await semantic_check_candidate(candidate, verify, get_domain(candidate.domain), time_limit=time_limit)
 
 
 # --- scoring ---------------------------------------------------------------------------------------------

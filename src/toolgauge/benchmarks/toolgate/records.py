@@ -33,7 +33,9 @@ ScreenReason = Literal["too_easy"]
 ScreenCallReason = Literal["unparsable"]
 SolveReason = Literal["wrong_answer", "no_answer", "timeout"]
 FormatReason = Literal["malformed"]
-Reason = VerifyReason | ScreenReason | SolveReason | FormatReason
+# A domain's semantic check after gate 1 (toolgate.semantic) failed: the candidate is rejected by ``verify``.
+SemanticReason = Literal["semantic_check"]
+Reason = VerifyReason | ScreenReason | SolveReason | FormatReason | SemanticReason
 
 VERIFY_REASONS: tuple[str, ...] = get_args(VerifyReason)
 SOLVE_REASONS: tuple[str, ...] = get_args(SolveReason)
@@ -258,12 +260,47 @@ class SolveResult(BaseModel):
         return self
 
 
+class SemanticResult(BaseModel):
+    """A domain's executable semantic check, run after gate 1 passed (:mod:`toolgate.semantic`).
+
+    Attributes:
+        check: the check's name (``mesh_refinement`` for ``fem``).
+        passed: the check did not find the candidate wrong (it may still carry ``flags``).
+        reason: ``"semantic_check"`` when it failed; None when it passed.
+        detail: free text: what the check measured.
+        flags: audit flags: what the check could not decide (bare names, e.g. ``no_mesh_refined``); they travel
+            with the candidate into the export.
+        answer: the text of the check run's one ``ANSWER:`` line, when it had one.
+        seconds: wall time of the check run.
+    """
+
+    check: str
+    passed: bool
+    reason: SemanticReason | None = None
+    detail: str | None = None
+    flags: list[str] = Field(default_factory=list)
+    answer: str | None = None
+    seconds: float | None = None
+
+    @model_validator(mode="after")
+    def _reason_iff_failed(self) -> SemanticResult:
+        if self.passed == (self.reason is not None):
+            raise ValueError("a semantic check result has a reason exactly when it did not pass")
+        return self
+
+
 class Gates(BaseModel):
     """The records of the gates that ran on one candidate; a gate that did not run is None (absent in JSON)."""
 
     verify: VerifyResult | None = None
     screens: list[ScreenResult] | None = None
     solve: SolveResult | None = None
+    semantic: SemanticResult | None = None
+
+    @property
+    def audit_flags(self) -> list[str]:
+        """The audit flags the candidate carries (from its domain's semantic check), prefixed by the check."""
+        return [f"{self.semantic.check}:{flag}" for flag in self.semantic.flags] if self.semantic else []
 
 
 class CandidateOutcome(BaseModel):
@@ -294,12 +331,14 @@ def decide(
     screens: Sequence[ScreenResult] | None = None,
     solve: SolveResult | None = None,
     malformed: str | None = None,
+    semantic: SemanticResult | None = None,
 ) -> CandidateOutcome:
     """Combine the gates that ran into the outcome.
 
-    Order: a malformed candidate is rejected by ``format``; a failed verification by ``verify``; the first
-    screen that did not pass by ``screen``; then the solve gate decides ``accepted`` (solved) or ``flagged``;
-    when it did not run and every gate that ran passed, the outcome is ``passed``.
+    Order: a malformed candidate is rejected by ``format``; a failed verification by ``verify``, and so is a
+    failed domain semantic check (reason ``semantic_check``); the first screen that did not pass by ``screen``;
+    then the solve gate decides ``accepted`` (solved) or ``flagged``; when it did not run and every gate that ran
+    passed, the outcome is ``passed``.
 
     Args:
         candidate_id: the candidate's id.
@@ -307,8 +346,9 @@ def decide(
         screens: gate 2's records (one per screen), when it ran.
         solve: gate 3's record, when it ran.
         malformed: what is wrong with a malformed candidate (no gate runs on it).
+        semantic: the domain's semantic check after gate 1, when it ran.
     """
-    gates = Gates(verify=verify, screens=list(screens) if screens is not None else None, solve=solve)
+    gates = Gates(verify=verify, screens=list(screens) if screens is not None else None, solve=solve, semantic=semantic)
     if malformed is not None:
         return CandidateOutcome(
             id=candidate_id, outcome="rejected", rejected_by="format", gates=gates, reason="malformed", detail=malformed
@@ -321,6 +361,15 @@ def decide(
             gates=gates,
             reason=verify.reason,
             detail=verify.detail,
+        )
+    if semantic is not None and not semantic.passed:
+        return CandidateOutcome(
+            id=candidate_id,
+            outcome="rejected",
+            rejected_by="verify",
+            gates=gates,
+            reason=semantic.reason,
+            detail=f"{semantic.check}: {semantic.detail}",
         )
     for screen in screens or ():
         if not screen.passed:

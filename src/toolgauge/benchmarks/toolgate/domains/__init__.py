@@ -5,7 +5,9 @@ A domain folder ``domains/<name>/`` holds:
 - ``domain.json``: ``{"title": str, "extra": str, "modules": {"import_name": "pip distribution", ...}}`` -
   the libraries its scripts need (installed with ``pip install 'toolgauge[<extra>]'``);
 - ``guide.md``: the domain guide for the generator model;
-- ``seeds.jsonl``: expert-written seed items in the candidate format.
+- ``seeds.jsonl``: expert-written seed items in the candidate format;
+- optionally a semantic check script, declared in ``domain.json`` as
+  ``"semantic_check": {"name": ..., "script": "<file>.py"}``, run after gate 1 (:mod:`..semantic`).
 
 The import check looks the modules up in the harness's interpreter, which is also the sandbox's
 (:func:`toolgauge.sandbox.sandbox_python`), and says ``domain not installed: pip install 'toolgauge[fem]'``.
@@ -31,6 +33,15 @@ DOMAINS_DIR = Path(__file__).resolve().parent
 _NAME = re.compile(r"[a-z][a-z0-9_-]*")
 
 
+class SemanticCheckInfo(BaseModel):
+    """A domain's executable semantic check (:mod:`toolgauge.benchmarks.toolgate.semantic`): its name and script."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    script: str = Field(pattern=r"^[A-Za-z0-9_]+\.py$")
+
+
 class DomainInfo(BaseModel):
     """The contents of a domain's ``domain.json``."""
 
@@ -39,6 +50,7 @@ class DomainInfo(BaseModel):
     title: str
     extra: str = Field(min_length=1)
     modules: dict[str, str] = Field(min_length=1)
+    semantic_check: SemanticCheckInfo | None = None
 
 
 class Domain(BaseModel):
@@ -59,6 +71,12 @@ class Domain(BaseModel):
     def seeds_path(self) -> Path:
         """The seed items (candidate JSONL)."""
         return self.folder / "seeds.jsonl"
+
+    @property
+    def semantic_script(self) -> Path | None:
+        """The semantic check's script, when the domain declares one."""
+        check = self.info.semantic_check
+        return self.folder / check.script if check is not None else None
 
     def guide(self) -> str:
         """The text of the domain guide."""
