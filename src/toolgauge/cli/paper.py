@@ -87,6 +87,10 @@ def paper_cmd(
             loaded = load_paper_runs(st, spec, runs or []) if st is not None else []
             if oracle_run is not None and st is not None:
                 options["oracle"] = load_paper_runs(st, spec, [oracle_run])[0]
+            if (
+                "store" in _takes(spec) and st is not None
+            ):  # a paper whose tables read the call log (ToolGate's Table 2)
+                options["store"] = st
             blocks = spec.paper(loaded, **options)
         finally:
             if st is not None:

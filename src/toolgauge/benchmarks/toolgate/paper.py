@@ -13,17 +13,21 @@ gate records (pool runs: :func:`~toolgauge.benchmarks.toolgate.protocol.score_re
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from toolgauge.benchmarks.toolgate.audit import funnel, screen_agreement
 from toolgauge.benchmarks.toolgate.chain import chained_records
 from toolgauge.benchmarks.toolgate.records import Candidate, CandidateOutcome, RecordedCandidate
-from toolgauge.benchmarks.toolgate.resources import RoleUsage, role_resources
+from toolgauge.benchmarks.toolgate.resources import RoleUsage, role_resources, role_usage
 from toolgauge.report.paper_tables import PaperBlock, PaperCell, PaperRow, PaperRun
 from toolgauge.results import SampleScore
+
+if TYPE_CHECKING:
+    from toolgauge.store.store import Store
 
 PAPER = "toolgate"
 # Table 4's step names, as the paper words them.
@@ -31,14 +35,18 @@ STEP_TITLES = {"verified": "local verification", "solved": "tool-enabled solve",
 RoleUsageOf = Callable[[str], Mapping[str, RoleUsage]]
 
 
-def paper_blocks(runs: Sequence[PaperRun], *, usage: RoleUsageOf | None = None) -> list[PaperBlock]:
+def paper_blocks(
+    runs: Sequence[PaperRun], *, store: Store | None = None, usage: RoleUsageOf | None = None
+) -> list[PaperBlock]:
     """Every ToolGate block for ``runs`` (a chain, in chain order).
 
     Args:
         runs: stored ToolGate runs.
-        usage: a run id's model calls per role (:func:`~toolgauge.benchmarks.toolgate.resources.role_usage` on the
-            run's store) for Table 2's tokens; without it Table 2 has wall time only.
+        store: the runs' store (the ``paper`` command passes it): Table 2's tokens come from its call log.
+        usage: a run id's model calls per role, in place of ``store``'s; with neither, Table 2 has wall time only.
     """
+    if usage is None and store is not None:
+        usage = functools.partial(role_usage, store)
     records = {run.id: unit_records(run.scores()) for run in runs}
     return [table4(runs, records), table2(runs, records, usage), table3_tools(runs, records),
             table3_no_tool(runs, records)]  # fmt: skip

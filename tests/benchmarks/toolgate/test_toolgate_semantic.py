@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_helpers import invoke
+from helpers.cli_helpers import invoke
 from toolgauge.benchmarks.toolgate.domains import get_domain
 from toolgauge.benchmarks.toolgate.records import SemanticResult, VerifyResult, decide
 from toolgauge.benchmarks.toolgate.semantic import judge_check, option_spacing

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from chat_stub import ChatStub, completion, is_probe, tool_call_completion
-from cli_helpers import invoke
+from helpers.chat_stub import ChatStub, completion, is_probe, tool_call_completion
+from helpers.cli_helpers import invoke
 from toolgauge.benchmarks.toolgate.answers import select_option
 from toolgauge.benchmarks.toolgate.chain import chained_records, release_duplicates
 from toolgauge.benchmarks.toolgate.domains import get_domain
