@@ -11,10 +11,13 @@ from openai import AsyncOpenAI
 from pydantic import BaseModel, Field, ValidationError
 
 from toolgauge.errors import ConnectionFailed, ModelError, TransientModelError
-from toolgauge.records import AssistantTurn, Message, ModelRequest, ToolCall, Usage
-from toolgauge.redact import learn_secret, learn_url_credentials, redact, redact_url
+from toolgauge.models.wire import RETRYABLE_STATUS as _RETRYABLE_STATUS
+from toolgauge.models.wire import one_line as _short
+from toolgauge.models.wire import retry_after_seconds as _retry_after
+from toolgauge.models.wire import set_options
+from toolgauge.records import AssistantTurn, GenerateOptions, Message, ModelRequest, ToolCall, Usage
+from toolgauge.redact import learn_secret, learn_url_credentials, redact_url
 
-_RETRYABLE_STATUS = {408, 409, 425, 429}
 # Keys sent when there is no real one (no key in the environment, the embedded local server): nothing to hide.
 PLACEHOLDER_KEYS = frozenset({"sk-no-key", "sk-local"})
 # The probe fails at once when nothing accepts the connection (dead port, unknown host, connect
@@ -216,6 +219,13 @@ class OpenAICompatClient:
                     raise ModelError(f"{exc} (after {attempt} attempts)") from exc
                 await asyncio.sleep(min(_PROBE_MAX_WAIT, exc.retry_after if exc.retry_after is not None else 0.25))
 
+    def unsupported(self, options: GenerateOptions) -> list[str]:
+        """The set options chat completions cannot carry (asked once at the start of a run)."""
+        return [
+            f"{name} (chat completions has no such field; a server that takes one reads it from extra_body)"
+            for name in set_options(options, ["thinking_budget"])
+        ]
+
     async def generate(self, request: ModelRequest) -> AssistantTurn:
         """Send one chat completion and convert the answer."""
         if self._client is None:
@@ -239,6 +249,12 @@ class OpenAICompatClient:
             kwargs["seed"] = opts.seed
         if opts.reasoning_effort:
             kwargs["reasoning_effort"] = opts.reasoning_effort
+        if opts.top_p is not None:
+            kwargs["top_p"] = opts.top_p
+        if opts.stop is not None:
+            kwargs["stop"] = list(opts.stop)
+        if opts.extra_body:
+            kwargs["extra_body"] = opts.extra_body  # the SDK merges it into the JSON body
         resp = await _complete(self._client, kwargs)
         choice0 = resp.choices[0]
         msg = choice0.message
@@ -288,22 +304,3 @@ def _root_cause(exc: BaseException) -> str:
     cause = exc.__cause__
     detail = str(cause) if cause is not None and str(cause) else ""
     return f"{exc} ({detail})" if detail and detail not in str(exc) else str(exc)
-
-
-def _retry_after(value: str | None) -> float | None:
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        return None
-
-
-def _short(text: str, limit: int = 300, *, secrets: list[str] | None = None) -> str:
-    """One line of at most ``limit`` characters with secrets masked (servers echo keys and headers back).
-
-    Redaction comes before truncation so a cut never leaves half a key behind; ``secrets`` are values
-    to mask beyond the environment's (the client's own API key).
-    """
-    text = " ".join(redact(text, extra=[s for s in secrets or [] if s]).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
