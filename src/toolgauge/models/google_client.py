@@ -162,8 +162,12 @@ class GoogleClient:
         if not response.candidates:
             # A prompt blocked before any answer: a refusal, recorded as such, not a transport fault.
             blocked = response.prompt_feedback.block_reason if response.prompt_feedback else None
-            reason = "content_filter" if blocked else "stop"
-            return AssistantTurn(finish_reason=reason, usage=usage, model=response.model_version, exchange=exchange)
+            return AssistantTurn(
+                finish_reason="content_filter" if blocked else "stop",
+                usage=usage,
+                model=response.model_version,
+                exchange=exchange,
+            )
         candidate = response.candidates[0]
         texts: list[str] = []
         calls: list[ToolCall] = []
@@ -182,7 +186,7 @@ class GoogleClient:
             elif part.text:
                 texts.append(part.text)
         reason = str(candidate.finish_reason.value) if candidate.finish_reason is not None else None
-        finish: str | None = FINISH_REASONS.get(reason or "", reason.lower() if reason else None)
+        finish = FINISH_REASONS.get(reason or "", reason.lower() if reason else None)
         if calls and finish == "stop":
             finish = "tool_calls"
         return AssistantTurn(
