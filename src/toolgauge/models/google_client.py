@@ -80,9 +80,17 @@ class GoogleClient:
         return f"{PROVIDER}:{self.model}@{redact_url(self.base_url) if self.base_url else 'default'}"
 
     async def start(self) -> None:
-        """Create the SDK client (its retries are off by default: retries are the engine's job)."""
+        """Create the SDK client with its retries off: retries are the engine's job.
+
+        One attempt must be said explicitly: with no retry options the SDK retries a failed connection
+        itself after 1-10 s, so a dead port would take seconds to be reported.
+        """
         if self._client is None:
-            options = types.HttpOptions(base_url=self.base_url, timeout=int(self._timeout * 1000))
+            options = types.HttpOptions(
+                base_url=self.base_url,
+                timeout=int(self._timeout * 1000),
+                retry_options=types.HttpRetryOptions(attempts=1),
+            )
             try:
                 self._client = genai.Client(api_key=self._api_key, vertexai=False, http_options=options)
             except (genai_errors.APIError, ValueError) as exc:
