@@ -31,6 +31,8 @@ KEY_HEADER = {"anthropic": "x-api-key", "google": "x-goog-api-key", "azure": "ap
 def sent_key(wire: Wire, headers: dict[str, str]) -> str:
     """The API key a request carried (the anthropic SDK sends it as a bearer token, older ones as x-api-key)."""
     return headers.get(KEY_HEADER[wire]) or headers.get("authorization", "").removeprefix("Bearer ")
+
+
 MODES = ("answer", "parallel", "refusal", "max_tokens", "http_429", "http_500", "malformed", "echo_key")
 
 
@@ -141,8 +143,10 @@ def _path_ok(wire: Wire, path: str) -> bool:
     if wire == "google":
         return parts.path.startswith(("/v1beta/models/", "/v1/models/")) and parts.path.endswith(":generateContent")
     query = parse_qs(parts.query)
-    return parts.path.startswith("/openai/deployments/") and parts.path.endswith("/chat/completions") and (
-        "api-version" in query
+    return (
+        parts.path.startswith("/openai/deployments/")
+        and parts.path.endswith("/chat/completions")
+        and ("api-version" in query)
     )
 
 
@@ -173,7 +177,9 @@ def to_chat(wire: Wire, body: dict[str, Any]) -> dict[str, Any]:
     choice: Any = None
     if wire == "anthropic":
         for turn in body.get("messages", []):
-            blocks = turn["content"] if isinstance(turn["content"], list) else [{"type": "text", "text": turn["content"]}]
+            blocks = (
+                turn["content"] if isinstance(turn["content"], list) else [{"type": "text", "text": turn["content"]}]
+            )
             for block in blocks:
                 if block["type"] == "text":
                     messages.append({"role": turn["role"], "content": block["text"]})
@@ -181,14 +187,19 @@ def to_chat(wire: Wire, body: dict[str, Any]) -> dict[str, Any]:
                     messages.append({"role": "tool", "content": block.get("content")})
                 elif block["type"] == "tool_use":
                     messages.append({"role": "assistant", "content": None, "tool_calls": [block]})
-        tools = [{"type": "function", "function": {"name": t["name"], "parameters": t["input_schema"]}} for t in body.get("tools", [])]
+        tools = [
+            {"type": "function", "function": {"name": t["name"], "parameters": t["input_schema"]}}
+            for t in body.get("tools", [])
+        ]
         forced = body.get("tool_choice") or {}
         choice = {"function": {"name": forced["name"]}} if forced.get("type") == "tool" else forced.get("type")
     else:
         for turn in body.get("contents", []):
             for part in turn.get("parts", []):
                 if "text" in part and not part.get("thought"):
-                    messages.append({"role": "user" if turn["role"] == "user" else "assistant", "content": part["text"]})
+                    messages.append(
+                        {"role": "user" if turn["role"] == "user" else "assistant", "content": part["text"]}
+                    )
                 elif "functionResponse" in part:
                     messages.append({"role": "tool", "content": json.dumps(part["functionResponse"]["response"])})
                 elif "functionCall" in part:

@@ -11,8 +11,8 @@ import socket
 from typing import Any
 
 import pytest
-from provider_servers import ProviderServer, Wire
 
+from provider_servers import ProviderServer, Wire
 from toolgauge.errors import ModelError, TransientModelError
 from toolgauge.models.spec import resolve_model
 from toolgauge.records import AssistantTurn, GenerateOptions, Message, ModelRequest, ToolSpec
@@ -37,7 +37,10 @@ TIME = ToolSpec(name="get_time", description="Local time.", parameters={"type": 
 
 
 def ask(*tools: ToolSpec, **options: Any) -> ModelRequest:
-    messages = [Message(role="system", content="Be brief."), Message(role="user", content="Weather in Paris for 3 days")]
+    messages = [
+        Message(role="system", content="Be brief."),
+        Message(role="user", content="Weather in Paris for 3 days"),
+    ]
     return ModelRequest(messages=messages, tools=list(tools), options=GenerateOptions(**options))
 
 
@@ -91,26 +94,23 @@ async def test_a_max_tokens_stop_is_length(wire: Wire) -> None:
 
 
 async def test_429_is_transient_with_the_servers_retry_after(wire: Wire) -> None:
-    with ProviderServer(wire, ["http_429"]) as server:
-        with pytest.raises(TransientModelError) as caught:
-            await generate(server, ask(WEATHER))
+    with ProviderServer(wire, ["http_429"]) as server, pytest.raises(TransientModelError) as caught:
+        await generate(server, ask(WEATHER))
     assert caught.value.retry_after == 0.0
     assert str(caught.value).startswith("HTTP 429: ") and "rate limited" in str(caught.value)
 
 
 @pytest.mark.parametrize("mode", ["http_500", "malformed"])
 async def test_5xx_and_malformed_bodies_are_transient(wire: Wire, mode: str) -> None:
-    with ProviderServer(wire, [mode]) as server:
-        with pytest.raises(TransientModelError) as caught:
-            await generate(server, ask(WEATHER))
+    with ProviderServer(wire, [mode]) as server, pytest.raises(TransientModelError) as caught:
+        await generate(server, ask(WEATHER))
     assert ("HTTP 500" if mode == "http_500" else "malformed response") in str(caught.value)
 
 
 async def test_an_echoed_key_is_masked_in_the_error(wire: Wire) -> None:
     key = KEYS[wire][1]
-    with ProviderServer(wire, ["echo_key"]) as server:
-        with pytest.raises(ModelError) as caught:
-            await generate(server, ask(WEATHER))
+    with ProviderServer(wire, ["echo_key"]) as server, pytest.raises(ModelError) as caught:
+        await generate(server, ask(WEATHER))
     assert key in str(server.requests[-1].headers), "the key must have been sent for this to test anything"
     assert not isinstance(caught.value, TransientModelError), "a 401 is not worth retrying"
     assert key not in str(caught.value) and MASK in str(caught.value)

@@ -206,7 +206,8 @@ class AnthropicClient:
             content_type = raw.headers.get("content-type", "")
         except anthropic.APIStatusError as exc:
             # The SDK's text may start "Error code: 429 - " or "429 ": the status is already in our line.
-            message = str(exc.message).removeprefix(f"Error code: {exc.status_code} - ").removeprefix(f"{exc.status_code} ")
+            status = exc.status_code
+            message = str(exc.message).removeprefix(f"Error code: {status} - ").removeprefix(f"{status} ")
             raise status_error(exc.status_code, message, retry_after=exc.response.headers.get("retry-after")) from exc
         except anthropic.APITimeoutError as exc:
             raise TransientModelError(f"{exc.__class__.__name__}: {one_line(str(exc))}") from exc
