@@ -134,3 +134,14 @@ async def test_openai_compatible_servers_get_every_option_and_extra_body_merged(
     assert isinstance(model, OpenAICompatClient)
     assert model.unsupported(options) == []
     assert model.unsupported(GenerateOptions(thinking_budget=100))[0].startswith("thinking_budget (")
+
+
+@pytest.mark.parametrize(("spec", "extra"), [("anthropic:claude-x", "anthropic"), ("google:g", "google")])
+def test_a_missing_sdk_is_the_install_line(keys: None, monkeypatch: pytest.MonkeyPatch, spec: str, extra: str) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    hidden = {"anthropic", "google.genai"}
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in hidden else real(name, *a))
+    with pytest.raises(UsageError, match=rf"pip install 'toolgauge\[{extra}\]'"):
+        resolve_model(spec)

@@ -102,6 +102,7 @@ def _provider_client(spec: str, timeout: float) -> ModelClient:
     if url and provider != "azure":
         check_endpoint_url(url, spec)
     if provider == "anthropic":
+        _require_sdk("anthropic", "anthropic", "anthropic")
         from toolgauge.models.anthropic_client import AnthropicClient
 
         return AnthropicClient(
@@ -112,6 +113,7 @@ def _provider_client(spec: str, timeout: float) -> ModelClient:
             name=shown,
         )
     if provider == "google":
+        _require_sdk("google", "google.genai", "google-genai")
         from toolgauge.models.google_client import GoogleClient
 
         return GoogleClient(
@@ -147,6 +149,18 @@ _EXAMPLES = {
     "azure": "azure:my-gpt-4o@https://my-resource.openai.azure.com?api-version=2024-10-21",
     "openrouter": "openrouter:meta-llama/llama-3.3-70b-instruct",
 }
+
+
+def _require_sdk(provider: str, module: str, package: str) -> None:
+    """UsageError with the install line when a provider's SDK (an optional extra) is missing."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # a parent package (google) missing
+        found = False
+    if not found:
+        raise UsageError(f"{provider}:... needs the {package} SDK: pip install 'toolgauge[{provider}]'")
 
 
 def _required_key(spec: str, *names: str) -> str:
