@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from cli_helpers import invoke, results_of
 from provider_servers import ProviderServer, Wire
 from secret_scan import leaks, store_values
-
 from toolgauge.store import open_store
 
 SESSIONS = Path(__file__).parent / "fixtures" / "wildtoolbench" / "sessions.jsonl"
