@@ -14,10 +14,17 @@ from collections import OrderedDict
 from typing import Any
 
 import anthropic
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from toolgauge.errors import ConnectionFailed, ModelError, TransientModelError
-from toolgauge.models.wire import decode_json_body, one_line, probe_until_answered, set_options, status_error
+from toolgauge.models.wire import (
+    HostedModel,
+    decode_body,
+    one_line,
+    probe_until_answered,
+    set_options,
+    status_error,
+)
 from toolgauge.records import (
     AssistantTurn,
     GenerateOptions,
@@ -28,7 +35,6 @@ from toolgauge.records import (
     ToolCall,
     Usage,
 )
-from toolgauge.redact import learn_secret, learn_url_credentials, redact_url
 
 PROVIDER = "anthropic"
 # The API's stop reasons in our (OpenAI) finish reasons; an unknown one is kept as it is.
@@ -81,35 +87,17 @@ class WireMessage(BaseModel):
     usage: _Usage | None = None
 
 
-class AnthropicClient:
+class AnthropicClient(HostedModel):
     """Claude through the Messages API (or any server speaking it at ``base_url``)."""
 
-    cacheable = True
+    provider = PROVIDER
 
     def __init__(
-        self,
-        model: str,
-        *,
-        api_key: str,
-        base_url: str | None = None,
-        timeout: float = 120.0,
-        name: str | None = None,
+        self, model: str, *, api_key: str, base_url: str | None = None, timeout: float = 120.0, name: str | None = None
     ):
-        self.model = model
-        self.base_url = base_url
-        self.name = name or f"anthropic:{model}"
-        learn_secret(api_key)  # masked wherever a server echoes it
-        if base_url:
-            learn_url_credentials(base_url)
-        self._api_key = api_key
-        self._timeout = timeout
+        super().__init__(model, api_key=api_key, base_url=base_url, timeout=timeout, name=name)
         self._client: anthropic.AsyncAnthropic | None = None
         self._thinking_by_call: OrderedDict[str, list[ThinkingBlock]] = OrderedDict()
-
-    @property
-    def cache_id(self) -> str:
-        """Provider, model and endpoint: answers of another server never come from the cache."""
-        return f"{PROVIDER}:{self.model}@{redact_url(self.base_url) if self.base_url else 'default'}"
 
     async def start(self) -> None:
         """Create the SDK client (retries are the engine's job, so the SDK's are off)."""
@@ -215,13 +203,7 @@ class AnthropicClient:
             raise ConnectionFailed(f"{exc.__class__.__name__}: {one_line(_with_cause(exc))}") from exc
         except anthropic.AnthropicError as exc:
             raise ModelError(f"{exc.__class__.__name__}: {one_line(str(exc))}") from exc
-        data = decode_json_body(content, content_type)
-        try:
-            return WireMessage.model_validate(data), data
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "body"
-            raise TransientModelError(f"malformed response: {where}: {first['msg']}") from None
+        return decode_body(WireMessage, content, content_type)
 
     def _remember(self, calls: list[ToolCall], thinking: list[ThinkingBlock]) -> None:
         for call in calls:

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from toolgauge.errors import ConnectionFailed, ModelError, TransientModelError
 from toolgauge.models.gemini_schema import SchemaNotExpressible, gemini_schema
-from toolgauge.models.wire import one_line, probe_until_answered, status_error
+from toolgauge.models.wire import HostedModel, one_line, probe_until_answered, status_error
 from toolgauge.records import (
     AssistantTurn,
     GenerateOptions,
@@ -32,7 +32,6 @@ from toolgauge.records import (
     ToolSpec,
     Usage,
 )
-from toolgauge.redact import learn_secret, learn_url_credentials, redact_url
 
 PROVIDER = "google"
 # Gemini's finish reasons in ours; a function call that stops the turn is "tool_calls" (set where seen).
@@ -50,34 +49,16 @@ FINISH_REASONS = {
 THINKING_LEVEL = {"minimal": "MINIMAL", "low": "LOW", "medium": "MEDIUM", "high": "HIGH"}
 
 
-class GoogleClient:
+class GoogleClient(HostedModel):
     """Gemini through the Gemini API (or any server speaking generateContent at ``base_url``)."""
 
-    cacheable = True
+    provider = PROVIDER
 
     def __init__(
-        self,
-        model: str,
-        *,
-        api_key: str,
-        base_url: str | None = None,
-        timeout: float = 120.0,
-        name: str | None = None,
+        self, model: str, *, api_key: str, base_url: str | None = None, timeout: float = 120.0, name: str | None = None
     ):
-        self.model = model
-        self.base_url = base_url
-        self.name = name or f"google:{model}"
-        learn_secret(api_key)  # masked wherever a server echoes it
-        if base_url:
-            learn_url_credentials(base_url)
-        self._api_key = api_key
-        self._timeout = timeout
+        super().__init__(model, api_key=api_key, base_url=base_url, timeout=timeout, name=name)
         self._client: genai.Client | None = None
-
-    @property
-    def cache_id(self) -> str:
-        """Provider, model and endpoint: answers of another server never come from the cache."""
-        return f"{PROVIDER}:{self.model}@{redact_url(self.base_url) if self.base_url else 'default'}"
 
     async def start(self) -> None:
         """Create the SDK client with its retries off: retries are the engine's job.

@@ -8,13 +8,13 @@ from typing import Any
 
 import openai
 from openai import AsyncOpenAI
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from toolgauge.errors import ConnectionFailed, ModelError, TransientModelError
 from toolgauge.models.wire import RETRYABLE_STATUS as _RETRYABLE_STATUS
+from toolgauge.models.wire import decode_body, set_options
 from toolgauge.models.wire import one_line as _short
 from toolgauge.models.wire import retry_after_seconds as _retry_after
-from toolgauge.models.wire import set_options
 from toolgauge.records import AssistantTurn, GenerateOptions, Message, ModelRequest, ToolCall, Usage
 from toolgauge.redact import learn_secret, learn_url_credentials, redact_url
 
@@ -67,20 +67,7 @@ def decode_completion(body: bytes, content_type: str = "") -> WireCompletion:
     An HTML error page from a proxy, ``{}``, a body cut short or one without choices is what an
     overloaded or restarting server sends: retried like a 5xx, never scored as an empty reply.
     """
-    try:
-        data = json.loads(body)
-    except (ValueError, RecursionError):  # also UnicodeDecodeError and over-long integers
-        kind = content_type.split(";")[0].strip() or "no content type"
-        preview = body[:80].decode("utf-8", "replace")
-        raise TransientModelError(f"malformed response: body is not JSON ({kind}): {_short(preview)}") from None
-    if not isinstance(data, dict):
-        raise TransientModelError(f"malformed response: body is JSON {type(data).__name__}, not an object")
-    try:
-        return WireCompletion.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "body"
-        raise TransientModelError(f"malformed response: {where}: {first['msg']}") from None
+    return decode_body(WireCompletion, body, content_type)[0]
 
 
 def message_to_openai(message: Message) -> dict[str, Any]:

@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from toolgauge.errors import ConnectionFailed, ModelError, TransientModelError
 from toolgauge.records import GenerateOptions
-from toolgauge.redact import redact
+from toolgauge.redact import learn_secret, learn_url_credentials, redact, redact_url
 
 # Besides every 5xx: request timeout, conflict, too early, rate limited.
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
@@ -55,7 +57,7 @@ def set_options(options: GenerateOptions, names: Iterable[str]) -> list[str]:
     return [name for name in names if getattr(options, name) is not None]
 
 
-def decode_json_body(body: bytes, content_type: str = "") -> Any:
+def decode_json_body(body: bytes, content_type: str = "") -> dict[str, Any]:
     """A 200 body as JSON; ``TransientModelError`` when it is not (an HTML page from a proxy, a body cut short).
 
     An overloaded or restarting server sends such bodies: retried like a 5xx, never scored as an empty reply.
@@ -69,6 +71,25 @@ def decode_json_body(body: bytes, content_type: str = "") -> Any:
     if not isinstance(data, dict):
         raise TransientModelError(f"malformed response: body is JSON {type(data).__name__}, not an object")
     return data
+
+
+Body = TypeVar("Body", bound=BaseModel)
+
+
+def decode_body(shape: type[Body], body: bytes, content_type: str = "") -> tuple[Body, dict[str, Any]]:
+    """A 200 body checked against the part of the reply we use (``shape``), and the decoded JSON as it came.
+
+    Raises:
+        TransientModelError: the body is not JSON, or not of that shape (``{}``, a reply without its
+            content): retried like a 5xx, never scored as an empty reply.
+    """
+    data = decode_json_body(body, content_type)
+    try:
+        return shape.model_validate(data), data
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "body"
+        raise TransientModelError(f"malformed response: {where}: {first['msg']}") from None
 
 
 def refused(exc: BaseException) -> bool:
@@ -101,3 +122,31 @@ async def probe_until_answered(call: Callable[[], Awaitable[object]]) -> None:
             if attempt == PROBE_ATTEMPTS:
                 raise ModelError(f"{exc} (after {attempt} attempts)") from exc
             await asyncio.sleep(min(PROBE_MAX_WAIT, exc.retry_after if exc.retry_after is not None else 0.25))
+
+
+class HostedModel:
+    """What a named provider's client holds: model, key, endpoint and the cache identity they make.
+
+    The key (and a URL's password) is learned as a secret at once, so it is masked wherever a server
+    echoes it: error lines, transcripts, the store.
+    """
+
+    provider = "hosted"
+    cacheable = True
+
+    def __init__(
+        self, model: str, *, api_key: str, base_url: str | None = None, timeout: float = 120.0, name: str | None = None
+    ):
+        self.model = model
+        self.base_url = base_url
+        self.name = name or f"{self.provider}:{model}"
+        learn_secret(api_key)
+        if base_url:
+            learn_url_credentials(base_url)
+        self._api_key = api_key
+        self._timeout = timeout
+
+    @property
+    def cache_id(self) -> str:
+        """Provider, model and endpoint: answers of another server never come from the cache."""
+        return f"{self.provider}:{self.model}@{redact_url(self.base_url) if self.base_url else 'default'}"
