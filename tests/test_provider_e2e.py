@@ -7,6 +7,7 @@ answered, keep the provider's raw exchange in the transcript, and say once what 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -92,3 +93,29 @@ def test_a_key_echoed_by_the_provider_reaches_nothing_stored(
     assert run is not None and run.sample_errors == 1, "the sample the 401 hit failed, the others ran"
     assert leaks(store_values(store), [key]) == []
     assert key not in res.output
+
+
+def test_a_sweep_with_one_model_per_provider_on_bfcl_and_wildtoolbench(
+    bfcl_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, key in KEYS.values():
+        monkeypatch.setenv(name, key)
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    sweep_file = tmp_path / "SWEEP.toml"
+    with ProviderServer("anthropic") as claude, ProviderServer("google") as gemini, ProviderServer("azure") as azure:
+        specs = [claude.spec("claude-loopback"), gemini.spec("gemini-loopback"), azure.spec("gpt-loopback")]
+        models = "".join(f'[[model]]\nspec = "{spec}"\nmax_retries = 0\ntimeout = 30\n' for spec in specs)
+        sweep_file.write_text(
+            models
+            + f'[[benchmark]]\nname = "bfcl"\ndata = "{bfcl_dir}"\ncategories = ["simple_python"]\nlimit = 3\n'
+            + f'[[benchmark]]\nname = "wildtoolbench"\ndata = "{SESSIONS}"\n'
+        )
+        res = invoke("sweep", sweep_file, "--store", store, "--json")
+        served = [len(server.sample_requests) for server in (claude, gemini, azure)]
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["status"] == "finished"
+    cells = {(c["model"], c["benchmark"]): c for c in doc["cells"]}
+    assert set(cells) == {(spec, bench) for spec in specs for bench in ("bfcl", "wildtoolbench")}
+    assert all(c["status"] == "finished" and c["metrics"] for c in cells.values())
+    assert all(n > 3 for n in served), "every provider answered its own cells' samples"

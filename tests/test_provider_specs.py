@@ -145,3 +145,12 @@ def test_a_missing_sdk_is_the_install_line(keys: None, monkeypatch: pytest.Monke
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in hidden else real(name, *a))
     with pytest.raises(UsageError, match=rf"pip install 'toolgauge\[{extra}\]'"):
         resolve_model(spec)
+
+
+def test_a_sweep_limits_each_providers_endpoint() -> None:
+    from toolgauge.sweep.limits import endpoint_of
+
+    assert endpoint_of("anthropic:claude-x") == "anthropic"
+    assert endpoint_of("google:g@http://127.0.0.1:9/x") == "http://127.0.0.1:9"
+    assert endpoint_of("azure:dep@https://r.openai.azure.com?api-version=1") == "https://r.openai.azure.com:443"
+    assert endpoint_of("openrouter:vendor/model") == "openrouter"
