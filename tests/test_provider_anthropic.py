@@ -85,6 +85,7 @@ async def test_thinking_blocks_are_kept_and_sent_back_with_their_signature() -> 
             ThinkingBlock(provider="anthropic", text="The user wants a tool.", signature=server.thinking_signature)
         ]
         assert server.requests[-1].body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+        assert server.requests[-1].body["max_tokens"] == 4096 + 2048, "thinking counts in max_tokens: added on top"
         history = [
             Message(role="user", content="Add 1 and 2"),
             first.as_message(),

@@ -142,6 +142,8 @@ class AnthropicClient(HostedModel):
             body["stop_sequences"] = list(opts.stop)
         if opts.thinking_budget is not None:
             body["thinking"] = {"type": "enabled", "budget_tokens": opts.thinking_budget}
+            # The API counts thinking in max_tokens (and wants the budget below it): the answer keeps its own limit.
+            body["max_tokens"] += opts.thinking_budget
         if opts.reasoning_effort is not None:
             body["output_config"] = {"effort": EFFORT.get(opts.reasoning_effort, opts.reasoning_effort)}
         return body
