@@ -9,7 +9,7 @@ Each request is answered like ``fault_server.answer_for`` answers a chat complet
 with arguments taken from the user's words, or text once a tool result is in), converted to the wire format.
 ``script`` sets what the next sample requests get, in order (the probe, a one-token request, is always answered):
 ``answer``, ``parallel`` (every offered tool called at once, up to two), ``refusal``, ``max_tokens``, ``http_429``
-(with ``Retry-After: 0``), ``http_500``, ``malformed`` (a 200 HTML page) and ``echo_key`` (a 401 whose body quotes
+(with ``Retry-After: 0``), ``http_500``, ``malformed`` (a 200 HTML page), ``empty_object`` (a 200 ``{}``) and ``echo_key`` (a 401 whose body quotes
 the key it was sent). Requests are kept in ``requests`` (path, headers, decoded body) for tests to inspect.
 """
 
@@ -33,7 +33,7 @@ def sent_key(wire: Wire, headers: dict[str, str]) -> str:
     return headers.get(KEY_HEADER[wire]) or headers.get("authorization", "").removeprefix("Bearer ")
 
 
-MODES = ("answer", "parallel", "refusal", "max_tokens", "http_429", "http_500", "malformed", "echo_key")
+MODES = ("answer", "parallel", "refusal", "max_tokens", "http_429", "http_500", "malformed", "empty_object", "echo_key")
 
 
 class Seen:
@@ -116,6 +116,8 @@ class ProviderServer:
             return 500, _JSON, _error(self.wire, 500, "internal error")
         if mode == "malformed":
             return 200, {"content-type": "text/html"}, b"<html><body>502 Bad Gateway</body></html>"
+        if mode == "empty_object":
+            return 200, _JSON, b"{}"
         if mode == "echo_key":
             key = sent_key(self.wire, headers)
             return 401, _JSON, _error(self.wire, 401, f"invalid key {key!r}")

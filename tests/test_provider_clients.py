@@ -100,7 +100,7 @@ async def test_429_is_transient_with_the_servers_retry_after(wire: Wire) -> None
     assert str(caught.value).startswith("HTTP 429: ") and "rate limited" in str(caught.value)
 
 
-@pytest.mark.parametrize("mode", ["http_500", "malformed"])
+@pytest.mark.parametrize("mode", ["http_500", "malformed", "empty_object"])
 async def test_5xx_and_malformed_bodies_are_transient(wire: Wire, mode: str) -> None:
     with ProviderServer(wire, [mode]) as server, pytest.raises(TransientModelError) as caught:
         await generate(server, ask(WEATHER))

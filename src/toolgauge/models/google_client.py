@@ -149,8 +149,11 @@ class GoogleClient(HostedModel):
                 output_tokens=(meta.candidates_token_count or 0) + (meta.thoughts_token_count or 0),
             )
         if not response.candidates:
-            # A prompt blocked before any answer: a refusal, recorded as such, not a transport fault.
+            # A prompt blocked before any answer is a refusal, recorded as such; a reply with neither candidates
+            # nor a block reason ({} from a proxy) is a transport fault, retried, never scored as an empty reply.
             blocked = response.prompt_feedback.block_reason if response.prompt_feedback else None
+            if not blocked:
+                raise TransientModelError("malformed response: no candidates and no block reason")
             return AssistantTurn(
                 finish_reason="content_filter" if blocked else "stop",
                 usage=usage,
