@@ -8,9 +8,10 @@
 Each request is answered like ``fault_server.answer_for`` answers a chat completion (a call of one offered tool
 with arguments taken from the user's words, or text once a tool result is in), converted to the wire format.
 ``script`` sets what the next sample requests get, in order (the probe, a one-token request, is always answered):
-``answer``, ``parallel`` (every offered tool called at once, up to two), ``refusal``, ``max_tokens``, ``http_429``
-(with ``Retry-After: 0``), ``http_500``, ``malformed`` (a 200 HTML page), ``empty_object`` (a 200 ``{}``) and ``echo_key`` (a 401 whose body quotes
-the key it was sent). Requests are kept in ``requests`` (path, headers, decoded body) for tests to inspect.
+``answer``; ``parallel`` (every offered tool called at once, up to two); ``refusal``; ``blocked`` (Gemini: the
+prompt blocked, no candidate); ``max_tokens``; ``http_429`` (with ``Retry-After: 0``); ``http_500``; ``malformed``
+(a 200 HTML page); ``empty_object`` (a 200 ``{}``); ``echo_key`` (a 401 whose body quotes the key it was sent).
+Requests are kept in ``requests`` (path, headers, decoded body) for tests to inspect.
 """
 
 from __future__ import annotations
@@ -33,7 +34,18 @@ def sent_key(wire: Wire, headers: dict[str, str]) -> str:
     return headers.get(KEY_HEADER[wire]) or headers.get("authorization", "").removeprefix("Bearer ")
 
 
-MODES = ("answer", "parallel", "refusal", "max_tokens", "http_429", "http_500", "malformed", "empty_object", "echo_key")
+MODES = (
+    "answer",
+    "parallel",
+    "refusal",
+    "blocked",
+    "max_tokens",
+    "http_429",
+    "http_500",
+    "malformed",
+    "empty_object",
+    "echo_key",
+)
 
 
 class Seen:
@@ -261,6 +273,8 @@ def _anthropic_reply(body: dict[str, Any], message: dict[str, Any], mode: str, s
 
 
 def _google_reply(body: dict[str, Any], message: dict[str, Any], mode: str, signature: str) -> dict[str, Any]:
+    if mode == "blocked":
+        return {"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": {"promptTokenCount": 10}}
     parts: list[dict[str, Any]] = []
     config = (body.get("generationConfig") or {}).get("thinkingConfig") or {}
     thinking = bool(config.get("includeThoughts", config.get("include_thoughts")))  # the SDK sends either spelling

@@ -109,3 +109,9 @@ def test_other_providers_thinking_is_never_sent() -> None:
     foreign = [ThinkingBlock(provider="google", text="hmm", signature="abc", call_id="call.1")]
     body = client().request_body(ModelRequest(messages=loop_messages(foreign)))
     assert all(b["type"] != "thinking" for turn in body["messages"] for b in turn["content"])
+
+
+def test_redacted_thinking_goes_back_as_it_came() -> None:
+    redacted = [ThinkingBlock(provider="anthropic", signature="opaque-data", redacted=True)]
+    body = client().request_body(ModelRequest(messages=loop_messages(redacted)))
+    assert body["messages"][1]["content"][0] == {"type": "redacted_thinking", "data": "opaque-data"}

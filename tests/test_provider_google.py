@@ -147,3 +147,12 @@ def test_system_messages_become_the_instruction_and_turns_merge() -> None:
         ("a", {"result": "plain text"}),
         ("b", {"result": [1, 2]}),
     ]
+
+
+async def test_a_blocked_prompt_is_a_content_filter_stop() -> None:
+    with ProviderServer("google", ["blocked"]) as server:
+        model = client(server.url)
+        turn = await model.generate(ModelRequest(messages=[Message(role="user", content="x")]))
+        await model.close()
+    assert turn.finish_reason == "content_filter" and not turn.content and not turn.tool_calls
+    assert turn.exchange is not None and turn.exchange.response["prompt_feedback"]["block_reason"] == "SAFETY"
