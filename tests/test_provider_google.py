@@ -119,14 +119,20 @@ async def test_thoughts_are_kept_and_call_signatures_go_back_with_their_calls() 
             Message(role="tool", content='{"hotel": "Roma"}', tool_call_id=first.tool_calls[0].id),
         ]
         await model.generate(ModelRequest(messages=history, tools=[FIND], options=options))
+        sent_back = server.requests[-1].body
+        # A protocol that rebuilds the model turn from its calls alone still sends the signature back.
+        bare = Message(role="assistant", content="", tool_calls=first.tool_calls)
+        await model.generate(ModelRequest(messages=[history[0], bare, history[2]], tools=[FIND], options=options))
         await model.close()
-    model_turn = server.requests[-1].body["contents"][1]
+    model_turn = sent_back["contents"][1]
     assert model_turn["role"] == "model"
     part = model_turn["parts"][0]
     assert base64.b64decode(part["thoughtSignature"]) == base64.b64decode(server.thinking_signature)
     assert all("thought" not in p for p in model_turn["parts"]), "thought texts are kept, not sent back"
-    result = server.requests[-1].body["contents"][2]["parts"][0]["functionResponse"]
+    result = sent_back["contents"][2]["parts"][0]["functionResponse"]
     assert result == {"name": "find_hotel", "response": {"hotel": "Roma"}}, "a result is named after its call"
+    rebuilt = server.requests[-1].body["contents"][1]["parts"][0]
+    assert base64.b64decode(rebuilt["thoughtSignature"]) == base64.b64decode(server.thinking_signature)
 
 
 def test_system_messages_become_the_instruction_and_turns_merge() -> None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import base64
 import json
+from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any
 
 from google import genai
@@ -45,6 +47,7 @@ FINISH_REASONS = {
     "SPII": "content_filter",
     "MALFORMED_FUNCTION_CALL": "malformed_function_call",
 }
+_REMEMBERED = 4096
 # reasoning_effort in Gemini's thinking levels.
 THINKING_LEVEL = {"minimal": "MINIMAL", "low": "LOW", "medium": "MEDIUM", "high": "HIGH"}
 
@@ -59,6 +62,9 @@ class GoogleClient(HostedModel):
     ):
         super().__init__(model, api_key=api_key, base_url=base_url, timeout=timeout, name=name)
         self._client: genai.Client | None = None
+        # Signatures of the calls this client received, for protocols that rebuild a model turn from its calls
+        # alone (bounded: only the latest turns of a loop are ever sent back).
+        self._signatures: OrderedDict[str, str] = OrderedDict()
 
     async def start(self) -> None:
         """Create the SDK client with its retries off: retries are the engine's job.
@@ -101,7 +107,7 @@ class GoogleClient(HostedModel):
             ModelError: a tool's schema has no Gemini form (naming the tool and where).
         """
         opts = request.options
-        system, contents = convert_messages(request.messages)
+        system, contents = convert_messages(request.messages, self._signatures)
         config: dict[str, Any] = {
             "automatic_function_calling": types.AutomaticFunctionCallingConfig(disable=True),
         }
@@ -173,6 +179,9 @@ class GoogleClient(HostedModel):
                 if part.thought_signature:
                     signature = base64.b64encode(part.thought_signature).decode()
                     thinking.append(ThinkingBlock(provider=PROVIDER, signature=signature, call_id=call_id))
+                    self._signatures[_call_key(calls[-1])] = signature
+                    while len(self._signatures) > _REMEMBERED:
+                        self._signatures.popitem(last=False)
             elif part.thought and part.text:
                 thinking.append(ThinkingBlock(provider=PROVIDER, text=part.text))
             elif part.text:
@@ -248,8 +257,19 @@ def function_calling_config(choice: str | None) -> types.FunctionCallingConfig |
     return types.FunctionCallingConfig(mode="ANY", allowed_function_names=[choice])
 
 
-def convert_messages(messages: list[Message]) -> tuple[str, list[types.Content]]:
-    """System instruction and Gemini turns (consecutive turns of one role merged)."""
+def _call_key(call: ToolCall) -> str:
+    """A call by id, name and arguments (ids alone repeat: Gemini often sends none, so they are numbered per turn)."""
+    return f"{call.id}|{call.name}|{json.dumps(call.arguments, sort_keys=True)}"
+
+
+def convert_messages(
+    messages: list[Message], remembered: Mapping[str, str] | None = None
+) -> tuple[str, list[types.Content]]:
+    """System instruction and Gemini turns (consecutive turns of one role merged).
+
+    A call's thought signature comes from its message's thinking blocks, else from ``remembered`` (by
+    :func:`_call_key`), for a model turn rebuilt without them.
+    """
     system: list[str] = []
     turns: list[types.Content] = []
     names: dict[str, str] = {}  # tool-call id -> function name, for results that do not say it
@@ -270,7 +290,7 @@ def convert_messages(messages: list[Message]) -> tuple[str, list[types.Content]]
             for call in message.tool_calls:
                 if call.id:
                     names[call.id] = call.name
-                signature = signatures.get(call.id or "")
+                signature = signatures.get(call.id or "") or (remembered or {}).get(_call_key(call))
                 parts.append(
                     types.Part(
                         function_call=types.FunctionCall(name=call.name, args=call.arguments),
