@@ -13,7 +13,7 @@ BFCL_EVAL := bfcl-eval==2026.3.23
 LLAMA_VERSION := 0.3.36
 # Extras go through variables: a literal comma would split $(call) arguments.
 LOCAL_EXTRAS := [local,bfcl]
-DEV_EXTRAS := [dev,local,bfcl,embeddings,postgres,parquet,analysis,view,ray,fem]
+DEV_EXTRAS := [dev,local,bfcl,embeddings,postgres,parquet,analysis,view,ray,fem,anthropic,google]
 # The embeddings extra needs torch; installed alone first, this pin is the CPU build (no CUDA download).
 TORCH := torch==2.13.0
 # inspect-ai reads toolgauge's Inspect exports back (tests/core/test_export_inspect.py). It is never a toolgauge

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, runt
 from pydantic import BaseModel
 from rich.console import Console
 from rich.markup import escape
+from rich.text import Text
 
 from toolgauge.benchmark import Benchmark
 from toolgauge.engine import EngineConfig, run_episodes
@@ -20,6 +21,8 @@ from toolgauge.errors import EndpointDown, ModelError, RunInterrupted, RunStoppe
 from toolgauge.models.base import ModelClient
 from toolgauge.models.spec import display_spec, resolve_model
 from toolgauge.provenance import make_provenance
+from toolgauge.records import GenerateOptions
+from toolgauge.redact import redact
 from toolgauge.results import Provenance, RunStats, SampleFailure, ScoredRun
 from toolgauge.stats.epochs import aggregate_epochs
 
@@ -117,6 +120,11 @@ async def run_benchmark(
     try:
         run_id = _open_run(store, bench, model_spec, options.resume, options.engine.epochs)
         await _start_and_probe(distinct, store, run_id)
+        not_sent = unsupported_options_warning(client, _effective_options(bench, options))
+        if not_sent:
+            line = Text("warning:", style="yellow")
+            line.append(" " + redact(not_sent))
+            (options.console or Console(stderr=True)).print(line, highlight=False, soft_wrap=True)
         started = time.perf_counter()
         try:
             outcome = await run_episodes(
@@ -182,6 +190,8 @@ async def run_benchmark(
             epochs=epochs,
             wall_seconds=round(wall, 3),
         )
+        if not_sent:
+            results.warnings.append(not_sent)
         if status == FAILED:
             # Scores of nothing but empty replies would look like a result: keep the run and its errors only.
             scored = ScoredRun(results.without_scores())
@@ -241,6 +251,42 @@ async def _start_and_probe(clients: Sequence[ModelClient], store: Store, run_id:
         if stopped:
             raise RunInterrupted(run_id) from exc
         raise
+
+
+@runtime_checkable
+class OptionCheckingClient(Protocol):
+    """A client that says which generation options its API cannot honour (the named providers)."""
+
+    name: str
+
+    def unsupported(self, options: GenerateOptions) -> list[str]:
+        """One ``"option (why)"`` per set option that will not be sent."""
+        ...
+
+
+def unsupported_options_warning(client: ModelClient, options: GenerateOptions) -> str:
+    """The one warning line for the options ``client`` cannot honour ("" when it honours them all)."""
+    if not isinstance(client, OptionCheckingClient):
+        return ""
+    missing = client.unsupported(options)
+    if not missing:
+        return ""
+    return f"model {client.name!r} cannot honour {'; '.join(missing)}: not sent, the provider's default applies"
+
+
+def _effective_options(bench: Benchmark[Any, Any], options: RunOptions) -> GenerateOptions:
+    """The generation options the run's requests carry: the benchmark's call settings under the user's."""
+    from pydantic import ValidationError
+
+    from toolgauge.settings import CallSettings
+
+    config = bench.config()
+    given = {k: v for k, v in config.items() if k in CallSettings.model_fields}
+    given.update({k: v for k, v in options.model_options.items() if k in CallSettings.model_fields and v is not None})
+    try:
+        return CallSettings.model_validate(given).options_for([])
+    except ValidationError:  # a benchmark whose config uses these names otherwise: its requests' own options
+        return GenerateOptions()
 
 
 def _provenance(bench: Benchmark[Any, Any], model_spec: str, options: RunOptions) -> Provenance:

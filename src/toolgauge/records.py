@@ -44,14 +44,46 @@ class ToolCall(BaseModel):
     parse_error: str | None = None
 
 
+class ThinkingBlock(BaseModel):
+    """A piece of a model's reasoning, as the provider returned it (Anthropic thinking, Gemini thoughts).
+
+    ``signature`` is the provider's opaque proof that the block is its own; ``redacted`` blocks carry only
+    that (their text is encrypted). A client sends blocks back only to the ``provider`` that made them, and
+    only where its API wants them (Anthropic, during a tool-use loop); every other client leaves them out.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    provider: str
+    text: str = ""
+    signature: str | None = None
+    redacted: bool = False
+    # The tool call a signature belongs to, where the provider signs calls rather than thoughts (Gemini).
+    call_id: str | None = None
+
+
+class ProviderExchange(BaseModel):
+    """The provider's own request and response for one call, kept in the transcript beside our neutral form.
+
+    ``request`` is the wire request without its messages and tools (those are stored once, provider-neutral,
+    and converted the same way every call); ``response`` is the decoded response body as it came.
+    """
+
+    provider: str
+    request: dict[str, Any] = Field(default_factory=dict)
+    response: Any = None
+
+
 class Message(BaseModel):
-    """One chat message in OpenAI roles."""
+    """One chat message in OpenAI roles (``thinking``: the reasoning an assistant turn came with, if kept)."""
 
     role: Role
     content: str | None = None
     tool_calls: list[ToolCall] = Field(default_factory=list)
     tool_call_id: str | None = None
     name: str | None = None
+    # None (not []) when absent, so messages without reasoning keep their cache keys (dumped with exclude_none).
+    thinking: list[ThinkingBlock] | None = None
 
 
 class Usage(BaseModel):
@@ -74,10 +106,12 @@ class AssistantTurn(BaseModel):
     finish_reason: str | None = None
     usage: Usage = Field(default_factory=Usage)
     model: str | None = None
+    thinking: list[ThinkingBlock] | None = None
+    exchange: ProviderExchange | None = None
 
     def as_message(self) -> Message:
-        """Return this turn as an assistant message for the next request."""
-        return Message(role="assistant", content=self.content, tool_calls=list(self.tool_calls))
+        """Return this turn as an assistant message for the next request (its reasoning kept with it)."""
+        return Message(role="assistant", content=self.content, tool_calls=list(self.tool_calls), thinking=self.thinking)
 
 
 # GenerateOptions fields added after the first cache keys were written (left out of a key while None).

@@ -30,7 +30,6 @@ from toolgauge.cli.common import resume_command
 from toolgauge.jsonl import MAX_INPUT_ENV
 from toolgauge.sweep.file import MAX_NESTING, SweepFileError, parse_sweep
 
-SRC = SRC
 GENESIS = FIXTURE_ROOT / "genesis"
 WILD_SESSIONS = FIXTURE_ROOT / "wildtoolbench" / "sessions.jsonl"
 MTU_ITEM = {"id": "S-S_0", "question": "q", "answer": {"A": {}}}

@@ -273,7 +273,6 @@ def test_gate_run_takes_solver_steps_with_the_meaning_it_has_on_gate_check() -> 
 
 # --- no machine's absolute path in what users read or run --------------------------------------------------------
 
-REPO = REPO
 
 
 def test_benchmarks_docs_and_scripts_name_no_machine_path() -> None:

@@ -2,7 +2,8 @@
 
 - SQLAlchemy (about 0.4 s of CPU) loads when a command opens the store, not for ``toolgauge --help``, and not
   by importing the driver, the engine or the commands that read stored runs;
-- the openai SDK (about 1 s and 40 MB) loads for HTTP model specs only, never for gold, replay or scripted models.
+- the openai SDK (about 1 s and 40 MB) loads for HTTP model specs only, never for gold, replay or scripted models;
+- the anthropic and google-genai SDKs load for their own specs only (``anthropic:``, ``google:``).
 
 Each check runs ``python -c`` with this tree's ``src`` first on the path and reads ``sys.modules`` at the end;
 each also has a control that must see the library loaded, so a broken check cannot pass.
@@ -21,8 +22,7 @@ import pytest
 
 from helpers.paths import SRC
 
-SRC = SRC
-WATCHED = ("sqlalchemy", "openai", "httpx")
+WATCHED = ("sqlalchemy", "openai", "httpx", "anthropic", "google.genai")
 
 
 def loaded_after(code: str, cwd: Path) -> dict[str, bool]:
@@ -65,7 +65,7 @@ def test_the_stored_run_commands_load_no_sqlalchemy(tmp_path):
 
 def test_help_loads_no_sqlalchemy_and_no_openai(tmp_path):
     loaded = loaded_after(cli("--help"), tmp_path)
-    assert loaded == {"sqlalchemy": False, "openai": False, "httpx": False}
+    assert loaded == dict.fromkeys(WATCHED, False)
 
 
 @pytest.mark.parametrize("model", ["gold", "scripted"])
@@ -87,3 +87,16 @@ def test_replay_resolves_without_openai_and_an_http_spec_loads_it(tmp_path):
     assert loaded_after(replay, tmp_path)["openai"] is False
     http = "from toolgauge.models.spec import resolve_model; resolve_model('http://127.0.0.1:9/v1#m')"
     assert loaded_after(http, tmp_path)["openai"] is True  # control
+
+
+def test_each_provider_sdk_loads_for_its_own_spec_only(tmp_path):
+    def resolve(spec: str) -> str:
+        keys = "os.environ.update(ANTHROPIC_API_KEY='k-0123456789', GEMINI_API_KEY='k-0123456789')"
+        return f"import os; {keys}; from toolgauge.models.spec import resolve_model; resolve_model({spec!r})"
+
+    http = loaded_after(resolve("http://127.0.0.1:9/v1#m"), tmp_path)
+    assert http["anthropic"] is False and http["google.genai"] is False
+    claude = loaded_after(resolve("anthropic:claude-x"), tmp_path)
+    assert claude["anthropic"] is True and claude["google.genai"] is False and claude["openai"] is False
+    gemini = loaded_after(resolve("google:gemini-x"), tmp_path)
+    assert gemini["google.genai"] is True and gemini["anthropic"] is False and gemini["openai"] is False

@@ -13,7 +13,6 @@ import pytest
 from helpers.paths import REPO, SRC
 
 SCRIPT = REPO / "benchmarks" / "memcheck.py"
-SRC = SRC
 
 
 def _check(tmp_path: Path, ceiling_mb: float) -> subprocess.CompletedProcess[str]:

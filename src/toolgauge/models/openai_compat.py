@@ -8,13 +8,16 @@ from typing import Any
 
 import openai
 from openai import AsyncOpenAI
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from toolgauge.errors import ConnectionFailed, ModelError, TransientModelError
-from toolgauge.records import AssistantTurn, Message, ModelRequest, ToolCall, Usage
-from toolgauge.redact import learn_secret, learn_url_credentials, redact, redact_url
+from toolgauge.models.wire import RETRYABLE_STATUS as _RETRYABLE_STATUS
+from toolgauge.models.wire import decode_body, set_options
+from toolgauge.models.wire import one_line as _short
+from toolgauge.models.wire import retry_after_seconds as _retry_after
+from toolgauge.records import AssistantTurn, GenerateOptions, Message, ModelRequest, ToolCall, Usage
+from toolgauge.redact import learn_secret, learn_url_credentials, redact_url
 
-_RETRYABLE_STATUS = {408, 409, 425, 429}
 # Keys sent when there is no real one (no key in the environment, the embedded local server): nothing to hide.
 PLACEHOLDER_KEYS = frozenset({"sk-no-key", "sk-local"})
 # The probe fails at once when nothing accepts the connection (dead port, unknown host, connect
@@ -64,20 +67,7 @@ def decode_completion(body: bytes, content_type: str = "") -> WireCompletion:
     An HTML error page from a proxy, ``{}``, a body cut short or one without choices is what an
     overloaded or restarting server sends: retried like a 5xx, never scored as an empty reply.
     """
-    try:
-        data = json.loads(body)
-    except (ValueError, RecursionError):  # also UnicodeDecodeError and over-long integers
-        kind = content_type.split(";")[0].strip() or "no content type"
-        preview = body[:80].decode("utf-8", "replace")
-        raise TransientModelError(f"malformed response: body is not JSON ({kind}): {_short(preview)}") from None
-    if not isinstance(data, dict):
-        raise TransientModelError(f"malformed response: body is JSON {type(data).__name__}, not an object")
-    try:
-        return WireCompletion.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "body"
-        raise TransientModelError(f"malformed response: {where}: {first['msg']}") from None
+    return decode_body(WireCompletion, body, content_type)[0]
 
 
 def message_to_openai(message: Message) -> dict[str, Any]:
@@ -216,6 +206,13 @@ class OpenAICompatClient:
                     raise ModelError(f"{exc} (after {attempt} attempts)") from exc
                 await asyncio.sleep(min(_PROBE_MAX_WAIT, exc.retry_after if exc.retry_after is not None else 0.25))
 
+    def unsupported(self, options: GenerateOptions) -> list[str]:
+        """The set options chat completions cannot carry (asked once at the start of a run)."""
+        return [
+            f"{name} (chat completions has no such field; a server that takes one reads it from extra_body)"
+            for name in set_options(options, ["thinking_budget"])
+        ]
+
     async def generate(self, request: ModelRequest) -> AssistantTurn:
         """Send one chat completion and convert the answer."""
         if self._client is None:
@@ -239,6 +236,12 @@ class OpenAICompatClient:
             kwargs["seed"] = opts.seed
         if opts.reasoning_effort:
             kwargs["reasoning_effort"] = opts.reasoning_effort
+        if opts.top_p is not None:
+            kwargs["top_p"] = opts.top_p
+        if opts.stop is not None:
+            kwargs["stop"] = list(opts.stop)
+        if opts.extra_body:
+            kwargs["extra_body"] = opts.extra_body  # the SDK merges it into the JSON body
         resp = await _complete(self._client, kwargs)
         choice0 = resp.choices[0]
         msg = choice0.message
@@ -288,22 +291,3 @@ def _root_cause(exc: BaseException) -> str:
     cause = exc.__cause__
     detail = str(cause) if cause is not None and str(cause) else ""
     return f"{exc} ({detail})" if detail and detail not in str(exc) else str(exc)
-
-
-def _retry_after(value: str | None) -> float | None:
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        return None
-
-
-def _short(text: str, limit: int = 300, *, secrets: list[str] | None = None) -> str:
-    """One line of at most ``limit`` characters with secrets masked (servers echo keys and headers back).
-
-    Redaction comes before truncation so a cut never leaves half a key behind; ``secrets`` are values
-    to mask beyond the environment's (the client's own API key).
-    """
-    text = " ".join(redact(text, extra=[s for s in secrets or [] if s]).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -5,6 +5,14 @@ Specs:
 - ``openai:MODEL@URL`` or ``URL#MODEL`` (URL starting with http:// or https://): any
   OpenAI-compatible server (vLLM, SGLang, Ollama, llama.cpp server...); the key comes from
   ``$TOOLGAUGE_API_KEY``, then ``$OPENAI_API_KEY``, else a placeholder.
+- ``anthropic:MODEL`` (or ``anthropic:MODEL@URL``): Anthropic's Messages API with ``$ANTHROPIC_API_KEY``
+  (base URL from the spec, else ``$ANTHROPIC_BASE_URL``, else Anthropic's).
+- ``google:MODEL`` (or ``google:MODEL@URL``): the Gemini API with ``$GEMINI_API_KEY`` or ``$GOOGLE_API_KEY``
+  (base URL from the spec, else ``$GOOGLE_GEMINI_BASE_URL``, else Google's).
+- ``azure:DEPLOYMENT@ENDPOINT?api-version=V``: an Azure OpenAI deployment with ``$AZURE_OPENAI_API_KEY``
+  (``api-version`` from the spec, else ``$OPENAI_API_VERSION``).
+- ``openrouter:MODEL``: OpenRouter's OpenAI-compatible endpoint with ``$OPENROUTER_API_KEY``
+  (base URL ``$OPENROUTER_BASE_URL``, else https://openrouter.ai/api/v1).
 - ``local``: the embedded SmolLM2-135M model behind a private llama-cpp-python server.
 - ``gold``: the reference answers (the ceiling).
 - ``replay:PATH``: recorded outputs (the protocol reads PATH in its own format).
@@ -17,7 +25,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 from toolgauge.errors import DataError, UsageError
 from toolgauge.models.base import ModelClient
@@ -71,10 +79,114 @@ def resolve_model(spec: str, *, replay_loader: ReplayLoader | None = None, timeo
         if not os.environ.get("OPENAI_API_KEY"):
             raise UsageError("openai:... needs OPENAI_API_KEY in the environment")
         return OpenAICompatClient(model, base_url=os.environ.get("OPENAI_BASE_URL"), timeout=timeout, name=shown)
+    if spec.startswith(PROVIDER_PREFIXES):
+        return _provider_client(spec, timeout)
     raise UsageError(
         f"unknown model spec {shown!r}; use local, gold, replay:PATH, scripted:PATH, openai:MODEL, "
-        "openai:MODEL@URL or URL#MODEL"
+        "openai:MODEL@URL, URL#MODEL, anthropic:MODEL, google:MODEL, azure:DEPLOYMENT@ENDPOINT?api-version=V "
+        "or openrouter:MODEL"
     )
+
+
+PROVIDER_PREFIXES = ("anthropic:", "google:", "azure:", "openrouter:")
+OPENROUTER_URL = "https://openrouter.ai/api/v1"
+
+
+def _provider_client(spec: str, timeout: float) -> ModelClient:
+    """The client of a named provider's spec; its SDK is imported here, only when such a spec is used."""
+    shown = display_spec(spec)
+    provider, _, rest = spec.partition(":")
+    model, _, url = rest.partition("@")
+    if not model:
+        raise UsageError(f"model spec {shown!r}: missing model name, e.g. {_EXAMPLES[provider]}")
+    if url and provider != "azure":
+        check_endpoint_url(url, spec)
+    if provider == "anthropic":
+        _require_sdk("anthropic", "anthropic", "anthropic")
+        from toolgauge.models.anthropic_client import AnthropicClient
+
+        return AnthropicClient(
+            model,
+            api_key=_required_key(spec, "ANTHROPIC_API_KEY"),
+            base_url=url or os.environ.get("ANTHROPIC_BASE_URL") or None,
+            timeout=timeout,
+            name=shown,
+        )
+    if provider == "google":
+        _require_sdk("google", "google.genai", "google-genai")
+        from toolgauge.models.google_client import GoogleClient
+
+        return GoogleClient(
+            model,
+            api_key=_required_key(spec, "GEMINI_API_KEY", "GOOGLE_API_KEY"),
+            base_url=url or os.environ.get("GOOGLE_GEMINI_BASE_URL") or None,
+            timeout=timeout,
+            name=shown,
+        )
+    if provider == "azure":
+        endpoint, version = _azure_endpoint(url, spec)
+        from toolgauge.models.azure import AzureOpenAIClient
+
+        return AzureOpenAIClient(
+            model,
+            endpoint=endpoint,
+            api_version=version,
+            api_key=_required_key(spec, "AZURE_OPENAI_API_KEY"),
+            timeout=timeout,
+            name=shown,
+        )
+    from toolgauge.models.openai_compat import OpenAICompatClient
+
+    base = url or os.environ.get("OPENROUTER_BASE_URL") or OPENROUTER_URL
+    return OpenAICompatClient(
+        model, base_url=base, api_key=_required_key(spec, "OPENROUTER_API_KEY"), timeout=timeout, name=shown
+    )
+
+
+_EXAMPLES = {
+    "anthropic": "anthropic:claude-sonnet-4-5",
+    "google": "google:gemini-2.5-flash",
+    "azure": "azure:my-gpt-4o@https://my-resource.openai.azure.com?api-version=2024-10-21",
+    "openrouter": "openrouter:meta-llama/llama-3.3-70b-instruct",
+}
+
+
+def _require_sdk(provider: str, module: str, package: str) -> None:
+    """UsageError with the install line when a provider's SDK (an optional extra) is missing."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # a parent package (google) missing
+        found = False
+    if not found:
+        raise UsageError(f"{provider}:... needs the {package} SDK: pip install 'toolgauge[{provider}]'")
+
+
+def _required_key(spec: str, *names: str) -> str:
+    """The first of the environment variables ``names`` that is set; UsageError naming them when none is."""
+    for name in names:
+        if os.environ.get(name):
+            return os.environ[name]
+    provider = spec.partition(":")[0]
+    raise UsageError(f"{provider}:... needs {' or '.join(names)} in the environment")
+
+
+def _azure_endpoint(url: str, spec: str) -> tuple[str, str]:
+    """The endpoint (without its query) and the api-version of an ``azure:`` spec."""
+    shown = display_spec(spec)
+    if not url:
+        raise UsageError(f"model spec {shown!r}: give the endpoint after '@', e.g. {_EXAMPLES['azure']}")
+    check_endpoint_url(url, spec)
+    parts = urlsplit(url)
+    query = parse_qs(parts.query)
+    version = (query.pop("api-version", None) or [os.environ.get("OPENAI_API_VERSION", "")])[0]
+    if not version:
+        raise UsageError(
+            f"model spec {shown!r}: add ?api-version=... (or set OPENAI_API_VERSION), e.g. {_EXAMPLES['azure']}"
+        )
+    endpoint = urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(query, doseq=True), ""))
+    return endpoint, version
 
 
 def display_spec(spec: str) -> str:

@@ -16,7 +16,7 @@ from typing import Protocol
 from urllib.parse import urlsplit
 
 from toolgauge.models.base import ModelClient
-from toolgauge.records import AssistantTurn, ModelRequest
+from toolgauge.records import AssistantTurn, GenerateOptions, ModelRequest
 
 
 class Limiter(Protocol):
@@ -56,9 +56,13 @@ def endpoint_of(spec: str) -> str | None:
         url = spec.removeprefix("openai-compatible:").partition("#")[0]
     elif spec.startswith("openai:"):
         url = spec.removeprefix("openai:").partition("@")[2] or "openai"
+    elif spec.startswith(("anthropic:", "google:", "azure:", "openrouter:")):
+        # A named provider: its own URL when the spec gives one, else the provider's API is the endpoint.
+        provider, _, rest = spec.partition(":")
+        url = rest.partition("@")[2] or provider
     if url is None:
         return None
-    if url == "openai":
+    if url in ("openai", "anthropic", "google", "azure", "openrouter"):
         return url
     parts = urlsplit(url)
     host = parts.hostname or ""
@@ -99,6 +103,11 @@ class LimitedClient:
         if probe is not None:
             async with self._slot():
                 await probe()
+
+    def unsupported(self, options: GenerateOptions) -> list[str]:
+        """The options the wrapped client cannot honour (none if it does not say)."""
+        ask = getattr(self.inner, "unsupported", None)
+        return list(ask(options)) if ask is not None else []
 
     async def generate(self, request: ModelRequest) -> AssistantTurn:
         """Answer one request while holding a slot of the endpoint."""

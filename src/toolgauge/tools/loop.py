@@ -103,7 +103,9 @@ async def run_tool_loop(
         transcript.turns.append(turn)
         # Some endpoints reject an assistant message without content, so send "" rather than nothing.
         transcript.messages.append(
-            Message(role="assistant", content=turn.content or "", tool_calls=list(turn.tool_calls))
+            Message(
+                role="assistant", content=turn.content or "", tool_calls=list(turn.tool_calls), thinking=turn.thinking
+            )
         )
         if not turn.tool_calls:
             transcript.final_answer = turn.content or ""

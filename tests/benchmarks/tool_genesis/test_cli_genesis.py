@@ -25,7 +25,6 @@ from helpers.secret_scan import file_bytes, leaks, store_values
 from toolgauge.sandbox import SandboxStatus, detect_sandbox, policy
 
 FIXTURES = FIXTURE_ROOT / "genesis"
-SRC = SRC
 # Generated code runs only under bubblewrap; elsewhere a launch is refused (tested below).
 needs_bwrap = pytest.mark.skipif(detect_sandbox() != "bwrap", reason="bubblewrap sandbox not available here")
 METRICS = [

@@ -39,7 +39,6 @@ from toolgauge.sandbox import SandboxLimits, SandboxResult, SandboxStatus, detec
 
 needs_bwrap = pytest.mark.skipif(detect_sandbox() != "bwrap", reason="bubblewrap sandbox not available here")
 FEM = get_domain("fem")
-REPO = REPO
 
 
 def candidate(solution: str, *, answer: str = "B", options: list[str] | None = None, **meta: object) -> Candidate:
