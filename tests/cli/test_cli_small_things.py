@@ -274,7 +274,6 @@ def test_gate_run_takes_solver_steps_with_the_meaning_it_has_on_gate_check() -> 
 # --- no machine's absolute path in what users read or run --------------------------------------------------------
 
 
-
 def test_benchmarks_docs_and_scripts_name_no_machine_path() -> None:
     found = []
     for folder in ("benchmarks", "docs", "scripts"):

@@ -26,7 +26,6 @@ import pytest
 
 from helpers.paths import SRC
 
-
 METRICS_FORBIDDEN = (
     "toolgauge.engine",
     "toolgauge.store",

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from provider_servers import ProviderServer, Wire
+from helpers.provider_servers import ProviderServer, Wire
 from toolgauge.errors import ModelError, TransientModelError
 from toolgauge.models.spec import resolve_model
 from toolgauge.records import AssistantTurn, GenerateOptions, Message, ModelRequest, ToolSpec

@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from cli_helpers import invoke, results_of
-from provider_servers import ProviderServer, Wire
-from secret_scan import leaks, store_values
+from helpers.cli_helpers import invoke, results_of
+from helpers.paths import FIXTURE_ROOT
+from helpers.provider_servers import ProviderServer, Wire
+from helpers.secret_scan import leaks, store_values
 from toolgauge.store import open_store
 
-SESSIONS = Path(__file__).parent / "fixtures" / "wildtoolbench" / "sessions.jsonl"
+SESSIONS = FIXTURE_ROOT / "wildtoolbench" / "sessions.jsonl"
 KEYS = {
     "anthropic": ("ANTHROPIC_API_KEY", "sk-ant-e2e-0123456789abcdef"),
     "google": ("GEMINI_API_KEY", "AIzaE2eKey0123456789abcdef"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from provider_servers import ProviderServer
+from helpers.provider_servers import ProviderServer
 from toolgauge.driver import unsupported_options_warning
 from toolgauge.models.anthropic_client import AnthropicClient, tool_choice_param
 from toolgauge.records import GenerateOptions, Message, ModelRequest, ThinkingBlock, ToolCall, ToolSpec

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 
 import pytest
 
-from chat_stub import ChatStub, completion
-from provider_servers import ProviderServer
+from helpers.chat_stub import ChatStub, completion
+from helpers.provider_servers import ProviderServer
 from toolgauge.errors import UsageError
 from toolgauge.models.anthropic_client import AnthropicClient
 from toolgauge.models.azure import AzureOpenAIClient

@@ -23,7 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 from urllib.parse import parse_qs, urlsplit
 
-from fault_server import answer_for
+from helpers.fault_server import answer_for
 
 Wire = Literal["anthropic", "google", "azure"]
 KEY_HEADER = {"anthropic": "x-api-key", "google": "x-goog-api-key", "azure": "api-key"}

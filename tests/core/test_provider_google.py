@@ -6,7 +6,7 @@ import base64
 
 import pytest
 
-from provider_servers import ProviderServer
+from helpers.provider_servers import ProviderServer
 from toolgauge.errors import ModelError
 from toolgauge.models.gemini_schema import SchemaNotExpressible, gemini_schema
 from toolgauge.models.google_client import GoogleClient, convert_messages, function_calling_config
