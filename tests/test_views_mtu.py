@@ -24,7 +24,7 @@ from toolgauge.benchmarks.mtu.records import MtuItem
 from toolgauge.benchmarks.mtu.views import run_panels, sample_panels, turn_points
 from toolgauge.engine import SampleOutcome
 from toolgauge.panels import ChartPanel, TablePanel
-from toolgauge.parsing.react import parse_mtu_response
+from toolgauge.benchmarks.mtu.react import parse_mtu_response
 from toolgauge.results import EvalResults, SampleScore
 from view_runs import skip_or_fail_without, view_missing
 

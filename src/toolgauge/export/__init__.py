@@ -1,7 +1,7 @@
 """``toolgauge export``: a stored run in formats other tools read (docs/exports.md).
 
 * ``inspect``: an Inspect AI eval log (:mod:`toolgauge.export.inspect_log`);
-* ``bfcl``: BFCL's score files and leaderboard CSVs (:mod:`toolgauge.export.bfcl`);
+* ``bfcl``: BFCL's score files and leaderboard CSVs (:mod:`toolgauge.benchmarks.bfcl.export`);
 * ``csv``, ``jsonl``, ``parquet``: per-sample tables and the metrics (:mod:`toolgauge.export.tables`).
 
 Every format reads the run through :mod:`toolgauge.export.source` and writes into a staged folder
@@ -88,7 +88,7 @@ def export_run(
                 chosen: InspectLogFormat = "json" if log_format == "json" else "eval"
                 files = [write_inspect_log(folder, source, headline=headline, log_format=chosen)]
             elif fmt == "bfcl":
-                from toolgauge.export.bfcl import write_bfcl_scores
+                from toolgauge.benchmarks.bfcl.export import write_bfcl_scores
 
                 files = write_bfcl_scores(folder, source, model_name=model_name)
             else:

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from toolgauge.errors import DataError
 from toolgauge.jsonl import read_jsonl_objects
-from toolgauge.parsing.call_types import Language
+from toolgauge.benchmarks.bfcl.decoders.call_types import Language
 
 BFCL_AST_CATEGORIES: tuple[str, ...] = (
     "simple_python",

@@ -24,8 +24,8 @@ from toolgauge.benchmarks.bfcl.loader import (
     bfcl_language,
     is_irrelevance,
 )
-from toolgauge.parsing.call_types import Language
-from toolgauge.parsing.python_calls import BfclDecodeError, BfclWrongFormatError, decode_python_calls
+from toolgauge.benchmarks.bfcl.decoders.call_types import Language
+from toolgauge.benchmarks.bfcl.decoders.python_calls import BfclDecodeError, BfclWrongFormatError, decode_python_calls
 from toolgauge.results import EvalResults, Metric
 
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from toolgauge.parsing.call_types import (
+from toolgauge.benchmarks.bfcl.decoders.call_types import (
     DUPLICATE_ARGUMENTS_ERROR,
     UNNAMED_ARGUMENT_KEY,
     BfclDecodeError,
     BfclWrongFormatError,
     DecodedCall,
 )
-from toolgauge.parsing.source_tokens import Node, Token, TokenParser, leaf, scan, span
+from toolgauge.benchmarks.bfcl.decoders.source_tokens import Node, Token, TokenParser, leaf, scan, span
 
 _JAVA_PUNCT = sorted(
     [

@@ -6,14 +6,14 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from toolgauge.parsing.call_types import (
+from toolgauge.benchmarks.bfcl.decoders.call_types import (
     DUPLICATE_ARGUMENTS_ERROR,
     UNNAMED_ARGUMENT_KEY,
     BfclDecodeError,
     BfclWrongFormatError,
     DecodedCall,
 )
-from toolgauge.parsing.source_tokens import Node, Token, TokenParser, leaf, scan, span
+from toolgauge.benchmarks.bfcl.decoders.source_tokens import Node, Token, TokenParser, leaf, scan, span
 
 _JS_PUNCT = sorted(
     [

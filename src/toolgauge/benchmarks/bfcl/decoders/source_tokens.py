@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from toolgauge.parsing.call_types import BfclDecodeError
+from toolgauge.benchmarks.bfcl.decoders.call_types import BfclDecodeError
 
 
 @dataclass
