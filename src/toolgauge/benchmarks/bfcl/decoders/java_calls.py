@@ -12,40 +12,21 @@ from toolgauge.benchmarks.bfcl.decoders.call_types import (
     BfclWrongFormatError,
     DecodedCall,
 )
-from toolgauge.benchmarks.bfcl.decoders.source_tokens import Node, Token, TokenParser, leaf, scan, span
-
-_JAVA_PUNCT = sorted(
-    [
-        ">>>=",
-        "<<=",
-        ">>=",
-        "...",
-        "->",
-        "::",
-        "++",
-        "--",
-        "&&",
-        "||",
-        "==",
-        "!=",
-        "<=",
-        ">=",
-        "+=",
-        "-=",
-        "*=",
-        "/=",
-        "%=",
-        "&=",
-        "|=",
-        "^=",
-        "<<",
-        *"(){}[];,.@=<>!~?:+-*/&|^%",
-    ],
-    key=len,
-    reverse=True,
+from toolgauge.benchmarks.bfcl.decoders.source_tokens import (
+    C_PUNCTUATION,
+    IDENTIFIER,
+    Node,
+    Token,
+    TokenParser,
+    leaf,
+    punctuation,
+    scan,
+    span,
 )
+
+_JAVA_PUNCT = punctuation((*C_PUNCTUATION, "->", "::"))
 _JAVA_PATTERNS = [
-    ("ident", re.compile(r"[A-Za-z_$\u0080-\uffff][\w$\u0080-\uffff]*")),
+    ("ident", IDENTIFIER),
     (
         "number",
         re.compile(
@@ -55,7 +36,7 @@ _JAVA_PATTERNS = [
     ("string", re.compile(r'"(?:[^"\\\n]|\\.)*"')),
     # tree-sitter-java's character_literal accepts several characters ('abc').
     ("char", re.compile(r"'(?:[^'\\\n]|\\.)*'")),
-    ("punct", re.compile("|".join(re.escape(p) for p in _JAVA_PUNCT))),
+    ("punct", _JAVA_PUNCT),
 ]
 _JAVA_ASSIGN = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=", ">>>="}
 _JAVA_BINARY = {"||", "&&", "|", "^", "&", "==", "!=", "<", ">", "<=", ">=", "<<", "+", "-", "*", "/", "%"}

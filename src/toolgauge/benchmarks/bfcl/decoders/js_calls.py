@@ -13,51 +13,24 @@ from toolgauge.benchmarks.bfcl.decoders.call_types import (
     BfclWrongFormatError,
     DecodedCall,
 )
-from toolgauge.benchmarks.bfcl.decoders.source_tokens import Node, Token, TokenParser, leaf, scan, span
+from toolgauge.benchmarks.bfcl.decoders.source_tokens import (
+    C_PUNCTUATION,
+    IDENTIFIER,
+    Node,
+    Token,
+    TokenParser,
+    leaf,
+    punctuation,
+    scan,
+    span,
+)
 
-_JS_PUNCT = sorted(
-    [
-        ">>>=",
-        "...",
-        "===",
-        "!==",
-        "**=",
-        "<<=",
-        ">>=",
-        ">>>",
-        "&&=",
-        "||=",
-        "??=",
-        "=>",
-        "==",
-        "!=",
-        "<=",
-        ">=",
-        "&&",
-        "||",
-        "??",
-        "?.",
-        "++",
-        "--",
-        "+=",
-        "-=",
-        "*=",
-        "/=",
-        "%=",
-        "&=",
-        "|=",
-        "^=",
-        "**",
-        "<<",
-        ">>",
-        *"(){}[];,.=<>!~?:+-*/&|^%@#",
-    ],
-    key=len,
-    reverse=True,
+_JS_PUNCT = punctuation(
+    (*C_PUNCTUATION, "===", "!==", "**=", ">>>", "&&=", "||=", "??=", "=>", "??", "?.", "**", ">>", "#")
 )
 _JS_TEMPLATE = re.compile(r"`(?:[^`\\$]|\\.|\$(?!\{)|\$\{(?:[^{}`]|\{[^{}]*\})*\})*`", re.DOTALL)
 _JS_PATTERNS = [
-    ("ident", re.compile(r"[A-Za-z_$\u0080-\uffff][\w$\u0080-\uffff]*")),
+    ("ident", IDENTIFIER),
     (
         "number",
         re.compile(
@@ -67,7 +40,7 @@ _JS_PATTERNS = [
     ("string", re.compile(r"\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*'", re.DOTALL)),
     ("template", _JS_TEMPLATE),
     ("regex", re.compile(r"/(?![*/])(?:[^/\\\[\n]|\\.|\[(?:[^\]\\\n]|\\.)*\])+/[a-z]*")),
-    ("punct", re.compile("|".join(re.escape(p) for p in _JS_PUNCT))),
+    ("punct", _JS_PUNCT),
 ]
 _JS_ASSIGN = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "**=", "<<=", ">>=", ">>>=", "&&=", "||=", "??="}
 _JS_BINARY = {

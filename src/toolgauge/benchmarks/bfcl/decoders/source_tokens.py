@@ -7,10 +7,24 @@ what BFCL's tree-sitter-based parsers return.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from toolgauge.benchmarks.bfcl.decoders.call_types import BfclDecodeError
+
+IDENTIFIER = re.compile(r"[A-Za-z_$\u0080-\uffff][\w$\u0080-\uffff]*")
+"""An identifier as Java and JavaScript both allow it (``$`` and non-ASCII letters included)."""
+
+# The operators and punctuation Java and JavaScript share (C's); each language adds its own.
+C_PUNCTUATION = (
+    ">>>=", "<<=", ">>=", "...", "==", "!=", "<=", ">=", "&&", "||", "++", "--", "+=", "-=", "*=", "/=", "%=",
+    "&=", "|=", "^=", "<<", *"(){}[];,.@=<>!~?:+-*/&|^%",
+)  # fmt: skip
+
+
+def punctuation(tokens: Iterable[str]) -> re.Pattern[str]:
+    """One pattern for a language's punctuation, the longest tokens first (``>>=`` is never ``>`` then ``>=``)."""
+    return re.compile("|".join(re.escape(p) for p in sorted(set(tokens), key=len, reverse=True)))
 
 
 @dataclass
