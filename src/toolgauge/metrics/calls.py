@@ -344,7 +344,7 @@ def verdict_unit_scores(verdict: MtuItemVerdict) -> dict[str, float]:
     return scores
 
 
-def multi_call_error(
+def _multi_error(
     expected: Sequence[ToolCall], predicted: Sequence[ToolCall], correct_calls: int, variant: MtuVariant
 ) -> str:
     """The ``error_type`` of a wrong multi-call item or dialogue turn: the first that applies, in the verdict's order.
@@ -388,35 +388,69 @@ def judge_turn(outcome: TurnOutcome, variant: MtuVariant = "strict") -> MtuItemV
     equal values (strict) or with each expected value a substring of the predicted one (reference).
     """
     expected, predicted = outcome.expected, outcome.predicted
+    scores = multi_call_scores(expected, predicted, variant)
     if variant == "reference":
-        gold = collapse_calls(expected)
-        pred = collapse_calls(predicted)
-        number, labels = reference_tool_number(pred, gold)
-        order = order_accuracy(labels, list(gold))
-        gold_stripped = {name.strip(): arguments for name, arguments in gold.items()}
-        pred_stripped = {name.strip(): arguments for name, arguments in pred.items()}
+        gold_stripped = {name.strip(): arguments for name, arguments in collapse_calls(expected).items()}
+        pred_stripped = {name.strip(): arguments for name, arguments in collapse_calls(predicted).items()}
         tool_ok = set(gold_stripped) == set(pred_stripped)
         params_ok = tool_ok and all(
             reference_values_match(lowered_values(arguments), lowered_values(pred_stripped[name]))
             for name, arguments in gold_stripped.items()
         )
-        correct_calls = sum(1 for label in labels if label in gold_stripped)
     else:
-        number, order, correct_calls = strict_tool_number_and_order(predicted, expected)
         tool_ok = Counter(call.name.strip() for call in predicted) == Counter(call.name.strip() for call in expected)
-        params_ok = tool_ok and correct_calls == len(expected)
-    turn_ok = number == 1 and order == 1
+        params_ok = tool_ok and scores[2] == len(expected)
+    return multi_call_verdict(
+        f"{outcome.dialogue_id}#{outcome.turn}", "dialogue", expected, predicted, variant, scores,
+        tool_correct=tool_ok, parameters_correct=params_ok,
+    )  # fmt: skip
+
+
+def multi_call_scores(
+    expected: Sequence[ToolCall], predicted: Sequence[ToolCall], variant: MtuVariant
+) -> tuple[float, float, int]:
+    """(TN, TO, number of gold calls matched with correct values) of a multi-call item or turn under ``variant``.
+
+    ``reference`` compares the calls collapsed into the reference's dicts (:func:`reference_tool_number`,
+    :func:`order_accuracy` on its labels); ``strict`` keeps every call (:func:`strict_tool_number_and_order`).
+    """
+    if variant == "reference":
+        gold = collapse_calls(expected)
+        number, labels = reference_tool_number(collapse_calls(predicted), gold)
+        order = order_accuracy(labels, list(gold))
+        gold_names = {name.strip() for name in gold}
+        return number, order, sum(1 for label in labels if label in gold_names)
+    return strict_tool_number_and_order(predicted, expected)
+
+
+def multi_call_verdict(
+    verdict_id: str,
+    split: str,
+    expected: Sequence[ToolCall],
+    predicted: Sequence[ToolCall],
+    variant: MtuVariant,
+    scores: tuple[float, float, int],
+    *,
+    tool_correct: bool | None = None,
+    parameters_correct: bool | None = None,
+) -> MtuItemVerdict:
+    """The verdict of a multi-call item or turn with its :func:`multi_call_scores`: right when TN and TO are 1.
+
+    A wrong one gets the first error type that applies (see :class:`MtuItemVerdict`).
+    """
+    number, order, correct_calls = scores
+    correct = number == 1 and order == 1
     return MtuItemVerdict(
-        id=f"{outcome.dialogue_id}#{outcome.turn}",
-        split="dialogue",
+        id=verdict_id,
+        split=split,
         predicted=list(predicted),
         expected=list(expected),
-        tool_correct=tool_ok,
-        parameters_correct=params_ok,
+        tool_correct=tool_correct,
+        parameters_correct=parameters_correct,
         tool_number_accuracy=number,
         tool_order_accuracy=order,
-        turn_correct=turn_ok,
-        error_type=None if turn_ok else multi_call_error(expected, predicted, correct_calls, variant),
+        turn_correct=correct,
+        error_type=None if correct else _multi_error(expected, predicted, correct_calls, variant),
     )
 
 

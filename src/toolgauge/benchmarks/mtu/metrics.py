@@ -30,7 +30,8 @@ from toolgauge.metrics.calls import (
     dialogue_unit_scores,
     judge_turn,
     lowered_values,
-    multi_call_error,
+    multi_call_scores,
+    multi_call_verdict,
     normalize_value,
     one_dialogue_scores,
     order_accuracy,
@@ -159,39 +160,12 @@ def _single_error(gold_name: str, predicted: Sequence[ToolCall], tool_ok: bool, 
 
 
 def _judge_multi(
-    item_id: str,
-    split: str,
-    gold: dict[str, dict[str, Any]],
-    predicted: Sequence[ToolCall],
-    variant: MtuVariant,
+    item_id: str, split: str, gold: dict[str, dict[str, Any]], predicted: Sequence[ToolCall], variant: MtuVariant
 ) -> MtuItemVerdict:
     expected = [ToolCall(name=name, arguments=dict(arguments)) for name, arguments in gold.items()]
-    number, order, labels = _multi_scores(gold, expected, predicted, variant)
-    correct = number == 1 and order == 1
-    return MtuItemVerdict(
-        id=item_id,
-        split=split,
-        predicted=list(predicted),
-        expected=expected,
-        tool_number_accuracy=number,
-        tool_order_accuracy=order,
-        turn_correct=correct,
-        error_type=None if correct else multi_call_error(expected, predicted, labels, variant),
+    return multi_call_verdict(
+        item_id, split, expected, predicted, variant, multi_call_scores(expected, predicted, variant)
     )
-
-
-def _multi_scores(
-    gold: dict[str, dict[str, Any]],
-    expected: Sequence[ToolCall],
-    predicted: Sequence[ToolCall],
-    variant: MtuVariant,
-) -> tuple[float, float, int]:
-    """(TN, TO, number of gold calls matched with correct values) under ``variant``."""
-    if variant == "reference":
-        number, labels = reference_tool_number(collapse_calls(predicted), gold)
-        order = order_accuracy(labels, list(gold))
-        return number, order, sum(1 for label in labels if label in {name.strip() for name in gold})
-    return strict_tool_number_and_order(predicted, expected)
 
 
 # --- MTU-Bench scoring ----------------------------------------------------------------------
