@@ -11,7 +11,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+# The checkout's src folder, wherever in tests/ this file is.
+SRC = next(p / "src" for p in Path(__file__).resolve().parents if (p / "src" / "toolgauge").is_dir())
 BENCHMARKS = ("toolgauge", "benchmarks")
 
 
