@@ -13,7 +13,6 @@ from toolgauge.benchmarks.bfcl.decoders.call_types import (
     DecodedCall,
 )
 from toolgauge.benchmarks.bfcl.decoders.source_tokens import (
-    C_PUNCTUATION,
     IDENTIFIER,
     Node,
     Token,
@@ -24,7 +23,7 @@ from toolgauge.benchmarks.bfcl.decoders.source_tokens import (
     span,
 )
 
-_JAVA_PUNCT = punctuation((*C_PUNCTUATION, "->", "::"))
+_JAVA_PUNCT = punctuation("->", "::")
 _JAVA_PATTERNS = [
     ("ident", IDENTIFIER),
     (

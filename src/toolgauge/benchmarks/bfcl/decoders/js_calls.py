@@ -14,7 +14,6 @@ from toolgauge.benchmarks.bfcl.decoders.call_types import (
     DecodedCall,
 )
 from toolgauge.benchmarks.bfcl.decoders.source_tokens import (
-    C_PUNCTUATION,
     IDENTIFIER,
     Node,
     Token,
@@ -25,9 +24,7 @@ from toolgauge.benchmarks.bfcl.decoders.source_tokens import (
     span,
 )
 
-_JS_PUNCT = punctuation(
-    (*C_PUNCTUATION, "===", "!==", "**=", ">>>", "&&=", "||=", "??=", "=>", "??", "?.", "**", ">>", "#")
-)
+_JS_PUNCT = punctuation("===", "!==", "**=", ">>>", "&&=", "||=", "??=", "=>", "??", "?.", "**", ">>", "#")
 _JS_TEMPLATE = re.compile(r"`(?:[^`\\$]|\\.|\$(?!\{)|\$\{(?:[^{}`]|\{[^{}]*\})*\})*`", re.DOTALL)
 _JS_PATTERNS = [
     ("ident", IDENTIFIER),

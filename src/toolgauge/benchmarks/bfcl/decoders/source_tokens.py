@@ -7,7 +7,7 @@ what BFCL's tree-sitter-based parsers return.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from toolgauge.benchmarks.bfcl.decoders.call_types import BfclDecodeError
@@ -22,9 +22,10 @@ C_PUNCTUATION = (
 )  # fmt: skip
 
 
-def punctuation(tokens: Iterable[str]) -> re.Pattern[str]:
-    """One pattern for a language's punctuation, the longest tokens first (``>>=`` is never ``>`` then ``>=``)."""
-    return re.compile("|".join(re.escape(p) for p in sorted(set(tokens), key=len, reverse=True)))
+def punctuation(*own: str) -> re.Pattern[str]:
+    """One pattern for C's punctuation and a language's ``own``, the longest first (``>>=`` is never ``>``, ``>=``)."""
+    tokens = {*C_PUNCTUATION, *own}
+    return re.compile("|".join(re.escape(p) for p in sorted(tokens, key=len, reverse=True)))
 
 
 @dataclass
