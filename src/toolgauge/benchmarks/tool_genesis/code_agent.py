@@ -32,14 +32,21 @@ from toolgauge.tools import (
     run_tool_loop,
 )
 from toolgauge.tools.backend import unknown_tool
-from toolgauge.tools.workspace import WRITE_FILE
 
 MAX_STEPS = 10
 
 AGENT_TOOLS = [
-    # The workspace's own tool (it does the writing), described for a server folder.
-    WRITE_FILE.model_copy(
-        update={"description": "Write (or replace) a text file in your server folder, e.g. tools.json or server.py."}
+    ToolSpec(
+        name="write_file",
+        description="Write (or replace) a text file in your server folder, e.g. tools.json or server.py.",
+        parameters={
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "File path relative to your folder."},
+                "content": {"type": "string", "description": "The full file content."},
+            },
+            "required": ["path", "content"],
+        },
     ),
     ToolSpec(
         name="launch_server",
@@ -98,7 +105,7 @@ class CodeAgentBackend:
     async def call(self, call: ToolCall) -> ToolCallOutcome:
         """Run one tool of the code agent."""
         args = call.arguments
-        if call.name == WRITE_FILE.name:
+        if call.name == "write_file":
             return await self.write_file(call)
         if call.name == "launch_server":
             return await self.launch()
