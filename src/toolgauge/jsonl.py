@@ -97,28 +97,6 @@ def jsonl_line_problem(problem: JsonProblem, line: str, *, last: bool) -> str:
     return problem.message
 
 
-def json_type(value: Any, *, integer: bool = False) -> str:
-    """The JSON type of a parsed value, as a message names it: null, boolean, number, string, array or object.
-
-    Args:
-        value: A value as :func:`parse_json` returns it.
-        integer: Name a Python ``int`` ``integer``, as JSON Schema does (JSON itself has only ``number``).
-    """
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer" if integer else "number"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
 def max_input_bytes() -> int:
     """The most bytes an input file may hold: ``$TOOLGAUGE_MAX_INPUT_BYTES``, else 512 MiB.
 
