@@ -24,7 +24,7 @@ from toolgauge.benchmarks.bfcl.loader import BFCL_AST_CATEGORIES, load_bfcl
 from toolgauge.benchmarks.bfcl.metrics import score_bfcl
 from toolgauge.benchmarks.mtu.loader import load_mtu, load_mtu_predictions, pair_predictions
 from toolgauge.benchmarks.mtu.metrics import score_mtu
-from toolgauge.parsing.react import parse_mtu_response
+from toolgauge.benchmarks.mtu.react import parse_mtu_response
 
 
 def best_of(repeat: int, fn: Callable[[], Any]) -> tuple[float, float]:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from toolgauge.engine import EpisodeContext, SampleOutcome
+    from toolgauge.export.source import RunSource
     from toolgauge.panels import RunPanels, SamplePanels
     from toolgauge.records import AssistantTurn
 
@@ -70,6 +71,29 @@ class CommandGroups:
 Renderer = Callable[[EvalResults, "Console"], None]
 
 
+class ExportWriter(Protocol):
+    """Writes one stored run in a benchmark's own format into ``folder`` and returns the files it wrote."""
+
+    def __call__(self, folder: Path, source: RunSource, *, model_name: str | None = None) -> list[Path]:
+        """Write the run (``model_name``: the model as the format's files name it; None: the run's model)."""
+        ...
+
+
+@dataclass(frozen=True)
+class Exporter:
+    """An export format a benchmark offers besides the ones every run has (``toolgauge export --format NAME``).
+
+    Attributes:
+        writes: What the format writes, one line (``toolgauge export``'s help and messages say it).
+        runs: The runs it exports, as a message names them (``"BFCL"``: "--format bfcl exports BFCL runs only").
+        write: The writer, usually ``lazy`` so that the registry imports no export code.
+    """
+
+    writes: str
+    runs: str
+    write: ExportWriter
+
+
 @dataclass(frozen=True)
 class BenchmarkSpec:
     """One benchmark as the registry knows it.
@@ -99,6 +123,7 @@ class BenchmarkSpec:
         run_panels: The viewer's extra panels of a run page (:mod:`toolgauge.panels`), or None.
         sample_panels: The viewer's extra panels of a sample page, or None.
         paper: ``paper_blocks(runs, **options)`` laying out the seed paper's tables (``toolgauge paper``), or None.
+        exports: The export formats the benchmark offers, by ``--format`` name, besides the ones every run has.
     """
 
     name: str
@@ -118,6 +143,7 @@ class BenchmarkSpec:
     run_panels: RunPanels | None = None
     sample_panels: SamplePanels | None = None
     paper: Callable[..., Any] | None = None
+    exports: Mapping[str, Exporter] = field(default_factory=dict)
 
 
 def variants_text(spec: BenchmarkSpec) -> str:

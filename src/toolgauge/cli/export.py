@@ -57,11 +57,13 @@ def export_cmd(
 
     def body() -> None:
         from toolgauge.api import headline_of
+        from toolgauge.benchmarks.registry import specs
         from toolgauge.export import export_run
 
+        offered = {run_name: spec.exports for spec in specs() for run_name in spec.run_names}
         report = export_run(
             run_id, fmt, out_dir, store_url=store, verdicts=stored_verdicts, force=force, headline_of=headline_of,
-            model_name=model_name, log_format=log_format,
+            model_name=model_name, log_format=log_format, benchmark_exports=offered,
         )  # fmt: skip
         for note in report.notes:
             warn(note)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from functools import cache
 from importlib import resources
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -88,8 +88,19 @@ class Dataset(BaseModel):
         return f"github.com/{self.source.repo}"
 
 
-# The eval splits and the published responses are two datasets of one repository at one commit.
-_MTU_REPO, _MTU_COMMIT = "MTU-Bench-Team/MTU-Bench", "d0811f831954974c4543880e19b0247209d2e866"
+def _mtu_bench(name: str, title: str, paths: dict[str, str], **more: Any) -> Dataset:
+    """A dataset of MTU-Bench's repository at its pinned commit: the eval splits and the published responses are two."""
+    return Dataset(
+        name=name,
+        title=title,
+        revision="d0811f8",
+        license="Apache-2.0",
+        source=GithubSource(
+            repo="MTU-Bench-Team/MTU-Bench", commit="d0811f831954974c4543880e19b0247209d2e866", paths=paths
+        ),
+        **more,
+    )
+
 
 DATASETS: tuple[Dataset, ...] = (
     Dataset(
@@ -105,36 +116,22 @@ DATASETS: tuple[Dataset, ...] = (
         ),
         benchmark="bfcl",
     ),
-    Dataset(
-        name="mtu-bench",
-        title="MTU-Bench eval splits",
-        revision="d0811f8",
-        license="Apache-2.0",
-        source=GithubSource(
-            repo=_MTU_REPO,
-            commit=_MTU_COMMIT,
-            paths={
-                **{
-                    f"{s}_eval.jsonl": f"MTU-Eval/benchmark/{s}_eval.jsonl" for s in ("S-S", "S-M", "M-S", "M-M", "OOD")
-                },
-                "LICENSE": "LICENSE",
-            },
-        ),
+    _mtu_bench(
+        "mtu-bench",
+        "MTU-Bench eval splits",
+        {
+            **{f"{s}_eval.jsonl": f"MTU-Eval/benchmark/{s}_eval.jsonl" for s in ("S-S", "S-M", "M-S", "M-M", "OOD")},
+            "LICENSE": "LICENSE",
+        },
         benchmark="mtu-bench",
     ),
-    Dataset(
-        name="mtu-bench-gpt4-responses",
-        title="MTU-Bench's published GPT-4 responses (for score mtu-bench --predictions)",
-        revision="d0811f8",
-        license="Apache-2.0",
-        source=GithubSource(
-            repo=_MTU_REPO,
-            commit=_MTU_COMMIT,
-            paths={
-                f"{s}_gpt4_response.jsonl": f"MTU-Eval/responses/{s}_gpt4_response.jsonl"
-                for s in ("S-S", "S-M", "M-S", "M-M")
-            },
-        ),
+    _mtu_bench(
+        "mtu-bench-gpt4-responses",
+        "MTU-Bench's published GPT-4 responses (for score mtu-bench --predictions)",
+        {
+            f"{s}_gpt4_response.jsonl": f"MTU-Eval/responses/{s}_gpt4_response.jsonl"
+            for s in ("S-S", "S-M", "M-S", "M-M")
+        },
     ),
     Dataset(
         name="wildtoolbench",

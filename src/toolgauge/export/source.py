@@ -64,17 +64,23 @@ Supplied by the caller (the CLI): the core does not reach the benchmarks itself.
 
 
 @contextlib.contextmanager
-def open_run(ref: str, store_url: str | None, verdicts: Verdicts) -> Iterator[RunSource]:
+def open_run(
+    ref: str, store_url: str | None, verdicts: Verdicts, check: Callable[[RunInfo], None] | None = None
+) -> Iterator[RunSource]:
     """Open run ``ref`` (an id, a unique start of one, or ``latest``) and recompute its verdicts.
 
+    ``check`` sees the run first and may refuse it (raising :class:`UsageError`) before the verdicts cost a rescore.
+
     Raises:
-        UsageError: no such run, or the store cannot be opened.
+        UsageError: no such run, the store cannot be opened, or ``check`` refused the run.
     """
     st = open_store(store_url, create=False)
     try:
         run = st.get_run(st.resolve_run_id(ref))
         if run is None:
             raise UsageError(f"no run {ref!r} in the store (see: toolgauge runs)")
+        if check is not None:
+            check(run)
         scores, note = verdicts(run, store_url)
         yield RunSource(run=run, store=st, states=st.sample_states(run.id), scores=scores, note=note)
     finally:

@@ -1,1 +1,1 @@
-"""Parsers that turn free-text model replies into tool calls."""
+"""What reading calls out of reply text shares across benchmarks (each benchmark keeps its own parser)."""

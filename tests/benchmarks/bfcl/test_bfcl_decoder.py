@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolgauge.parsing.python_calls import (
+from toolgauge.benchmarks.bfcl.decoders.python_calls import (
     UNNAMED_ARGUMENT_KEY,
     BfclDecodeError,
     BfclWrongFormatError,

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from toolgauge.benchmarks.bfcl.decoders.python_calls import render_python_calls
 from toolgauge.benchmarks.bfcl.multi_turn import (
     ADDITIONAL_FUNCTION_PROMPT,
     BfclMultiTurnBenchmark,
@@ -29,7 +30,6 @@ from toolgauge.benchmarks.bfcl.multi_turn_check import (
     check_multi_turn,
     load_multi_turn,
 )
-from toolgauge.parsing.python_calls import render_python_calls
 from toolgauge.records import AssistantTurn, GenerateOptions, Message, ToolCall, ToolSpec
 
 checker = pytest.importorskip(

@@ -15,7 +15,7 @@ import pytest
 
 from helpers.cli_helpers import invoke
 from helpers.export_runs import BFCL_CATEGORIES, BFCL_LIMIT, bfcl_replay_run, rescored_rows
-from toolgauge.export.bfcl import COLUMNS_LIVE, COLUMNS_NON_LIVE, COLUMNS_OVERALL, leaderboard_rows
+from toolgauge.benchmarks.bfcl.export import COLUMNS_LIVE, COLUMNS_NON_LIVE, COLUMNS_OVERALL, leaderboard_rows
 
 # The fields of a failed entry, in BFCL's order, by how it failed.
 AST_FIELDS = ["id", "model_name", "test_category", "valid", "error", "error_type", "prompt", "model_result_raw",

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolgauge.parsing.react import (
+from toolgauge.benchmarks.mtu.react import (
     parse_mtu_response,
     parse_react_multi,
     parse_react_single,

@@ -19,9 +19,9 @@ from toolgauge.benchmarks.mtu.loader import load_mtu, load_mtu_predictions, pair
 from toolgauge.benchmarks.mtu.metrics import MtuScore, MtuVariant, score_mtu
 from toolgauge.benchmarks.mtu.native import API_LIST_MARKER, mtu_native_request
 from toolgauge.benchmarks.mtu.protocol import MtuBenchmark, MtuResult, item_keys
+from toolgauge.benchmarks.mtu.react import parse_mtu_response, render_react
 from toolgauge.benchmarks.mtu.records import MTU_SPLITS, MtuItem
 from toolgauge.engine import SampleOutcome
-from toolgauge.parsing.react import parse_mtu_response, render_react
 from toolgauge.records import ToolCall
 from toolgauge.results import EvalResults
 

@@ -21,11 +21,11 @@ from toolgauge.benchmarks.mtu import SPEC as MTU
 from toolgauge.benchmarks.mtu.loader import load_mtu, load_mtu_predictions, pair_predictions
 from toolgauge.benchmarks.mtu.metrics import score_mtu
 from toolgauge.benchmarks.mtu.protocol import MtuBenchmark, MtuResult, item_keys
+from toolgauge.benchmarks.mtu.react import parse_mtu_response
 from toolgauge.benchmarks.mtu.records import MtuItem
 from toolgauge.benchmarks.mtu.views import run_panels, sample_panels, turn_points
 from toolgauge.engine import SampleOutcome
 from toolgauge.panels import ChartPanel, TablePanel
-from toolgauge.parsing.react import parse_mtu_response
 from toolgauge.results import EvalResults, SampleScore
 
 skip_or_fail_without(view_missing(browser=False))

@@ -8,7 +8,7 @@ The commands, ``build`` and ``rescore`` are imported when first used (``lazy``):
 or the checker imports no command line, engine or store.
 """
 
-from toolgauge.benchmark import BenchmarkSpec, lazy
+from toolgauge.benchmark import BenchmarkSpec, Exporter, lazy
 from toolgauge.benchmarks.bfcl.report import render_bfcl
 
 SPEC = BenchmarkSpec(
@@ -22,4 +22,11 @@ SPEC = BenchmarkSpec(
     headline=("accuracy",),
     variants=(),
     run_panels=lazy("toolgauge.benchmarks.bfcl.views", "run_panels"),
+    exports={
+        "bfcl": Exporter(
+            writes="BFCL's score files and leaderboard CSVs, as bfcl evaluate writes them",
+            runs="BFCL",
+            write=lazy("toolgauge.benchmarks.bfcl.export", "write_bfcl_scores"),
+        )
+    },
 )

@@ -12,6 +12,7 @@ import copy
 import json
 from typing import Any, Literal
 
+from toolgauge.benchmarks.bfcl.decoders.python_calls import render_python_calls
 from toolgauge.benchmarks.bfcl.loader import (
     BFCL_RELEVANCE_CATEGORIES,
     BfclEntry,
@@ -19,7 +20,6 @@ from toolgauge.benchmarks.bfcl.loader import (
     bfcl_language,
     is_irrelevance,
 )
-from toolgauge.parsing.python_calls import render_python_calls
 from toolgauge.records import AssistantTurn, Message, ToolCall, ToolSpec
 
 Style = Literal["prompt", "native"]

@@ -17,9 +17,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from toolgauge.benchmarks.bfcl.decoders.call_types import Language
 from toolgauge.errors import DataError
 from toolgauge.jsonl import read_jsonl_objects
-from toolgauge.parsing.call_types import Language
 
 BFCL_AST_CATEGORIES: tuple[str, ...] = (
     "simple_python",

@@ -16,6 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from toolgauge.benchmarks.bfcl.decoders.call_types import Language
+from toolgauge.benchmarks.bfcl.decoders.python_calls import BfclDecodeError, BfclWrongFormatError, decode_python_calls
 from toolgauge.benchmarks.bfcl.loader import (
     BFCL_AST_CATEGORIES,
     BFCL_RELEVANCE_CATEGORIES,
@@ -24,8 +26,6 @@ from toolgauge.benchmarks.bfcl.loader import (
     bfcl_language,
     is_irrelevance,
 )
-from toolgauge.parsing.call_types import Language
-from toolgauge.parsing.python_calls import BfclDecodeError, BfclWrongFormatError, decode_python_calls
 from toolgauge.results import EvalResults, Metric
 
 

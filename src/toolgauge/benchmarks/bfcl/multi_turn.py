@@ -19,6 +19,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from toolgauge.benchmarks.bfcl.decoders.call_types import BfclDecodeError
+from toolgauge.benchmarks.bfcl.decoders.python_calls import decode_python_calls, render_python_calls
 from toolgauge.benchmarks.bfcl.io import bfcl_prompt_messages, bfcl_tools
 from toolgauge.benchmarks.bfcl.loader import BfclEntry
 from toolgauge.benchmarks.bfcl.metrics import BfclTally, BfclVerdict, entry_weight
@@ -26,8 +28,6 @@ from toolgauge.benchmarks.bfcl.multi_turn_check import Call, MultiTurnEntry, Mul
 from toolgauge.benchmarks.bfcl.protocol import ids_without_result, missing_predictions_warning
 from toolgauge.engine import EpisodeContext, SampleOutcome, in_step
 from toolgauge.errors import UsageError
-from toolgauge.parsing.call_types import BfclDecodeError
-from toolgauge.parsing.python_calls import decode_python_calls, render_python_calls
 from toolgauge.records import AssistantTurn, Message, ToolCall, ToolSpec
 from toolgauge.results import EvalResults, Metric, SampleScore, ScoredRun
 from toolgauge.settings import CallSettings

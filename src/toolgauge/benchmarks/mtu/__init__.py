@@ -7,7 +7,7 @@ rescores recorded replies such as the published GPT-4 responses.
 """
 
 from toolgauge.benchmark import BenchmarkSpec, lazy
-from toolgauge.benchmarks.mtu.report import render_mtu
+from toolgauge.report.call_metrics import render_call_metrics
 
 SPEC = BenchmarkSpec(
     name="mtu-bench",
@@ -15,7 +15,7 @@ SPEC = BenchmarkSpec(
     run_names=("mtu-bench",),
     add_commands=lazy("toolgauge.benchmarks.mtu.cli", "add_commands"),
     build=lazy("toolgauge.benchmarks.mtu.cli", "build"),
-    render=render_mtu,
+    render=render_call_metrics,
     rescore=lazy("toolgauge.benchmarks.mtu.cli", "rescore"),
     headline=(
         "tool_accuracy",

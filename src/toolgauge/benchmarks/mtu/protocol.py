@@ -21,11 +21,11 @@ from toolgauge.benchmarks.mtu.metrics import (
     unit_scores_row,
 )
 from toolgauge.benchmarks.mtu.native import mtu_native_request
+from toolgauge.benchmarks.mtu.react import parse_mtu_response, render_react
 from toolgauge.benchmarks.mtu.records import MTU_SPLITS, MULTI_TURN_SPLITS, MtuItem, MtuPrediction
 from toolgauge.engine import EpisodeContext, SampleOutcome, in_step
 from toolgauge.errors import ModelError
 from toolgauge.parsing.call_rate import few_calls_warning
-from toolgauge.parsing.react import parse_mtu_response, render_react
 from toolgauge.records import AssistantTurn, Message, ToolCall
 from toolgauge.results import EvalResults, SampleScore, ScoredRun
 from toolgauge.settings import CallSettings

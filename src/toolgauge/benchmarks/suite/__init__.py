@@ -2,11 +2,12 @@
 
 ``data/sample.jsonl`` is a small suite of original dialogues (weather, calendar, travel, banking,
 cooking, smart home) used by ``make demo`` and by tests that must run anywhere; the format is
-described in ``docs/datasets.md``. Scored with MTU-Bench's metrics (strict variant by default).
+described in ``docs/datasets.md``. Scored with MTU-Bench's call metrics (:mod:`toolgauge.metrics.calls`;
+strict variant by default): the package imports no other benchmark.
 """
 
 from toolgauge.benchmark import BenchmarkSpec, lazy
-from toolgauge.benchmarks.mtu.report import render_mtu
+from toolgauge.report.call_metrics import render_call_metrics
 
 SPEC = BenchmarkSpec(
     name="suite",
@@ -14,7 +15,7 @@ SPEC = BenchmarkSpec(
     run_names=("suite",),
     add_commands=lazy("toolgauge.benchmarks.suite.cli", "add_commands"),
     build=lazy("toolgauge.benchmarks.suite.cli", "build"),
-    render=render_mtu,
+    render=render_call_metrics,
     rescore=lazy("toolgauge.benchmarks.suite.cli", "rescore"),
     headline=("tool_accuracy", "parameter_accuracy", "success_rate"),
     variants=("reference", "strict"),

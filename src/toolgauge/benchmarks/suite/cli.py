@@ -9,7 +9,6 @@ from typing import Annotated, Any
 import typer
 
 from toolgauge.benchmark import CommandGroups
-from toolgauge.benchmarks.mtu.metrics import MtuVariant
 from toolgauge.benchmarks.suite.protocol import SuiteBenchmark
 from toolgauge.cli.common import (
     RunFlags,
@@ -23,6 +22,7 @@ from toolgauge.cli.common import (
     run_command,
 )
 from toolgauge.errors import UsageError
+from toolgauge.metrics.calls import MtuVariant
 from toolgauge.settings import CallSettings, ToolChoiceMode
 
 BUILTIN = "builtin:sample"

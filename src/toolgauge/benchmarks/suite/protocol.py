@@ -9,7 +9,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from toolgauge.benchmarks.mtu.metrics import (
+from toolgauge.benchmarks.suite.loader import SuiteDialogue, turn_histories
+from toolgauge.engine import EpisodeContext, SampleOutcome, in_step
+from toolgauge.metrics.calls import (
     DialogueTurnTally,
     MtuItemVerdict,
     MtuVariant,
@@ -19,8 +21,6 @@ from toolgauge.benchmarks.mtu.metrics import (
     tally_metrics,
     unit_scores_row,
 )
-from toolgauge.benchmarks.suite.loader import SuiteDialogue, turn_histories
-from toolgauge.engine import EpisodeContext, SampleOutcome, in_step
 from toolgauge.recordings import read_recorded_turns
 from toolgauge.records import AssistantTurn, ToolCall
 from toolgauge.results import EvalResults, SampleScore, ScoredRun

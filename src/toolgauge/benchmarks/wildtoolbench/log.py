@@ -75,7 +75,11 @@ def _drop_unset(data: Any, optional_keys: tuple[str, ...]) -> Any:
 
 
 class WildFunctionCall(BaseModel):
-    """The ``function`` part of an OpenAI tool call; ``arguments`` is the JSON text as the model sent it."""
+    """A call as the official log writes it: its name, and ``arguments`` as JSON text.
+
+    The ``function`` part of a predicted OpenAI tool call (the text as the model sent it), and a gold call of a
+    candidate step (:data:`WildAnswerAction`, the text the official writer ``json.dumps``).
+    """
 
     model_config = ConfigDict(extra="allow")
 
@@ -166,13 +170,8 @@ class WildInferenceOutput(BaseModel):
         return data
 
 
-class WildAnswerAction(BaseModel):
-    """One gold call of a candidate step; ``arguments`` is JSON text (the official writer json.dumps it)."""
-
-    model_config = ConfigDict(extra="allow")
-
-    name: str
-    arguments: str
+WildAnswerAction = WildFunctionCall
+"""One gold call of a candidate step (``action`` entries): a call written as a predicted one is."""
 
 
 class WildAnswerFunctionList(BaseModel):

@@ -29,7 +29,7 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-from toolgauge.parsing.call_types import (
+from toolgauge.benchmarks.bfcl.decoders.call_types import (
     DUPLICATE_ARGUMENTS_ERROR,
     JAVA_SYNTAX_ERROR,
     JAVASCRIPT_SYNTAX_ERROR,
@@ -39,8 +39,8 @@ from toolgauge.parsing.call_types import (
     DecodedCall,
     Language,
 )
-from toolgauge.parsing.java_calls import JavaCallDecoder
-from toolgauge.parsing.js_calls import JsCallDecoder
+from toolgauge.benchmarks.bfcl.decoders.java_calls import JavaCallDecoder
+from toolgauge.benchmarks.bfcl.decoders.js_calls import JsCallDecoder
 
 # Results above these sizes are refused instead of computed; BFCL's eval would compute (or hang).
 _MAX_INT_BITS = 100_000

@@ -10,7 +10,22 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from toolgauge.parsing.call_types import BfclDecodeError
+from toolgauge.benchmarks.bfcl.decoders.call_types import BfclDecodeError
+
+IDENTIFIER = re.compile(r"[A-Za-z_$\u0080-\uffff][\w$\u0080-\uffff]*")
+"""An identifier as Java and JavaScript both allow it (``$`` and non-ASCII letters included)."""
+
+# The operators and punctuation Java and JavaScript share (C's); each language adds its own.
+C_PUNCTUATION = (
+    ">>>=", "<<=", ">>=", "...", "==", "!=", "<=", ">=", "&&", "||", "++", "--", "+=", "-=", "*=", "/=", "%=",
+    "&=", "|=", "^=", "<<", *"(){}[];,.@=<>!~?:+-*/&|^%",
+)  # fmt: skip
+
+
+def punctuation(*own: str) -> re.Pattern[str]:
+    """One pattern for C's punctuation and a language's ``own``, the longest first (``>>=`` is never ``>``, ``>=``)."""
+    tokens = {*C_PUNCTUATION, *own}
+    return re.compile("|".join(re.escape(p) for p in sorted(tokens, key=len, reverse=True)))
 
 
 @dataclass

@@ -6,58 +6,28 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from toolgauge.parsing.call_types import (
+from toolgauge.benchmarks.bfcl.decoders.call_types import (
     DUPLICATE_ARGUMENTS_ERROR,
     UNNAMED_ARGUMENT_KEY,
     BfclDecodeError,
     BfclWrongFormatError,
     DecodedCall,
 )
-from toolgauge.parsing.source_tokens import Node, Token, TokenParser, leaf, scan, span
-
-_JS_PUNCT = sorted(
-    [
-        ">>>=",
-        "...",
-        "===",
-        "!==",
-        "**=",
-        "<<=",
-        ">>=",
-        ">>>",
-        "&&=",
-        "||=",
-        "??=",
-        "=>",
-        "==",
-        "!=",
-        "<=",
-        ">=",
-        "&&",
-        "||",
-        "??",
-        "?.",
-        "++",
-        "--",
-        "+=",
-        "-=",
-        "*=",
-        "/=",
-        "%=",
-        "&=",
-        "|=",
-        "^=",
-        "**",
-        "<<",
-        ">>",
-        *"(){}[];,.=<>!~?:+-*/&|^%@#",
-    ],
-    key=len,
-    reverse=True,
+from toolgauge.benchmarks.bfcl.decoders.source_tokens import (
+    IDENTIFIER,
+    Node,
+    Token,
+    TokenParser,
+    leaf,
+    punctuation,
+    scan,
+    span,
 )
+
+_JS_PUNCT = punctuation("===", "!==", "**=", ">>>", "&&=", "||=", "??=", "=>", "??", "?.", "**", ">>", "#")
 _JS_TEMPLATE = re.compile(r"`(?:[^`\\$]|\\.|\$(?!\{)|\$\{(?:[^{}`]|\{[^{}]*\})*\})*`", re.DOTALL)
 _JS_PATTERNS = [
-    ("ident", re.compile(r"[A-Za-z_$\u0080-\uffff][\w$\u0080-\uffff]*")),
+    ("ident", IDENTIFIER),
     (
         "number",
         re.compile(
@@ -67,7 +37,7 @@ _JS_PATTERNS = [
     ("string", re.compile(r"\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*'", re.DOTALL)),
     ("template", _JS_TEMPLATE),
     ("regex", re.compile(r"/(?![*/])(?:[^/\\\[\n]|\\.|\[(?:[^\]\\\n]|\\.)*\])+/[a-z]*")),
-    ("punct", re.compile("|".join(re.escape(p) for p in _JS_PUNCT))),
+    ("punct", _JS_PUNCT),
 ]
 _JS_ASSIGN = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "**=", "<<=", ">>=", ">>>=", "&&=", "||=", "??="}
 _JS_BINARY = {

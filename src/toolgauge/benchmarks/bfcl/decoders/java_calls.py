@@ -5,47 +5,27 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from toolgauge.parsing.call_types import (
+from toolgauge.benchmarks.bfcl.decoders.call_types import (
     DUPLICATE_ARGUMENTS_ERROR,
     UNNAMED_ARGUMENT_KEY,
     BfclDecodeError,
     BfclWrongFormatError,
     DecodedCall,
 )
-from toolgauge.parsing.source_tokens import Node, Token, TokenParser, leaf, scan, span
-
-_JAVA_PUNCT = sorted(
-    [
-        ">>>=",
-        "<<=",
-        ">>=",
-        "...",
-        "->",
-        "::",
-        "++",
-        "--",
-        "&&",
-        "||",
-        "==",
-        "!=",
-        "<=",
-        ">=",
-        "+=",
-        "-=",
-        "*=",
-        "/=",
-        "%=",
-        "&=",
-        "|=",
-        "^=",
-        "<<",
-        *"(){}[];,.@=<>!~?:+-*/&|^%",
-    ],
-    key=len,
-    reverse=True,
+from toolgauge.benchmarks.bfcl.decoders.source_tokens import (
+    IDENTIFIER,
+    Node,
+    Token,
+    TokenParser,
+    leaf,
+    punctuation,
+    scan,
+    span,
 )
+
+_JAVA_PUNCT = punctuation("->", "::")
 _JAVA_PATTERNS = [
-    ("ident", re.compile(r"[A-Za-z_$\u0080-\uffff][\w$\u0080-\uffff]*")),
+    ("ident", IDENTIFIER),
     (
         "number",
         re.compile(
@@ -55,7 +35,7 @@ _JAVA_PATTERNS = [
     ("string", re.compile(r'"(?:[^"\\\n]|\\.)*"')),
     # tree-sitter-java's character_literal accepts several characters ('abc').
     ("char", re.compile(r"'(?:[^'\\\n]|\\.)*'")),
-    ("punct", re.compile("|".join(re.escape(p) for p in _JAVA_PUNCT))),
+    ("punct", _JAVA_PUNCT),
 ]
 _JAVA_ASSIGN = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=", ">>>="}
 _JAVA_BINARY = {"||", "&&", "|", "^", "&", "==", "!=", "<", ">", "<=", ">=", "<<", "+", "-", "*", "/", "%"}

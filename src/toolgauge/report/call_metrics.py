@@ -1,4 +1,8 @@
-"""MTU-Bench's terminal tables: one row per split (or one for the whole run), then the S-M hard set."""
+"""The terminal table of the call metrics (:mod:`toolgauge.metrics.calls`): one row per split or one for the run.
+
+MTU-Bench's runs show a row per split, toolgauge's own dialogues (``suite``) one overall row; the columns
+carry MTU-Bench's metric names. A run with MTU-Bench's hard set (``by=set``) shows it in a second table.
+"""
 
 from __future__ import annotations
 
@@ -19,7 +23,7 @@ COLUMNS = [
 ]
 
 
-def render_mtu(results: EvalResults, console: Console) -> None:
+def render_call_metrics(results: EvalResults, console: Console) -> None:
     """Print the split table (or the overall row, for toolgauge's own dialogues) with MTU-Bench's column names."""
     settings = results.settings
     title = (

@@ -1,0 +1,1 @@
+"""Metrics more than one benchmark scores with (pure: no engine, store, models or tools)."""
