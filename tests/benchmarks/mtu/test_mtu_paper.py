@@ -20,9 +20,9 @@ from toolgauge.benchmarks.mtu.feedback import FEEDBACK_TEXT, feedback_kind
 from toolgauge.benchmarks.mtu.metrics import judge_mtu_item
 from toolgauge.benchmarks.mtu.paper import paper_blocks
 from toolgauge.benchmarks.mtu.protocol import MtuBenchmark
+from toolgauge.benchmarks.mtu.react import render_react
 from toolgauge.benchmarks.mtu.records import MtuItem, MtuSplit
 from toolgauge.models.offline import ScriptedClient
-from toolgauge.parsing.react import render_react
 from toolgauge.records import AssistantTurn, ModelRequest, ToolCall
 from toolgauge.report.paper_tables import PaperBlock, PaperRun
 from toolgauge.results import EvalResults, Metric

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from cli_helpers import invoke
-from export_runs import suite_gold_run
+from helpers.cli_helpers import invoke
+from helpers.export_runs import suite_gold_run
 from toolgauge.benchmark import Exporter, lazy
 from toolgauge.benchmarks.registry import specs
 from toolgauge.errors import UsageError
