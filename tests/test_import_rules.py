@@ -410,7 +410,8 @@ def test_cycle_checker_ignores_type_checking_imports_and_a_packages_lazy_getattr
             "toolgauge/__init__.py": "def __getattr__(name):\n    from toolgauge import api\n",
             "toolgauge/api.py": "from toolgauge.engine import runner\n",
             "toolgauge/engine/runner.py": (
-                "import toolgauge\nfrom typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from toolgauge.store import store\n"
+                "import toolgauge\nfrom typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n    from toolgauge.store import store\n"
             ),
             "toolgauge/store/store.py": "from toolgauge.engine import runner\n",
         },
@@ -420,7 +421,9 @@ def test_cycle_checker_ignores_type_checking_imports_and_a_packages_lazy_getattr
     graph = plant(
         tmp_path,
         {
-            "toolgauge/__init__.py": "class Lazy:\n    def __getattr__(self, name):\n        from toolgauge import api\n",
+            "toolgauge/__init__.py": (
+                "class Lazy:\n    def __getattr__(self, name):\n        from toolgauge import api\n"
+            ),
             "toolgauge/engine/runner.py": "import toolgauge\ndef f():\n    from toolgauge.store import store\n",
         },
     )
