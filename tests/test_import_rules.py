@@ -5,9 +5,12 @@
     directly or through other toolgauge modules;
 (b) the core (everything but ``toolgauge.benchmarks.*``, ``toolgauge.cli.*`` and ``toolgauge.api``) imports no
     benchmark;
-(c) no import cycles among modules.
+(c) no import cycles among modules;
+(d) a benchmark reaches the store through ``toolgauge.store`` alone (``Store``, ``open_store``; its samples' named
+    steps are the engine's ``EpisodeContext.checkpoint``): never the store's modules (its tables in
+    ``toolgauge.store.schema``) nor SQLAlchemy.
 
-Every import counts for (a) and (b), including those inside functions and under ``TYPE_CHECKING``. For (c) every
+Every import counts for (a), (b) and (d), including those inside functions and under ``TYPE_CHECKING``. For (c) every
 import that runs counts: at load and inside functions (an import moved into a function hides a cycle, it does
 not remove it); not those under ``TYPE_CHECKING`` (they never run), nor those in a package's module-level
 ``__getattr__`` (PEP 562: the package's public names, loaded when first read, such as ``toolgauge.evaluate``;
@@ -195,6 +198,17 @@ def core_violations(graph: dict[str, list[Import]]) -> list[str]:
     ]
 
 
+def store_violations(graph: dict[str, list[Import]]) -> list[str]:
+    """Rule (d): each import of the store's inside (a module under ``toolgauge.store``, SQLAlchemy) by a benchmark."""
+    found = [
+        f"{module} (line {imp.line}) imports {imp.target}"
+        for module in sorted(m for m in graph if _within(m, "toolgauge.benchmarks"))
+        for imp in graph[module]
+        if imp.target.startswith("toolgauge.store.") or _within(imp.target, "sqlalchemy")
+    ]
+    return list(dict.fromkeys(found))  # one line per statement, not per name it imports
+
+
 def import_cycles(graph: dict[str, list[Import]]) -> list[str]:
     """Rule (c): one shortest cycle per strongly connected group of modules that import each other (at load or in
     a function)."""
@@ -280,6 +294,11 @@ def test_the_core_imports_no_benchmark(graph: dict[str, list[Import]]):
     assert not found, "the core reaches benchmarks only through the registry:\n" + "\n".join(found)
 
 
+def test_benchmarks_use_the_store_through_its_package_alone(graph: dict[str, list[Import]]):
+    found = store_violations(graph)
+    assert not found, "benchmarks keep out of the store's tables:\n" + "\n".join(found)
+
+
 def test_no_import_cycles(graph: dict[str, list[Import]]):
     found = import_cycles(graph)
     assert not found, "import cycles:\n" + "\n".join(found)
@@ -323,6 +342,7 @@ def test_a_clean_planted_tree_has_no_violations(tmp_path: Path):
     assert metrics_violations(graph) == []
     assert core_violations(graph) == []
     assert import_cycles(graph) == []
+    assert store_violations(graph) == []
 
 
 def test_metrics_checker_flags_a_forbidden_import_in_a_function_and_through_another_module(tmp_path: Path):
@@ -429,4 +449,22 @@ def test_cycle_checker_ignores_type_checking_imports_and_a_packages_lazy_getattr
     )
     assert import_cycles(graph) == [
         "toolgauge -> toolgauge.api -> toolgauge.engine.runner -> toolgauge (and through toolgauge.store.store)"
+    ]
+
+
+def test_store_checker_flags_a_benchmark_reaching_the_stores_tables_or_sqlalchemy(tmp_path: Path):
+    graph = plant(
+        tmp_path,
+        {
+            **PLANTED_BASE,
+            "toolgauge/store/schema.py": "",
+            "toolgauge/benchmarks/demo/protocol.py": (
+                "from toolgauge.store import Store\ndef f():\n    from toolgauge.store import schema\n"
+            ),
+            "toolgauge/benchmarks/demo/records.py": "import typing\nif typing.TYPE_CHECKING:\n    import sqlalchemy\n",
+        },
+    )
+    assert store_violations(graph) == [
+        "toolgauge.benchmarks.demo.protocol (line 3) imports toolgauge.store.schema",
+        "toolgauge.benchmarks.demo.records (line 3) imports sqlalchemy",
     ]
