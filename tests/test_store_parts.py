@@ -11,7 +11,7 @@ from sqlalchemy import create_engine, update
 
 from toolgauge.errors import StoreWriteError, UsageError
 from toolgauge.store import migrations, schema
-from toolgauge.store.errors import write_error
+from toolgauge.store.access import write_error
 from toolgauge.store.executor import StoreThread
 from toolgauge.store.leases import Leases
 from toolgauge.store.write_buffer import WriteBuffer

@@ -65,15 +65,7 @@ class Leases:
                         f"run {run_id} is being run by {holder.describe()}; wait for it or stop it"
                     ) from None
                 # Take over only the stale lease we looked at; a racing taker deletes nothing and loses the insert.
-                try:
-                    with self._engine.begin() as conn:
-                        conn.execute(
-                            delete(schema.run_locks).where(
-                                (schema.run_locks.c.run_id == run_id) & (schema.run_locks.c.owner == holder.owner)
-                            )
-                        )
-                except SQLAlchemyError as exc:
-                    raise self._write_error(f"taking over the stale lease on run {run_id}", exc) from exc
+                self._delete(run_id, holder.owner, f"taking over the stale lease on run {run_id}")
                 continue
             except SQLAlchemyError as exc:
                 raise self._write_error(f"taking the lease on run {run_id}", exc) from exc
@@ -87,15 +79,16 @@ class Leases:
         if run_id not in self.held:
             return
         self.held.discard(run_id)
+        self._delete(run_id, self.owner, f"releasing the lease on run {run_id}")
+
+    def _delete(self, run_id: str, owner: str, what: str) -> None:
+        """Delete ``owner``'s lease row on ``run_id`` (none if another owner holds it now)."""
+        locks = schema.run_locks.c
         try:
             with self._engine.begin() as conn:
-                conn.execute(
-                    delete(schema.run_locks).where(
-                        (schema.run_locks.c.run_id == run_id) & (schema.run_locks.c.owner == self.owner)
-                    )
-                )
+                conn.execute(delete(schema.run_locks).where((locks.run_id == run_id) & (locks.owner == owner)))
         except SQLAlchemyError as exc:
-            raise self._write_error(f"releasing the lease on run {run_id}", exc) from exc
+            raise self._write_error(what, exc) from exc
 
     def live_holders(self) -> dict[str, LockHolder]:
         """Return the holders of every lease that is not stale, by run id."""

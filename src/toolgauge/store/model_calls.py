@@ -7,17 +7,18 @@ call's row in the next group commit; ``transcript`` rebuilds a sample's calls fr
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from sqlalchemy import Connection, Engine, delete, select, union_all
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.sql.elements import ColumnElement
 
-from toolgauge.errors import StoreWriteError, UsageError
+from toolgauge.errors import UsageError
 from toolgauge.records import AssistantTurn, GenerateOptions, Message, ModelRequest, ToolSpec, Usage
 from toolgauge.redact import SecretMasker
 from toolgauge.store import schema
+from toolgauge.store.access import StoreAccess
 from toolgauge.store.transcripts import MessageChain, ModelCallRecord, RequestWriter, TranscriptReader, unpack
 from toolgauge.store.write_buffer import WriteBuffer
 
@@ -35,27 +36,17 @@ class ModelCalls:
     """Buffers model calls and their requests, reads transcripts back, forgets the calls of abandoned attempts.
 
     Args:
-        engine: the store's engine.
+        access: the store's engine, flush (a read sees the calls buffered before it) and write errors.
         buffer: the store's write buffer.
         masker: masks secrets in the request's blobs.
-        flush: the store's flush (a read sees the calls buffered before it).
-        write_error: builds the one-line error of a failed write (``what``, the database error).
     """
 
-    def __init__(
-        self,
-        engine: Engine,
-        buffer: WriteBuffer,
-        masker: SecretMasker,
-        *,
-        flush: Callable[[], None],
-        write_error: Callable[[str, BaseException], StoreWriteError],
-    ):
-        self._engine = engine
+    def __init__(self, access: StoreAccess, buffer: WriteBuffer, masker: SecretMasker):
+        self._engine = access.engine
+        self._flush = access.flush
+        self._write_error = access.write_error
         self._buffer = buffer
         self._masker = masker
-        self._flush = flush
-        self._write_error = write_error
         self._requests: RequestWriter | None = None
 
     def put_request(self, chain: MessageChain, request: ModelRequest) -> dict[str, str]:

@@ -5,17 +5,18 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Engine, insert, select, update
+from sqlalchemy import insert, select, update
 from sqlalchemy.exc import SQLAlchemyError
 
 from toolgauge.errors import StoreWriteError, UsageError
 from toolgauge.redact import redact, redact_tree
 from toolgauge.results import EvalResults
 from toolgauge.store import schema
+from toolgauge.store.access import StoreAccess
 
 
 @dataclass(frozen=True)
@@ -42,21 +43,13 @@ class Runs:
     """Reads and writes the runs table (and each run's ``scores`` rows).
 
     Args:
-        engine: the store's engine.
-        flush: the store's flush (the buffered rows of a run are written before its status or results).
-        write_error: builds the one-line error of a failed write (``what``, the database error).
+        access: the store's engine, flush (the buffered rows are written before what this does) and write errors.
     """
 
-    def __init__(
-        self,
-        engine: Engine,
-        *,
-        flush: Callable[[], None],
-        write_error: Callable[[str, BaseException], StoreWriteError],
-    ):
-        self._engine = engine
-        self._flush = flush
-        self._write_error = write_error
+    def __init__(self, access: StoreAccess):
+        self._engine = access.engine
+        self._flush = access.flush
+        self._write_error = access.write_error
 
     def create(self, benchmark: str, model: str, config: Mapping[str, Any], *, run_id: str | None = None) -> str:
         """Insert a new run in status ``running`` and return its id."""

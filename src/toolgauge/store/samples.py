@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Engine, select
+from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 
-from toolgauge.errors import StoreWriteError
 from toolgauge.store import schema
+from toolgauge.store.access import StoreAccess
 
 # Sample keys per ``IN (...)`` query: well under SQLite's bound-parameter limit.
 READ_CHUNK = 500
@@ -58,21 +58,13 @@ class Samples:
     """Reads a run's stored samples and deletes failed ones; every read comes after the store's flush.
 
     Args:
-        engine: the store's engine.
-        flush: the store's flush (so a read sees the rows buffered before it).
-        write_error: builds the one-line error of a failed write (``what``, the database error).
+        access: the store's engine, flush (the buffered rows are written before what this does) and write errors.
     """
 
-    def __init__(
-        self,
-        engine: Engine,
-        *,
-        flush: Callable[[], None],
-        write_error: Callable[[str, BaseException], StoreWriteError],
-    ):
-        self._engine = engine
-        self._flush = flush
-        self._write_error = write_error
+    def __init__(self, access: StoreAccess):
+        self._engine = access.engine
+        self._flush = access.flush
+        self._write_error = access.write_error
 
     def finished(self, run_id: str) -> dict[str, SampleRecord]:
         """Every stored sample of a run, keyed by sample key."""

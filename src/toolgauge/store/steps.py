@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import Engine, delete, func, inspect, select
+from sqlalchemy import delete, func, inspect, select
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
-from toolgauge.errors import StoreWriteError
 from toolgauge.store import schema
+from toolgauge.store.access import StoreAccess
 from toolgauge.store.model_calls import roles_of
 
 
@@ -27,21 +26,13 @@ class SampleSteps:
     """Saves and reads the named steps of a run's samples.
 
     Args:
-        engine: the store's engine.
-        flush: the store's flush (a step's model calls are committed before the step is).
-        write_error: builds the one-line error of a failed write (``what``, the database error).
+        access: the store's engine, flush (the buffered rows are written before what this does) and write errors.
     """
 
-    def __init__(
-        self,
-        engine: Engine,
-        *,
-        flush: Callable[[], None],
-        write_error: Callable[[str, BaseException], StoreWriteError],
-    ):
-        self._engine = engine
-        self._flush = flush
-        self._write_error = write_error
+    def __init__(self, access: StoreAccess):
+        self._engine = access.engine
+        self._flush = access.flush
+        self._write_error = access.write_error
         self._table_seen = False
 
     def _has_table(self) -> bool:

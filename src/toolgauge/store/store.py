@@ -63,7 +63,7 @@ from toolgauge.records import ModelRequest
 from toolgauge.redact import SecretMasker, learn_url_credentials, redact_url
 from toolgauge.results import EvalResults
 from toolgauge.store import migrations
-from toolgauge.store.errors import write_error
+from toolgauge.store.access import StoreAccess, write_error
 from toolgauge.store.executor import StoreThread
 from toolgauge.store.lease import LockHolder
 from toolgauge.store.leases import Leases
@@ -130,14 +130,14 @@ class Store:
         # group commit, which starts the flush on the store's thread).
         self.flush_soon: Callable[[], None] | None = None
         # The parts call the store's own flush back (late-bound: a subclass's flush is the one they get).
-        flush = self._flush_for_parts
+        access = StoreAccess(engine, self._flush_for_parts, self._write_error)
         self._thread = StoreThread(threaded=not isinstance(engine.pool, SingletonThreadPool | StaticPool))
         self._leases = Leases(engine, write_error=self._write_error)
         self._buffer = WriteBuffer(engine, self._leases, write_error=self._write_error)
-        self._runs = Runs(engine, flush=flush, write_error=self._write_error)
-        self._samples = Samples(engine, flush=flush, write_error=self._write_error)
-        self._calls = ModelCalls(engine, self._buffer, self._masker, flush=flush, write_error=self._write_error)
-        self._steps = SampleSteps(engine, flush=flush, write_error=self._write_error)
+        self._runs = Runs(access)
+        self._samples = Samples(access)
+        self._calls = ModelCalls(access, self._buffer, self._masker)
+        self._steps = SampleSteps(access)
         self._reader = CacheReader(engine)
         self._cache = ResponseCache(
             self._reader, self._buffer, self._thread, self._masker, write_error=self._write_error
