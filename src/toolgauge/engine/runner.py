@@ -332,11 +332,6 @@ class EpisodeContext:
         """The id of the run this episode belongs to."""
         return self._state.run_id
 
-    @property
-    def store(self) -> Store:
-        """The run's store, for records a benchmark keeps beside its samples (ToolGate's gate records)."""
-        return self._state.store
-
     async def checkpoint(self, name: str, parse: Callable[[Any], T]) -> T | None:
         """The value of step ``name`` that an earlier session of this sample saved (``save_step``), or None.
 
