@@ -26,6 +26,19 @@ class StoreAccess:
     write_error: Callable[[str, BaseException], StoreWriteError]
 
 
+class StorePart:
+    """A part of the store that reads and writes its tables through the store's ``StoreAccess``.
+
+    Args:
+        access: the store's engine, flush (the buffered rows are written before what the part does) and write errors.
+    """
+
+    def __init__(self, access: StoreAccess):
+        self._engine = access.engine
+        self._flush = access.flush
+        self._write_error = access.write_error
+
+
 def write_error(store_url: str, what: str, exc: BaseException) -> StoreWriteError:
     """Return ``cannot write to the store URL: WHAT: <the database's first line, secrets masked>``.
 

@@ -18,7 +18,7 @@ from toolgauge.errors import UsageError
 from toolgauge.records import AssistantTurn, GenerateOptions, Message, ModelRequest, ToolSpec, Usage
 from toolgauge.redact import SecretMasker
 from toolgauge.store import schema
-from toolgauge.store.access import StoreAccess
+from toolgauge.store.access import StoreAccess, StorePart
 from toolgauge.store.transcripts import MessageChain, ModelCallRecord, RequestWriter, TranscriptReader, unpack
 from toolgauge.store.write_buffer import WriteBuffer
 
@@ -32,7 +32,7 @@ CALL_DEFAULTS: dict[str, Any] = {
 }  # fmt: skip
 
 
-class ModelCalls:
+class ModelCalls(StorePart):
     """Buffers model calls and their requests, reads transcripts back, forgets the calls of abandoned attempts.
 
     Args:
@@ -42,9 +42,7 @@ class ModelCalls:
     """
 
     def __init__(self, access: StoreAccess, buffer: WriteBuffer, masker: SecretMasker):
-        self._engine = access.engine
-        self._flush = access.flush
-        self._write_error = access.write_error
+        super().__init__(access)
         self._buffer = buffer
         self._masker = masker
         self._requests: RequestWriter | None = None

@@ -16,7 +16,7 @@ from toolgauge.errors import StoreWriteError, UsageError
 from toolgauge.redact import redact, redact_tree
 from toolgauge.results import EvalResults
 from toolgauge.store import schema
-from toolgauge.store.access import StoreAccess
+from toolgauge.store.access import StorePart
 
 
 @dataclass(frozen=True)
@@ -39,17 +39,8 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
 
 
-class Runs:
-    """Reads and writes the runs table (and each run's ``scores`` rows).
-
-    Args:
-        access: the store's engine, flush (the buffered rows are written before what this does) and write errors.
-    """
-
-    def __init__(self, access: StoreAccess):
-        self._engine = access.engine
-        self._flush = access.flush
-        self._write_error = access.write_error
+class Runs(StorePart):
+    """Reads and writes the runs table (and each run's ``scores`` rows)."""
 
     def create(self, benchmark: str, model: str, config: Mapping[str, Any], *, run_id: str | None = None) -> str:
         """Insert a new run in status ``running`` and return its id."""

@@ -12,7 +12,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 
 from toolgauge.store import schema
-from toolgauge.store.access import StoreAccess
+from toolgauge.store.access import StorePart
 
 # Sample keys per ``IN (...)`` query: well under SQLite's bound-parameter limit.
 READ_CHUNK = 500
@@ -54,17 +54,8 @@ def sample_row(
     }
 
 
-class Samples:
-    """Reads a run's stored samples and deletes failed ones; every read comes after the store's flush.
-
-    Args:
-        access: the store's engine, flush (the buffered rows are written before what this does) and write errors.
-    """
-
-    def __init__(self, access: StoreAccess):
-        self._engine = access.engine
-        self._flush = access.flush
-        self._write_error = access.write_error
+class Samples(StorePart):
+    """Reads a run's stored samples and deletes failed ones; every read comes after the store's flush."""
 
     def finished(self, run_id: str) -> dict[str, SampleRecord]:
         """Every stored sample of a run, keyed by sample key."""

@@ -18,21 +18,19 @@ from sqlalchemy import delete, func, inspect, select
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from toolgauge.store import schema
-from toolgauge.store.access import StoreAccess
+from toolgauge.store.access import StoreAccess, StorePart
 from toolgauge.store.model_calls import roles_of
 
 
-class SampleSteps:
+class SampleSteps(StorePart):
     """Saves and reads the named steps of a run's samples.
 
     Args:
-        access: the store's engine, flush (the buffered rows are written before what this does) and write errors.
+        access: the store's engine, flush (a step's model calls are committed before the step) and write errors.
     """
 
     def __init__(self, access: StoreAccess):
-        self._engine = access.engine
-        self._flush = access.flush
-        self._write_error = access.write_error
+        super().__init__(access)
         self._table_seen = False
 
     def _has_table(self) -> bool:
