@@ -314,7 +314,7 @@ def compare(
 
     st = open_store(store_url(store), create=False)
     try:
-        return compare_runs(st, run_a, run_b, metrics, seed=seed)
+        return compare_runs(st, run_a, run_b, metrics, units=stored_units, seed=seed)
     finally:
         st.close()
 

@@ -10,7 +10,7 @@ not dropped silently; units whose ``value`` went from 0 to 1 or from 1 to 0 are 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -22,6 +22,10 @@ from toolgauge.stats.paired import MetricComparison, PairedUnit, compare_paired
 
 if TYPE_CHECKING:
     from toolgauge.store.store import RunInfo, Store
+
+# A stored run's headline metric names and its per-unit scores, scored again (``toolgauge.api.stored_units``).
+# Passed in: scoring a run needs its benchmark, which the core reaches only through the callers (the CLI, the API).
+UnitSource = Callable[["Store", "RunInfo"], tuple[tuple[str, ...], list[SampleScore]]]
 
 
 class Flipped(BaseModel):
@@ -145,7 +149,13 @@ def compare_scores(
 
 
 def compare_runs(
-    store: Store, run_a: str, run_b: str, metrics: Sequence[str] | None = None, *, seed: int = 0
+    store: Store,
+    run_a: str,
+    run_b: str,
+    metrics: Sequence[str] | None = None,
+    *,
+    units: UnitSource,
+    seed: int = 0,
 ) -> RunComparison:
     """Compare stored run B with run A (ids, unique prefixes or ``latest``) on ``metrics``.
 
@@ -157,19 +167,17 @@ def compare_runs(
         UsageError: a run is unknown, cannot be rescored, the runs are of different benchmarks, or a
             metric is a per-unit score of neither run.
     """
-    return compare_many(store, [run_a, run_b], metrics, seed=seed)[0]
+    return compare_many(store, [run_a, run_b], metrics, units=units, seed=seed)[0]
 
 
 def compare_many(
-    store: Store, runs: Sequence[str], metrics: Sequence[str] | None = None, *, seed: int = 0
+    store: Store, runs: Sequence[str], metrics: Sequence[str] | None = None, *, units: UnitSource, seed: int = 0
 ) -> list[RunComparison]:
     """Compare each stored run after the first with the first (``toolgauge compare A B C``), as :func:`compare_runs`.
 
     Every run is scored again once. Raises ``UsageError`` as :func:`compare_runs` does (the first run of
     another benchmark than A's is named).
     """
-    from toolgauge.api import stored_units
-
     ids = [store.resolve_run_id(ref) for ref in runs]
     infos = [store.get_run(run_id) for run_id in ids]
     found: list[RunInfo] = []
@@ -179,12 +187,12 @@ def compare_many(
         found.append(info)
     first = found[0]
     require_one_benchmark(found)
-    headline, samples_a = stored_units(store, first)
+    headline, samples_a = units(store, first)
     named = bool(metrics)
     chosen = list(metrics) if metrics else list(headline)
     comparisons = []
     for info in found[1:]:
-        _, samples_b = stored_units(store, info)
+        _, samples_b = units(store, info)
         comparisons.append(
             compare_scores(first.id, info.id, first.benchmark, samples_a, samples_b, chosen, seed=seed, required=named)
         )

@@ -42,6 +42,23 @@ class JsonProblem(ValueError):
         self.unfinished = unfinished
 
 
+def json_type(value: Any) -> str:
+    """The JSON Schema type name of a decoded JSON value, for "expected X, got Y" messages (an int is ``integer``)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
 def _reject_constant(name: str) -> Any:
     raise JsonProblem(f"invalid JSON: {name} is not a JSON value")
 

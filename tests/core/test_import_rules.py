@@ -5,10 +5,17 @@
     directly or through other toolgauge modules;
 (b) the core (everything but ``toolgauge.benchmarks.*``, ``toolgauge.cli.*`` and ``toolgauge.api``) imports no
     benchmark;
-(c) no import cycles among modules (imports run when a module is loaded).
+(c) no import cycles among modules;
+(d) a benchmark reaches the store through ``toolgauge.store`` alone (``Store``, ``open_store``; its samples' named
+    steps are the engine's ``EpisodeContext.checkpoint``): never the store's modules (its tables in
+    ``toolgauge.store.schema``) nor SQLAlchemy.
 
-Every import counts for (a) and (b), including those inside functions and under ``TYPE_CHECKING``; cycles are
-about load order, so (c) counts only the imports that run when a module is loaded. ``from pkg import name``
+Every import counts for (a), (b) and (d), including those inside functions and under ``TYPE_CHECKING``. For (c) every
+import that runs counts: at load and inside functions (an import moved into a function hides a cycle, it does
+not remove it); not those under ``TYPE_CHECKING`` (they never run), nor those in a package's module-level
+``__getattr__`` (PEP 562: the package's public names, loaded when first read, such as ``toolgauge.evaluate``;
+the package is the top of the tree, and a module reading ``toolgauge.__version__`` does not depend on the API).
+``from pkg import name``
 is an import of the module ``pkg.name`` when there is one, else of ``pkg`` (as import-linter does); importing
 a submodule is not counted as importing its parent package. Each checker is also run on a planted violation,
 so a broken checker cannot pass silently.
@@ -54,6 +61,7 @@ class Import:
     target: str
     line: int
     at_load: bool  # runs when the module is loaded (not in a function, not under TYPE_CHECKING)
+    runs: bool = True  # counted for cycles: not under TYPE_CHECKING, not in a package's lazy ``__getattr__``
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -74,20 +82,26 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def _walk(node: ast.AST, at_load: bool) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
-    """Yield every import statement under ``node`` with whether it runs at module load."""
+def _walk(
+    node: ast.AST, at_load: bool, runs: bool = True, top: bool = True
+) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool, bool]]:
+    """Yield every import statement under ``node`` with whether it runs at module load, and whether it runs at all.
+
+    ``top``: ``node`` is the module itself (where a ``def __getattr__`` is the package's lazy public face).
+    """
     for child in ast.iter_child_nodes(node):
         if isinstance(child, ast.Import | ast.ImportFrom):
-            yield child, at_load
+            yield child, at_load, runs
         elif isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-            yield from _walk(child, False)
+            facade = top and isinstance(child, ast.FunctionDef) and child.name == "__getattr__"
+            yield from _walk(child, False, runs and not facade, False)
         elif isinstance(child, ast.If) and _is_type_checking(child.test):
             for stmt in child.body:
-                yield from _walk(ast.Module(body=[stmt], type_ignores=[]), False)
+                yield from _walk(ast.Module(body=[stmt], type_ignores=[]), False, False, top)
             for stmt in child.orelse:
-                yield from _walk(ast.Module(body=[stmt], type_ignores=[]), at_load)
+                yield from _walk(ast.Module(body=[stmt], type_ignores=[]), at_load, runs, top)
         else:
-            yield from _walk(child, at_load)
+            yield from _walk(child, at_load, runs, False)
 
 
 def imports_of(name: str, path: Path, modules: Iterable[str]) -> list[Import]:
@@ -95,7 +109,7 @@ def imports_of(name: str, path: Path, modules: Iterable[str]) -> list[Import]:
     known = set(modules)
     is_package = path.name == "__init__.py"
     found: list[Import] = []
-    for node, at_load in _walk(ast.parse(path.read_text(encoding="utf-8"), str(path)), True):
+    for node, at_load, runs in _walk(ast.parse(path.read_text(encoding="utf-8"), str(path)), True):
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         else:
@@ -108,9 +122,9 @@ def imports_of(name: str, path: Path, modules: Iterable[str]) -> list[Import]:
             targets = [f"{source}.{a.name}" if f"{source}.{a.name}" in known else source for a in node.names]
         for target in targets:
             if target == "toolgauge" or target.startswith("toolgauge."):
-                found.append(Import(_known_prefix(target, known), node.lineno, at_load))
+                found.append(Import(_known_prefix(target, known), node.lineno, at_load, runs))
             else:  # another distribution: its top-level name is enough
-                found.append(Import(target.split(".")[0], node.lineno, at_load))
+                found.append(Import(target.split(".")[0], node.lineno, at_load, runs))
     return found
 
 
@@ -184,9 +198,21 @@ def core_violations(graph: dict[str, list[Import]]) -> list[str]:
     ]
 
 
+def store_violations(graph: dict[str, list[Import]]) -> list[str]:
+    """Rule (d): each import of the store's inside (a module under ``toolgauge.store``, SQLAlchemy) by a benchmark."""
+    found = [
+        f"{module} (line {imp.line}) imports {imp.target}"
+        for module in sorted(m for m in graph if _within(m, "toolgauge.benchmarks"))
+        for imp in graph[module]
+        if imp.target.startswith("toolgauge.store.") or _within(imp.target, "sqlalchemy")
+    ]
+    return list(dict.fromkeys(found))  # one line per statement, not per name it imports
+
+
 def import_cycles(graph: dict[str, list[Import]]) -> list[str]:
-    """Rule (c): one shortest cycle per strongly connected group of modules that import each other at load."""
-    edges = {m: sorted({i.target for i in imps if i.at_load and i.target in graph}) for m, imps in graph.items()}
+    """Rule (c): one shortest cycle per strongly connected group of modules that import each other (at load or in
+    a function)."""
+    edges = {m: sorted({i.target for i in imps if i.runs and i.target in graph}) for m, imps in graph.items()}
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -268,6 +294,11 @@ def test_the_core_imports_no_benchmark(graph: dict[str, list[Import]]):
     assert not found, "the core reaches benchmarks only through the registry:\n" + "\n".join(found)
 
 
+def test_benchmarks_use_the_store_through_its_package_alone(graph: dict[str, list[Import]]):
+    found = store_violations(graph)
+    assert not found, "benchmarks keep out of the store's tables:\n" + "\n".join(found)
+
+
 def test_no_import_cycles(graph: dict[str, list[Import]]):
     found = import_cycles(graph)
     assert not found, "import cycles:\n" + "\n".join(found)
@@ -311,6 +342,7 @@ def test_a_clean_planted_tree_has_no_violations(tmp_path: Path):
     assert metrics_violations(graph) == []
     assert core_violations(graph) == []
     assert import_cycles(graph) == []
+    assert store_violations(graph) == []
 
 
 def test_metrics_checker_flags_a_forbidden_import_in_a_function_and_through_another_module(tmp_path: Path):
@@ -370,7 +402,7 @@ def test_core_checker_flags_a_benchmark_import_even_under_type_checking(tmp_path
     ]
 
 
-def test_cycle_checker_reports_the_cycles_path_and_ignores_imports_in_functions(tmp_path: Path):
+def test_cycle_checker_reports_the_cycles_path_and_counts_imports_in_functions(tmp_path: Path):
     graph = plant(
         tmp_path,
         {
@@ -384,5 +416,55 @@ def test_cycle_checker_reports_the_cycles_path_and_ignores_imports_in_functions(
     assert import_cycles(graph) == [
         "toolgauge.benchmarks.demo.metrics -> toolgauge.benchmarks.demo.metrics.core -> "
         "toolgauge.benchmarks.demo.protocol -> toolgauge.benchmarks.demo.metrics",
+        "toolgauge.engine.runner -> toolgauge.store.store -> toolgauge.engine.runner",
         "toolgauge.records -> toolgauge.records",
+    ]
+
+
+def test_cycle_checker_ignores_type_checking_imports_and_a_packages_lazy_getattr(tmp_path: Path):
+    graph = plant(
+        tmp_path,
+        {
+            **PLANTED_BASE,
+            # The package's public names, loaded when first read; a module reading its version does not depend on them.
+            "toolgauge/__init__.py": "def __getattr__(name):\n    from toolgauge import api\n",
+            "toolgauge/api.py": "from toolgauge.engine import runner\n",
+            "toolgauge/engine/runner.py": (
+                "import toolgauge\nfrom typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n    from toolgauge.store import store\n"
+            ),
+            "toolgauge/store/store.py": "from toolgauge.engine import runner\n",
+        },
+    )
+    assert import_cycles(graph) == []
+    # The same imports that run are a cycle: a __getattr__ that is not the module's own, an import in a function.
+    graph = plant(
+        tmp_path,
+        {
+            "toolgauge/__init__.py": (
+                "class Lazy:\n    def __getattr__(self, name):\n        from toolgauge import api\n"
+            ),
+            "toolgauge/engine/runner.py": "import toolgauge\ndef f():\n    from toolgauge.store import store\n",
+        },
+    )
+    assert import_cycles(graph) == [
+        "toolgauge -> toolgauge.api -> toolgauge.engine.runner -> toolgauge (and through toolgauge.store.store)"
+    ]
+
+
+def test_store_checker_flags_a_benchmark_reaching_the_stores_tables_or_sqlalchemy(tmp_path: Path):
+    graph = plant(
+        tmp_path,
+        {
+            **PLANTED_BASE,
+            "toolgauge/store/schema.py": "",
+            "toolgauge/benchmarks/demo/protocol.py": (
+                "from toolgauge.store import Store\ndef f():\n    from toolgauge.store import schema\n"
+            ),
+            "toolgauge/benchmarks/demo/records.py": "import typing\nif typing.TYPE_CHECKING:\n    import sqlalchemy\n",
+        },
+    )
+    assert store_violations(graph) == [
+        "toolgauge.benchmarks.demo.protocol (line 3) imports toolgauge.store.schema",
+        "toolgauge.benchmarks.demo.records (line 3) imports sqlalchemy",
     ]

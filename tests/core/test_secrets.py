@@ -29,7 +29,6 @@ from sqlalchemy import func, select
 from helpers.chat_stub import ChatStub, completion, is_probe
 from helpers.episode_helpers import CachedEndpoint, Echo, echo_episode
 from helpers.secret_scan import encoded_forms, file_bytes, leaks, store_values
-from toolgauge.benchmarks.toolgate.gate_store import GateLog
 from toolgauge.engine import EngineConfig, run_episodes
 from toolgauge.models.openai_compat import _short
 from toolgauge.models.spec import display_spec, resolve_model
@@ -298,7 +297,7 @@ def test_every_write_path_masks_secrets_in_every_table(store_url: str, monkeypat
     store.save_results(run_id, EvalResults(benchmark="suite", metrics=[Metric(name="acc", value=1.0, group=said)]))
     sweep = create_sweep(store, f"# {said}\n", [(said, "suite")])
     set_cell(store, sweep.id, 0, "failed", error=said)
-    GateLog(store.engine, run_id, "round-0001").put("gate1", {"why": said})
+    store.save_step(run_id, "round-0001", "gate1", {"why": said})
     store.close()
 
     found = list(store_values(store_url))
@@ -306,7 +305,7 @@ def test_every_write_path_masks_secrets_in_every_table(store_url: str, monkeypat
     # The rows are there, with the secret masked: this searched what was written.
     tables = {where.split(".")[0] for where, data in found if MASK.encode() in data}
     assert {"runs", "samples", "model_calls", "response_cache", "blobs", "sweeps", "sweep_cells"} <= tables, tables
-    assert any(where.startswith("toolgate") for where, data in found if MASK.encode() in data), tables
+    assert any(where.startswith("sample_steps") for where, data in found if MASK.encode() in data), tables
 
 
 def test_the_cache_serves_the_masked_answer_it_stored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -48,12 +48,13 @@ def compare_cmd(
     """
 
     def body() -> None:
+        from toolgauge.api import stored_units
         from toolgauge.compare import compare_many
         from toolgauge.store import open_store
 
         st = open_store(store, create=False)
         try:
-            comparisons = compare_many(st, [run_a, run_b, *(more or [])], metric or None)
+            comparisons = compare_many(st, [run_a, run_b, *(more or [])], metric or None, units=stored_units)
         finally:
             st.close()
         if as_json:

@@ -324,16 +324,45 @@ class EpisodeContext:
         self._steps: dict[str, int] = {}
         # Per role: the messages of its last request, so the next one stores only what it adds.
         self._chains: dict[str, MessageChain] = {}
+        # The named steps an earlier session of this sample saved (``checkpoint``), read on first use.
+        self._saved: dict[str, Any] | None = None
 
     @property
     def run_id(self) -> str:
         """The id of the run this episode belongs to."""
         return self._state.run_id
 
-    @property
-    def store(self) -> Store:
-        """The run's store, for records a benchmark keeps beside its samples (ToolGate's gate records)."""
-        return self._state.store
+    async def checkpoint(self, name: str, parse: Callable[[Any], T]) -> T | None:
+        """The value of step ``name`` that an earlier session of this sample saved (``save_step``), or None.
+
+        A sample stopped after some of its named steps (Ctrl-C, ``kill -9``, a failed write) resumes with them:
+        each step asks here first, and runs only when nothing is saved. The model calls a saved step made stay in
+        the sample's transcript (a resume forgets only the calls made after its last saved step). ``parse`` turns
+        the stored JSON into the step's value; a value it rejects (``ValueError``, such as pydantic's
+        ``ValidationError``: saved by another version) is dropped with the steps saved after it and the model
+        calls made since the step before it, so that the step and what followed run again.
+        """
+        st = self._state
+        if self._saved is None:
+            self._saved = await st.store.run_io(st.store.sample_steps, st.run_id, self.sample_key)
+        if name not in self._saved:
+            return None
+        try:
+            return parse(self._saved[name])
+        except ValueError:
+            await st.store.run_io(st.store.drop_steps_from, st.run_id, self.sample_key, name)
+            names = list(self._saved)
+            self._saved = {step: self._saved[step] for step in names[: names.index(name)]}
+            return None
+
+    async def save_step(self, name: str, value: Any) -> None:
+        """Commit step ``name`` of this sample now, with ``value`` (JSON), after the model calls made before it.
+
+        A resumed sample gets it back from ``checkpoint`` instead of running the step again. A step saved before
+        keeps its first value. Raises ``StoreWriteError`` when the store refuses the write (the sample fails).
+        """
+        st = self._state
+        await st.store.run_io(st.store.save_step, st.run_id, self.sample_key, name, value)
 
     async def generate(
         self,

@@ -159,6 +159,23 @@ sweep_cells = Table(
 )
 
 
+# A sample's named steps, saved as each finishes so that a resumed sample does not redo them (``EpisodeContext.
+# checkpoint`` and ``save_step``; ToolGate's gates). ``value`` is the step's JSON (secrets masked);
+# ``calls_through`` is the id of the sample's last model call (any role) when the step was saved, None when it had
+# made none: a resume keeps those calls (the step's, and its predecessors') and forgets the later ones. No schema
+# version: a store without the table has no saved step, and a toolgauge that does not know it never reads it.
+sample_steps = Table(
+    "sample_steps",
+    metadata,
+    Column("run_id", String(64), primary_key=True),
+    Column("sample_key", String(255), primary_key=True),
+    Column("step", String(255), primary_key=True),
+    Column("value", Text, nullable=False),
+    Column("calls_through", Integer),
+    Column("created_at", Float, nullable=False),
+)
+
+
 # The viewer's verdicts, kept so it pages them from the store instead of holding a run's in memory. Derived
 # data: rebuilt from the stored outputs whenever ``key`` (what they were computed from: the run's status,
 # finish time and sample count, and the toolgauge that scored them) no longer matches. One row per run: the

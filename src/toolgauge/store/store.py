@@ -1,4 +1,19 @@
-"""SQLAlchemy-backed store.
+"""The run store (SQLAlchemy; SQLite or PostgreSQL): ``Store``, one facade over objects with one job each.
+
+=======================  =============================================================================
+module                   its job
+=======================  =============================================================================
+``executor``             the store's own thread (``run_io``, ``start_io``)
+``migrations``           creating the tables, migrating an older store, reading its schema version
+``runs``                 the runs table (and each run's scores)
+``leases``               run leases (``run_locks``): one process at a time runs a run
+``write_buffer``         the rows buffered for the next group commit, and the commit itself
+``samples``              the samples table
+``model_calls``          model calls with their requests (transcripts)
+``response_cache``       the response cache (buffer, memory, database)
+``steps``                a sample's named steps, reused on resume
+``run_stats``            a run's model-call totals
+=======================  =============================================================================
 
 Rows are buffered and committed in groups: the engine flushes as soon as the samples that
 finished in the same event-loop tick are buffered (group commit), so a sample counts as
@@ -11,7 +26,7 @@ dropped and nothing is written twice. A run is run by one process at a time: the
 holds a lease row in ``run_locks`` (see ``acquire_run_lock``).
 
 **Secrets.** Every parameter of every statement this store sends (every column of every table, the
-toolgate tables and sweeps included) passes through one :class:`~toolgauge.redact.SecretMasker` first, so
+sample steps and sweeps included) passes through one :class:`~toolgauge.redact.SecretMasker` first, so
 the database never receives a known secret, in any of its encoded forms (see :mod:`toolgauge.redact`).
 
 Each model call's request and response are kept (``put_request``, ``transcript``): the request
@@ -21,68 +36,64 @@ Off the event loop: ``flush_async``, ``cache_get_async`` and ``run_io`` run a st
 store's own thread (one per store, so its calls keep their order) while the loop goes on.
 ``prefetch_cache`` reads a model's cache entries into memory there, and ``cache_known`` answers from
 memory alone (rows buffered, being committed or read ahead), so a hit it knows needs no trip. Buffering
-a row stays on the caller's thread and costs no I/O; a lock guards the buffers, and one flush runs
-at a time. While an engine sets ``flush_soon``, a buffer that is due for a flush asks it for one
-instead of writing on the caller's thread. An in-memory SQLite store (one connection per thread)
-runs every call on the caller's thread.
+a row stays on the caller's thread and costs no I/O. While an engine sets ``flush_soon``, a buffer that
+is due for a flush asks it for one instead of writing on the caller's thread. An in-memory SQLite store
+(one connection per thread) runs every call on the caller's thread.
+
+The methods a subclass may override to watch or hold the store (tests do) are the ones the parts call back:
+``flush``, ``_commit``, ``cache_get``, ``record_sample``, ``record_call``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import json
 import os
-import secrets
 import threading
-import time
 from collections.abc import Callable, Collection, Generator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from sqlalchemy import (
-    Connection,
-    Engine,
-    create_engine,
-    delete,
-    event,
-    func,
-    insert,
-    inspect,
-    make_url,
-    select,
-    text,
-    union_all,
-    update,
-)
-from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError, ProgrammingError, SQLAlchemyError
+from sqlalchemy import Engine, create_engine, event, make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.pool import SingletonThreadPool, StaticPool
-from sqlalchemy.sql.elements import ColumnElement
 
-from toolgauge.errors import RunLocked, StoreWriteError, UsageError
-from toolgauge.records import AssistantTurn, GenerateOptions, Message, ModelRequest, ToolSpec, Usage
-from toolgauge.redact import SecretMasker, learn_url_credentials, redact, redact_tree, redact_url
+from toolgauge.errors import StoreWriteError, UsageError
+from toolgauge.records import ModelRequest
+from toolgauge.redact import SecretMasker, learn_url_credentials, redact_url
 from toolgauge.results import EvalResults
-from toolgauge.store import schema
-from toolgauge.store.lease import HEARTBEAT_SECONDS, LockHolder, is_stale, pid_start_time, this_host
-from toolgauge.store.prefetch import CachePrefetch
+from toolgauge.store import migrations
+from toolgauge.store.access import StoreAccess, write_error
+from toolgauge.store.executor import StoreThread
+from toolgauge.store.lease import LockHolder
+from toolgauge.store.leases import Leases
+from toolgauge.store.model_calls import ModelCalls, sample_of
 from toolgauge.store.reader import CacheReader
-from toolgauge.store.schema import SCHEMA_VERSION
-from toolgauge.store.transcripts import (
-    BlobBuffer,
-    MessageChain,
-    ModelCallRecord,
-    RequestWriter,
-    TranscriptReader,
-    unpack,
-)
+from toolgauge.store.response_cache import ResponseCache
+from toolgauge.store.run_stats import call_stats
+from toolgauge.store.runs import RunInfo, Runs, new_run_id
+from toolgauge.store.samples import READ_CHUNK, SampleRecord, Samples, SampleState, sample_row
+from toolgauge.store.steps import SampleSteps
+from toolgauge.store.transcripts import MessageChain, ModelCallRecord
+from toolgauge.store.write_buffer import WriteBuffer
 
 STORE_ENV = "TOOLGAUGE_STORE"
 P = ParamSpec("P")
 T = TypeVar("T")
+
+# Imported from here by callers and tests; each is defined in the module that owns it.
+__all__ = [
+    "READ_CHUNK",
+    "STORE_ENV",
+    "RunInfo",
+    "SampleRecord",
+    "SampleState",
+    "Store",
+    "default_store_url",
+    "new_run_id",
+    "open_store",
+]
+_sample_of = sample_of
 
 
 def default_store_url() -> str:
@@ -91,59 +102,6 @@ def default_store_url() -> str:
     if env:
         return env
     return f"sqlite:///{Path('.toolgauge') / 'toolgauge.db'}"
-
-
-@dataclass(frozen=True)
-class RunInfo:
-    """One row of the runs table."""
-
-    id: str
-    benchmark: str
-    model: str
-    status: str
-    config: dict[str, Any]
-    n_samples: int
-    created_at: float
-    finished_at: float | None
-    results: EvalResults | None
-
-
-@dataclass(frozen=True)
-class SampleRecord:
-    """One finished (or failed) sample of a run."""
-
-    sample_key: str
-    status: str
-    result: dict[str, Any] | None
-    error: str | None
-    latency_s: float | None
-
-
-@dataclass(frozen=True, slots=True)
-class SampleState:
-    """One stored sample without its result: what the engine keeps in memory for a long run."""
-
-    sample_key: str
-    status: str
-    error: str | None
-    latency_s: float | None
-
-
-# Sample keys per ``IN (...)`` query: well under SQLite's bound-parameter limit.
-READ_CHUNK = 500
-# Columns a store of schema 1 lacks in model_calls, added by the migration to 2.
-_V2_CALL_COLUMNS = ("role", "messages_hash", "tools_hash", "options_hash")
-# What record_call stores for a field its row leaves out (every row of a group commit has the same keys).
-_CALL_DEFAULTS: dict[str, Any] = {
-    "role": "model", "request_hash": None, "messages_hash": None, "tools_hash": None, "options_hash": None,
-    "response": None, "error": None, "input_tokens": 0, "output_tokens": 0, "latency_s": 0.0, "attempts": 1,
-    "cached": False,
-}  # fmt: skip
-
-
-def new_run_id() -> str:
-    """Return a sortable, unique run id such as ``20261130-214501-3fa2c1``."""
-    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
@@ -155,7 +113,7 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
 
 
 class Store:
-    """Runs, samples, model calls, scores and the response cache."""
+    """Runs, samples, model calls, sample steps, scores and the response cache (a facade; see the module)."""
 
     def __init__(self, engine: Engine, *, url: str | None = None, flush_rows: int = 256, flush_seconds: float = 0.25):
         self.engine = engine
@@ -163,41 +121,30 @@ class Store:
         self.url = redact_url(url or engine.url.render_as_string(hide_password=False))
         self.flush_rows = flush_rows
         self.flush_seconds = flush_seconds
-        self._pending_samples: list[dict[str, Any]] = []
-        self._pending_calls: list[dict[str, Any]] = []
-        self._pending_cache: dict[str, dict[str, Any]] = {}
-        self._blobs = BlobBuffer()
         # Masks every parameter of every statement sent on this engine (the environment is read once, here).
         self._masker = SecretMasker()
         event.listen(engine, "before_cursor_execute", self._mask_statement, retval=True)
-        self._requests: RequestWriter | None = None
         # The schema version of the database, once opened (init_schema or check_schema).
         self.schema_version: int | None = None
-        self._last_flush = time.monotonic()
-        # After a commit that failed in COMMIT itself: the batch whose fate is unknown.
-        self._uncertain: _UncertainBatch | None = None
-        # The run leases this store holds, and when they were last refreshed.
-        self.owner = secrets.token_hex(16)
-        self._locks: set[str] = set()
-        self._taken_over: set[str] = set()
-        self._last_heartbeat = 0.0
-        # Guards the buffers (rows are buffered on the loop's thread while a flush runs on the store's).
-        self._buffer_lock = threading.Lock()
-        # One flush at a time: a flush takes the buffered rows, and puts them back in front when it fails.
-        self._flush_lock = threading.Lock()
-        # The cache entries of the flush under way: still served by cache_get until they are committed.
-        self._inflight_cache: dict[str, dict[str, Any]] = {}
-        self._reader = CacheReader(engine)
-        # Models' cache entries read into memory on the store's thread (``prefetch_cache``).
-        self._prefetch = CachePrefetch(self._reader)
         # Called instead of a flush on the caller's thread when the buffers are due (set by the engine's
         # group commit, which starts the flush on the store's thread).
         self.flush_soon: Callable[[], None] | None = None
-        # An in-memory SQLite database is one connection per thread: only the caller's thread sees it.
-        self._threaded = not isinstance(engine.pool, SingletonThreadPool | StaticPool)
-        self._io: ThreadPoolExecutor | None = None
-        # Cache look-ups asked for in this tick of the event loop, sent to the store's thread together.
-        self._lookups: list[tuple[str, asyncio.Future[dict[str, Any] | None]]] = []
+        # The parts call the store's own flush back (late-bound: a subclass's flush is the one they get).
+        access = StoreAccess(engine, self._flush_for_parts, self._write_error)
+        self._thread = StoreThread(threaded=not isinstance(engine.pool, SingletonThreadPool | StaticPool))
+        self._leases = Leases(engine, write_error=self._write_error)
+        self._buffer = WriteBuffer(engine, self._leases, write_error=self._write_error)
+        self._runs = Runs(access)
+        self._samples = Samples(access)
+        self._calls = ModelCalls(access, self._buffer, self._masker)
+        self._steps = SampleSteps(access)
+        self._reader = CacheReader(engine)
+        self._cache = ResponseCache(
+            self._reader, self._buffer, self._thread, self._masker, write_error=self._write_error
+        )
+
+    def _flush_for_parts(self) -> None:
+        self.flush()
 
     def _mask_statement(
         self, _conn: Any, _cursor: Any, statement: str, parameters: Any, _context: Any, executemany: bool
@@ -212,6 +159,32 @@ class Store:
             return statement, [self._masker.parameters(p) for p in parameters]
         return statement, self._masker.parameters(parameters)
 
+    def _write_error(self, what: str, exc: BaseException) -> StoreWriteError:
+        """Return the one-line error for a failed write: what failed, the store, the database's first line."""
+        return write_error(self.url, what, exc)
+
+    # -- what subclasses and tests look at -------------------------------------------------
+    @property
+    def owner(self) -> str:
+        """This store's lease owner id (``run_locks.owner``)."""
+        return self._leases.owner
+
+    @property
+    def _pending_samples(self) -> list[dict[str, Any]]:
+        return self._buffer.samples
+
+    @property
+    def _pending_calls(self) -> list[dict[str, Any]]:
+        return self._buffer.calls
+
+    @property
+    def _last_heartbeat(self) -> float:
+        return self._leases.last_heartbeat
+
+    @_last_heartbeat.setter
+    def _last_heartbeat(self, value: float) -> None:
+        self._leases.last_heartbeat = value
+
     # -- off the event loop ----------------------------------------------------------------
     async def run_io(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """Run a blocking store call on the store's thread and wait for it without blocking the event loop.
@@ -219,28 +192,14 @@ class Store:
         Calls run one at a time in the order they were made. Cancelling the wait does not stop a call
         that has started; it finishes on the store's thread.
         """
-        if not self._threaded:
-            return fn(*args, **kwargs)
-        return await asyncio.get_running_loop().run_in_executor(self._executor(), lambda: fn(*args, **kwargs))
+        return await self._thread.run(fn, *args, **kwargs)
 
     def start_io(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> Future[T]:
         """Start a blocking store call on the store's thread and return its future at once.
 
         It runs after the calls started before it. An in-memory SQLite store runs it here and returns it done.
         """
-        if self._threaded:
-            return self._executor().submit(fn, *args, **kwargs)
-        done: Future[T] = Future()
-        try:
-            done.set_result(fn(*args, **kwargs))
-        except Exception as exc:
-            done.set_exception(exc)
-        return done
-
-    def _executor(self) -> ThreadPoolExecutor:
-        if self._io is None:
-            self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="toolgauge-store")
-        return self._io
+        return self._thread.start(fn, *args, **kwargs)
 
     async def flush_async(self) -> None:
         """``flush`` on the store's thread."""
@@ -252,26 +211,14 @@ class Store:
         The look-ups asked for in one tick of the event loop make one trip to the store's thread
         together: a trip costs more CPU (two thread wake-ups) than a look-up.
         """
-        if not self._threaded:
-            return self.cache_get(key)
-        loop = asyncio.get_running_loop()
-        waiter: asyncio.Future[dict[str, Any] | None] = loop.create_future()
-        self._lookups.append((key, waiter))
-        if len(self._lookups) == 1:
-            loop.call_soon(self._send_lookups, loop)
-        return await waiter
+        return await self._cache.get_async(key, self.cache_get)
 
     def cache_known(self, key: str) -> dict[str, Any] | None:
         """A cached response known without I/O: buffered, being committed, or read by ``prefetch_cache``.
 
         None says nothing: the entry may still be in the database (``cache_get_async`` finds it).
         """
-        with self._buffer_lock:
-            pending = self._pending_cache.get(key) or self._inflight_cache.get(key)
-        if pending is not None:
-            return json.loads(pending["response"])  # type: ignore[no-any-return]
-        text = self._prefetch.get(key)
-        return json.loads(text) if text is not None else None
+        return self._cache.known(key)
 
     def prefetch_cache(self, model: str) -> threading.Event | None:
         """Start reading ``model``'s cache entries (its ``cache_id``) into memory on the store's thread.
@@ -281,51 +228,12 @@ class Store:
         model returns the same event. Nothing to do (None) for an in-memory SQLite store, whose look-ups
         never leave the caller's thread.
         """
-        if not self._threaded:
-            return None
-        return self._prefetch.start(redact_url(model), self.start_io)
-
-    def _send_lookups(self, loop: asyncio.AbstractEventLoop) -> None:
-        batch, self._lookups = self._lookups, []
-        trip = loop.run_in_executor(self._executor(), self._cache_get_many, [key for key, _ in batch])
-
-        def deliver(done: asyncio.Future[list[Any]]) -> None:
-            error = done.exception() if not done.cancelled() else asyncio.CancelledError()
-            outcomes = done.result() if error is None else [error] * len(batch)
-            for (_, waiter), outcome in zip(batch, outcomes, strict=True):
-                if waiter.done():  # its sample was cancelled meanwhile
-                    continue
-                if isinstance(outcome, BaseException):
-                    waiter.set_exception(outcome)
-                else:
-                    waiter.set_result(outcome)
-
-        trip.add_done_callback(deliver)
-
-    def _cache_get_many(self, keys: list[str]) -> list[dict[str, Any] | Exception | None]:
-        outcomes: list[dict[str, Any] | Exception | None] = []
-        for key in keys:
-            try:
-                outcomes.append(self.cache_get(key))
-            except Exception as exc:  # handed to the one look-up that failed
-                outcomes.append(exc)
-        return outcomes
+        return self._cache.prefetch(model)
 
     # -- lifecycle -------------------------------------------------------------------------
     def init_schema(self) -> None:
-        """Create missing tables and check the schema version.
-
-        Two processes opening a new store at once race between "table missing" and "create
-        table"; the loser sees an error about an existing table or row and simply tries again.
-        """
-        for attempt in range(5):
-            try:
-                self._create_schema()
-                return
-            except (OperationalError, IntegrityError, ProgrammingError):
-                if attempt == 4:
-                    raise
-                time.sleep(0.05 * (attempt + 1))
+        """Create missing tables and check the schema version (migrating an older store)."""
+        self.schema_version = migrations.init_schema(self.engine)
 
     def check_schema(self) -> None:
         """Check an existing store without changing it (for read-only commands).
@@ -333,42 +241,7 @@ class Store:
         A store of an older schema is read as it is (``schema_version`` says which); the first command
         that writes to it migrates it.
         """
-        if "runs" not in inspect(self.engine).get_table_names():
-            raise UsageError(f"no toolgauge store at {self.url} (no runs table); run an eval first")
-        with self.engine.connect() as conn:
-            row = conn.execute(select(schema.meta.c.value).where(schema.meta.c.key == "schema_version")).first()
-            if row is not None:
-                version = int(row[0])
-            else:  # tables made, version row not yet written: what the tables say
-                calls = {col["name"] for col in inspect(conn).get_columns(schema.model_calls.name)}
-                has_sweeps = schema.sweeps.name in inspect(conn).get_table_names()
-                version = (3 if has_sweeps else 2) if set(_V2_CALL_COLUMNS) <= calls else 1
-        if version > SCHEMA_VERSION:
-            raise UsageError(self._too_new(version))
-        self.schema_version = version
-
-    def _too_new(self, version: int) -> str:
-        return f"store schema version {version} is newer than this toolgauge ({SCHEMA_VERSION}); upgrade"
-
-    def _create_schema(self) -> None:
-        schema.metadata.create_all(self.engine)
-        with self.engine.begin() as conn:
-            # FOR UPDATE (PostgreSQL): a second process opening an old store waits for the first one's migration.
-            row = conn.execute(
-                select(schema.meta.c.value).where(schema.meta.c.key == "schema_version").with_for_update()
-            ).first()
-            found = int(row[0]) if row is not None else None
-            if found is not None and found > SCHEMA_VERSION:
-                raise UsageError(self._too_new(found))
-            if found is None or found < SCHEMA_VERSION:
-                _migrate(conn, found)
-            if row is None:
-                conn.execute(insert(schema.meta).values(key="schema_version", value=str(SCHEMA_VERSION)))
-            elif found != SCHEMA_VERSION:
-                conn.execute(
-                    update(schema.meta).where(schema.meta.c.key == "schema_version").values(value=str(SCHEMA_VERSION))
-                )
-        self.schema_version = SCHEMA_VERSION
+        self.schema_version = migrations.check_schema(self.engine, self.url)
 
     def close(self) -> None:
         """Flush pending writes, release the run leases this store holds and the connections.
@@ -379,42 +252,18 @@ class Store:
         try:
             self.flush()
         finally:
-            for run_id in sorted(self._locks):
+            for run_id in sorted(self._leases.held):
                 with contextlib.suppress(StoreWriteError):
                     self.release_run_lock(run_id)
-            self._prefetch.stop()
-            if self._io is not None:
-                self._io.shutdown(wait=True)
-                self._io = None
+            self._cache.close()
+            self._thread.shutdown()
             self._reader.close()
             self.engine.dispose()
-
-    def _write_error(self, what: str, exc: BaseException) -> StoreWriteError:
-        """Return the one-line error for a failed write: what failed, the store, the database's first line."""
-        orig = getattr(exc, "orig", None) or exc
-        lines = str(orig).strip().splitlines() or [orig.__class__.__name__]
-        return StoreWriteError(f"cannot write to the store {self.url}: {what}: {redact(lines[0].strip())}")
 
     # -- runs ------------------------------------------------------------------------------
     def create_run(self, benchmark: str, model: str, config: Mapping[str, Any], *, run_id: str | None = None) -> str:
         """Insert a new run in status ``running`` and return its id."""
-        rid = run_id or new_run_id()
-        try:
-            with self.engine.begin() as conn:
-                conn.execute(
-                    insert(schema.runs).values(
-                        id=rid,
-                        benchmark=benchmark,
-                        model=redact(model),
-                        status="running",
-                        config=json.dumps(redact_tree(dict(config)), sort_keys=True, default=str),
-                        n_samples=0,
-                        created_at=time.time(),
-                    )
-                )
-        except SQLAlchemyError as exc:
-            raise self._write_error(f"creating run {rid}", exc) from exc
-        return rid
+        return self._runs.create(benchmark, model, config, run_id=run_id)
 
     def set_run_status(self, run_id: str, status: str, *, n_samples: int | None = None) -> None:
         """Update a run's status (running, finished, interrupted, failed).
@@ -422,88 +271,26 @@ class Store:
         The buffered rows are flushed first. When that fails, a run that is stopping (failed,
         interrupted) is still marked so if the store takes the update, then the flush error is raised.
         """
-        flush_error: StoreWriteError | None = None
-        try:
-            self.flush()
-        except StoreWriteError as exc:
-            if status not in ("failed", "interrupted"):
-                raise
-            flush_error = exc
-        values: dict[str, Any] = {"status": status}
-        if status != "running":
-            values["finished_at"] = time.time()
-        if n_samples is not None:
-            values["n_samples"] = n_samples
-        try:
-            with self.engine.begin() as conn:
-                conn.execute(update(schema.runs).where(schema.runs.c.id == run_id).values(**values))
-        except SQLAlchemyError as exc:
-            raise flush_error or self._write_error(f"marking run {run_id} {status}", exc) from exc
-        if flush_error is not None:
-            raise flush_error
+        self._runs.set_status(run_id, status, n_samples=n_samples)
 
     def save_results(self, run_id: str, results: EvalResults) -> None:
         """Store the run's typed results (secrets masked) and one ``scores`` row per metric value."""
-        self.flush()
-        rows = [
-            {
-                "run_id": run_id,
-                "scope": "overall" if m.group is None else f"{m.by or 'group'}/{m.group}",
-                "metric": m.name,
-                "value": float(m.value),
-            }
-            for m in results.metrics
-            if m.value is not None
-        ]
-        payload = json.dumps(redact_tree(results.model_dump(mode="json")), sort_keys=True)
-        try:
-            with self.engine.begin() as conn:
-                conn.execute(update(schema.runs).where(schema.runs.c.id == run_id).values(summary=payload))
-                conn.execute(schema.scores.delete().where(schema.scores.c.run_id == run_id))
-                if rows:
-                    conn.execute(insert(schema.scores), rows)
-        except SQLAlchemyError as exc:
-            raise self._write_error(f"saving the results of run {run_id}", exc) from exc
+        self._runs.save_results(run_id, results)
 
     def get_run(self, run_id: str) -> RunInfo | None:
         """Return one run, or None."""
-        with self.engine.connect() as conn:
-            row = conn.execute(select(schema.runs).where(schema.runs.c.id == run_id)).mappings().first()
-        return _run_info(row) if row else None
+        return self._runs.get(run_id)
 
     def list_runs(self, limit: int = 50) -> list[RunInfo]:
         """Return the most recent runs first."""
-        with self.engine.connect() as conn:
-            rows = conn.execute(select(schema.runs).order_by(schema.runs.c.created_at.desc()).limit(limit)).mappings()
-            return [_run_info(r) for r in rows]
+        return self._runs.newest(limit)
 
     def resolve_run_id(self, ref: str) -> str:
         """Return the run id ``ref`` names: an exact id, ``latest`` (the newest run) or a unique id prefix.
 
         Raises ``UsageError`` for no match, or for an ambiguous prefix (listing the candidates).
         """
-        ids = schema.runs.c.id
-        newest_first = schema.runs.c.created_at.desc()
-        with self.engine.connect() as conn:
-            if conn.execute(select(ids).where(ids == ref)).first() is not None:
-                return ref
-            if ref == "latest":
-                latest = conn.execute(select(ids).order_by(newest_first).limit(1)).scalar()
-                if latest is None:
-                    raise UsageError("the store has no runs yet; run an eval first")
-                return str(latest)
-            pattern = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-            found = list(
-                conn.execute(
-                    select(ids).where(ids.like(pattern, escape="\\")).order_by(newest_first).limit(11)
-                ).scalars()
-            )
-        if not found:
-            raise UsageError(f"no run {ref!r} in the store (see: toolgauge runs)")
-        if len(found) > 1:
-            more = ", ..." if len(found) > 10 else ""
-            raise UsageError(f"run id prefix {ref!r} is ambiguous: {', '.join(found[:10])}{more}; give more of the id")
-        return str(found[0])
+        return self._runs.resolve(ref)
 
     # -- run leases ------------------------------------------------------------------------
     def acquire_run_lock(self, run_id: str) -> None:
@@ -514,77 +301,19 @@ class Store:
         host: the pid is dead, e.g. after ``kill -9``; other host: no heartbeat for 10 minutes) is
         taken over. ``close`` and ``release_run_lock`` give it back.
         """
-        if run_id in self._locks:
-            return
-        for _ in range(5):
-            now = time.time()
-            row = {
-                "run_id": run_id,
-                "owner": self.owner,
-                "hostname": this_host(),
-                "pid": os.getpid(),
-                "pid_started": pid_start_time(os.getpid()),
-                "acquired_at": now,
-                "heartbeat_at": now,
-            }
-            try:
-                with self.engine.begin() as conn:
-                    conn.execute(insert(schema.run_locks).values(**row))
-            except IntegrityError:
-                holder = self.run_lock_holder(run_id)
-                if holder is None:
-                    continue  # released in between: try again
-                if not is_stale(holder):
-                    raise RunLocked(
-                        f"run {run_id} is being run by {holder.describe()}; wait for it or stop it"
-                    ) from None
-                # Take over only the stale lease we looked at; a racing taker deletes nothing and loses the insert.
-                try:
-                    with self.engine.begin() as conn:
-                        conn.execute(
-                            delete(schema.run_locks).where(
-                                (schema.run_locks.c.run_id == run_id) & (schema.run_locks.c.owner == holder.owner)
-                            )
-                        )
-                except SQLAlchemyError as exc:
-                    raise self._write_error(f"taking over the stale lease on run {run_id}", exc) from exc
-                continue
-            except SQLAlchemyError as exc:
-                raise self._write_error(f"taking the lease on run {run_id}", exc) from exc
-            self._locks.add(run_id)
-            self._last_heartbeat = time.monotonic()
-            return
-        raise RunLocked(f"run {run_id}: could not take its lease (other processes keep taking it); try again")
+        self._leases.acquire(run_id)
 
     def release_run_lock(self, run_id: str) -> None:
         """Give back the lease on ``run_id`` (a no-op when this store does not hold it)."""
-        if run_id not in self._locks:
-            return
-        self._locks.discard(run_id)
-        try:
-            with self.engine.begin() as conn:
-                conn.execute(
-                    delete(schema.run_locks).where(
-                        (schema.run_locks.c.run_id == run_id) & (schema.run_locks.c.owner == self.owner)
-                    )
-                )
-        except SQLAlchemyError as exc:
-            raise self._write_error(f"releasing the lease on run {run_id}", exc) from exc
+        self._leases.release(run_id)
 
     def live_lock_holders(self) -> dict[str, LockHolder]:
         """Return the holders of every lease that is not stale, by run id."""
-        if "run_locks" not in inspect(self.engine).get_table_names():
-            return {}  # a store written before leases existed, opened read-only
-        with self.engine.connect() as conn:
-            rows = conn.execute(select(schema.run_locks)).mappings().all()
-        holders = [LockHolder(**dict(r)) for r in rows]
-        return {h.run_id: h for h in holders if not is_stale(h)}
+        return self._leases.live_holders()
 
     def run_lock_holder(self, run_id: str) -> LockHolder | None:
         """Return who holds the lease on ``run_id``, or None."""
-        with self.engine.connect() as conn:
-            row = conn.execute(select(schema.run_locks).where(schema.run_locks.c.run_id == run_id)).mappings().first()
-        return LockHolder(**dict(row)) if row else None
+        return self._leases.holder(run_id)
 
     # -- samples ---------------------------------------------------------------------------
     def record_sample(
@@ -597,52 +326,20 @@ class Store:
         latency_s: float,
     ) -> None:
         """Buffer one finished sample (status ``done`` or ``error``)."""
-        row = {
-            "run_id": run_id,
-            "sample_key": sample_key,
-            "status": "error" if error else "done",
-            "result": json.dumps(result) if result is not None else None,
-            "error": error,  # this and the result are masked on their way to the database (_mask_statement)
-            "latency_s": latency_s,
-            "finished_at": time.time(),
-        }
-        with self._buffer_lock:
-            self._pending_samples.append(row)
+        self._buffer.add_sample(sample_row(run_id, sample_key, result=result, error=error, latency_s=latency_s))
         self._maybe_flush()
 
     def finished_samples(self, run_id: str) -> dict[str, SampleRecord]:
         """Return every stored sample of a run, keyed by sample key."""
-        self.flush()
-        with self.engine.connect() as conn:
-            rows = conn.execute(select(schema.samples).where(schema.samples.c.run_id == run_id)).mappings()
-            return {
-                r["sample_key"]: SampleRecord(
-                    sample_key=r["sample_key"],
-                    status=r["status"],
-                    result=json.loads(r["result"]) if r["result"] else None,
-                    error=r["error"],
-                    latency_s=r["latency_s"],
-                )
-                for r in rows
-            }
+        return self._samples.finished(run_id)
 
     def sample_states(self, run_id: str) -> dict[str, SampleState]:
         """Return every stored sample of a run, keyed by sample key, without the results."""
-        self.flush()
-        c = schema.samples.c
-        with self.engine.connect() as conn:
-            rows = conn.execute(select(c.sample_key, c.status, c.error, c.latency_s).where(c.run_id == run_id))
-            return {key: SampleState(key, status, error, latency) for key, status, error, latency in rows}
+        return self._samples.states(run_id)
 
     def sample_state(self, run_id: str, sample_key: str) -> SampleState | None:
         """One stored sample of a run without its result, or None."""
-        self.flush()
-        c = schema.samples.c
-        with self.engine.connect() as conn:
-            row = conn.execute(
-                select(c.status, c.error, c.latency_s).where((c.run_id == run_id) & (c.sample_key == sample_key))
-            ).first()
-        return None if row is None else SampleState(sample_key, row[0], row[1], row[2])
+        return self._samples.state(run_id, sample_key)
 
     def sample_results(
         self, run_id: str, keys: Sequence[str], *, chunk: int = READ_CHUNK
@@ -652,32 +349,32 @@ class Store:
         The text is None for a sample stored without a result (failed) or not stored at all. Only
         one chunk of results is in memory at a time; one connection serves every chunk.
         """
-        self.flush()
-        c = schema.samples.c
-        with self.engine.connect() as conn:
-            for start in range(0, len(keys), chunk):
-                part = list(keys[start : start + chunk])
-                rows = conn.execute(select(c.sample_key, c.result).where((c.run_id == run_id) & c.sample_key.in_(part)))
-                found: dict[str, str | None] = {key: text for key, text in rows}
-                for key in part:
-                    yield key, found.get(key) or None
+        return self._samples.results(run_id, keys, chunk=chunk)
 
     def forget_samples(self, run_id: str, keys: list[str]) -> None:
         """Delete stored samples (failed ones about to be re-run on resume)."""
-        if not keys:
-            return
-        self.flush()
-        try:
-            with self.engine.begin() as conn:
-                for start in range(0, len(keys), 500):
-                    chunk = keys[start : start + 500]
-                    conn.execute(
-                        schema.samples.delete().where(
-                            (schema.samples.c.run_id == run_id) & (schema.samples.c.sample_key.in_(chunk))
-                        )
-                    )
-        except SQLAlchemyError as exc:
-            raise self._write_error(f"forgetting {len(keys)} failed samples of run {run_id}", exc) from exc
+        self._samples.forget(run_id, keys)
+
+    # -- sample steps ----------------------------------------------------------------------
+    def sample_steps(self, run_id: str, sample_key: str) -> dict[str, Any]:
+        """The saved steps of one sample (``save_step``): name -> value, in the order they were saved."""
+        return self._steps.load(run_id, sample_key)
+
+    def save_step(self, run_id: str, sample_key: str, step: str, value: Any) -> None:
+        """Commit one finished step of a sample now (its model calls first); a step saved before is kept.
+
+        Its value is JSON (secrets masked). A resume keeps the model calls the sample made up to its last saved
+        step (``forget_calls``) and the episode reuses the steps (``EpisodeContext.checkpoint``).
+        """
+        self._steps.save(run_id, sample_key, step, value)
+
+    def drop_steps_from(self, run_id: str, sample_key: str, step: str) -> None:
+        """Forget a saved step and those after it, with the model calls made since the step before it."""
+        self._steps.drop_from(run_id, sample_key, step)
+
+    def run_steps(self, run_id: str) -> dict[str, dict[str, Any]]:
+        """Every saved step of a run: sample -> step -> value (finished and unfinished samples alike)."""
+        return self._steps.of_run(run_id)
 
     # -- model calls and cache -------------------------------------------------------------
     def put_request(self, chain: MessageChain, request: ModelRequest) -> dict[str, str]:
@@ -687,10 +384,7 @@ class Store:
         stored again). The blobs are committed with the next group commit, so with the call's row
         when it is recorded right after (``record_call``). Secrets are masked first.
         """
-        if self._requests is None:
-            self._requests = RequestWriter(self._blobs, self._masker)
-        with self._buffer_lock:
-            return self._requests.refs(chain, request.messages, request.tools, request.options)
+        return self._calls.put_request(chain, request)
 
     def record_call(self, row: Mapping[str, Any]) -> None:
         """Buffer one model call (see ``schema.model_calls`` for the fields; ``response`` is the turn's JSON).
@@ -698,38 +392,18 @@ class Store:
         Secrets in the error and in the response (a model may repeat what it was sent) are masked on
         their way to the database, like every column (``_mask_statement``).
         """
-        pending = {**_CALL_DEFAULTS, "created_at": time.time(), **row}
-        with self._buffer_lock:
-            self._pending_calls.append(pending)
+        self._calls.record(row)
         self._maybe_flush()
 
     def forget_calls(self, run_id: str, keep: Collection[str], *, only: Collection[str] | None = None) -> None:
         """Delete the model calls of every sample of a run not in ``keep`` (the samples stored as done).
 
         Called before a resume runs the other samples again: the calls of their abandoned attempt (an
-        interruption, a failure, a store that stopped taking writes) are not kept beside the new ones.
+        interruption, a failure, a store that stopped taking writes) are not kept beside the new ones. The
+        calls a sample made up to its last saved step stay (the resumed sample reuses those steps).
         ``only``: look at these samples alone (one shard of a run whose other shards run elsewhere).
         """
-        self.flush()
-        c = schema.model_calls.c
-        try:
-            with self.engine.begin() as conn:
-                pairs = conn.execute(select(c.sample_key, c.role).where(c.run_id == run_id).distinct()).all()
-                stale: dict[str, list[str]] = {}
-                for key, role in sorted(pairs):
-                    sample = _sample_of(key, role)
-                    if sample not in keep and (only is None or sample in only):
-                        stale.setdefault(role, []).append(key)
-                for role, keys in stale.items():  # by role too: sample "a"'s judge and sample "a#judge" share a key
-                    for start in range(0, len(keys), READ_CHUNK):
-                        chunk = keys[start : start + READ_CHUNK]
-                        conn.execute(
-                            delete(schema.model_calls).where(
-                                (c.run_id == run_id) & (c.role == role) & c.sample_key.in_(chunk)
-                            )
-                        )
-        except SQLAlchemyError as exc:
-            raise self._write_error(f"forgetting the model calls of unfinished samples of run {run_id}", exc) from exc
+        self._calls.forget(run_id, keep, only=only, kept_through=self._steps.kept_through(run_id))
 
     def transcript(self, run_id: str, sample_key: str) -> list[ModelCallRecord]:
         """Every stored model call of one sample of a run, of every role, in the order they were recorded.
@@ -744,102 +418,25 @@ class Store:
                 "stored, so it keeps no model call's messages; the first command that writes to it (an eval) "
                 "upgrades it, and the runs made from then on have transcripts"
             )
-        self.flush()
-        c = schema.model_calls.c
-        columns = (c.id, c.sample_key, c.role, c.step, c.request_hash, c.messages_hash, c.tools_hash, c.options_hash,
-                   c.response, c.error, c.input_tokens, c.output_tokens, c.latency_s, c.attempts, c.cached)  # fmt: skip
-        # The sample's own calls, and its extra roles' ("<key>#<role>"): both found on the (run_id, sample_key)
-        # index. A byte-wise range on SQLite; LIKE elsewhere (a PostgreSQL collation may not sort "#" byte-wise).
-        roles: ColumnElement[bool]
-        if self.engine.dialect.name == "sqlite":
-            roles = (c.sample_key > sample_key + "#") & (c.sample_key < sample_key + "$")
-        else:
-            roles = c.sample_key.startswith(sample_key + "#", autoescape=True)
-        query = union_all(
-            select(*columns).where((c.run_id == run_id) & (c.sample_key == sample_key)),
-            select(*columns).where((c.run_id == run_id) & roles),
-        ).order_by("id")
-        with self.engine.connect() as conn:
-            rows = [r for r in conn.execute(query).mappings() if _sample_of(r["sample_key"], r["role"]) == sample_key]
-            reader = TranscriptReader(lambda keys: self._fetch_blobs(conn, keys))
-            heads = {r["messages_hash"] for r in rows if r["messages_hash"]}
-            others = {r[k] for r in rows for k in ("tools_hash", "options_hash") if r[k]}
-            try:
-                reader.load(heads | others)
-            except LookupError as exc:
-                raise UsageError(f"run {run_id}, sample {sample_key}: {exc}") from exc
-        return [_call_record(r, reader) for r in rows]
-
-    def _fetch_blobs(self, conn: Connection, keys: set[str]) -> dict[str, Any]:
-        b = schema.blobs.c
-        found: dict[str, Any] = {}
-        ordered = sorted(keys)
-        for start in range(0, len(ordered), READ_CHUNK):
-            chunk = ordered[start : start + READ_CHUNK]
-            for key, data in conn.execute(select(b.hash, b.data).where(b.hash.in_(chunk))):
-                found[key] = unpack(data)
-        return found
+        return self._calls.transcript(run_id, sample_key)
 
     def call_stats(self, run_id: str) -> dict[str, float]:
         """Return call count, cached count, tokens and latency totals for a run."""
         self.flush()
-        c = schema.model_calls.c
-        with self.engine.connect() as conn:
-            row = conn.execute(
-                select(
-                    func.count(),
-                    func.coalesce(func.sum(c.input_tokens), 0),
-                    func.coalesce(func.sum(c.output_tokens), 0),
-                    func.coalesce(func.sum(c.latency_s), 0.0),
-                ).where(c.run_id == run_id)
-            ).one()
-            cached = conn.execute(
-                select(
-                    func.count(),
-                    func.coalesce(func.sum(c.input_tokens), 0),
-                    func.coalesce(func.sum(c.output_tokens), 0),
-                ).where((c.run_id == run_id) & (c.cached.is_(True)))
-            ).one()
-        # input_tokens / output_tokens count every call, cached ones too; cached_* count the cached ones alone.
-        return {
-            "calls": float(row[0]),
-            "cached_calls": float(cached[0]),
-            "input_tokens": float(row[1]),
-            "output_tokens": float(row[2]),
-            "cached_input_tokens": float(cached[1]),
-            "cached_output_tokens": float(cached[2]),
-            "model_latency_s": float(row[3]),
-        }
+        return call_stats(self.engine, run_id)
 
     def cache_get(self, key: str) -> dict[str, Any] | None:
         """Return a cached response by request hash."""
-        with self._buffer_lock:
-            pending = self._pending_cache.get(key) or self._inflight_cache.get(key)
-        if pending is not None:
-            return json.loads(pending["response"])  # type: ignore[no-any-return]
-        try:
-            text = self._reader.get(key)
-        except (SQLAlchemyError, self._reader.error) as exc:
-            # Mid-run, an unreachable store must stop the run like a failed write, not fail one sample.
-            raise self._write_error("reading the response cache", exc) from exc
-        return json.loads(text) if text is not None else None
+        return self._cache.get(key)
 
     def cache_put(self, key: str, model: str, response: Mapping[str, Any]) -> None:
         """Buffer a response for the cache, secrets masked (a hit serves what the store would: the masked answer)."""
-        row = {
-            "key": key,
-            "model": redact_url(model),
-            "response": self._masker.json_text(json.dumps(dict(response))),
-            "created_at": time.time(),
-        }
-        with self._buffer_lock:
-            self._pending_cache[key] = row
+        self._cache.put(key, model, response)
         self._maybe_flush()
 
     # -- flushing --------------------------------------------------------------------------
     def _maybe_flush(self) -> None:
-        pending = len(self._pending_samples) + len(self._pending_calls) + len(self._pending_cache)
-        if pending >= self.flush_rows or time.monotonic() - self._last_flush >= self.flush_seconds:
+        if self._buffer.due(self.flush_rows, self.flush_seconds):
             if self.flush_soon is not None:
                 self.flush_soon()
             else:
@@ -853,43 +450,7 @@ class Store:
         is unknown (connection lost during COMMIT) is looked up by its first row before anything is retried.
         Rows buffered while a flush runs (on another thread) wait for the next one.
         """
-        with self._flush_lock:
-            self._flush()
-
-    def _flush(self) -> None:
-        self._last_flush = time.monotonic()
-        if self._taken_over:
-            raise self._taken_over_error(min(self._taken_over))
-        heartbeat_due = bool(self._locks) and time.monotonic() - self._last_heartbeat >= HEARTBEAT_SECONDS
-        if not (
-            self._pending_samples or self._pending_calls or self._pending_cache or self._blobs.pending or heartbeat_due
-        ):
-            return
-        if self._uncertain is not None:
-            self._settle_uncertain_batch()
-        with self._buffer_lock:  # take the rows; the buffers start again empty
-            samples, calls, cache, blobs = (
-                self._pending_samples,
-                self._pending_calls,
-                self._pending_cache,
-                self._blobs.pending,
-            )
-            self._pending_samples, self._pending_calls, self._pending_cache, self._blobs.pending = [], [], {}, {}
-            self._inflight_cache = cache
-        try:
-            self._commit(samples, calls, cache, blobs)
-        except BaseException:
-            with self._buffer_lock:  # put them back in front of what was buffered meanwhile, in order
-                self._pending_samples[:0] = samples
-                self._pending_calls[:0] = calls
-                self._pending_cache = {**cache, **self._pending_cache}
-                self._blobs.pending = {**blobs, **self._blobs.pending}
-                self._inflight_cache = {}
-            raise
-        with self._buffer_lock:
-            self._inflight_cache = {}
-            if blobs:
-                self._blobs.committed(list(blobs))
+        self._buffer.flush(self._commit)
 
     def _commit(
         self,
@@ -899,211 +460,7 @@ class Store:
         blobs: dict[str, bytes],
     ) -> None:
         """Write one batch of taken rows in one transaction (see ``flush``)."""
-        committing = False
-        try:
-            with self.engine.begin() as conn:
-                if blobs:
-                    # Blobs need no uncertain-batch check: one already stored is skipped, never written twice.
-                    _insert_blobs(conn, blobs)
-                if samples:
-                    # Failed samples are deleted (forget_samples) before they are re-run, so inserts never collide.
-                    conn.execute(insert(schema.samples), samples)
-                if calls:
-                    conn.execute(insert(schema.model_calls), calls)
-                if cache:
-                    existing = set(
-                        conn.execute(
-                            select(schema.response_cache.c.key).where(schema.response_cache.c.key.in_(list(cache)))
-                        ).scalars()
-                    )
-                    fresh = [v for k, v in cache.items() if k not in existing]
-                    if fresh:
-                        conn.execute(insert(schema.response_cache), fresh)
-                if self._locks:
-                    self._heartbeat(conn)
-                committing = True  # leaving the block commits
-        except SQLAlchemyError as exc:
-            if committing and (samples or calls):
-                # Failed during COMMIT: it may have been applied before the error reached us.
-                self._uncertain = _UncertainBatch(
-                    samples[0] if samples else None, calls[0] if calls else None, len(samples), len(calls),
-                    frozenset(cache),
-                )  # fmt: skip
-            what = (
-                f"group commit of {len(samples)} samples, {len(calls)} model calls "
-                f"and {len(cache)} cache entries (kept for the next attempt)"
-            )
-            raise self._write_error(what, exc) from exc
-
-    def _settle_uncertain_batch(self) -> None:
-        """After a failed COMMIT, find out whether it landed after all, and if so drop its rows from the buffer.
-
-        A transaction lands whole, so its first sample (or model call) row tells: it is found with
-        every field it was written with. Cache entries need no check; they are never inserted twice.
-        """
-        batch = self._uncertain
-        assert batch is not None
-        first = batch.first_sample if batch.first_sample is not None else batch.first_call
-        table = schema.samples if batch.first_sample is not None else schema.model_calls
-        assert first is not None
-        match = [table.c[name] == value for name, value in first.items() if value is not None]
-        try:
-            with self.engine.connect() as conn:
-                landed = conn.execute(select(func.count()).select_from(table).where(*match)).scalar_one() > 0
-        except SQLAlchemyError as exc:
-            raise self._write_error("checking whether the last failed group commit was applied", exc) from exc
-        if landed:
-            with self._buffer_lock:
-                del self._pending_samples[: batch.samples]
-                del self._pending_calls[: batch.calls]
-                for key in batch.cache_keys:
-                    self._pending_cache.pop(key, None)
-        self._uncertain = None
-
-    def _heartbeat(self, conn: Any) -> None:
-        """Refresh this store's leases; raise ``StoreWriteError`` when one was taken over meanwhile."""
-        locks = schema.run_locks.c
-        for run_id in sorted(self._locks):
-            result = conn.execute(
-                update(schema.run_locks)
-                .where((locks.run_id == run_id) & (locks.owner == self.owner))
-                .values(heartbeat_at=time.time())
-            )
-            if result.rowcount == 0:
-                # Our lease went stale and another process took the run over: never write into it again.
-                self._locks.discard(run_id)
-                self._taken_over.add(run_id)
-                raise self._taken_over_error(run_id)
-        self._last_heartbeat = time.monotonic()
-
-    def _taken_over_error(self, run_id: str) -> StoreWriteError:
-        return StoreWriteError(
-            f"run {run_id}: another process took over this run's lease (ours went stale); stopping, "
-            "the rows it did not write are re-done by that process"
-        )
-
-
-@dataclass(frozen=True)
-class _UncertainBatch:
-    """A batch whose COMMIT failed: its first sample and call rows, and how many buffered rows it held."""
-
-    first_sample: dict[str, Any] | None
-    first_call: dict[str, Any] | None
-    samples: int
-    calls: int
-    cache_keys: frozenset[str]
-
-
-def _run_info(row: Any) -> RunInfo:
-    return RunInfo(
-        id=row["id"],
-        benchmark=row["benchmark"],
-        model=row["model"],
-        status=row["status"],
-        config=json.loads(row["config"]),
-        n_samples=row["n_samples"],
-        created_at=row["created_at"],
-        finished_at=row["finished_at"],
-        results=_results(row["summary"]),
-    )
-
-
-def _results(text: str | None) -> EvalResults | None:
-    """The stored results, or None (not scored yet, or stored by a toolgauge before typed results)."""
-    if not text:
-        return None
-    try:
-        return EvalResults.model_validate_json(text)
-    except ValueError:
-        return None
-
-
-def _sample_of(call_key: str, role: str) -> str:
-    """The sample a model-call row belongs to (calls of an extra role are stored under ``<sample>#<role>``)."""
-    suffix = "#" + role
-    if role != "model" and call_key.endswith(suffix):
-        return call_key[: -len(suffix)]
-    return call_key
-
-
-def _call_record(row: Any, reader: TranscriptReader) -> ModelCallRecord:
-    try:
-        response = AssistantTurn.model_validate_json(row["response"]) if row["response"] else None
-    except ValueError as exc:
-        raise UsageError(f"model call {row['id']}: its stored response is not a model turn: {exc}") from exc
-    messages: list[Message] | None = reader.messages(row["messages_hash"]) if row["messages_hash"] else None
-    tools: list[ToolSpec] | None = reader.tools(row["tools_hash"]) if row["tools_hash"] else None
-    options: GenerateOptions | None = reader.options(row["options_hash"]) if row["options_hash"] else None
-    return ModelCallRecord(
-        step=row["step"],
-        role=row["role"],
-        messages=messages,
-        tools=tools,
-        options=options,
-        response=response,
-        usage=Usage(input_tokens=row["input_tokens"], output_tokens=row["output_tokens"]),
-        latency_s=row["latency_s"],
-        cached=bool(row["cached"]),
-        attempts=row["attempts"],
-        error=row["error"],
-        request_hash=row["request_hash"],
-    )
-
-
-def _insert_blobs(conn: Connection, blobs: Mapping[str, bytes]) -> None:
-    """Insert the blobs the database does not have yet, in hash order (so concurrent writers never deadlock)."""
-    rows = [{"hash": key, "data": blobs[key]} for key in sorted(blobs)]
-    if conn.dialect.name == "postgresql":
-        conn.execute(postgresql.insert(schema.blobs).on_conflict_do_nothing(index_elements=["hash"]), rows)
-    elif conn.dialect.name == "sqlite":
-        conn.execute(sqlite.insert(schema.blobs).on_conflict_do_nothing(index_elements=["hash"]), rows)
-    else:
-        b = schema.blobs.c
-        have: set[str] = set()
-        for start in range(0, len(rows), READ_CHUNK):
-            chunk = [r["hash"] for r in rows[start : start + READ_CHUNK]]
-            have.update(conn.execute(select(b.hash).where(b.hash.in_(chunk))).scalars())
-        fresh = [r for r in rows if r["hash"] not in have]
-        if fresh:
-            conn.execute(insert(schema.blobs), fresh)
-
-
-def _migrate(conn: Connection, found: int | None) -> None:
-    """Bring a store of an older schema (``found``; None: no version row yet) to ``SCHEMA_VERSION``.
-
-    Each step checks what is there first, so a migration stopped halfway (SQLite commits each
-    ALTER TABLE on its own) or raced by a second process is finished by the next open.
-
-    1 -> 2: model_calls gets ``role`` (recovered from the ``<sample>#<role>`` keys of old rows) and
-    the request's blob hashes (NULL for old rows: their requests were never stored), and one index
-    on (run_id, sample_key) instead of the one on run_id; the blobs table is created by ``create_all``.
-
-    2 -> 3: the ``sweeps`` and ``sweep_cells`` tables, new and empty, are created by ``create_all``; no
-    existing table changes.
-    """
-    table = schema.model_calls
-    inspector = inspect(conn)
-    columns = {col["name"] for col in inspector.get_columns(table.name)}
-    for name in _V2_CALL_COLUMNS:
-        if name not in columns:
-            kind = table.c[name].type.compile(dialect=conn.dialect)
-            extra = " NOT NULL DEFAULT 'model'" if name == "role" else ""
-            conn.execute(text(f"ALTER TABLE {table.name} ADD COLUMN {name} {kind}{extra}"))
-    if found is not None and found < 2:
-        c = table.c
-        keyed = conn.execute(select(c.id, c.sample_key).where(c.sample_key.contains("#", autoescape=True))).all()
-        by_role: dict[str, list[int]] = {}
-        for call_id, key in keyed:
-            by_role.setdefault(key.rsplit("#", 1)[1], []).append(call_id)
-        for role, ids in by_role.items():
-            for start in range(0, len(ids), READ_CHUNK):
-                conn.execute(update(table).where(c.id.in_(ids[start : start + READ_CHUNK])).values(role=role))
-    indexes = {ix["name"] for ix in inspector.get_indexes(table.name)}
-    for index in table.indexes:
-        if index.name not in indexes:
-            index.create(conn)
-    if "ix_model_calls_run_id" in indexes:
-        conn.execute(text("DROP INDEX ix_model_calls_run_id"))
+        self._buffer.commit(samples, calls, cache, blobs)
 
 
 def open_store(url: str | None = None, *, create: bool = True) -> Store:

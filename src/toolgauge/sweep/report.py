@@ -172,10 +172,11 @@ def paired_comparison() -> Callable[[Store, str, str, str], bool | None] | None:
     compare_runs: Callable[..., Any] | None = getattr(module, "compare_runs", None)
     if compare_runs is None:
         return None
+    from toolgauge.api import stored_units  # how a stored run is scored again (the comparison is handed it)
 
     def significant(store: Store, run_a: str, run_b: str, metric: str) -> bool | None:
         try:
-            found = compare_runs(store, run_a, run_b, [metric])
+            found = compare_runs(store, run_a, run_b, [metric], units=stored_units)
         except Exception:  # a run that cannot be rescored (data moved, a broken install): fall back, never fail
             return None
         item = getattr(found, "metrics", {}).get(metric)

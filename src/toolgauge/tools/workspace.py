@@ -23,18 +23,27 @@ if TYPE_CHECKING:
 
 MAX_FILE_BYTES = 1_000_000
 
-WRITE_FILE = ToolSpec(
-    name="write_file",
-    description="Write (or replace) a text file in your folder.",
-    parameters={
-        "type": "object",
-        "properties": {
-            "path": {"type": "string", "description": "File path relative to your folder."},
-            "content": {"type": "string", "description": "The full file content."},
+
+def write_file_spec(description: str = "Write (or replace) a text file in your folder.") -> ToolSpec:
+    """The ``write_file`` tool (a path relative to the model's folder, the full content), as every workspace offers it.
+
+    ``description`` says what the folder is for (Tool-Genesis names the files its server needs).
+    """
+    return ToolSpec(
+        name="write_file",
+        description=description,
+        parameters={
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "File path relative to your folder."},
+                "content": {"type": "string", "description": "The full file content."},
+            },
+            "required": ["path", "content"],
         },
-        "required": ["path", "content"],
-    },
-)
+    )
+
+
+WRITE_FILE = write_file_spec()
 RUN_PYTHON = ToolSpec(
     name="run_python",
     description=(

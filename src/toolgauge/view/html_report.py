@@ -11,8 +11,6 @@ script and style (by hash) and no network at all.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import html
 import json
 import os
@@ -24,6 +22,7 @@ from toolgauge.store.store import Store
 from toolgauge.store.verdicts import UnitFilter
 from toolgauge.view.app import static_dir
 from toolgauge.view.charts import ERROR_CLASSES, render_svg, run_charts
+from toolgauge.view.csp import csp_hash
 from toolgauge.view.data import VERDICTS, Benchmarks, ViewData, board_chart, unit_row
 
 # Transcripts included by default: those of the first failing samples (the others are listed, verdicts only).
@@ -33,11 +32,6 @@ SWEEP_TRANSCRIPTS = 5
 FAILING = ("fail", "partial", "error")
 # Units listed per verdict (the first ones in the run's order): the counts and charts cover every unit.
 ROWS_PER_VERDICT = 200
-
-
-def csp_hash(text: str) -> str:
-    """The Content-Security-Policy source that allows exactly this inline script or style."""
-    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
 
 
 def _json_for_html(value: Any) -> str:

@@ -23,8 +23,8 @@ from toolgauge.engine.epochs import epoch_key
 from toolgauge.redact import redact, redact_tree
 from toolgauge.store.store import RunInfo
 from toolgauge.view.app import static_dir
+from toolgauge.view.csp import csp_hash
 from toolgauge.view.data import ViewData, unit_row
-from toolgauge.view.html_report import csp_hash
 
 INDEX = "index.html"
 # Characters of a sample key kept in its file name (the rest of the name is a digest of the whole key).

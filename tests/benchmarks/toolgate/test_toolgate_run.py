@@ -49,8 +49,6 @@ from toolgauge.benchmarks.toolgate.construction import (
     stored_rounds,
 )
 from toolgauge.benchmarks.toolgate.domains import Domain, get_domain
-from toolgauge.benchmarks.toolgate.gate_store import gates as gates_table
-from toolgauge.benchmarks.toolgate.gate_store import parked_calls, run_gate_records
 from toolgauge.benchmarks.toolgate.generator import (
     RECENT_RECORDS,
     generator_messages,
@@ -74,7 +72,7 @@ from toolgauge.models.offline import NoModel, ScriptedClient
 from toolgauge.records import AssistantTurn, Message, ModelRequest, ToolCall
 from toolgauge.results import EvalResults
 from toolgauge.sandbox import detect_sandbox
-from toolgauge.store import open_store
+from toolgauge.store import Store, open_store
 from toolgauge.store import schema as store_schema
 
 FEM = get_domain("fem")
@@ -646,7 +644,7 @@ def test_resume_after_ctrl_c_repeats_no_finished_round_and_no_finished_gate(any_
     try:
         assert store.get_run(run_id).status == "interrupted"  # type: ignore[union-attr]
         assert [r.round for r in stored_rounds(store, run_id)] == ["round-0001"]
-        assert set(run_gate_records(store.engine, run_id)["round-0002"]) == {"proposal", "verify", "screen:A"}
+        assert set(store.run_steps(run_id)["round-0002"]) == {"proposal", "verify", "screen:A"}
         history = prepare_resume(store, run_id)
     finally:
         store.close()
@@ -707,16 +705,14 @@ def killable_main(url: str, log: str, pause: bool) -> None:
 
     Store.__init__ = init_never_by_time  # type: ignore[method-assign]
     if not pause:
-        from toolgauge.benchmarks.toolgate.gate_store import GateLog
+        load = Store.sample_steps
 
-        load = GateLog.load
-
-        def load_or_die(self: GateLog) -> dict[str, dict[str, Any]]:
-            if self.round_key == "round-0002":
+        def load_or_die(self: Store, run_id: str, sample_key: str) -> dict[str, Any]:
+            if sample_key == "round-0002":
                 os.kill(os.getpid(), signal.SIGKILL)
-            return load(self)
+            return load(self, run_id, sample_key)
 
-        GateLog.load = load_or_die  # type: ignore[method-assign]
+        Store.sample_steps = load_or_die  # type: ignore[method-assign]
     gates = FakeGates(RESUME_PLANS, log=Path(log), kill_at={(2, "screen:B")} if pause else set(), pause=pause)
     run(new_session(RESUME_PLANS, gates, rounds=4), url)
 
@@ -761,7 +757,7 @@ def test_resume_after_kill_9_repeats_no_finished_round_and_no_finished_gate(stor
         (info,) = store.list_runs()
         assert info.status == "running"  # killed: nobody marked it
         assert [r.round for r in stored_rounds(store, info.id)] == (["round-0001"] if pause else [])
-        records = run_gate_records(store.engine, info.id)
+        records = store.run_steps(info.id)
         assert set(records["round-0001"]) == {"proposal", "verify", "screen:A", "screen:B", "solve"}
         assert set(records.get("round-0002", {})) == ({"proposal", "verify", "screen:A"} if pause else set())
         history = prepare_resume(store, info.id)
@@ -790,14 +786,9 @@ def test_resume_after_kill_9_repeats_no_finished_round_and_no_finished_gate(stor
     rounds = {r.round: r for r in (o.result for o in _outcomes(store_url, info.id))}
     assert rounds["round-0001"].reused == ([] if pause else ["proposal", "verify", "screen:A", "screen:B", "solve"])
     assert rounds["round-0002"].reused == (["proposal", "verify", "screen:A"] if pause else [])
-    # Every round's calls once, whether its gates ran in this session or were reused; nothing stays parked.
+    # Every round's calls once, whether its gates ran in this session or were reused.
     for key in ("round-0001", "round-0002", "round-0004"):
         assert call_steps(store_url, info.id, key) == COMPLETE_ROUND, key
-    store = open_store(store_url)
-    try:
-        assert parked_calls(store.engine, info.id) == {}
-    finally:
-        store.close()
 
 
 def test_a_round_resumed_after_gate_1_keeps_its_generator_calls_and_forgets_redone_work(any_store_url):
@@ -817,9 +808,8 @@ def test_a_round_resumed_after_gate_1_keeps_its_generator_calls_and_forgets_redo
     }
     store = open_store(url)
     try:
-        assert set(run_gate_records(store.engine, run_id)["round-0002"]) == {"proposal", "verify"}
+        assert set(store.run_steps(run_id)["round-0002"]) == {"proposal", "verify"}
         history = prepare_resume(store, run_id)
-        assert parked_calls(store.engine, run_id) == {"round-0002": {"proposal": 2}}
     finally:
         store.close()
 
@@ -835,7 +825,6 @@ def test_a_round_resumed_after_gate_1_keeps_its_generator_calls_and_forgets_redo
     assert rounds["round-0002"].reused == ["proposal", "verify"]
     store = open_store(url)
     try:
-        assert parked_calls(store.engine, run_id) == {}
         with store.engine.connect() as conn:
             c = store_schema.model_calls.c
             roles = [r for (r,) in conn.execute(select(c.role).where(c.run_id == run_id))]
@@ -846,42 +835,39 @@ def test_a_round_resumed_after_gate_1_keeps_its_generator_calls_and_forgets_redo
 
 
 def test_the_gate_log_is_read_and_written_on_the_stores_thread_never_on_the_event_loop(store_url, monkeypatch):
-    """Every gate-log call of a round (load, put, and on resume restore_calls) runs off the loop's thread, as the
+    """Every gate-log call of a round (reading its saved gates, saving one) runs off the loop's thread, as the
     engine's own store calls do: a commit to PostgreSQL must not stall every other round."""
     import threading
 
-    from toolgauge.benchmarks.toolgate.gate_store import GateLog
-
     loop_thread = threading.current_thread()  # asyncio.run runs the loop on the calling thread
-    seen: list[tuple[str, bool]] = []
-    for name in ("load", "put", "restore_calls"):
-        original = getattr(GateLog, name)
+    seen: list[tuple[str, bool, bool]] = []  # (call, on the loop's thread, it found saved gates)
+    for name in ("sample_steps", "save_step"):
+        original = getattr(Store, name)
 
-        def recorded(self: GateLog, *args: Any, _name: str = name, _original: Any = original) -> Any:
-            seen.append((_name, threading.current_thread() is loop_thread))
-            return _original(self, *args)
+        def recorded(self: Store, *args: Any, _name: str = name, _original: Any = original) -> Any:
+            found = _original(self, *args)
+            seen.append((_name, threading.current_thread() is loop_thread, bool(found)))
+            return found
 
-        monkeypatch.setattr(GateLog, name, recorded)
+        monkeypatch.setattr(Store, name, recorded)
     gates = FakeGates(RESUME_PLANS, stop_after_first_call={(2, "screen:A")})
     with pytest.raises(RunInterrupted) as stopped:
         run(new_session(RESUME_PLANS, gates, rounds=4), store_url)
     run(new_session(RESUME_PLANS, gates, rounds=4), store_url, resume=stopped.value.run_id)
-    assert {name for name, _ in seen} == {"load", "put", "restore_calls"}  # the resume reused a gate
+    assert {name for name, _, _ in seen} == {"sample_steps", "save_step"}
+    assert ("sample_steps", False, True) in seen  # the resume read a round's saved gates back
     assert [call for call in seen if call[1]] == []
 
 
 def test_a_stored_record_is_never_written_twice(any_store_url):
     store_url = any_store_url
-    from toolgauge.benchmarks.toolgate.gate_store import GateLog
-
     store = open_store(store_url)
     try:
-        log = GateLog(store.engine, "run-x", "round-0001")
-        log.put("verify", {"passed": True})
-        log.put("verify", {"passed": False})
-        assert log.load() == {"verify": {"passed": True}}
+        store.save_step("run-x", "round-0001", "verify", {"passed": True})
+        store.save_step("run-x", "round-0001", "verify", {"passed": False})
+        assert store.sample_steps("run-x", "round-0001") == {"verify": {"passed": True}}
         with store.engine.connect() as conn:
-            assert len(list(conn.execute(select(gates_table)))) == 1
+            assert len(list(conn.execute(select(store_schema.sample_steps)))) == 1
     finally:
         store.close()
 
@@ -1222,7 +1208,7 @@ def test_smollm2_runs_two_rounds_end_to_end_and_records_why(tmp_path, store_url,
         assert row["metadata"]["generator"]["model_steps"] >= 1
     store = open_store(store_url)
     try:
-        records = run_gate_records(store.engine, results.run.id)
+        records = store.run_steps(results.run.id)
     finally:
         store.close()
     assert set(records) == {"round-0001", "round-0002"} and all("proposal" in r for r in records.values())

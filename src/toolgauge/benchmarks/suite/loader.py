@@ -28,6 +28,7 @@ from toolgauge.errors import DataError
 from toolgauge.jsonl import (
     JsonProblem,
     UniqueIds,
+    json_type,
     jsonl_line_problem,
     max_input_bytes,
     open_input,
@@ -402,22 +403,6 @@ def _field(prefix: str, *parts: str | int) -> str:
     return text
 
 
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
 def _validate(model: type[_M], data: dict[str, Any], prefix: str) -> _M:
     try:
         return model.model_validate(data)
@@ -432,7 +417,7 @@ def _validate(model: type[_M], data: dict[str, Any], prefix: str) -> _M:
         elif kind in ("too_short", "string_too_short"):
             message = "must not be empty"
         elif kind in _EXPECTED_BY_ERROR:
-            message = f"expected {_EXPECTED_BY_ERROR[kind]}, got {_json_type(error['input'])}"
+            message = f"expected {_EXPECTED_BY_ERROR[kind]}, got {json_type(error['input'])}"
         else:
             message = str(error["msg"])
         raise _Problem(where, message) from None
@@ -445,7 +430,7 @@ def _parse_dialogue(raw: str, path: str, line: int, known_tools: _ToolLists, *, 
         message = jsonl_line_problem(problem, raw, last=last_line)
         raise _Problem(None, message.replace("invalid JSON", "malformed JSON", 1)) from None
     if not isinstance(data, dict):
-        raise _Problem(None, f"expected a JSON object (one dialogue per line), got {_json_type(data)}")
+        raise _Problem(None, f"expected a JSON object (one dialogue per line), got {json_type(data)}")
     dialogue = _validate(_FileDialogue, data, "")
 
     # Suites repeat a few tool lists over many dialogues: parse each once and share the records.
@@ -547,7 +532,7 @@ _ANNOTATIONS = ("description", "title", "default", "examples", "format")
 def _check_schema(schema: Any, where: str) -> None:
     """Reject a schema that uses keywords or shapes outside the supported subset."""
     if not isinstance(schema, dict):
-        raise _Problem(where, f"expected a JSON-Schema object, got {_json_type(schema)}")
+        raise _Problem(where, f"expected a JSON-Schema object, got {json_type(schema)}")
     for keyword in schema:
         if keyword not in _CONSTRAINTS and keyword not in _ANNOTATIONS:
             raise _Problem(
@@ -561,7 +546,7 @@ def _check_schema(schema: Any, where: str) -> None:
             raise _Problem(_field(where, "type"), f"expected one of {', '.join(_TYPES)} (or a list of them)")
     properties = schema.get("properties", {})
     if not isinstance(properties, dict):
-        raise _Problem(_field(where, "properties"), f"expected an object, got {_json_type(properties)}")
+        raise _Problem(_field(where, "properties"), f"expected an object, got {json_type(properties)}")
     for name, sub in properties.items():
         _check_schema(sub, _field(where, "properties", name))
     required = schema.get("required", [])
@@ -576,8 +561,8 @@ def _check_schema(schema: Any, where: str) -> None:
     if "items" in schema:
         _check_schema(schema["items"], _field(where, "items"))
     for bound in ("minimum", "maximum"):
-        if bound in schema and _json_type(schema[bound]) not in ("integer", "number"):
-            raise _Problem(_field(where, bound), f"expected a number, got {_json_type(schema[bound])}")
+        if bound in schema and json_type(schema[bound]) not in ("integer", "number"):
+            raise _Problem(_field(where, bound), f"expected a number, got {json_type(schema[bound])}")
     if "enum" in schema:
         options = schema["enum"]
         if not isinstance(options, list) or not options:
@@ -594,8 +579,8 @@ def _is_type(value: Any, name: str) -> bool:
             isinstance(value, float) and value.is_integer()
         )
     if name == "number":
-        return _json_type(value) in ("integer", "number")
-    return _json_type(value) == name
+        return json_type(value) in ("integer", "number")
+    return json_type(value) == name
 
 
 def _same_json(left: Any, right: Any) -> bool:
@@ -608,11 +593,11 @@ def _check_value(value: Any, schema: dict[str, Any], where: str) -> None:
     if "type" in schema:
         names = [schema["type"]] if isinstance(schema["type"], str) else schema["type"]
         if not any(_is_type(value, name) for name in names):
-            raise _Problem(where, f"expected {' or '.join(names)}, got {_json_type(value)}")
+            raise _Problem(where, f"expected {' or '.join(names)}, got {json_type(value)}")
     if "enum" in schema and not any(_same_json(value, option) for option in schema["enum"]):
         allowed = ", ".join(json.dumps(option) for option in schema["enum"])
         raise _Problem(where, f"{json.dumps(value)} is not one of the allowed values ({allowed})")
-    if _json_type(value) in ("integer", "number"):
+    if json_type(value) in ("integer", "number"):
         if "minimum" in schema and value < schema["minimum"]:
             raise _Problem(where, f"{value} is below the minimum {schema['minimum']}")
         if "maximum" in schema and value > schema["maximum"]:

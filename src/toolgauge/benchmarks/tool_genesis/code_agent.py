@@ -32,22 +32,12 @@ from toolgauge.tools import (
     run_tool_loop,
 )
 from toolgauge.tools.backend import unknown_tool
+from toolgauge.tools.workspace import write_file_spec
 
 MAX_STEPS = 10
 
 AGENT_TOOLS = [
-    ToolSpec(
-        name="write_file",
-        description="Write (or replace) a text file in your server folder, e.g. tools.json or server.py.",
-        parameters={
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "File path relative to your folder."},
-                "content": {"type": "string", "description": "The full file content."},
-            },
-            "required": ["path", "content"],
-        },
-    ),
+    write_file_spec("Write (or replace) a text file in your server folder, e.g. tools.json or server.py."),
     ToolSpec(
         name="launch_server",
         description="Start server.py in the sandbox; reports the listed tools or the launch error.",

@@ -119,8 +119,7 @@ def role_clients(
 def resumed_history(store_url: str | None, run_id: str) -> list[RoundResult]:
     """The finished rounds of the run to resume, oldest first (none when the store or the run is missing).
 
-    Also parks the model calls of the unfinished rounds' recorded gates (:func:`.construction.prepare_resume`),
-    so that a round resumed from its gate records keeps the calls of the gates it does not run again.
+    The unfinished rounds resume from their saved gates (:func:`.construction.prepare_resume`).
     """
     from toolgauge.store import open_store
 

@@ -10,9 +10,10 @@ A round: the generator (:mod:`.generator`) proposes a candidate; a malformed one
 
 The engine runs the rounds (concurrency, retries, the response cache, resume: a finished round is never run
 again) and logs every model call with its role (``generator``, ``screen:<name>``, ``solver``). Each gate's record
-is committed to the store the moment it finishes (:mod:`.gate_store`), so a round interrupted after gate 1
-resumes at the screens: no finished gate runs twice. The round's result (:class:`RoundResult`) holds the
-candidate, every gate record and the outcome with its reason.
+is committed to the store the moment it finishes, as a named step of the round's sample
+(``EpisodeContext.save_step``), so a round interrupted after gate 1 resumes at the screens: no finished gate runs
+twice, and the calls of the gates it reuses stay in its transcript. The round's result (:class:`RoundResult`)
+holds the candidate, every gate record and the outcome with its reason.
 
 The generator's prompt sees the records of the rounds finished before it starts: those of this process (in
 completion order) after those of earlier sessions of the same run (``history``, read from the store on
@@ -191,15 +192,10 @@ class RoundResult(BaseModel):
 def prepare_resume(store: Store, run_id: str) -> list[RoundResult]:
     """Get a stored ``gate run`` ready to resume; returns its finished rounds (the ``history`` the benchmark takes).
 
-    Before the engine forgets the model calls of the unfinished rounds, the calls of their recorded gates are parked
-    (:func:`.gate_store.park_calls`); a round that reuses a gate's record puts that gate's calls back. Call it
-    before resuming, with the store of the run (``gate run --resume`` does).
+    The unfinished rounds' finished gates need nothing here: they are the rounds' saved steps, which the engine
+    keeps with their model calls (``EpisodeContext.checkpoint``). Call it before resuming, with the store of the
+    run (``gate run --resume`` does).
     """
-    from toolgauge.benchmarks.toolgate.gate_store import park_calls  # SQLAlchemy tables: loaded when a run is
-
-    store.flush()
-    finished = [key for key, state in store.sample_states(run_id).items() if state.status == "done"]
-    park_calls(store.engine, run_id, finished)
     return stored_rounds(store, run_id)
 
 
@@ -325,31 +321,18 @@ class ConstructionBenchmark:
         """Run one round: propose, then verify, screen and solve, each gate's record committed as it finishes."""
         key = ctx.sample_key
         candidate_id = f"{self.domain.name}-{ctx.run_id}-{index:04d}"
-        from toolgauge.benchmarks.toolgate.gate_store import GateLog  # SQLAlchemy tables: loaded when a run is
-
-        log = GateLog(ctx.store.engine, ctx.run_id, key)
-        # Every read and write of the gate log runs on the store's thread, in order: never on the event loop.
-        stored = await ctx.store.run_io(log.load)
         reused: list[str] = []
 
-        async def reuse(gate: str, model: type[M]) -> M | None:
-            if gate not in stored:
-                return None
-            try:
-                record = model.model_validate(stored[gate])
-            except ValidationError:
-                return None  # written by another version: run the gate again
-            reused.append(gate)
-            # Its calls, parked before the engine forgot this round's, go back in the log.
-            await ctx.store.run_io(log.restore_calls, gate)
-            return record
-
         async def run_gate(gate: str, model: type[M], run: Callable[[], Awaitable[M]]) -> M:
-            record = await reuse(gate, model)
-            if record is None:
-                record = await run()
-                await ctx.store.flush_async()  # the gate's calls are committed before its record (kill -9 keeps both)
-                await ctx.store.run_io(log.put, gate, record.model_dump(mode="json"))
+            # A gate this round finished in an earlier session is reused, with its model calls (the engine keeps
+            # them); one saved by another version (its record does not validate) runs again.
+            record = await ctx.checkpoint(gate, model.model_validate)
+            if record is not None:
+                reused.append(gate)
+                return record
+            record = await run()
+            # Committed now, after the gate's calls (kill -9 keeps both), before the next gate starts.
+            await ctx.save_step(gate, record.model_dump(mode="json"))
             return record
 
         async def propose() -> Proposal:

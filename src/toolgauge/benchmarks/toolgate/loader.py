@@ -13,7 +13,7 @@ from typing import Any
 
 from toolgauge.benchmarks.toolgate.records import LETTERS, Candidate, options_problem
 from toolgauge.errors import DataError
-from toolgauge.jsonl import UniqueIds, read_jsonl_objects
+from toolgauge.jsonl import UniqueIds, json_type, read_jsonl_objects
 from toolgauge.unknown_fields import unknown_field
 
 FIELDS = ("id", "domain", "question", "options", "answer", "solution", "meta")
@@ -29,26 +29,12 @@ class CandidateProblem(ValueError):
         self.message = message
 
 
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
 def _text(data: dict[str, Any], field: str) -> str:
     if field not in data:
         raise CandidateProblem(field, "missing required field")
     value = data[field]
     if not isinstance(value, str):
-        raise CandidateProblem(field, f"expected a string, got {_json_type(value)}")
+        raise CandidateProblem(field, f"expected a string, got {json_type(value)}")
     if not value.strip():
         raise CandidateProblem(field, "must not be empty")
     return value
@@ -65,7 +51,7 @@ def validate_candidate(data: object, *, domain: str | None = None) -> Candidate:
         CandidateProblem: the first thing wrong, with its field.
     """
     if not isinstance(data, dict):
-        raise CandidateProblem(None, f"expected a JSON object (one candidate per line), got {_json_type(data)}")
+        raise CandidateProblem(None, f"expected a JSON object (one candidate per line), got {json_type(data)}")
     unknown = [key for key in data if key not in FIELDS]
     if unknown:
         raise CandidateProblem(str(unknown[0]), unknown_field(str(unknown[0]), FIELDS))
@@ -77,10 +63,10 @@ def validate_candidate(data: object, *, domain: str | None = None) -> Candidate:
         raise CandidateProblem("options", "missing required field")
     options = data["options"]
     if not isinstance(options, list):
-        raise CandidateProblem("options", f"expected an array of 4 strings, got {_json_type(options)}")
+        raise CandidateProblem("options", f"expected an array of 4 strings, got {json_type(options)}")
     for index, option in enumerate(options):
         if not isinstance(option, str):
-            raise CandidateProblem(f"options[{index}]", f"expected a string, got {_json_type(option)}")
+            raise CandidateProblem(f"options[{index}]", f"expected a string, got {json_type(option)}")
     problem = options_problem(options)
     if problem is not None:
         raise CandidateProblem("options", problem)
@@ -88,12 +74,12 @@ def validate_candidate(data: object, *, domain: str | None = None) -> Candidate:
         raise CandidateProblem("answer", "missing required field")
     answer = data["answer"]
     if answer not in LETTERS:
-        shown = repr(answer) if isinstance(answer, str) else _json_type(answer)
+        shown = repr(answer) if isinstance(answer, str) else json_type(answer)
         raise CandidateProblem("answer", f"expected one of A, B, C, D, got {shown}")
     _text(data, "solution")
     meta = data.get("meta", {})
     if not isinstance(meta, dict):
-        raise CandidateProblem("meta", f"expected an object, got {_json_type(meta)}")
+        raise CandidateProblem("meta", f"expected an object, got {json_type(meta)}")
     return Candidate.model_validate(data)
 
 
