@@ -121,7 +121,7 @@ def _cell_html(cell: PaperCell) -> str:
 def paper_html(title: str, blocks: Sequence[PaperBlock], *, charts: bool = True) -> str:
     """One self-contained page: every block as a table with its figure; no script, no network."""
     from toolgauge.view.app import static_dir
-    from toolgauge.view.html_report import csp_hash
+    from toolgauge.view.csp import csp_hash
 
     style = (static_dir() / "app.css").read_text() + _PAGE_STYLE
     csp = f"default-src 'none'; style-src {csp_hash(style)}; img-src data:; base-uri 'none'; form-action 'none'"

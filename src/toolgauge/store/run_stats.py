@@ -36,3 +36,28 @@ def call_stats(engine: Engine, run_id: str) -> dict[str, float]:
         "cached_output_tokens": float(cached[2]),
         "model_latency_s": float(row[3]),
     }
+
+
+def call_stats_by_role(engine: Engine, run_id: str) -> dict[str, dict[str, float]]:
+    """Per role (model, agent, judge, screen, solver...): call count, tokens in and out, latency total.
+
+    Cached calls count, with their tokens (the caller flushes first).
+    """
+    c = schema.model_calls.c
+    query = (
+        select(
+            c.role,
+            func.count(),
+            func.coalesce(func.sum(c.input_tokens), 0),
+            func.coalesce(func.sum(c.output_tokens), 0),
+            func.coalesce(func.sum(c.latency_s), 0.0),
+        )
+        .where(c.run_id == run_id)
+        .group_by(c.role)
+    )
+    with engine.connect() as conn:
+        rows = conn.execute(query).all()
+    return {
+        str(role): {"calls": float(n), "input_tokens": float(i), "output_tokens": float(o), "latency_s": float(s)}
+        for role, n, i, o, s in rows
+    }

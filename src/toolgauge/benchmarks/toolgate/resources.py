@@ -54,26 +54,10 @@ class RoleResources:
 
 def role_usage(store: Store, run_id: str) -> dict[str, RoleUsage]:
     """Each role's model calls in a stored run, from the call log (a cached call counts, with its tokens)."""
-    from sqlalchemy import func, select  # loaded when a store is read, not when the gate commands are mounted
-
-    from toolgauge.store import schema
-
-    store.flush()
-    c = schema.model_calls.c
-    query = (
-        select(
-            c.role,
-            func.count(),
-            func.coalesce(func.sum(c.input_tokens), 0),
-            func.coalesce(func.sum(c.output_tokens), 0),
-            func.coalesce(func.sum(c.latency_s), 0.0),
-        )
-        .where(c.run_id == run_id)
-        .group_by(c.role)
-    )
-    with store.engine.connect() as conn:
-        rows = conn.execute(query).all()
-    return {str(role): RoleUsage(int(n), int(i), int(o), float(s)) for role, n, i, o, s in rows}
+    return {
+        role: RoleUsage(int(row["calls"]), int(row["input_tokens"]), int(row["output_tokens"]), row["latency_s"])
+        for role, row in store.call_stats_by_role(run_id).items()
+    }
 
 
 def role_resources(

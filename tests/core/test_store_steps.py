@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from episode_helpers import ClientWithoutLifecycle
+from helpers.episode_helpers import ClientWithoutLifecycle
 from toolgauge.engine import EngineConfig, EpisodeContext, run_episodes
 from toolgauge.records import AssistantTurn, Message, ModelRequest
 from toolgauge.store import Store, open_store
