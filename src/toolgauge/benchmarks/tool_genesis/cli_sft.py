@@ -19,7 +19,7 @@ from toolgauge.errors import UsageError
 
 if TYPE_CHECKING:
     from toolgauge.benchmarks.tool_genesis.sft import SftExample
-    from toolgauge.store.store import Store
+    from toolgauge.store import Store
 
 
 def export_sft(
@@ -71,7 +71,7 @@ def build_export(
 ) -> tuple[dict[str, Any], dict[str, list[SftExample]]]:
     """The manifest and the examples per split of run ``ref`` (see :mod:`.sft`)."""
     from toolgauge.api import stored_scores
-    from toolgauge.benchmarks.tool_genesis.cli import rescore
+    from toolgauge.benchmarks.tool_genesis import SPEC
     from toolgauge.benchmarks.tool_genesis.protocol import GenesisSample
     from toolgauge.benchmarks.tool_genesis.sft import ModelStep, examples_of, keep_reason, split_of
 
@@ -83,7 +83,8 @@ def build_export(
         raise UsageError(f"run {info.id} is not an eval tool-genesis run that generated its servers")
     if config.get("strategy") != "code-agent":
         raise UsageError(f"run {info.id} used --strategy {config.get('strategy')}: export-sft needs a code-agent run")
-    servers = {key: s.server for key, s in rescore(config, None).samples() if isinstance(s, GenesisSample)}
+    assert SPEC.rescore is not None  # Tool-Genesis runs rescore from their config
+    servers = {key: s.server for key, s in SPEC.rescore(config, None).samples() if isinstance(s, GenesisSample)}
     dropped: dict[str, str] = {}
     kept: dict[str, list[SftExample]] = {}
     for score in stored_scores(st, info).iter_samples():

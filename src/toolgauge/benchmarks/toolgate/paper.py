@@ -27,7 +27,7 @@ from toolgauge.report.paper_tables import PaperBlock, PaperCell, PaperRow, Paper
 from toolgauge.results import SampleScore
 
 if TYPE_CHECKING:
-    from toolgauge.store.store import Store
+    from toolgauge.store import Store
 
 PAPER = "toolgate"
 # Table 4's step names, as the paper words them.
