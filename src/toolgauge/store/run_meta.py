@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, inspect, insert, select, update
 from sqlalchemy.exc import SQLAlchemyError
@@ -96,3 +96,21 @@ def spent_calls(store: Store, run_id: str) -> dict[str, list[tuple[int, int, int
         for role, tokens_in, tokens_out, n in conn.execute(query):
             by_role.setdefault(role or "model", []).append((int(tokens_in), int(tokens_out), int(n)))
     return by_role
+
+
+def run_settings(run: RunInfo) -> dict[str, Any]:
+    """What a run list shows of how the run was made: mode, variant, temperature, epochs and limit.
+
+    From the stored results' provenance when the run has them, else from its stored config (a run still
+    running, or stopped); a setting the benchmark has not is None.
+    """
+    config = run.config
+    provenance = run.results.provenance if run.results is not None else None
+    options = provenance.model_options if provenance is not None else {}
+    return {
+        "mode": config.get("mode"),
+        "variant": config.get("variant"),
+        "temperature": options.get("temperature", config.get("temperature")),
+        "epochs": provenance.epochs if provenance is not None else int(config.get("epochs", 1)),
+        "limit": provenance.limit if provenance is not None else config.get("limit"),
+    }
