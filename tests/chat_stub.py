@@ -40,7 +40,8 @@ def is_probe(request: dict[str, Any]) -> bool:
 class ChatStub:
     """Serves ``respond`` on 127.0.0.1 at a free port; counts requests; use as a context manager."""
 
-    def __init__(self, respond: Respond) -> None:
+    def __init__(self, respond: Respond, models: Callable[[], dict[str, Any]] | None = None) -> None:
+        """``models``: the body of ``GET /v1/models`` (made anew on each request); None: GET is not served."""
         self.requests = 0
         lock = threading.Lock()
         outer = self
@@ -52,6 +53,17 @@ class ChatStub:
                     outer.requests += 1
                 status, body = respond(json.loads(raw or b"{}"), self.headers)
                 self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self) -> None:
+                if models is None or not self.path.rstrip("/").endswith("/models"):
+                    self.send_error(404)
+                    return
+                body = json.dumps(models()).encode()
+                self.send_response(200)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(body)))
                 self.end_headers()
