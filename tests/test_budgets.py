@@ -1,0 +1,132 @@
+"""``--max-cost`` and ``--max-tokens-total``: a run stops before a call would cross its budget, resumable.
+
+The budget arithmetic on its own (engine/budget.py), then the real CLI in-process against a loopback
+OpenAI-compatible server (tests/chat_stub.py) that reports usage.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from chat_stub import ChatStub, is_probe
+from cli_helpers import invoke, results_of
+from toolgauge.cost import parse_price
+from toolgauge.engine.budget import Budget, Spend
+
+TOKENS_IN, TOKENS_OUT = 100, 10
+PER_CALL = TOKENS_IN + TOKENS_OUT
+
+
+def answer(request: dict[str, Any], _headers: Mapping[str, str]) -> tuple[int, bytes]:
+    """A text reply reporting TOKENS_IN + TOKENS_OUT tokens."""
+    tokens = (1, 1) if is_probe(request) else (TOKENS_IN, TOKENS_OUT)
+    body = {
+        "id": "c", "object": "chat.completion", "created": 0, "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "no"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": tokens[0], "completion_tokens": tokens[1]},
+    }  # fmt: skip
+    return 200, json.dumps(body).encode()
+
+
+# -- the arithmetic ------------------------------------------------------------------------------------------
+def test_a_call_is_refused_when_it_would_cross_the_token_budget() -> None:
+    spend = Spend(Budget(max_tokens_total=250), {"model": None})
+    for _ in range(2):
+        assert spend.admit() is None
+        spend.add("model", 100, 10)
+        spend.release()
+    refused = spend.admit()  # 220 spent, a call of 110 more would make 330
+    assert refused is not None and "--max-tokens-total 250" in refused and "220 tokens spent" in refused
+    assert spend.in_flight == 0
+
+
+def test_calls_in_flight_count_against_the_budget() -> None:
+    spend = Spend(Budget(max_tokens_total=500), {"model": None})
+    assert spend.admit() is None
+    spend.add("model", 100, 0)
+    spend.release()
+    assert all(spend.admit() is None for _ in range(4))  # 100 spent + 4 x 100 expected <= 500
+    assert spend.admit() is not None  # a fifth in flight would make 600
+    assert spend.in_flight == 4
+
+
+def test_the_cost_budget_uses_each_roles_price_and_a_resumed_runs_spend() -> None:
+    spend = Spend(Budget(max_cost=1.0), {"model": parse_price("1000,0"), "judge": parse_price("0,0")})
+    spend.seed({"model": [(200, 0, 2)], "judge": [(5000, 0, 1)]})  # $0.40 spent before the resume
+    assert round(spend.usd, 6) == 0.4 and spend.calls == 3
+    assert spend.admit() is None  # mean $0.133 a call: 0.53 <= 1
+    spend.add("model", 500, 0)  # $0.50
+    spend.release()
+    assert spend.admit() is not None  # 0.90 + mean 0.225 > 1
+    assert spend.cost_known
+
+
+def test_a_role_without_a_price_makes_the_cost_unknown() -> None:
+    spend = Spend(Budget(), {"model": parse_price("1,1")})
+    spend.add("judge", 10, 10)
+    assert not spend.cost_known and spend.tokens == 20
+
+
+# -- a run ---------------------------------------------------------------------------------------------------
+def _status(db: Path, run_id: str) -> str:
+    with sqlite3.connect(db) as conn:
+        return str(conn.execute("select status from runs where id = ?", (run_id,)).fetchone()[0])
+
+
+def test_a_run_stops_at_its_token_budget_and_resumes_to_the_end(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    with ChatStub(answer) as stub:
+        args = ("eval", "suite", "-m", stub.model(), "--limit", "6", "--store", f"sqlite:///{db}", "-c", "1", "-q")
+        full = results_of(invoke(*args, "--json", "--store", f"sqlite:///{tmp_path / 'full.db'}", "--no-cache")).run
+        assert full is not None and full.model_calls * PER_CALL > 5 * PER_CALL  # the budget below cuts it short
+        served_before = stub.requests
+
+        stopped = invoke(*args, "--max-tokens-total", str(5 * PER_CALL - 1))
+        assert stopped.exit_code == 1
+        lines = stopped.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: budget reached: --max-tokens-total 549")
+        run_id = lines[0].split(" run ")[1].split()[0]
+        assert "--resume " + run_id in lines[0] and _status(db, run_id) == "stopped_budget"
+        with sqlite3.connect(db) as conn:
+            spent = conn.execute("select sum(input_tokens + output_tokens) from model_calls").fetchone()[0]
+        assert spent == 4 * PER_CALL  # a fifth call would have crossed 549
+        assert stub.requests - served_before == 1 + 4  # the probe and the calls it let through
+
+        resumed = results_of(invoke(*args, "--json", "--resume", run_id, "--max-tokens-total", "100000")).run
+        assert resumed is not None and resumed.status == "finished" and resumed.samples == 6
+        assert _status(db, run_id) == "finished"
+        # Nothing was asked twice: a sample cut short gets its first answers back from the cache.
+        assert stub.requests - served_before == 2 + full.model_calls
+        assert resumed.model_calls + 4 == full.model_calls
+
+
+def test_a_cost_budget_needs_a_known_price(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    with ChatStub(answer) as stub:
+        res = invoke("eval", "suite", "-m", stub.model(), "--limit", "1", "--store", f"sqlite:///{db}", "--max-cost", "1")
+        assert res.exit_code == 2
+        assert "--max-cost needs the price of model" in res.stderr and "--price IN,OUT" in res.stderr
+        assert stub.requests == 0
+    assert not db.exists() or _run_count(db) == 0
+
+
+def _run_count(db: Path) -> int:
+    with sqlite3.connect(db) as conn:
+        return int(conn.execute("select count(*) from runs").fetchone()[0])
+
+
+def test_a_run_stops_at_its_cost_budget(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    with ChatStub(answer) as stub:
+        # $1 per million tokens in and out: a call costs $0.00011; $0.0003 lets two through.
+        res = invoke("eval", "suite", "-m", stub.model(), "--limit", "6", "--store", f"sqlite:///{db}", "-c", "1",
+                     "--price", "1,1", "--max-cost", "0.0003")  # fmt: skip
+    assert res.exit_code == 1 and "budget reached: --max-cost 0.0003" in res.stderr
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("select count(*) from model_calls").fetchone()[0] == 2
+        (status,) = conn.execute("select status from runs").fetchone()
+    assert status == "stopped_budget"
