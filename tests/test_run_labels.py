@@ -1,0 +1,90 @@
+"""``--name`` and ``--tag KEY=VALUE``: stored with the run, shown in ``runs``, ``report`` and ``--json``; ``runs --tag``."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from cli_helpers import invoke, results_of
+from toolgauge.errors import UsageError
+from toolgauge.run_labels import check_name, parse_tags, run_meta_options
+
+
+def test_tags_and_names_are_checked() -> None:
+    assert parse_tags(["team=evals", "ckpt = step-400 ", "note="]) == {"team": "evals", "ckpt": "step-400", "note": ""}
+    for bad in ("team", "=x", "a b=c"):
+        with pytest.raises(UsageError, match="--tag"):
+            parse_tags([bad])
+    assert check_name("  baseline ") == "baseline"
+    for bad in ("", "  ", "two\nlines"):
+        with pytest.raises(UsageError, match="--name"):
+            check_name(bad)
+
+
+def test_cache_modes_and_the_no_cache_alias() -> None:
+    assert run_meta_options().cache == "on"
+    assert run_meta_options(no_cache=True).cache == "off"
+    assert run_meta_options(cache="read").cache == "read"
+    assert run_meta_options(cache="off", no_cache=True).cache == "off"
+    with pytest.raises(UsageError, match="--cache 'sometimes'"):
+        run_meta_options(cache="sometimes")
+    with pytest.raises(UsageError, match="disagree"):
+        run_meta_options(cache="on", no_cache=True)
+
+
+def _eval(store: str, *extra: str) -> str:
+    res = invoke("eval", "suite", "-m", "gold", "--limit", "2", "--store", store, "--json", *extra)
+    assert res.exit_code == 0, res.stderr
+    run = results_of(res).run
+    assert run is not None
+    return run.id
+
+
+def test_names_and_tags_are_stored_and_shown_and_filter_the_run_list(tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    a = _eval(store, "--name", "baseline", "--tag", "team=evals", "--tag", "ckpt=400")
+    b = _eval(store, "--tag", "team=other", "--epochs", "2", "--temperature", "0.5")
+    plain = _eval(store)
+
+    report = results_of(invoke("report", a, "--store", store, "--json")).run
+    assert report is not None and report.name == "baseline" and report.tags == {"team": "evals", "ckpt": "400"}
+    table = " ".join(invoke("report", a, "--store", store).stdout.split())
+    assert f"run {a} (baseline ckpt=400 team=evals)" in table
+
+    rows = {r["id"]: r for r in json.loads(invoke("runs", "--store", store, "--json").stdout)}
+    assert rows[a]["name"] == "baseline" and rows[a]["tags"] == {"team": "evals", "ckpt": "400"}
+    assert rows[plain]["name"] is None and rows[plain]["tags"] == {}
+    # The settings that tell runs apart, from each run's provenance.
+    assert (rows[b]["epochs"], rows[b]["temperature"], rows[b]["limit"], rows[b]["variant"]) == (2, 0.5, 2, "strict")
+    assert rows[a]["cost_usd"] == 0.0  # the gold model costs nothing
+
+    listed = " ".join(invoke("runs", "--store", store).stdout.split())
+    assert "baseline ckpt=400 team=evals" in listed and "epochs=2" in listed and "T=0.5" in listed
+
+    tagged = json.loads(invoke("runs", "--store", store, "--json", "--tag", "team=evals").stdout)
+    assert [r["id"] for r in tagged] == [a]
+    both = json.loads(invoke("runs", "--store", store, "--json", "--tag", "team=evals", "--tag", "ckpt=1").stdout)
+    assert both == []
+
+
+def test_a_bad_tag_is_one_line_and_nothing_is_stored(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    res = invoke("eval", "suite", "-m", "gold", "--limit", "1", "--store", f"sqlite:///{db}", "--tag", "nokey")
+    assert res.exit_code == 2 and res.stderr.strip().splitlines() == [
+        "error: --tag 'nokey': give KEY=VALUE, e.g. --tag team=evals"
+    ]
+    assert not db.exists()
+
+
+def test_a_store_without_the_labels_table_reads_as_unlabelled(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    store = f"sqlite:///{db}"
+    run_id = _eval(store)
+    with sqlite3.connect(db) as conn:  # a store made by a toolgauge without run labels
+        conn.execute("drop table run_labels")
+    rows = json.loads(invoke("runs", "--store", store, "--json").stdout)
+    assert rows[0]["id"] == run_id and rows[0]["name"] is None
+    assert json.loads(invoke("runs", "--store", store, "--json", "--tag", "a=b").stdout) == []
