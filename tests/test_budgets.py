@@ -107,7 +107,9 @@ def test_a_run_stops_at_its_token_budget_and_resumes_to_the_end(tmp_path: Path) 
 def test_a_cost_budget_needs_a_known_price(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     with ChatStub(answer) as stub:
-        res = invoke("eval", "suite", "-m", stub.model(), "--limit", "1", "--store", f"sqlite:///{db}", "--max-cost", "1")
+        res = invoke(
+            "eval", "suite", "-m", stub.model(), "--limit", "1", "--store", f"sqlite:///{db}", "--max-cost", "1"
+        )
         assert res.exit_code == 2
         assert "--max-cost needs the price of model" in res.stderr and "--price IN,OUT" in res.stderr
         assert stub.requests == 0

@@ -96,7 +96,10 @@ def test_a_run_counts_its_cost_and_a_rerun_from_the_cache_costs_nothing(tmp_path
         args = ("eval", "suite", "-m", stub.model(), "--limit", "3", "--store", store, "--price", "2,10", "-c", "1")
         first = results_of(invoke(*args, "--json")).run
         assert first is not None and first.model_calls > 0
-        assert (first.input_tokens, first.output_tokens) == (USAGE_IN * first.model_calls, USAGE_OUT * first.model_calls)
+        assert (first.input_tokens, first.output_tokens) == (
+            USAGE_IN * first.model_calls,
+            USAGE_OUT * first.model_calls,
+        )
         assert first.cost_usd == pytest.approx(first.model_calls * (USAGE_IN * 2 + USAGE_OUT * 10) / 1e6)
         assert first.price == Price(source="given", input_per_mtok=2, output_per_mtok=10).describe()
 

@@ -1,4 +1,4 @@
-"""``--name`` and ``--tag KEY=VALUE``: stored with the run, shown in ``runs``, ``report`` and ``--json``; ``runs --tag``."""
+"""``--name`` and ``--tag KEY=VALUE``: stored with the run, shown in runs, report and --json; ``runs --tag``."""
 
 from __future__ import annotations
 

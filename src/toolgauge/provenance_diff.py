@@ -41,8 +41,10 @@ def provenance_differences(a: Provenance | None, b: Provenance | None) -> list[s
         return [f"run {missing} has no stored provenance (an older toolgauge): its settings cannot be compared"]
     lines = _option_lines("model option", a.model_options, b.model_options, frozenset())
     # Data paths are compared by content below: a path that moved but names the same bytes is no difference.
-    paths = frozenset(k for k in set(a.benchmark_options) | set(b.benchmark_options)
-                      if a.benchmark_options.get(k) in a.data_files and b.benchmark_options.get(k) in b.data_files)  # fmt: skip
+    ours, theirs = a.benchmark_options, b.benchmark_options
+    paths = frozenset(
+        k for k in set(ours) | set(theirs) if ours.get(k) in a.data_files and theirs.get(k) in b.data_files
+    )
     lines += _option_lines("benchmark option", a.benchmark_options, b.benchmark_options, _REPORTED_APART | paths)
     if sorted(a.data_files.values()) != sorted(b.data_files.values()):
         lines.append(f"data files differ: A {_hashes(a.data_files)}, B {_hashes(b.data_files)}")

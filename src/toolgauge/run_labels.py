@@ -1,5 +1,6 @@
-"""The run-level options of issue 20, checked: ``--name``, ``--tag``, ``--price``, ``--max-cost``,
-``--max-tokens-total`` and ``--cache``; and the price of each role's model.
+"""The run-level options of issue 20, checked (name, tags, price, budgets, cache mode); each role's price.
+
+``--name``, ``--tag``, ``--price``, ``--max-cost``, ``--max-tokens-total`` and ``--cache``.
 
 Pure: the store keeps the labels (store/run_meta.py), the engine keeps the budget (engine/budget.py).
 """

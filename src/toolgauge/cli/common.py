@@ -225,10 +225,16 @@ RetriesOpt = Annotated[
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Same as --cache off (kept as an alias).")]
 CacheOpt = Annotated[
     str | None,
-    typer.Option("--cache", help="Response cache: on (default) | off | read (use, store nothing) | write (store only)."),
+    typer.Option(
+        "--cache", help="Response cache: on (default) | off | read (use, store nothing) | write (store only)."
+    ),
 ]
-NameOpt = Annotated[str | None, typer.Option("--name", help="A name for the run, shown in runs, reports, leaderboards.")]
-TagOpt = Annotated[list[str], typer.Option("--tag", help="KEY=VALUE label for the run (repeatable; runs --tag filters).")]
+NameOpt = Annotated[
+    str | None, typer.Option("--name", help="A name for the run, shown in runs, reports, leaderboards.")
+]
+TagOpt = Annotated[
+    list[str], typer.Option("--tag", help="KEY=VALUE label for the run (repeatable; runs --tag filters).")
+]
 MaxCostOpt = Annotated[
     float | None, typer.Option("--max-cost", min=0.0, help="Stop (resumable) before a call would cross this USD spend.")
 ]
@@ -372,7 +378,10 @@ def guarded(fn: Callable[[], T]) -> T:
     except UsageError as exc:
         fail(str(exc))
     except BudgetReached as exc:
-        fail(f"{exc.reason}; run {exc.run_id} is stopped_budget, resumable: {resume_command(sys.argv[1:], exc.run_id)}", 1)
+        fail(
+            f"{exc.reason}; run {exc.run_id} is stopped_budget, resumable: {resume_command(sys.argv[1:], exc.run_id)}",
+            1,
+        )
     except RunStopped as exc:
         fail(f"{exc.reason}; the run is resumable: {resume_command(sys.argv[1:], exc.run_id)}", code=75)
     except RunInterrupted as exc:

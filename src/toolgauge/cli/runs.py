@@ -84,9 +84,10 @@ def _settings_text(run: RunInfo) -> str:
     """``mode=native variant=strict T=0 epochs=3 limit=20``: the settings a run has, the ones it lacks left out."""
     from toolgauge.store.run_meta import run_settings
 
+    shown = {k: v for k, v in run_settings(run).items() if v is not None and not (k == "epochs" and v == 1)}
     short = {"temperature": "T"}
     return " ".join(f"{short.get(k, k)}={v:g}" if isinstance(v, float) else f"{short.get(k, k)}={v}"
-                    for k, v in run_settings(run).items() if v is not None and not (k == "epochs" and v == 1))  # fmt: skip
+                    for k, v in shown.items())  # fmt: skip
 
 
 def _stored_run(st: Store, ref: str) -> RunInfo:

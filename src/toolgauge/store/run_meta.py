@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import func, inspect, insert, select, update
+from sqlalchemy import func, insert, inspect, select, update
 from sqlalchemy.exc import SQLAlchemyError
 
 from toolgauge.redact import redact
@@ -19,6 +19,7 @@ from toolgauge.store import schema
 
 if TYPE_CHECKING:
     from toolgauge.store.store import RunInfo, Store
+
 
 def _has_table(store: Store) -> bool:
     return schema.run_labels.name in inspect(store.engine).get_table_names()
