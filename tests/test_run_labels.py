@@ -88,3 +88,23 @@ def test_a_store_without_the_labels_table_reads_as_unlabelled(tmp_path: Path) ->
     rows = json.loads(invoke("runs", "--store", store, "--json").stdout)
     assert rows[0]["id"] == run_id and rows[0]["name"] is None
     assert json.loads(invoke("runs", "--store", store, "--json", "--tag", "a=b").stdout) == []
+
+
+def test_a_sweep_names_its_models_tags_its_runs_and_shows_their_cost(tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    sweep_file = tmp_path / "SWEEP.toml"
+    sweep_file.write_text('[[model]]\nspec = "gold"\nname = "ceiling"\n[[benchmark]]\nname = "suite"\nlimit = 2\n')
+    res = invoke("sweep", sweep_file, "--store", store, "--json", "--name", "nightly", "--tag", "team=evals")
+    assert res.exit_code == 0, res.stderr
+    [cell] = json.loads(res.stdout)["cells"]
+    assert (cell["model"], cell["name"], cell["cost_usd"], cell["cost_per_point"]) == ("gold", "ceiling", 0.0, 0.0)
+    [row] = json.loads(invoke("runs", "--store", store, "--json", "--tag", "sweep=nightly").stdout)
+    assert (
+        row["id"] == cell["run"] and row["name"] == "ceiling" and row["tags"] == {"sweep": "nightly", "team": "evals"}
+    )
+    board = " ".join(invoke("report", json.loads(res.stdout)["sweep"], "--store", store).stdout.split())
+    assert "ceiling (gold)" in board and "$/point" in board and "$0" in board
+
+    sweep_file.write_text('[[model]]\nspec = "gold"\nname = ""\n[[benchmark]]\nname = "suite"\n')
+    bad = invoke("sweep", sweep_file, "--store", store)
+    assert bad.exit_code == 2 and "model[1].name" in bad.stderr

@@ -23,6 +23,7 @@ from toolgauge.driver import RunOptions, run_benchmark, run_config, start_client
 from toolgauge.engine import EngineConfig, run_episodes
 from toolgauge.errors import RunLocked
 from toolgauge.models.spec import display_spec, resolve_model
+from toolgauge.run_labels import RunLabels
 from toolgauge.store import Store, open_store, schema
 from toolgauge.store.lease import this_host
 from toolgauge.sweep.limits import LimitedClient, Limiter, endpoint_of
@@ -68,6 +69,7 @@ async def run_cell(
         headline=spec.headline if spec is not None else (),
         model_options={k: task.options[k] for k in MODEL_OPTION_NAMES if task.options.get(k) is not None},
         limit=task.options.get("limit"),
+        labels=RunLabels(name=task.name, tags=task.tags),
     )
     deadline = time.monotonic() + lease_patience
     while True:
