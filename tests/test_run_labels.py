@@ -108,3 +108,24 @@ def test_a_sweep_names_its_models_tags_its_runs_and_shows_their_cost(tmp_path: P
     sweep_file.write_text('[[model]]\nspec = "gold"\nname = ""\n[[benchmark]]\nname = "suite"\n')
     bad = invoke("sweep", sweep_file, "--store", store)
     assert bad.exit_code == 2 and "model[1].name" in bad.stderr
+
+
+def test_the_viewer_shows_names_tags_settings_and_cost(tmp_path: Path) -> None:
+    from toolgauge.cli.view import registry_benchmarks
+    from toolgauge.store import open_store
+    from toolgauge.view.data import ViewData
+
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    named = _eval(store, "--name", "baseline", "--tag", "team=evals", "--epochs", "2")
+    plain = _eval(store)
+    st = open_store(store, create=False)
+    try:
+        data = ViewData(st, registry_benchmarks())
+        rows = {row.id: row for row in data.runs()}
+        page = data.run(named)["run"]
+    finally:
+        st.close()
+    assert (rows[named].name, rows[named].tags, rows[named].cost_usd) == ("baseline", {"team": "evals"}, 0.0)
+    assert rows[named].settings == {"mode": None, "variant": "strict", "temperature": 0.0, "epochs": 2, "limit": 2}
+    assert rows[plain].name is None and rows[plain].tags == {}
+    assert page["name"] == "baseline" and page["settings"]["epochs"] == 2
