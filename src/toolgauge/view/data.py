@@ -28,12 +28,12 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from toolgauge import __version__
 from toolgauge.engine.epochs import epoch_key  # (the engine package: imported at start, not on a request)
-from toolgauge.run_labels import RunLabels
-from toolgauge.store.run_meta import labels_of, run_settings
 from toolgauge.errors import DataError, UsageError
 from toolgauge.panels import Panel, RunPanels, SamplePanels
 from toolgauge.redact import redact, redact_tree
 from toolgauge.results import EvalResults, SampleScore
+from toolgauge.run_labels import RunLabels
+from toolgauge.store.run_meta import labels_of, run_settings
 from toolgauge.store.store import RunInfo, Store
 from toolgauge.store.verdicts import UnitFilter, UnitSet, VerdictTable, ensure_tables, stored_sample_count
 from toolgauge.view.charts import ChartSpec
