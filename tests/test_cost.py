@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -127,3 +128,17 @@ def test_a_bad_price_is_one_line_and_nothing_is_stored(tmp_path: Path) -> None:
     assert res.exit_code == 2
     assert res.stderr.strip().startswith("error: --price 'cheap'") and len(res.stderr.strip().splitlines()) == 1
     assert not db.exists()
+
+
+def test_the_transcript_prices_each_call_and_the_sample(tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    with ChatStub(answer) as stub:
+        res = invoke("eval", "suite", "-m", stub.model(), "--limit", "1", "--store", store, "--price", "2,10", "--json")
+    run = results_of(res).run
+    assert run is not None and run.unit_price is not None and run.unit_price.input_per_mtok == 2
+    with sqlite3.connect(tmp_path / "s.db") as conn:
+        key, calls = conn.execute("select sample_key, count(*) from model_calls group by sample_key").fetchone()
+    text = " ".join(invoke("transcript", run.id, key, "--store", store).stdout.split())
+    per_call = (USAGE_IN * 2 + USAGE_OUT * 10) / 1e6
+    assert text.count(f"{USAGE_IN} in / {USAGE_OUT} out tokens · {format_usd(per_call)}") == calls
+    assert f"{format_usd(per_call * calls)} (the evaluated model's calls)" in text

@@ -129,3 +129,15 @@ def test_the_viewer_shows_names_tags_settings_and_cost(tmp_path: Path) -> None:
     assert rows[named].settings == {"mode": None, "variant": "strict", "temperature": 0.0, "epochs": 2, "limit": 2}
     assert rows[plain].name is None and rows[plain].tags == {}
     assert page["name"] == "baseline" and page["settings"]["epochs"] == 2
+
+
+def test_an_inspect_export_carries_the_name_tags_and_cost(tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    run_id = _eval(store, "--name", "baseline", "--tag", "team=evals")
+    out = tmp_path / "logs"
+    res = invoke("export", run_id, "--format", "inspect", "--log-format", "json", "--out", out, "--store", store)
+    assert res.exit_code == 0, res.output
+    (log,) = list(out.iterdir())
+    document = json.loads(log.read_text())
+    assert document["tags"] == ["team=evals"]
+    assert document["metadata"]["toolgauge_name"] == "baseline" and document["metadata"]["toolgauge_cost_usd"] == 0.0

@@ -200,6 +200,7 @@ async def run_benchmark(
             wall_seconds=round(wall, 3),
             cost_usd=round(outcome.spend.usd, 6) if outcome.spend.cost_known else None,
             price=_price_text(engine.prices.get("model")),
+            unit_price=engine.prices.get("model"),
             name=labels.name,
             tags=labels.tags,
             cache=engine.cache_mode,

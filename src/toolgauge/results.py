@@ -14,6 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from toolgauge.cost import Price
+
 MetricKind = Literal["rate", "count", "mean"]
 
 
@@ -122,6 +124,8 @@ class RunStats(BaseModel):
     # unknown (a model of your own without --price). ``price`` says where the evaluated model's price came from.
     cost_usd: float | None = None
     price: str | None = None
+    # The evaluated model's price itself (None: unknown), for the cost of each of its calls (``transcript``).
+    unit_price: Price | None = None
     # --name and --tag (store/run_meta.py), and the response cache mode (--cache).
     name: str | None = None
     tags: dict[str, str] = Field(default_factory=dict)
