@@ -140,4 +140,5 @@ def test_an_inspect_export_carries_the_name_tags_and_cost(tmp_path: Path) -> Non
     (log,) = list(out.iterdir())
     document = json.loads(log.read_text())
     assert document["tags"] == ["team=evals"]
-    assert document["metadata"]["toolgauge_name"] == "baseline" and document["metadata"]["toolgauge_cost_usd"] == 0.0
+    metadata = document["eval"]["metadata"]
+    assert metadata["toolgauge_name"] == "baseline" and metadata["toolgauge_cost_usd"] == 0.0
