@@ -6,13 +6,12 @@ OpenAI-compatible server (tests/chat_stub.py) that reports usage.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from chat_stub import ChatStub, is_probe
+from chat_stub import ChatStub, completion, is_probe
 from cli_helpers import invoke, results_of
 from toolgauge.cost import parse_price
 from toolgauge.engine.budget import Budget, Spend
@@ -22,14 +21,8 @@ PER_CALL = TOKENS_IN + TOKENS_OUT
 
 
 def answer(request: dict[str, Any], _headers: Mapping[str, str]) -> tuple[int, bytes]:
-    """A text reply reporting TOKENS_IN + TOKENS_OUT tokens."""
-    tokens = (1, 1) if is_probe(request) else (TOKENS_IN, TOKENS_OUT)
-    body = {
-        "id": "c", "object": "chat.completion", "created": 0, "model": "m",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": "no"}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": tokens[0], "completion_tokens": tokens[1]},
-    }  # fmt: skip
-    return 200, json.dumps(body).encode()
+    """A text reply that reports TOKENS_IN prompt and TOKENS_OUT completion tokens."""
+    return 200, completion("no", usage=(1, 1) if is_probe(request) else (TOKENS_IN, TOKENS_OUT))
 
 
 # -- the arithmetic ------------------------------------------------------------------------------------------

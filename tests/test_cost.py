@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from chat_stub import ChatStub, is_probe
+from chat_stub import ChatStub, completion, is_probe
 from cli_helpers import invoke, results_of
 from toolgauge import cost
 from toolgauge.cost import Price, call_cost, calls_cost, cost_per_point, format_usd, parse_price, price_for
@@ -22,13 +22,7 @@ USAGE_IN, USAGE_OUT = 1000, 100
 
 def answer(request: dict[str, Any], _headers: Mapping[str, str]) -> tuple[int, bytes]:
     """A text reply that reports USAGE_IN prompt and USAGE_OUT completion tokens."""
-    tokens = (1, 1) if is_probe(request) else (USAGE_IN, USAGE_OUT)
-    body = {
-        "id": "c", "object": "chat.completion", "created": 0, "model": "m",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": "no"}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": tokens[0], "completion_tokens": tokens[1]},
-    }  # fmt: skip
-    return 200, json.dumps(body).encode()
+    return 200, completion("no", usage=(1, 1) if is_probe(request) else (USAGE_IN, USAGE_OUT))
 
 
 # -- the pure module ----------------------------------------------------------------------------------------
