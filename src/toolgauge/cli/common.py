@@ -226,23 +226,33 @@ NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Same as --cache of
 CacheOpt = Annotated[
     str | None,
     typer.Option(
-        "--cache", help="Response cache: on (default) | off | read (use, store nothing) | write (store only)."
+        "--cache",
+        metavar="on|off|read|write",
+        help="Response cache: on (default) | off | read (use, store nothing) | write (store only).",
     ),
 ]
 NameOpt = Annotated[
-    str | None, typer.Option("--name", help="A name for the run, shown in runs, reports, leaderboards.")
+    str | None, typer.Option("--name", metavar="TEXT", help="A name for the run, shown in runs, reports, leaderboards.")
 ]
 TagOpt = Annotated[
-    list[str], typer.Option("--tag", help="KEY=VALUE label for the run (repeatable; runs --tag filters).")
+    list[str],
+    typer.Option("--tag", metavar="KEY=VALUE", help="KEY=VALUE label for the run (repeatable; runs --tag filters)."),
 ]
 MaxCostOpt = Annotated[
-    float | None, typer.Option("--max-cost", min=0.0, help="Stop (resumable) before a call would cross this USD spend.")
+    float | None,
+    typer.Option(
+        "--max-cost", metavar="USD", min=0.0, help="Stop (resumable) before a call would cross this USD spend."
+    ),
 ]
 MaxTokensTotalOpt = Annotated[
-    int | None, typer.Option("--max-tokens-total", min=1, help="Stop (resumable) before calls cross N tokens in+out.")
+    int | None,
+    typer.Option("--max-tokens-total", metavar="N", min=1, help="Stop (resumable) before calls cross N tokens in+out."),
 ]
 PriceOpt = Annotated[
-    str | None, typer.Option("--price", help="IN,OUT: USD per million input and output tokens (self-hosted models).")
+    str | None,
+    typer.Option(
+        "--price", metavar="IN,OUT", help="IN,OUT: USD per million input and output tokens (self-hosted models)."
+    ),
 ]
 ResumeOpt = Annotated[str | None, typer.Option("--resume", help="Continue an interrupted run by id.")]
 SamplesOpt = Annotated[Path | None, typer.Option("--samples", help="Write one JSON line per scored unit to this file.")]

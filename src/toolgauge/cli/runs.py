@@ -26,7 +26,10 @@ RunArg = Annotated[str, typer.Argument(help="Run id, a unique start of one, or '
 def runs_cmd(
     store: StoreOpt = None,
     limit: Annotated[int, typer.Option("--limit", min=1)] = 30,
-    tag: Annotated[list[str], typer.Option("--tag", help="Only runs with this KEY=VALUE tag (repeatable: all).")] = [],  # noqa: B006
+    tag: Annotated[
+        list[str],
+        typer.Option("--tag", metavar="KEY=VALUE", help="Only runs with this KEY=VALUE tag (repeatable: all)."),
+    ] = [],  # noqa: B006
     as_json: JsonOpt = False,
 ) -> None:
     """List runs, newest first: name and tags, settings, status and cost."""

@@ -47,9 +47,14 @@ def sweep_cmd(
         typer.Option("--shard-size", min=1, help="ray: a cell with more samples runs as shards of this many."),
     ] = 50,
     name: Annotated[
-        str | None, typer.Option("--name", help="Tag every cell's run sweep=NAME (runs --tag sweep=NAME finds them).")
+        str | None,
+        typer.Option(
+            "--name", metavar="NAME", help="Tag every cell's run sweep=NAME (runs --tag sweep=NAME finds them)."
+        ),
     ] = None,
-    tag: Annotated[list[str], typer.Option("--tag", help="KEY=VALUE tag on every cell's run (repeatable).")] = [],  # noqa: B006
+    tag: Annotated[
+        list[str], typer.Option("--tag", metavar="KEY=VALUE", help="KEY=VALUE tag on every cell's run (repeatable).")
+    ] = [],  # noqa: B006
     as_json: JsonOpt = False,
 ) -> None:
     """Run every model on every benchmark of a sweep file, then print the leaderboard."""
