@@ -509,6 +509,8 @@
     let intervals = false;
     const charts = [];
     for (const board of data.boards) {
+      // A board of offline models only (gold, replays: $0 each) has no cost column.
+      const costed = board.cells.some((c) => c.cost_usd !== 0);
       const rows = board.cells.map((c, i) => {
         let mark = "best";
         if (i > 0) mark = c.significant === null ? "?" : c.significant ? "significant" : "not significant";
@@ -518,13 +520,13 @@
           board.metrics.map((name) => el("td", { class: "num cell" }, el("a", { href: runLink(c.run), class: "cell-link" }, meanInterval(c.metrics[name])))),
           el("td", {}, el("span", { class: "mark " + mark.replace(/[^a-z]+/g, "-"), text: mark + (i > 0 && c.test ? " (" + c.test + ")" : "") }),
             i > 0 && !REPORT ? [" ", el("a", { href: compareLink([board.cells[0].run, c.run]), class: "compare-link", text: "compare" })] : null),
-          el("td", { class: "num", text: usd(c.cost_usd, c.status) }),
-          el("td", { class: "num", text: c.cost_per_point === null || c.cost_per_point === undefined ? "–" : usd(c.cost_per_point, c.status) }),
+          costed ? el("td", { class: "num", text: usd(c.cost_usd, c.status) +
+            (c.cost_per_point === null || c.cost_per_point === undefined ? "" : " (" + usd(c.cost_per_point, c.status) + "/pt)") }) : null,
           el("td", {}, el("a", { href: runLink(c.run), class: "run-link", text: c.run })), el("td", {}, statusBadge(c.status)));
       });
       node.appendChild(el("h2", { text: board.benchmark + ": ranked by " + (board.metrics[0] || "–") }));
       // Within its own box: a board wider than the page scrolls there, never the page.
-      node.appendChild(el("div", { class: "scroll board" }, table(["#", "model", ...board.metrics, "vs best", "cost", "$/point", "run", "status"], rows, "grid leaderboard")));
+      node.appendChild(el("div", { class: "scroll board" }, table(["#", "model", ...board.metrics, "vs best", ...(costed ? ["cost ($/point)"] : []), "run", "status"], rows, "grid leaderboard")));
       const figure = el("figure", { class: "chart intervals", "data-chart": "intervals", "data-benchmark": board.benchmark });
       node.appendChild(figure);
       charts.push(() => intervalChart(figure, "sweeps/" + encodeURIComponent(sweepId) + "/charts/" + encodeURIComponent(board.benchmark) + ".svg",
