@@ -6,15 +6,22 @@ OpenAI-compatible server (tests/chat_stub.py) that reports usage.
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from chat_stub import ChatStub, completion, is_probe
 from cli_helpers import invoke, results_of
+from episode_helpers import ClientWithoutLifecycle, Echo
 from toolgauge.cost import parse_price
-from toolgauge.engine.budget import Budget, Spend
+from toolgauge.engine import EngineConfig, EpisodeContext, run_episodes
+from toolgauge.engine.budget import Budget, BudgetReached, Spend
+from toolgauge.records import AssistantTurn, Message, ModelRequest, Usage
+from toolgauge.store import open_store
 
 TOKENS_IN, TOKENS_OUT = 100, 10
 PER_CALL = TOKENS_IN + TOKENS_OUT
@@ -62,6 +69,59 @@ def test_a_role_without_a_price_makes_the_cost_unknown() -> None:
     spend = Spend(Budget(), {"model": parse_price("1,1")})
     spend.add("judge", 10, 10)
     assert not spend.cost_known and spend.tokens == 20
+
+
+# -- the engine ----------------------------------------------------------------------------------------------
+class HeldAnswers(ClientWithoutLifecycle):
+    """Sample ``b``'s call is answered only once ``release`` is set; ``a``'s first call waits until b's is in flight."""
+
+    name = "held"
+    cacheable = False
+    cache_id = "held"
+
+    def __init__(self) -> None:
+        self.b_in_flight = asyncio.Event()
+        self.release = asyncio.Event()
+        self.answered: list[tuple[str, int]] = []
+
+    async def generate(self, request: ModelRequest) -> AssistantTurn:
+        # Deadlines on every wait: a broken engine fails the test instead of hanging it.
+        if request.sample_key == "b":
+            self.b_in_flight.set()
+            await asyncio.wait_for(self.release.wait(), 30)
+        elif request.step == 0:
+            await asyncio.wait_for(self.b_in_flight.wait(), 30)
+        self.answered.append((request.sample_key, request.step))
+        return AssistantTurn(content="ok", usage=Usage(input_tokens=TOKENS_IN, output_tokens=TOKENS_OUT))
+
+
+async def test_a_call_in_flight_finishes_and_its_sample_is_kept_when_the_budget_stops_the_run(tmp_path: Path) -> None:
+    client = HeldAnswers()
+
+    async def episode(sample: str, ctx: EpisodeContext) -> Echo:
+        try:
+            for _ in range(2 if sample == "a" else 1):  # a: two calls, b: one
+                turn = await ctx.generate([Message(role="user", content=sample)])
+        except BudgetReached:
+            client.release.set()  # b's call is still in flight: let it answer now
+            raise
+        return Echo(text=turn.content)
+
+    store = open_store(f"sqlite:///{tmp_path / 'runs.db'}")
+    run_id = store.create_run("test", "held", {})
+    # a's first call answered, b's in flight: a's second would make 110 + 2 x 110 > 300.
+    config = EngineConfig(concurrency=2, max_retries=0, show_progress=False, budget=Budget(max_tokens_total=300))
+    try:
+        with pytest.raises(BudgetReached) as stopped:
+            await run_episodes([("a", "a"), ("b", "b")], episode, Echo, client=client, store=store, run_id=run_id,
+                               config=config)  # fmt: skip
+        assert stopped.value.reason.startswith("budget reached: --max-tokens-total 300: 110 tokens spent")
+        assert client.answered == [("a", 0), ("b", 0)]  # a's second call was never sent
+        states = store.sample_states(run_id)
+        assert set(states) == {"b"} and states["b"].status == "done"  # b finished; a runs again on resume
+        assert store.call_stats(run_id)["input_tokens"] == 2 * TOKENS_IN
+    finally:
+        store.close()
 
 
 # -- a run ---------------------------------------------------------------------------------------------------
