@@ -136,3 +136,27 @@ def test_the_transcript_prices_each_call_and_the_sample(tmp_path: Path) -> None:
     per_call = (USAGE_IN * 2 + USAGE_OUT * 10) / 1e6
     assert text.count(f"{USAGE_IN} in / {USAGE_OUT} out tokens · {format_usd(per_call)}") == calls
     assert f"{format_usd(per_call * calls)} (the evaluated model's calls)" in text
+
+
+def test_a_sweep_prices_a_model_by_its_price_key_and_says_when_a_price_is_unknown(tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    sweep_file = tmp_path / "SWEEP.toml"
+    with ChatStub(answer) as stub:
+        sweep_file.write_text(
+            f'[[model]]\nspec = "{stub.model("priced")}"\nprice = "2,10"\n'
+            f'[[model]]\nspec = "{stub.model("unpriced")}"\n'
+            '[[benchmark]]\nname = "suite"\nlimit = 2\n'
+        )
+        res = invoke("sweep", sweep_file, "--store", store, "--json")
+    assert res.exit_code == 0, res.stderr
+    priced, unpriced = json.loads(res.stdout)["cells"]
+    run = results_of(invoke("report", priced["run"], "--store", store, "--json")).run
+    assert run is not None and run.model_calls > 0
+    assert priced["cost_usd"] == pytest.approx(run.model_calls * (USAGE_IN * 2 + USAGE_OUT * 10) / 1e6)
+    assert unpriced["cost_usd"] is None and unpriced["cost_per_point"] is None
+    board = " ".join(invoke("report", json.loads(res.stdout)["sweep"], "--store", store).stdout.split())
+    assert board.count("price unknown") == 1
+
+    sweep_file.write_text('[[model]]\nspec = "gold"\nprice = "free"\n[[benchmark]]\nname = "suite"\n')
+    bad = invoke("sweep", sweep_file, "--store", store)
+    assert bad.exit_code == 2 and "model[1].price: 'free'" in bad.stderr

@@ -19,6 +19,7 @@ from typing import Any
 
 from sqlalchemy import delete
 
+from toolgauge.cost import parse_price
 from toolgauge.driver import RunOptions, run_benchmark, run_config, start_clients
 from toolgauge.engine import EngineConfig, run_episodes
 from toolgauge.errors import RunLocked
@@ -70,6 +71,7 @@ async def run_cell(
         model_options={k: task.options[k] for k in MODEL_OPTION_NAMES if task.options.get(k) is not None},
         limit=task.options.get("limit"),
         labels=RunLabels(name=task.name, tags=task.tags),
+        price=parse_price(task.price) if task.price is not None else None,
     )
     deadline = time.monotonic() + lease_patience
     while True:
