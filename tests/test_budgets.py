@@ -149,6 +149,9 @@ def test_a_run_stops_at_its_token_budget_and_resumes_to_the_end(tmp_path: Path) 
         assert spent == 4 * PER_CALL  # a fifth call would have crossed 549
         assert stub.requests - served_before == 1 + 4  # the probe and the calls it let through
 
+        report = invoke("report", run_id, "--store", f"sqlite:///{db}")
+        assert report.exit_code == 2 and f"status: stopped_budget); resume it with --resume {run_id}" in report.stderr
+
         resumed = results_of(invoke(*args, "--json", "--resume", run_id, "--max-tokens-total", "100000")).run
         assert resumed is not None and resumed.status == "finished" and resumed.samples == 6
         assert _status(db, run_id) == "finished"

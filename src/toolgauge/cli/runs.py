@@ -138,7 +138,7 @@ def report_cmd(
         finally:
             st.close()
         if run.results is None:
-            if run.status in ("running", "interrupted"):
+            if run.status in ("running", "interrupted", "stopped_budget"):
                 raise UsageError(
                     f"run {run.id} has no results yet (status: {run.status}); resume it with --resume {run.id}"
                 )
