@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, Field
 
 from toolgauge.errors import UsageError
-from toolgauge.results import SampleScore
+from toolgauge.provenance_diff import provenance_differences
+from toolgauge.results import Provenance, SampleScore
 from toolgauge.stats.paired import MetricComparison, PairedUnit, compare_paired
 
 if TYPE_CHECKING:
@@ -45,6 +46,8 @@ class RunComparison(BaseModel):
     flipped: Flipped
     only_in_a: int
     only_in_b: int
+    # One line per way the runs were made differently (toolgauge/provenance_diff.py): said before the numbers.
+    warnings: list[str] = Field(default_factory=list)
 
 
 @dataclass
@@ -193,10 +196,16 @@ def compare_many(
     comparisons = []
     for info in found[1:]:
         _, samples_b = units(store, info)
-        comparisons.append(
-            compare_scores(first.id, info.id, first.benchmark, samples_a, samples_b, chosen, seed=seed, required=named)
+        comparison = compare_scores(
+            first.id, info.id, first.benchmark, samples_a, samples_b, chosen, seed=seed, required=named
         )
+        comparison.warnings = provenance_differences(_provenance(first), _provenance(info))
+        comparisons.append(comparison)
     return comparisons
+
+
+def _provenance(run: RunInfo) -> Provenance | None:
+    return run.results.provenance if run.results is not None else None
 
 
 def require_one_benchmark(runs: Sequence[RunInfo]) -> None:

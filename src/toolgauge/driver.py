@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -15,7 +16,9 @@ from rich.markup import escape
 from rich.text import Text
 
 from toolgauge.benchmark import Benchmark
+from toolgauge.cost import Price
 from toolgauge.engine import EngineConfig, run_episodes
+from toolgauge.engine.budget import BudgetReached
 from toolgauge.engine.epochs import check_epoch_keys
 from toolgauge.errors import EndpointDown, ModelError, RunInterrupted, RunStopped, StoreWriteError, UsageError
 from toolgauge.models.base import ModelClient
@@ -24,6 +27,7 @@ from toolgauge.provenance import make_provenance
 from toolgauge.records import GenerateOptions
 from toolgauge.redact import redact
 from toolgauge.results import Provenance, RunStats, SampleFailure, ScoredRun
+from toolgauge.run_labels import RunLabels, role_prices
 from toolgauge.stats.epochs import aggregate_epochs
 
 if TYPE_CHECKING:
@@ -47,12 +51,13 @@ class ProbedClient(Protocol):
 # Run statuses in the store: running, finished (every sample ok), finished_with_errors (some
 # samples failed: scores not comparable), failed (every sample failed, the model could not start
 # or answer the probe, a store write failed, an internal error), interrupted (Ctrl-C, SIGTERM or
-# the endpoint stopped answering; resumable).
-RunStatus = Literal["finished", "finished_with_errors", "failed", "interrupted"]
+# the endpoint stopped answering; resumable), stopped_budget (--max-cost or --max-tokens-total; resumable).
+RunStatus = Literal["finished", "finished_with_errors", "failed", "interrupted", "stopped_budget"]
 FINISHED: RunStatus = "finished"
 FINISHED_WITH_ERRORS: RunStatus = "finished_with_errors"
 FAILED: RunStatus = "failed"
 INTERRUPTED: RunStatus = "interrupted"
+STOPPED_BUDGET: RunStatus = "stopped_budget"
 
 
 @dataclass
@@ -69,6 +74,9 @@ class RunOptions:
     # For the provenance: the model's sampling options as the user gave them, and ``--limit``.
     model_options: dict[str, Any] = field(default_factory=dict)
     limit: int | None = None
+    # --name and --tag, stored with the run; --price (USD per million tokens in and out) of the evaluated model.
+    labels: RunLabels = field(default_factory=RunLabels)
+    price: Price | None = None
 
 
 @dataclass
@@ -113,12 +121,18 @@ async def run_benchmark(
     for c in [client, *extra.values()]:
         if all(c is not seen for seen in distinct):
             distinct.append(c)
+    # Each role's model priced (a --max-cost with a price unknown is refused here, before anything is stored).
+    engine = dataclasses.replace(options.engine, prices=role_prices(model_spec, options, extra))
     from toolgauge.store import open_store  # SQLAlchemy: loaded when a run opens the store, not on import
 
     store = open_store(options.store_url)
     run_id: str | None = None
     try:
         run_id = _open_run(store, bench, model_spec, options.resume, options.engine.epochs)
+        from toolgauge.store.run_meta import labels_of, save_labels
+
+        save_labels(store, run_id, options.labels)
+        labels = labels_of(store, [run_id]).get(run_id, RunLabels())  # a resumed run keeps the labels it had
         await _start_and_probe(distinct, store, run_id)
         not_sent = unsupported_options_warning(client, _effective_options(bench, options))
         if not_sent:
@@ -134,8 +148,8 @@ async def run_benchmark(
                 client=client,
                 store=store,
                 run_id=run_id,
-                config=options.engine,
-                description=escape(f"{bench.name} · {model_spec}"),
+                config=engine,
+                description=escape(f"{bench.name} · {labels.name or model_spec}"),
                 console=options.console,
                 roles=extra,
             )
@@ -145,6 +159,9 @@ async def run_benchmark(
         except EndpointDown as exc:
             store.set_run_status(run_id, INTERRUPTED)
             raise RunStopped(run_id, str(exc)) from exc
+        except BudgetReached:
+            store.set_run_status(run_id, STOPPED_BUDGET)
+            raise
         except StoreWriteError:
             raise
         except BaseException:
@@ -189,6 +206,12 @@ async def run_benchmark(
             cached_output_tokens=cached_out,
             epochs=epochs,
             wall_seconds=round(wall, 3),
+            cost_usd=round(outcome.spend.usd, 6) if outcome.spend.cost_known else None,
+            price=_price_text(engine.prices.get("model")),
+            unit_price=engine.prices.get("model"),
+            name=labels.name,
+            tags=labels.tags,
+            cache=engine.cache_mode,
         )
         if not_sent:
             results.warnings.append(not_sent)
@@ -302,6 +325,10 @@ def _provenance(bench: Benchmark[Any, Any], model_spec: str, options: RunOptions
         seed=options.engine.seed,
         epochs=options.engine.epochs,
     )
+
+
+def _price_text(price: Price | None) -> str:
+    return price.describe() if price is not None else "unknown"
 
 
 def run_config(bench: Benchmark[Any, Any], epochs: int = 1) -> dict[str, Any]:

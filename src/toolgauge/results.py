@@ -14,6 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from toolgauge.cost import Price
+
 MetricKind = Literal["rate", "count", "mean"]
 
 
@@ -95,7 +97,8 @@ class SampleFailure(BaseModel):
     error: str
 
 
-RunStatus = Literal["running", "finished", "finished_with_errors", "failed", "interrupted"]
+# stopped_budget: the next model call would have crossed --max-cost or --max-tokens-total (resumable).
+RunStatus = Literal["running", "finished", "finished_with_errors", "failed", "interrupted", "stopped_budget"]
 
 
 class RunStats(BaseModel):
@@ -117,6 +120,16 @@ class RunStats(BaseModel):
     cached_output_tokens: int = 0
     epochs: int = 1
     wall_seconds: float = 0.0
+    # USD spent by real calls (cached ones cost 0), priced per model (toolgauge/cost.py); None: a price is
+    # unknown (a model of your own without --price). ``price`` says where the evaluated model's price came from.
+    cost_usd: float | None = None
+    price: str | None = None
+    # The evaluated model's price itself (None: unknown), for the cost of each of its calls (``transcript``).
+    unit_price: Price | None = None
+    # --name and --tag (store/run_meta.py), and the response cache mode (--cache).
+    name: str | None = None
+    tags: dict[str, str] = Field(default_factory=dict)
+    cache: str | None = None
 
 
 class EvalResults(BaseModel):

@@ -15,14 +15,14 @@ from typing import Any
 Respond = Callable[[dict[str, Any], Mapping[str, str]], tuple[int, bytes]]
 
 
-def completion(content: str = "ok", finish_reason: str = "stop") -> bytes:
-    """A chat-completion body with one text choice."""
+def completion(content: str = "ok", finish_reason: str = "stop", usage: tuple[int, int] = (1, 1)) -> bytes:
+    """A chat-completion body with one text choice, reporting ``usage`` (prompt, completion tokens)."""
     return json.dumps(
         {
             "id": "c", "object": "chat.completion", "created": 0, "model": "m",
             "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
                          "finish_reason": finish_reason}],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)},
         }
     ).encode()  # fmt: skip
 
@@ -53,7 +53,8 @@ def is_probe(request: dict[str, Any]) -> bool:
 class ChatStub:
     """Serves ``respond`` on 127.0.0.1 at a free port; counts requests; use as a context manager."""
 
-    def __init__(self, respond: Respond) -> None:
+    def __init__(self, respond: Respond, models: Callable[[], dict[str, Any]] | None = None) -> None:
+        """``models``: the body of ``GET /v1/models`` (made anew on each request); None: GET is not served."""
         self.requests = 0
         lock = threading.Lock()
         outer = self
@@ -63,7 +64,15 @@ class ChatStub:
                 raw = self.rfile.read(int(self.headers.get("content-length", 0)))
                 with lock:
                     outer.requests += 1
-                status, body = respond(json.loads(raw or b"{}"), self.headers)
+                self._reply(*respond(json.loads(raw or b"{}"), self.headers))
+
+            def do_GET(self) -> None:
+                if models is None or not self.path.rstrip("/").endswith("/models"):
+                    self.send_error(404)
+                    return
+                self._reply(200, json.dumps(models()).encode())
+
+            def _reply(self, status: int, body: bytes) -> None:
                 self.send_response(status)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(body)))

@@ -78,7 +78,7 @@ def test_a_sweep_runs_every_cell_and_reports_a_leaderboard(store_url: str, bfcl_
         (stub_spec, "suite", "finished"), (stub_spec, "bfcl", "finished"),
     ]  # fmt: skip
     for cell in doc["cells"]:
-        assert set(cell) == {"model", "benchmark", "run", "status", "metrics"}
+        assert set(cell) == {"model", "name", "benchmark", "run", "status", "metrics", "cost_usd", "cost_per_point"}
         for stat in cell["metrics"].values():
             assert set(stat) == {"mean", "stderr", "ci_low", "ci_high", "n"}
     suite = {c["model"]: c["metrics"] for c in doc["cells"] if c["benchmark"] == "suite"}

@@ -27,6 +27,7 @@ from toolgauge.benchmark import Benchmark
 from toolgauge.bounds import BOUNDED, check_options, cli_range
 from toolgauge.driver import RunOptions, RunResult, run_benchmark
 from toolgauge.engine import EngineConfig
+from toolgauge.engine.budget import BudgetReached
 from toolgauge.errors import DataError, MissingDataPath, RunInterrupted, RunStopped, UsageError
 from toolgauge.models.base import ModelClient
 from toolgauge.parsing.call_rate import PROMPT_MODE_WARNING
@@ -141,10 +142,22 @@ class RunFlags:
     temperature: float = 0.0
     max_tokens: int = 512
     epochs: int = 1
+    name: str | None = None
+    tag: tuple[str, ...] = ()
+    max_cost: float | None = None
+    max_tokens_total: int | None = None
+    price: str | None = None
+    cache: str | None = None
 
     def run_options(self, headline: tuple[str, ...] = ()) -> RunOptions:
         """The driver's options (``headline``: the benchmark's headline metrics, summarised with their spread)."""
+        from toolgauge.run_labels import run_meta_options
+
         self.check_bounds()
+        meta = run_meta_options(
+            name=self.name, tags=self.tag, max_cost=self.max_cost, max_tokens_total=self.max_tokens_total,
+            price=self.price, cache=self.cache, no_cache=self.no_cache,
+        )  # fmt: skip
         return RunOptions(
             store_url=self.store,
             resume=self.resume,
@@ -155,7 +168,11 @@ class RunFlags:
                 use_cache=not self.no_cache,
                 show_progress=not self.quiet,
                 epochs=self.epochs,
+                cache=meta.cache,
+                budget=meta.budget,
             ),
+            labels=meta.labels,
+            price=meta.price,
             console=err,
             headline=headline,
             model_options={"temperature": self.temperature, "max_tokens": self.max_tokens} if self.model else {},
@@ -205,7 +222,38 @@ TimeoutOpt = Annotated[float, typer.Option("--timeout", **cli_range("timeout"), 
 RetriesOpt = Annotated[
     int, typer.Option("--max-retries", **cli_range("max_retries"), help="Retries on 429/5xx/timeouts.")
 ]
-NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the response cache.")]
+NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Same as --cache off (kept as an alias).")]
+CacheOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--cache",
+        metavar="on|off|read|write",
+        help="Response cache: on (default) | off | read (use, store nothing) | write (store only).",
+    ),
+]
+NameOpt = Annotated[
+    str | None, typer.Option("--name", metavar="TEXT", help="A name for the run, shown in runs, reports, leaderboards.")
+]
+TagOpt = Annotated[
+    list[str],
+    typer.Option("--tag", metavar="KEY=VALUE", help="KEY=VALUE label for the run (repeatable; runs --tag filters)."),
+]
+MaxCostOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--max-cost", metavar="USD", min=0.0, help="Stop (resumable) before a call would cross this USD spend."
+    ),
+]
+MaxTokensTotalOpt = Annotated[
+    int | None,
+    typer.Option("--max-tokens-total", metavar="N", min=1, help="Stop (resumable) before calls cross N tokens in+out."),
+]
+PriceOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--price", metavar="IN,OUT", help="IN,OUT: USD per million input and output tokens (self-hosted models)."
+    ),
+]
 ResumeOpt = Annotated[str | None, typer.Option("--resume", help="Continue an interrupted run by id.")]
 SamplesOpt = Annotated[Path | None, typer.Option("--samples", help="Write one JSON line per scored unit to this file.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet/--progress", "-q", help="No progress bar.")]
@@ -241,11 +289,17 @@ def _shared_options(
             _option("timeout", TimeoutOpt, engine.timeout),
             _option("max_retries", RetriesOpt, 4),
             _option("no_cache", NoCacheOpt, False),
+            _option("cache", CacheOpt, None),
             _option("resume", ResumeOpt, None),
+            _option("max_cost", MaxCostOpt, None),
+            _option("max_tokens_total", MaxTokensTotalOpt, None),
+            _option("price", PriceOpt, None),
         ]
         if epochs:
             params.append(_option("epochs", EpochsOpt, 1))
     params += [
+        _option("name", NameOpt, None),
+        _option("tag", TagOpt, []),
         _option("as_json", JsonOpt, False),
         _option("samples", SamplesOpt, None),
         _option("quiet", QuietOpt, engine is None),
@@ -279,7 +333,9 @@ def run_command(
 
         @functools.wraps(fn)
         def command(**kwargs: Any) -> None:
-            flags = RunFlags(**{k: v for k, v in kwargs.items() if k in shared_names})
+            shared_values = {k: v for k, v in kwargs.items() if k in shared_names}
+            shared_values["tag"] = tuple(shared_values.get("tag") or ())
+            flags = RunFlags(**shared_values)
 
             def body() -> None:
                 if flags.samples is not None:  # checked before anything runs or is stored
@@ -331,6 +387,11 @@ def guarded(fn: Callable[[], T]) -> T:
         fail(exc.render())
     except UsageError as exc:
         fail(str(exc))
+    except BudgetReached as exc:
+        fail(
+            f"{exc.reason}; run {exc.run_id} is stopped_budget, resumable: {resume_command(sys.argv[1:], exc.run_id)}",
+            1,
+        )
     except RunStopped as exc:
         fail(f"{exc.reason}; the run is resumable: {resume_command(sys.argv[1:], exc.run_id)}", code=75)
     except RunInterrupted as exc:

@@ -13,7 +13,7 @@ import typer
 from rich import box
 from rich.table import Table
 
-from toolgauge.cli.common import JsonOpt, StoreOpt, guarded, out
+from toolgauge.cli.common import JsonOpt, StoreOpt, guarded, out, warn
 from toolgauge.redact import redact_tree
 from toolgauge.report.terminal import MISSING, esc, interval, number
 
@@ -57,6 +57,9 @@ def compare_cmd(
             comparisons = compare_many(st, [run_a, run_b, *(more or [])], metric or None, units=stored_units)
         finally:
             st.close()
+        for comparison in comparisons:  # on stderr, so --json stays one document (which carries them too)
+            for line in comparison.warnings:
+                warn(f"runs {comparison.a} and {comparison.b} differ: {line}")
         if as_json:
             docs = [c.model_dump(mode="json") for c in comparisons]
             doc: Any = docs[0]

@@ -26,22 +26,33 @@ RunArg = Annotated[str, typer.Argument(help="Run id, a unique start of one, or '
 def runs_cmd(
     store: StoreOpt = None,
     limit: Annotated[int, typer.Option("--limit", min=1)] = 30,
+    tag: Annotated[
+        list[str],
+        typer.Option("--tag", metavar="KEY=VALUE", help="Only runs with this KEY=VALUE tag (repeatable: all)."),
+    ] = [],  # noqa: B006
     as_json: JsonOpt = False,
 ) -> None:
-    """List runs, newest first."""
+    """List runs, newest first: name and tags, settings, status and cost."""
 
     def body() -> None:
+        from toolgauge.cost import format_usd
+        from toolgauge.run_labels import parse_tags
         from toolgauge.store import open_store  # SQLAlchemy: loaded only by a command that opens the store
+        from toolgauge.store.run_meta import labels_of, list_runs, run_settings
 
+        wanted = parse_tags(tag)
         st = open_store(store, create=False)
         try:
-            runs = st.list_runs(limit)
+            runs = list_runs(st, limit, wanted)
             holders = st.live_lock_holders()
+            labels = labels_of(st, [r.id for r in runs])
         finally:
             st.close()
         if as_json:
             rows = [
-                {"id": r.id, "benchmark": r.benchmark, "model": r.model, "status": r.status, "samples": r.n_samples,
+                {"id": r.id, "name": labels[r.id].name if r.id in labels else None,
+                 "tags": labels[r.id].tags if r.id in labels else {}, "benchmark": r.benchmark, "model": r.model,
+                 "status": r.status, "samples": r.n_samples, **run_settings(r), "cost_usd": _cost(r),
                  "created_at": r.created_at, "finished_at": r.finished_at,
                  "held_by": holders[r.id].describe() if r.id in holders else None}
                 for r in runs
@@ -49,7 +60,7 @@ def runs_cmd(
             sys.stdout.write(json.dumps(rows, indent=2) + "\n")
             return
         table = Table(title="runs", title_justify="left")
-        for col in ("id", "benchmark", "model", "status", "samples", "started"):
+        for col in ("id", "name", "benchmark", "model", "settings", "status", "samples", "cost", "started"):
             table.add_column(col)
         for r in runs:
             started = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created_at))
@@ -58,10 +69,28 @@ def runs_cmd(
                 status = f"{r.status} (pid {holders[r.id].pid} on {holders[r.id].hostname})"
             elif r.status == "running":
                 status = "stopped (no process; --resume it)"  # killed, or its store write failed
-            table.add_row(*(escape(str(v)) for v in (r.id, r.benchmark, redact(r.model), status, r.n_samples, started)))
+            named = labels[r.id].describe() if r.id in labels else ""
+            cost = format_usd(_cost(r)) if r.results is not None and r.results.run is not None else ""
+            cells = (r.id, named, r.benchmark, redact(r.model), _settings_text(r), status, r.n_samples, cost, started)
+            table.add_row(*(escape(str(v)) for v in cells))
         out.print(table)
 
     guarded(body)
+
+
+def _cost(run: RunInfo) -> float | None:
+    stats = run.results.run if run.results is not None else None
+    return stats.cost_usd if stats is not None else None
+
+
+def _settings_text(run: RunInfo) -> str:
+    """``mode=native variant=strict T=0 epochs=3 limit=20``: the settings a run has, the ones it lacks left out."""
+    from toolgauge.store.run_meta import run_settings
+
+    shown = {k: v for k, v in run_settings(run).items() if v is not None and not (k == "epochs" and v == 1)}
+    short = {"temperature": "T"}
+    return " ".join(f"{short.get(k, k)}={v:g}" if isinstance(v, float) else f"{short.get(k, k)}={v}"
+                    for k, v in shown.items())  # fmt: skip
 
 
 def _stored_run(st: Store, ref: str) -> RunInfo:
@@ -109,7 +138,7 @@ def report_cmd(
         finally:
             st.close()
         if run.results is None:
-            if run.status in ("running", "interrupted"):
+            if run.status in ("running", "interrupted", "stopped_budget"):
                 raise UsageError(
                     f"run {run.id} has no results yet (status: {run.status}); resume it with --resume {run.id}"
                 )

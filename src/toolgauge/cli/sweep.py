@@ -46,6 +46,15 @@ def sweep_cmd(
         int,
         typer.Option("--shard-size", min=1, help="ray: a cell with more samples runs as shards of this many."),
     ] = 50,
+    name: Annotated[
+        str | None,
+        typer.Option(
+            "--name", metavar="NAME", help="Tag every cell's run sweep=NAME (runs --tag sweep=NAME finds them)."
+        ),
+    ] = None,
+    tag: Annotated[
+        list[str], typer.Option("--tag", metavar="KEY=VALUE", help="KEY=VALUE tag on every cell's run (repeatable).")
+    ] = [],  # noqa: B006
     as_json: JsonOpt = False,
 ) -> None:
     """Run every model on every benchmark of a sweep file, then print the leaderboard."""
@@ -61,8 +70,13 @@ def sweep_cmd(
         url = absolute_store_url(store)
         if executor == ExecutorName.ray:
             refuse_sqlite_on_a_cluster(url, address)
+        from toolgauge.run_labels import check_name, parse_tags
+
+        tags = {**parse_tags(tag), **({"sweep": check_name(name) or ""} if name is not None else {})}
         sweep, text = read_sweep_file(sweep_file)
         cells = plan_cells(sweep, str(sweep_file))
+        for cell in cells:
+            cell.task.tags = tags
         runner: Executor
         if executor == ExecutorName.ray:
             from toolgauge.sweep.ray_executor import RayExecutor, import_ray

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.text import Text
 
 from toolgauge.cli.common import StoreOpt, guarded, out
+from toolgauge.cost import Price, call_cost, format_usd
 from toolgauge.errors import UsageError
 from toolgauge.records import AssistantTurn, Message, ToolCall
 from toolgauge.store.transcripts import ModelCallRecord
@@ -39,6 +40,7 @@ def transcript_cmd(
         st = open_store(store, create=False)
         try:
             rid = st.resolve_run_id(run_id)
+            st_run = st.get_run(rid)
             records = st.transcript(rid, sample_key)
             if not records:
                 keys = sorted(st.sample_states(rid))
@@ -54,19 +56,29 @@ def transcript_cmd(
         if as_json:
             sys.stdout.write(json.dumps([r.model_dump(mode="json") for r in records], indent=2) + "\n")
             return
-        print_transcript(out, rid, sample_key, records)
+        run = st_run.results.run if st_run is not None and st_run.results is not None else None
+        print_transcript(out, rid, sample_key, records, price=run.unit_price if run is not None else None)
 
     guarded(body)
 
 
-def print_transcript(console: Console, run_id: str, sample_key: str, records: Sequence[ModelCallRecord]) -> None:
-    """Print a transcript as plain text (model and data text is never read as rich markup)."""
+def print_transcript(
+    console: Console, run_id: str, sample_key: str, records: Sequence[ModelCallRecord], *, price: Price | None = None
+) -> None:
+    """Print a transcript as plain text (model and data text is never read as rich markup).
+
+    ``price``: the evaluated model's (the run's ``unit_price``): each of its calls shows its cost, and the
+    first line the sample's (calls from the cache cost nothing; other roles' calls are not priced here).
+    """
     calls = f"{len(records)} model call" + ("" if len(records) == 1 else "s")
-    console.print(Text(f"run {run_id} · sample {sample_key} · {calls}", style="bold"), highlight=False)
+    costs = [_call_cost(r, price) for r in records]
+    priced = [c for c in costs if c is not None]
+    total = f" · {format_usd(sum(priced))} (the evaluated model's calls)" if priced else ""
+    console.print(Text(f"run {run_id} · sample {sample_key} · {calls}{total}", style="bold"), highlight=False)
     last: dict[str, ModelCallRecord] = {}
-    for record in records:
+    for record, cost in zip(records, costs, strict=True):
         console.print()
-        console.print(_header(record), highlight=False)
+        console.print(_header(record, cost), highlight=False)
         previous = last.get(record.role)
         last[record.role] = record
         if record.messages is None:
@@ -79,7 +91,13 @@ def print_transcript(console: Console, run_id: str, sample_key: str, records: Se
             _print_message(console, "✗ error", [record.error], style="bold red")
 
 
-def _header(record: ModelCallRecord) -> Text:
+def _call_cost(record: ModelCallRecord, price: Price | None) -> float | None:
+    if price is None or record.role != "model":
+        return None
+    return 0.0 if record.cached else call_cost(price, record.usage.input_tokens, record.usage.output_tokens)
+
+
+def _header(record: ModelCallRecord, cost: float | None = None) -> Text:
     parts = [f"step {record.step}", record.role]
     if record.cached:
         parts.append("from the cache")
@@ -88,6 +106,8 @@ def _header(record: ModelCallRecord) -> Text:
     if record.attempts > 1:
         parts.append(f"{record.attempts} attempts")
     parts.append(f"{record.usage.input_tokens} in / {record.usage.output_tokens} out tokens")
+    if cost is not None:
+        parts.append(format_usd(cost))
     return Text("── " + " · ".join(parts) + " ──", style="cyan")
 
 

@@ -20,7 +20,7 @@ from abc import abstractmethod
 from array import array
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
 from pydantic import BaseModel, ValidationError
 from rich.console import Console
@@ -33,6 +33,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from toolgauge.cost import Price
+from toolgauge.engine.budget import Budget, BudgetReached, Spend
 from toolgauge.engine.cache import request_hash
 from toolgauge.engine.epochs import check_epoch_keys, epoch_key
 from toolgauge.engine.retry import backoff_delay
@@ -57,6 +59,10 @@ if TYPE_CHECKING:  # the store (SQLAlchemy) is loaded by whoever opens one, not 
 S = TypeVar("S")
 R = TypeVar("R", bound=BaseModel)
 T = TypeVar("T")
+
+# --cache: off (neither read nor write), read (answers from it, nothing new stored), write (every call made,
+# answers stored), on (both).
+CacheMode = Literal["off", "read", "write", "on"]
 
 # Finished samples that may wait for a commit before the workers wait for the store (memory stays bounded).
 COMMIT_BACKLOG = 1024
@@ -86,6 +92,16 @@ class EngineConfig:
     # Hits found on the store's thread, per model, after which the store reads that model's cache entries
     # into memory (``Store.prefetch_cache``), so later hits are answered with no wait; None: never.
     cache_prefetch_after: int | None = 16
+    # --cache; None: "on" when use_cache, else "off" (use_cache is --no-cache's older switch).
+    cache: CacheMode | None = None
+    # --max-cost / --max-tokens-total, and the price of each role's model ("model": the evaluated one).
+    budget: Budget = field(default_factory=Budget)
+    prices: Mapping[str, Price | None] = field(default_factory=dict)
+
+    @property
+    def cache_mode(self) -> CacheMode:
+        """The response cache mode in effect."""
+        return self.cache if self.cache is not None else ("on" if self.use_cache else "off")
 
 
 @dataclass(slots=True)
@@ -250,6 +266,8 @@ class RunOutcome(Generic[R]):
     model_calls: int = 0
     cached_calls: int = 0
     epochs: int = 1
+    # What the run's calls spent (this process's and, resumed, the stored ones'), priced per role.
+    spend: Spend = field(default_factory=Spend)
 
     def of_epoch(self, epoch: int) -> Sequence[SampleOutcome[R]]:
         """The outcomes of one epoch in input order, keyed by sample (what a benchmark's ``score`` takes)."""
@@ -277,6 +295,9 @@ class _RunState:
     workers: list[asyncio.Task[None]] = field(default_factory=list)
     # Cache hits found on the store's thread, per model (cache_id): enough of them start a prefetch.
     trip_hits: dict[str, int] = field(default_factory=dict)
+    spend: Spend = field(default_factory=Spend)
+    # Set when a call was refused by the budget: no new sample starts, the calls in flight finish.
+    budget_stop: BudgetReached | None = None
 
     def stop(self, exc: EndpointDown | StoreWriteError) -> EndpointDown | StoreWriteError:
         """Stop the run: remember why and cancel every worker (no further model calls)."""
@@ -326,6 +347,8 @@ class EpisodeContext:
         self._chains: dict[str, MessageChain] = {}
         # The named steps an earlier session of this sample saved (``checkpoint``), read on first use.
         self._saved: dict[str, Any] | None = None
+        # A call of this try was refused by the budget: the try is not finished and runs again on resume.
+        self.budget_hit = False
 
     @property
     def run_id(self) -> str:
@@ -397,7 +420,8 @@ class EpisodeContext:
             gold=gold,
         )
         key = request_hash(client.cache_id, request, epoch=self.epoch) if client.cacheable else None
-        if key is not None and st.config.use_cache:
+        mode = st.config.cache_mode
+        if key is not None and mode in ("on", "read"):
             # Known in memory (buffered, or read ahead): no wait. Else a look-up on the store's thread.
             hit = st.store.cache_known(key)
             if hit is None:
@@ -409,6 +433,20 @@ class EpisodeContext:
                 st.cached += 1
                 self._record(request, key, turn, None, 0.0, 0, cached=True, role=role)
                 return turn
+        refused = st.spend.admit() if st.budget_stop is None else st.budget_stop.reason
+        if refused is not None:
+            self.budget_hit = True
+            if st.budget_stop is None:
+                st.budget_stop = BudgetReached(st.run_id, f"budget reached: {refused}")
+            raise st.budget_stop
+        try:
+            return await self._call(client, request, key, role)
+        finally:
+            st.spend.release()
+
+    async def _call(self, client: ModelClient, request: ModelRequest, key: str | None, role: str) -> AssistantTurn:
+        """The model call itself, with retries (admitted by the budget, not found in the cache)."""
+        st = self._state
         attempt = 0
         while True:
             attempt += 1
@@ -459,8 +497,9 @@ class EpisodeContext:
             latency = time.perf_counter() - started
             st.answered(client)
             st.calls += 1
+            st.spend.add(role, turn.usage.input_tokens, turn.usage.output_tokens)
             self._record(request, key, turn, None, latency, attempt, role=role)
-            if key is not None and st.config.use_cache:  # --no-cache neither reads nor writes the cache
+            if key is not None and st.config.cache_mode in ("on", "write"):
                 try:
                     st.store.cache_put(key, client.cache_id, turn.model_dump())
                 except StoreWriteError as exc:
@@ -541,13 +580,18 @@ async def run_episodes(
     check_epoch_keys((k for k, _ in samples), cfg.epochs)
     tries: Tries[S] = Tries(samples, cfg.epochs)
     state = _RunState(
-        client=client, store=store, run_id=run_id, config=cfg, rng=random.Random(cfg.seed), roles=dict(roles or {})
-    )
+        client=client, store=store, run_id=run_id, config=cfg, rng=random.Random(cfg.seed), roles=dict(roles or {}),
+        spend=Spend(cfg.budget, cfg.prices),
+    )  # fmt: skip
     # Store reads and deletes on the store's thread: the event loop never waits for the database.
     resumed, keep, retry_keys, mine = await store.run_io(_resume, store, run_id, result_type, tries, shard)
     await store.run_io(store.forget_samples, run_id, retry_keys)
     # The calls of samples that run again (failed, or in flight when the run stopped) go with their attempt.
     await store.run_io(store.forget_calls, run_id, keep=keep, only=mine)
+    if resumed:  # what the run spent before: the budget is the run's, not this process's
+        from toolgauge.store.run_meta import spent_calls
+
+        state.spend.seed(await store.run_io(spent_calls, store, run_id))
     del keep, retry_keys
     todo = (i for i in range(tries.total) if not tries.done[i])
 
@@ -564,6 +608,8 @@ async def run_episodes(
 
     async def worker() -> None:
         for i in todo:  # one generator shared by the workers
+            if state.budget_stop is not None:
+                return  # no new sample once the budget is reached; the calls in flight finish
             sample_key, epoch = tries.sample_key(i)
             key, sample = epoch_key(sample_key, epoch), tries.sample(i)
             started = time.perf_counter()
@@ -580,6 +626,8 @@ async def run_episodes(
                 # The run stopped while this sample ran (an episode may have caught the error):
                 # it is not finished, and runs again on resume.
                 raise state.fatal
+            if ctx.budget_hit:
+                return  # not finished: it runs again on resume (with a larger budget)
             latency = time.perf_counter() - started
             try:
                 store.record_sample(
@@ -621,6 +669,8 @@ async def run_episodes(
         except StoreWriteError as exc:
             raise state.stop(exc) from None
         committed(commits.take_waiting())
+        if state.budget_stop is not None:
+            raise state.budget_stop
     except BaseException:
         if not isinstance(state.fatal, StoreWriteError):
             # Commit what finished before the stop; a failing store keeps its pending rows itself.
@@ -639,6 +689,7 @@ async def run_episodes(
         model_calls=state.calls,
         cached_calls=state.cached,
         epochs=cfg.epochs,
+        spend=state.spend,
     )
 
 

@@ -325,6 +325,10 @@ def build_eval_log(source: RunSource, *, headline: Sequence[str] = ()) -> EvalLo
             metadata["toolgauge_warnings"] = results.warnings
         if results.provenance is not None:
             metadata["toolgauge_provenance"] = results.provenance.model_dump(mode="json")
+    stats = results.run if results is not None else None
+    tags = [f"{k}={v}" for k, v in sorted(stats.tags.items())] if stats is not None else []
+    if stats is not None:  # --name, and the run's cost in USD (None: a price unknown)
+        metadata.update(toolgauge_name=stats.name, toolgauge_cost_usd=stats.cost_usd)
     spec = EvalSpec(
         eval_id=run.id,
         run_id=run.id,
@@ -380,6 +384,7 @@ def build_eval_log(source: RunSource, *, headline: Sequence[str] = ()) -> EvalLo
         error=EvalError(message=f"every sample failed; first: {first.key}: {first.error}")
         if run.status == "failed" and first is not None
         else None,
+        tags=tags,
         samples=samples,
     )
 

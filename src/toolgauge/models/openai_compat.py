@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from typing import Any
 
 import openai
@@ -11,6 +12,7 @@ from openai import AsyncOpenAI
 from pydantic import BaseModel, Field
 
 from toolgauge.errors import ConnectionFailed, ModelError, TransientModelError
+from toolgauge.models.served_identity import ServedModel, cache_id_with, models_entry
 from toolgauge.models.wire import RETRYABLE_STATUS as _RETRYABLE_STATUS
 from toolgauge.models.wire import decode_body, set_options
 from toolgauge.models.wire import one_line as _short
@@ -59,6 +61,7 @@ class WireCompletion(BaseModel):
     model: str | None = None
     choices: list[_WireChoice] = Field(min_length=1)
     usage: _WireUsage | None = None
+    system_fingerprint: str | None = None
 
 
 def decode_completion(body: bytes, content_type: str = "") -> WireCompletion:
@@ -153,11 +156,17 @@ class OpenAICompatClient:
         self._api_key = api_key
         self._timeout = timeout
         self._client: AsyncOpenAI | None = None
+        # What the probe learnt of the served model (its /v1/models entry, the answer's system_fingerprint).
+        self.served: ServedModel | None = None
 
     @property
     def cache_id(self) -> str:
-        """Model name plus endpoint, so two servers never share cached answers (a URL password is masked)."""
-        return f"{self.model}@{redact_url(self.base_url) if self.base_url else 'default'}"
+        """Model name plus endpoint, so two servers never share cached answers (a URL password is masked).
+
+        Plus, once the probe has run, a digest of what the server said of the model it serves, so a checkpoint
+        redeployed under the same name misses the cache (models/served_identity.py).
+        """
+        return cache_id_with(f"{self.model}@{redact_url(self.base_url) if self.base_url else 'default'}", self.served)
 
     async def start(self) -> None:
         """Create the SDK client (retries are the engine's job, so the SDK's are off)."""
@@ -193,7 +202,9 @@ class OpenAICompatClient:
         kwargs = {"model": self.model, "messages": [{"role": "user", "content": "Say OK."}], "max_tokens": 1}
         for attempt in range(1, _PROBE_ATTEMPTS + 1):
             try:
-                await _complete(client, kwargs)
+                answer = await _complete(client, kwargs)
+                served = await self._models_entry(client)
+                self.served = served.model_copy(update={"system_fingerprint": answer.system_fingerprint})
                 return
             except ConnectionFailed as exc:
                 if _refused(exc):  # nothing listens there (or no route): no point in asking again
@@ -212,6 +223,15 @@ class OpenAICompatClient:
             f"{name} (chat completions has no such field; a server that takes one reads it from extra_body)"
             for name in set_options(options, ["thinking_budget"])
         ]
+
+    async def _models_entry(self, client: AsyncOpenAI) -> ServedModel:
+        """This model's ``/v1/models`` entry; empty when the server has no listing or it cannot be read."""
+        try:
+            raw = await client.models.with_raw_response.list()
+            listing = json.loads(raw.http_response.content)
+        except (openai.OpenAIError, ValueError, RecursionError):
+            return ServedModel()
+        return models_entry(listing, self.model, now=time.time())
 
     async def generate(self, request: ModelRequest) -> AssistantTurn:
         """Send one chat completion and convert the answer."""

@@ -104,12 +104,31 @@ def run_line(run: RunStats, unit: str) -> str:
     epochs = f" × {plural(run.epochs, 'epoch')}" if run.epochs != 1 else ""
     cached = run.cached_input_tokens + run.cached_output_tokens
     cached_tokens = f" (+{run.cached_input_tokens}+{run.cached_output_tokens} cached)" if cached else ""
+    labels = " ".join(([run.name] if run.name else []) + [f"{k}={v}" for k, v in sorted(run.tags.items())])
+    named = f" ({esc(labels)})" if labels else ""
     return (
-        f"run [bold]{esc(run.id)}[/]{status} · {run.samples} {unit}{epochs} · "
+        f"run [bold]{esc(run.id)}[/]{named}{status} · {run.samples} {unit}{epochs} · "
         f"{run.sample_errors} failed · {run.model_calls} model calls "
         f"({run.cached_calls} from cache) · "
-        f"{run.input_tokens}+{run.output_tokens} tokens{cached_tokens} · {run.wall_seconds} s"
+        f"{run.input_tokens}+{run.output_tokens} tokens{cached_tokens}{run_cost(run)} · {run.wall_seconds} s"
     )
+
+
+def mostly_cached(run: RunStats) -> bool:
+    """Whether more than half of the run's answers came from the response cache (not what the model says now)."""
+    return run.cached_calls > run.model_calls
+
+
+def run_cost(run: RunStats) -> str:
+    """`` · $0.0123`` (or `` · price unknown``) for the run line, and a flag when most answers were cached."""
+    from toolgauge.cost import format_usd
+
+    text = ""
+    if run.price is not None or run.cost_usd is not None:
+        text = f" · {format_usd(run.cost_usd)}"
+    if mostly_cached(run):
+        text += f" · [yellow]mostly cached ({run.cached_calls} of {run.cached_calls + run.model_calls} answers)[/]"
+    return text
 
 
 def summary_lines(results: EvalResults) -> list[str]:

@@ -219,3 +219,14 @@ view_units = Table(
     Index("ix_view_units_class", "run_id", "gen", "error_class", "seq"),
     Index("ix_view_units_id", "run_id", "gen", "unit_id", "seq"),
 )
+
+# A run's display name (``--name``) and tags (``--tag KEY=VALUE``, a JSON object), one row per labelled run
+# (store/run_meta.py). Optional: a run without labels has no row, and a toolgauge that does not know the table
+# ignores it, so it is not a schema version; it is created where missing, like every table here.
+run_labels = Table(
+    "run_labels",
+    metadata,
+    Column("run_id", String(64), ForeignKey("runs.id"), primary_key=True),
+    Column("name", Text),
+    Column("tags", Text, nullable=False),
+)

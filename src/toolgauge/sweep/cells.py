@@ -19,10 +19,12 @@ from typing import Any
 
 from sqlalchemy import delete
 
+from toolgauge.cost import parse_price
 from toolgauge.driver import RunOptions, run_benchmark, run_config, start_clients
 from toolgauge.engine import EngineConfig, run_episodes
 from toolgauge.errors import RunLocked
 from toolgauge.models.spec import display_spec, resolve_model
+from toolgauge.run_labels import RunLabels
 from toolgauge.store import Store, open_store, schema
 from toolgauge.store.lease import this_host
 from toolgauge.sweep.limits import LimitedClient, Limiter, endpoint_of
@@ -68,6 +70,8 @@ async def run_cell(
         headline=spec.headline if spec is not None else (),
         model_options={k: task.options[k] for k in MODEL_OPTION_NAMES if task.options.get(k) is not None},
         limit=task.options.get("limit"),
+        labels=RunLabels(name=task.name, tags=task.tags),
+        price=parse_price(task.price) if task.price is not None else None,
     )
     deadline = time.monotonic() + lease_patience
     while True:

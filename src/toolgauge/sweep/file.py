@@ -73,6 +73,10 @@ class ModelEntry(BaseModel):
     spec: str
     engine: EngineOptions = Field(default_factory=EngineOptions)
     options: dict[str, Any] = Field(default_factory=dict)
+    # A display alias: the name of its cells' runs (runs, leaderboards) instead of the spec.
+    name: str | None = None
+    # eval's --price IN,OUT (USD per million tokens) for a model the price table does not know.
+    price: str | None = None
 
 
 class BenchmarkEntry(BaseModel):
@@ -234,9 +238,20 @@ def _model_entry(
     if not isinstance(spec, str) or not spec.strip():
         raise bad(f"{where}.spec", 'missing: give the model spec (e.g. spec = "gold")')
     engine = _engine(raw, where, bad)
+    name = raw.get("name")
+    if name is not None and (not isinstance(name, str) or not name.strip() or "\n" in name):
+        raise bad(f"{where}.name", "expected one line of text (the model's display name)")
+    price = raw.get("price")
+    if price is not None:
+        from toolgauge.cost import parse_price
+
+        try:
+            parse_price(price if isinstance(price, str) else "")
+        except UsageError as exc:
+            raise bad(f"{where}.price", str(exc).replace("--price ", "", 1)) from None
     options: dict[str, Any] = {}
     for key, value in raw.items():
-        if key == "spec" or key in ENGINE_KEYS:
+        if key in ("spec", "name", "price") or key in ENGINE_KEYS:
             continue
         if key in ("epochs", "seed"):
             raise bad(f"{where}.{key}", "set it at the top of the file, for the whole sweep")
@@ -251,7 +266,9 @@ def _model_entry(
             if key not in BOUNDED:
                 _checked(value, params[key], f"{where}.{key}", bad)
         options[key] = _bounded(key, value, f"{where}.{key}", bad) if key in BOUNDED else value
-    return ModelEntry(spec=spec.strip(), engine=engine, options=options)
+    return ModelEntry(
+        spec=spec.strip(), engine=engine, options=options, name=name.strip() if name else None, price=price
+    )
 
 
 def _checked(value: Any, param: inspect.Parameter, where: str, bad: Callable[[str, str], SweepFileError]) -> Any:

@@ -43,6 +43,11 @@ class CellTask(BaseModel):
     # them from the options (``BenchmarkSpec.roles``), and the limits of their endpoints.
     roles: dict[str, str] = {}
     role_limits: dict[str, int] = {}
+    # The run's name (the [[model]]'s display name) and tags (sweep --tag, --name as tag "sweep").
+    name: str | None = None
+    tags: dict[str, str] = {}
+    # The [[model]]'s price (eval's --price IN,OUT), checked when the file was read.
+    price: str | None = None
 
 
 @dataclass
@@ -105,6 +110,8 @@ def plan_cells(sweep: SweepFile, where: str) -> list[Cell]:
                 options=options,
                 model_spec=model.spec,
                 shown_model=display_spec(model.spec),
+                name=model.name,
+                price=model.price,
                 concurrency=entry.engine.concurrency or model.engine.concurrency or DEFAULT_CONCURRENCY,
                 timeout=entry.engine.timeout or model.engine.timeout or DEFAULT_TIMEOUT,
                 max_retries=_first(entry.engine.max_retries, model.engine.max_retries, DEFAULT_MAX_RETRIES),

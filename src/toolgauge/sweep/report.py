@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from toolgauge.cost import format_usd
 from toolgauge.errors import UsageError
 from toolgauge.report.terminal import MISSING, interval, number, summary_unit
 from toolgauge.results import EvalResults, MetricKind
@@ -48,6 +49,11 @@ class CellReport(BaseModel):
     # it cannot be told), and how that was decided.
     significant: bool | None = None
     test: Literal["paired", "intervals"] | None = None
+    # The run's name (the [[model]]'s display name), its cost in USD (None: unknown) and cost per point of the
+    # first headline metric (as tau-bench's leaderboard shows it).
+    name: str | None = None
+    cost_usd: float | None = None
+    cost_per_point: float | None = None
 
 
 class SweepReport(BaseModel):
@@ -65,7 +71,8 @@ class SweepReport(BaseModel):
         return {
             "sweep": self.sweep,
             "status": self.status,
-            "cells": [c.model_dump(mode="json", include={"model", "benchmark", "run", "status", "metrics"})
+            "cells": [c.model_dump(mode="json", include={"model", "name", "benchmark", "run", "status", "metrics",
+                                                         "cost_usd", "cost_per_point"})
                       for c in self.cells],
         }  # fmt: skip
 
@@ -108,14 +115,23 @@ def sweep_report(store: Store, sweep_id: str) -> SweepReport:
 
 
 def _report(store: Store, record: SweepRecord) -> SweepReport:
+    from toolgauge.cost import cost_per_point
+    from toolgauge.store.run_meta import labels_of
+
     cells: list[CellReport] = []
+    labels = labels_of(store, [cell.run_id for cell in record.cells])
     for cell in record.cells:
         run = store.get_run(cell.run_id)
         results = run.results if run is not None else None
         status = cell.status if run is None or cell.status in ("pending", "running") else run.status
-        metrics = cell_metrics(results, headline_of(cell.benchmark, results)) if results is not None else {}
+        names = headline_of(cell.benchmark, results)
+        metrics = cell_metrics(results, names) if results is not None else {}
+        cost = results.run.cost_usd if results is not None and results.run is not None else None
+        first = metrics.get(names[0]) if names else None
+        per_point = cost_per_point(cost, first.mean) if first is not None and first.kind == "rate" else None
+        name = labels[cell.run_id].name if cell.run_id in labels else None
         cells.append(CellReport(model=cell.model, benchmark=cell.benchmark, run=cell.run_id, status=status,
-                                metrics=metrics))  # fmt: skip
+                                metrics=metrics, name=name, cost_usd=cost, cost_per_point=per_point))  # fmt: skip
     _mark_significance(store, cells)
     return SweepReport(sweep=record.id, status=record.status, cells=cells)
 
@@ -207,9 +223,10 @@ def render_leaderboard(report: SweepReport, console: Console) -> None:
         order = ranked(report.cells, benchmark)
         names = headline_of(benchmark, None) or tuple(dict.fromkeys(n for c in order for n in c.metrics))
         table = Table(title=f"{benchmark}: ranked by {names[0] if names else '-'}", title_justify="left")
-        for col in ("#", "model", *names, "vs best", "run", "status"):
+        for col in ("#", "model", *names, "vs best", "cost", "$/point", "run", "status"):
             # Model specs and run ids are what a reader copies: folded, never cut.
-            table.add_column(col, justify="right" if col in names or col == "#" else "left", overflow="fold")
+            right = col in names or col in ("#", "cost", "$/point")
+            table.add_column(col, justify="right" if right else "left", overflow="fold")
         for rank, cell in enumerate(order, 1):
             if rank == 1:
                 mark = "best"
@@ -219,7 +236,10 @@ def render_leaderboard(report: SweepReport, console: Console) -> None:
                 mark = "significant" if cell.significant else "not significant"
                 any_intervals = any_intervals or cell.test == "intervals"
             values = [_interval(cell.metrics[n]) if n in cell.metrics else MISSING for n in names]
-            table.add_row(str(rank), escape(cell.model), *values, mark, cell.run, cell.status)
+            shown = f"{cell.name} ({cell.model})" if cell.name else cell.model
+            cost = format_usd(cell.cost_usd) if cell.status != "pending" else MISSING
+            per_point = format_usd(cell.cost_per_point) if cell.cost_per_point is not None else MISSING
+            table.add_row(str(rank), escape(shown), *values, mark, cost, per_point, cell.run, cell.status)
         console.print(table)
     console.print(
         f"sweep {report.sweep}: {report.status}; rates in percent, each as mean [95% interval]"

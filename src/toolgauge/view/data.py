@@ -32,6 +32,8 @@ from toolgauge.errors import DataError, UsageError
 from toolgauge.panels import Panel, RunPanels, SamplePanels
 from toolgauge.redact import redact, redact_tree
 from toolgauge.results import EvalResults, SampleScore
+from toolgauge.run_labels import RunLabels
+from toolgauge.store.run_meta import labels_of, run_settings
 from toolgauge.store.store import RunInfo, Store
 from toolgauge.store.verdicts import UnitFilter, UnitSet, VerdictTable, ensure_tables, stored_sample_count
 from toolgauge.view.charts import ChartSpec
@@ -81,6 +83,11 @@ class RunRow(BaseModel):
     created_at: float
     finished_at: float | None
     headline: dict[str, float | int | None] = {}
+    # --name and --tag; mode, variant, temperature, epochs and limit (store/run_meta.py); USD (None: unknown).
+    name: str | None = None
+    tags: dict[str, str] = {}
+    settings: dict[str, Any] = {}
+    cost_usd: float | None = None
 
 
 class UnitRow(BaseModel):
@@ -151,17 +158,20 @@ def unit_row(score: SampleScore) -> UnitRow:
     )
 
 
-def run_row(run: RunInfo, headline: tuple[str, ...] = ()) -> RunRow:
-    """The runs-list row of one run, with its headline values when it has results."""
+def run_row(run: RunInfo, headline: tuple[str, ...] = (), labels: RunLabels | None = None) -> RunRow:
+    """The runs-list row of one run, with its headline values when it has results, its labels and settings."""
     values: dict[str, float | int | None] = {}
     if run.results is not None:
         for name in headline:
             value = run.results.value(name)
             if value is not None:  # a run of some categories only may lack an overall value
                 values[name] = value
+    stats = run.results.run if run.results is not None else None
     return RunRow(
         id=run.id, benchmark=run.benchmark, model=redact(run.model), status=run.status, samples=run.n_samples,
         created_at=run.created_at, finished_at=run.finished_at, headline=values,
+        name=labels.name if labels else None, tags=labels.tags if labels else {}, settings=run_settings(run),
+        cost_usd=stats.cost_usd if stats is not None else None,
     )  # fmt: skip
 
 
@@ -225,7 +235,9 @@ class ViewData:
     ) -> list[RunRow]:
         """Runs newest first, filtered: exact benchmark and status, model substring, created in [since, until)."""
         rows = []
-        for run in self.store.list_runs(limit):
+        listed = self.store.list_runs(limit)
+        labels = labels_of(self.store, [run.id for run in listed])
+        for run in listed:
             if benchmark and run.benchmark != benchmark:
                 continue
             if status and run.status != status:
@@ -236,7 +248,7 @@ class ViewData:
                 continue
             if until is not None and run.created_at >= until:
                 continue
-            rows.append(run_row(run, self.benchmarks.headline(run.benchmark)))
+            rows.append(run_row(run, self.benchmarks.headline(run.benchmark), labels.get(run.id)))
         return rows
 
     def run_info(self, run_id: str) -> RunInfo:
@@ -252,7 +264,7 @@ class ViewData:
         headline = self.benchmarks.headline(run.benchmark)
         results = run.results
         return {
-            "run": run_row(run, headline).model_dump(mode="json"),
+            "run": run_row(run, headline, labels_of(self.store, [run.id]).get(run.id)).model_dump(mode="json"),
             "config": _masked(run.config),
             "headline": list(headline),
             "results": results.model_dump(mode="json") if results is not None else None,

@@ -350,8 +350,10 @@
     const rows = data.runs.map((r) => el("tr", {},
       el("td", {}, el("input", { type: "checkbox", class: "pick", "data-run": r.id, "aria-label": "select run " + r.id })),
       el("td", {}, el("a", { href: runLink(r.id), class: "run-link", text: r.id })),
-      el("td", { text: r.benchmark }), el("td", { text: r.model }), el("td", {}, statusBadge(r.status)),
-      el("td", { class: "num", text: r.samples }), el("td", { text: when(r.created_at) }),
+      el("td", { text: runLabels(r) }), el("td", { text: r.benchmark }), el("td", { text: r.model }),
+      el("td", { text: settingsText(r.settings) }), el("td", {}, statusBadge(r.status)),
+      el("td", { class: "num", text: r.samples }), el("td", { class: "num", text: usd(r.cost_usd, r.status) }),
+      el("td", { text: when(r.created_at) }),
       el("td", { text: Object.entries(r.headline).map(([k, v]) => k + " " + fmt(v, "rate")).join(" · ") })));
     const compareButton = el("button", { type: "button", id: "compare", disabled: "disabled", text: "compare the selected runs" });
     const picked = []; // in the order they were picked: the first is the baseline
@@ -360,7 +362,7 @@
     });
     const node = el("section", {}, el("h1", { text: "runs" }), form,
       el("p", { class: "compare-bar" }, compareButton, el("span", { class: "muted", text: " tick two or more runs of one benchmark: the first ticked is the baseline (A)" })),
-      rows.length ? table(["", "run", "benchmark", "model", "status", "samples", "started", "headline"], rows, "grid runs")
+      rows.length ? table(["", "run", "name", "benchmark", "model", "settings", "status", "samples", "cost", "started", "headline"], rows, "grid runs")
         : el("p", { class: "muted", text: "no run matches" }));
     node.addEventListener("change", (event) => {
       if (!event.target.classList || !event.target.classList.contains("pick")) return;
@@ -516,20 +518,24 @@
     let intervals = false;
     const charts = [];
     for (const board of data.boards) {
+      // A board of offline models only (gold, replays: $0 each) has no cost column.
+      const costed = board.cells.some((c) => c.cost_usd !== 0);
       const rows = board.cells.map((c, i) => {
         let mark = "best";
         if (i > 0) mark = c.significant === null ? "?" : c.significant ? "significant" : "not significant";
         if (i > 0 && c.test === "intervals") intervals = true;
         return el("tr", { "data-run": c.run },
-          el("td", { class: "num", text: i + 1 }), el("td", { class: "model", text: c.model }),
+          el("td", { class: "num", text: i + 1 }), el("td", { class: "model", text: c.name ? c.name + " (" + c.model + ")" : c.model }),
           board.metrics.map((name) => el("td", { class: "num cell" }, el("a", { href: runLink(c.run), class: "cell-link" }, meanInterval(c.metrics[name])))),
           el("td", {}, el("span", { class: "mark " + mark.replace(/[^a-z]+/g, "-"), text: mark + (i > 0 && c.test ? " (" + c.test + ")" : "") }),
             i > 0 && !REPORT ? [" ", el("a", { href: compareLink([board.cells[0].run, c.run]), class: "compare-link", text: "compare" })] : null),
+          costed ? el("td", { class: "num", text: usd(c.cost_usd, c.status) +
+            (c.cost_per_point === null || c.cost_per_point === undefined ? "" : " (" + usd(c.cost_per_point, c.status) + "/pt)") }) : null,
           el("td", {}, el("a", { href: runLink(c.run), class: "run-link", text: c.run })), el("td", {}, statusBadge(c.status)));
       });
       node.appendChild(el("h2", { text: board.benchmark + ": ranked by " + (board.metrics[0] || "–") }));
       // Within its own box: a board wider than the page scrolls there, never the page.
-      node.appendChild(el("div", { class: "scroll board" }, table(["#", "model", ...board.metrics, "vs best", "run", "status"], rows, "grid leaderboard")));
+      node.appendChild(el("div", { class: "scroll board" }, table(["#", "model", ...board.metrics, "vs best", ...(costed ? ["cost ($/point)"] : []), "run", "status"], rows, "grid leaderboard")));
       if (!REPORT && PAPERS.includes(board.benchmark)) {
         node.appendChild(el("p", {}, el("a", { href: paperLink(board.benchmark, [sweepId]), class: "paper-link",
           text: "the paper's tables for these models →" })));
@@ -591,6 +597,19 @@
 
   // --- one run --------------------------------------------------------------------------------------------------
 
+  // A run's --name and --tag KEY=VALUE labels, its settings (mode, variant, T, epochs, limit) and its cost.
+  function runLabels(r) {
+    return [r.name || ""].concat(Object.entries(r.tags || {}).map(([k, v]) => k + "=" + v)).join(" ").trim();
+  }
+  function settingsText(settings) {
+    return Object.entries(settings || {}).filter(([k, v]) => v !== null && !(k === "epochs" && v === 1))
+      .map(([k, v]) => (k === "temperature" ? "T" : k) + "=" + v).join(" ");
+  }
+  function usd(value, status) {
+    if (value === null || value === undefined) return status === "finished" || status === "finished_with_errors" ? "price unknown" : "";
+    if (value === 0) return "$0";
+    return "$" + (value >= 1 ? value.toFixed(2) : value.toPrecision(3));
+  }
   async function runPage(runId) {
     const data = await get("runs/" + encodeURIComponent(runId));
     const run = data.run;
@@ -599,12 +618,14 @@
     const node = el("section", { class: "run" },
       el("h1", {}, run.benchmark + " · ", el("span", { class: "model", text: run.model }), " ", statusBadge(run.status)),
       el("p", { class: "muted" },
-        "run " + run.id + " · " + run.samples + " samples · started " + when(run.created_at) +
+        "run " + run.id + (runLabels(run) ? " (" + runLabels(run) + ")" : "") + " · " + run.samples + " samples · " +
+        (settingsText(run.settings) ? settingsText(run.settings) + " · " : "") + "started " + when(run.created_at) +
         (run.finished_at ? " · finished " + when(run.finished_at) : "")));
     if (stats) {
       node.appendChild(el("p", { class: "stats" },
         [["sample errors", stats.sample_errors], ["model calls", stats.model_calls], ["cached calls", stats.cached_calls],
-          ["input tokens", stats.input_tokens], ["output tokens", stats.output_tokens], ["epochs", stats.epochs],
+          ["input tokens", stats.input_tokens], ["output tokens", stats.output_tokens], ["cost", usd(stats.cost_usd, stats.status)],
+          ["epochs", stats.epochs],
           ["wall", stats.wall_seconds.toFixed(1) + " s"]].map(([k, v]) => el("span", { class: "stat" }, el("b", { text: v }), " " + k))));
     }
     node.appendChild(el("p", {}, el("a", { href: samplesLink(run.id), class: "samples-link", text: "samples and verdicts →" }),
