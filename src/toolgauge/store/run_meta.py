@@ -61,7 +61,7 @@ def list_runs(store: Store, limit: int, tags: Mapping[str, str] | None = None) -
         return store.list_runs(limit)
     if not _has_table(store):
         return []
-    from toolgauge.store.store import _run_info
+    from toolgauge.store.runs import run_info
 
     table = schema.run_labels
     with store.engine.connect() as conn:
@@ -74,7 +74,7 @@ def list_runs(store: Store, limit: int, tags: Mapping[str, str] | None = None) -
         for start in range(0, len(tagged), 500):
             chunk = tagged[start : start + 500]
             rows = conn.execute(select(schema.runs).where(schema.runs.c.id.in_(chunk))).mappings()
-            runs.extend(_run_info(r) for r in rows)
+            runs.extend(run_info(r) for r in rows)
     runs.sort(key=lambda r: r.created_at, reverse=True)
     return runs[:limit]
 

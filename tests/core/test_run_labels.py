@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_helpers import invoke, results_of
+from helpers.cli_helpers import invoke, results_of
 from toolgauge.errors import UsageError
 from toolgauge.run_labels import check_name, parse_tags, run_meta_options
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from chat_stub import ChatStub, completion, is_probe
-from cli_helpers import invoke, results_of
-from episode_helpers import ClientWithoutLifecycle, Echo
+from helpers.chat_stub import ChatStub, completion, is_probe
+from helpers.cli_helpers import invoke, results_of
+from helpers.episode_helpers import ClientWithoutLifecycle, Echo
 from toolgauge.cost import parse_price
 from toolgauge.engine import EngineConfig, EpisodeContext, run_episodes
 from toolgauge.engine.budget import Budget, BudgetReached, Spend

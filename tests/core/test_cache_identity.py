@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from chat_stub import ChatStub, completion, is_probe
-from cli_helpers import invoke, results_of
+from helpers.chat_stub import ChatStub, completion, is_probe
+from helpers.cli_helpers import invoke, results_of
 from toolgauge.models.served_identity import ServedModel, cache_id_with, models_entry
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cli_helpers import invoke, results_of
+from helpers.cli_helpers import invoke, results_of
 from toolgauge.provenance_diff import provenance_differences
 from toolgauge.results import Provenance
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from chat_stub import ChatStub, completion, is_probe
-from cli_helpers import invoke, results_of
+from helpers.chat_stub import ChatStub, completion, is_probe
+from helpers.cli_helpers import invoke, results_of
 from toolgauge import cost
 from toolgauge.cost import Price, call_cost, calls_cost, cost_per_point, format_usd, parse_price, price_for
 from toolgauge.errors import UsageError
