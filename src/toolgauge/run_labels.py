@@ -19,7 +19,7 @@ from toolgauge.errors import UsageError
 
 if TYPE_CHECKING:
     from toolgauge.driver import RunOptions
-    from toolgauge.engine.runner import CacheMode
+    from toolgauge.engine.cache import CacheMode
     from toolgauge.models.base import ModelClient
 
 # A tag's key: what ``--tag KEY=VALUE`` accepts before the ``=``.
@@ -110,7 +110,7 @@ def run_meta_options(
 
     ``--no-cache`` is ``--cache off``; both at once must agree.
     """
-    from toolgauge.engine.runner import CacheMode
+    from toolgauge.engine.cache import CacheMode
 
     modes = get_args(CacheMode)
     if cache is not None and cache not in modes:

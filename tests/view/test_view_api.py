@@ -92,7 +92,8 @@ def test_the_run_page_has_every_breakdown_and_a_chart_for_each(base: str, runs: 
     if runs.mtu is None:
         pytest.skip("MTU-Bench data not found (set TOOLGAUGE_SHARED_DATA)")
     page = api(base, f"runs/{runs.mtu}")
-    assert [b["by"] for b in page["breakdowns"]] == ["split"]
+    # by split, then the paper's analyses (issue 22): the S-M hard set, and accuracy by turns and by tools
+    assert [b["by"] for b in page["breakdowns"]] == ["split", "set", "turns", "tools"]
     assert [r["group"] for r in page["breakdowns"][0]["rows"]] == ["S-S", "S-M", "M-S", "M-M", "OOD"]
     assert page["overall"][0]["headline"] and page["overall"][0]["name"] == "tool_accuracy"
     assert page["charts"] == [{"name": "by-split", "title": "by split"}]

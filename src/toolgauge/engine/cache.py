@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import Literal
 
 from toolgauge.records import ModelRequest
+
+# What a run does with the response cache (``--cache``): neither read nor write it, only read, only write, both.
+CacheMode = Literal["off", "read", "write", "on"]
 
 
 def request_hash(cache_id: str, request: ModelRequest, *, epoch: int = 1) -> str:

@@ -20,7 +20,7 @@ from abc import abstractmethod
 from array import array
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from pydantic import BaseModel, ValidationError
 from rich.console import Console
@@ -35,7 +35,7 @@ from rich.progress import (
 
 from toolgauge.cost import Price
 from toolgauge.engine.budget import Budget, BudgetReached, Spend
-from toolgauge.engine.cache import request_hash
+from toolgauge.engine.cache import CacheMode, request_hash
 from toolgauge.engine.epochs import check_epoch_keys, epoch_key
 from toolgauge.engine.retry import backoff_delay
 from toolgauge.errors import (
@@ -62,7 +62,6 @@ T = TypeVar("T")
 
 # --cache: off (neither read nor write), read (answers from it, nothing new stored), write (every call made,
 # answers stored), on (both).
-CacheMode = Literal["off", "read", "write", "on"]
 
 # Finished samples that may wait for a commit before the workers wait for the store (memory stays bounded).
 COMMIT_BACKLOG = 1024
