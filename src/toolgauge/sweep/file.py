@@ -36,10 +36,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from toolgauge.benchmark import BenchmarkSpec, build_parameters
-from toolgauge.bounds import BOUNDED, OptionOutOfBounds, check_option
+from toolgauge.bounds import BOUNDED, OptionOutOfBounds, check_option, problem_of
 from toolgauge.datasets.resolve import missing_official
 from toolgauge.errors import DataError, UsageError
 from toolgauge.jsonl import read_text
+from toolgauge.options import options_listing
 from toolgauge.unknown_fields import did_you_mean
 
 MAX_NESTING = 32
@@ -200,6 +201,8 @@ def _benchmark_entry(index: int, raw: dict[str, Any], bad: Callable[[str, str], 
 
         raise bad(f"{where}.name", f"unknown benchmark {name!r} (known: {', '.join(benchmark_names())})")
     engine = _engine(raw, where, bad)
+    if spec.options is not None:
+        return BenchmarkEntry(name=name, engine=engine, options=_typed_options(spec, raw, where, bad))
     params = build_parameters(spec)
     options: dict[str, Any] = {}
     for key, value in raw.items():
@@ -244,6 +247,15 @@ def _model_entry(
             raise bad(f"{where}.{key}", _MODEL_KEY)
         for bench in specs:
             assert bench is not None
+            if bench.options is not None:  # the benchmark's options model checks the value
+                fields = list(bench.options.model_fields)
+                if key not in fields:
+                    hint = did_you_mean(key, [*fields, *ENGINE_KEYS])
+                    raise bad(f"{where}.{key}", f"not an option of benchmark {bench.name}, which this model runs{hint}")
+                problem = _field_problem(bench.options, key, value)
+                if problem is not None:
+                    raise bad(f"{where}.{key}", problem)
+                continue
             params = build_parameters(bench)
             if key not in params:
                 hint = did_you_mean(key, [*params, *ENGINE_KEYS])
@@ -252,6 +264,52 @@ def _model_entry(
                 _checked(value, params[key], f"{where}.{key}", bad)
         options[key] = _bounded(key, value, f"{where}.{key}", bad) if key in BOUNDED else value
     return ModelEntry(spec=spec.strip(), engine=engine, options=options)
+
+
+def _typed_options(
+    spec: BenchmarkSpec, raw: Mapping[str, Any], where: str, bad: Callable[[str, str], SweepFileError]
+) -> dict[str, Any]:
+    """A benchmark entry's options, each checked by the benchmark's options model (as ``eval`` checks them)."""
+    assert spec.options is not None
+    fields = spec.options.model_fields
+    options: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key == "name" or key in ENGINE_KEYS:
+            continue
+        if key in ("epochs", "seed"):
+            raise bad(f"{where}.{key}", "set it at the top of the file, for the whole sweep")
+        if key == "model":
+            raise bad(f"{where}.{key}", _MODEL_KEY)
+        if key not in fields:
+            hint = did_you_mean(key, [*fields, *ENGINE_KEYS])
+            raise bad(
+                f"{where}.{key}", f"not an option of {spec.name}{hint} (options: {options_listing(spec.options)})"
+            )
+        problem = _field_problem(spec.options, key, value)
+        if problem is not None:
+            raise bad(f"{where}.{key}", problem)
+        takes_path = Path in typing.get_args(fields[key].annotation) or fields[key].annotation is Path
+        relative = takes_path and isinstance(value, str) and value and not Path(value).expanduser().is_absolute()
+        options[key] = str(Path(value).resolve()) if relative else value
+    missing = [k for k, f in fields.items() if f.is_required() and k not in options]
+    if missing:
+        raise bad(f"{where}.{missing[0]}", f"missing: {spec.name} needs it")
+    if "data" in fields and "data" not in options:  # the cached official data, checked before anything runs
+        uncached = missing_official(spec.name, give='data = "PATH"')
+        if uncached:
+            raise bad(f"{where}.data", uncached)
+    return options
+
+
+def _field_problem(model: type[BaseModel], key: str, value: Any) -> str | None:
+    """What ``model`` finds wrong with ``value`` for its field ``key`` (``input should be ..., got X``), or None."""
+    try:
+        model.model_validate({key: value})
+    except ValidationError as exc:
+        for error in exc.errors():
+            if error["loc"][:1] == (key,):
+                return problem_of(error, value)
+    return None
 
 
 def _checked(value: Any, param: inspect.Parameter, where: str, bad: Callable[[str, str], SweepFileError]) -> Any:
