@@ -80,17 +80,16 @@ ClientMaker = Callable[[Any, str, float], tuple[str, "ModelClient"]]
 
 @dataclass(frozen=True)
 class ScoreSpec:
-    """How ``score NAME`` scores recorded outputs: its options model (with ``predictions``), built and replayed.
+    """How ``score NAME`` scores recorded outputs: its options model (with ``predictions``) and the run it makes.
 
     Attributes:
         options: The options model of ``score NAME`` (the command is generated from it); it has ``predictions``.
-        build: Makes the benchmark from those options.
-        client: The recorded outputs as the model of the run: (benchmark, options) -> (shown spec, client).
+        run: Makes the run from those options: the benchmark (built from the ``eval`` options model, so the run
+            rescores as any other), the recorded outputs' model spec as shown and their client.
     """
 
     options: type[BaseModel]
-    build: Callable[[Any], Benchmark[Any, Any]]
-    client: Callable[[Any, Any], tuple[str, ModelClient]]
+    run: Callable[[Any], tuple[Benchmark[Any, Any], str, ModelClient]]
 
 
 @dataclass(frozen=True)

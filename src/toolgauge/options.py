@@ -162,13 +162,14 @@ def option_problem(model: type[BaseModel], exc: ValidationError, values: Mapping
     from toolgauge.unknown_fields import did_you_mean
 
     error = exc.errors()[0]
-    name = str(error["loc"][0]) if error["loc"] else ""
+    field = str(error["loc"][0]) if error["loc"] else ""
+    name = field.replace("_", "-") if prefix == "--" else field
     if error["type"] == "extra_forbidden":
         known = list(model.model_fields)
         return f"{prefix}{name}: not an option{did_you_mean(name, known)} (options: {options_listing(model)})"
     if error["type"] == "missing":
         return f"{prefix}{name}: missing: it has no default"
-    return f"{prefix}{name}: {problem_of(error, values.get(name, error.get('input')))}"
+    return f"{prefix}{name}: {problem_of(error, values.get(field, error.get('input')))}"
 
 
 def literal_choices(annotation: Any) -> tuple[str, ...] | None:

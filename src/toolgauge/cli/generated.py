@@ -59,8 +59,7 @@ def score_command(spec: BenchmarkSpec) -> Callable[..., None]:
 
     def command(*, flags: RunFlags, **values: Any) -> None:
         options = validated(scoring.options, command_values(scoring.options, values), prefix="--")
-        bench = scoring.build(options)
-        shown, client = scoring.client(bench, options)
+        bench, shown, client = scoring.run(options)
         engine = EngineOptions(concurrency=flags.concurrency, timeout=flags.timeout, max_retries=flags.max_retries,
                                no_cache=flags.no_cache)  # fmt: skip
         prepared = run_options(spec, options, engine, store=flags.store, console=err)

@@ -18,6 +18,7 @@ from toolgauge.benchmarks.mtu.metrics import (
     unit_scores_row,
 )
 from toolgauge.benchmarks.mtu.native import mtu_native_request
+from toolgauge.benchmarks.mtu.options import MtuOptions
 from toolgauge.benchmarks.mtu.records import MTU_SPLITS, MULTI_TURN_SPLITS, MtuItem, MtuPrediction
 from toolgauge.engine import EpisodeContext, SampleOutcome, in_step
 from toolgauge.parsing.call_rate import few_calls_warning
@@ -127,6 +128,7 @@ class MtuBenchmark:
         variant: MtuVariant = "reference",
         settings: CallSettings | None = None,
         warnings: Sequence[str] = (),
+        options: MtuOptions | None = None,
     ):
         self.items = list(items)
         self.keys = item_keys(self.items)
@@ -136,21 +138,22 @@ class MtuBenchmark:
         self.settings = settings or CallSettings()
         # Said with the results: e.g. how recorded predictions paired with the items (see ``replay_turns``).
         self.warnings = list(warnings)
+        # What the run is stored with: the options it was built from (a benchmark made by hand: its pieces').
+        self.options = options or MtuOptions(
+            data=Path(data_label),
+            mode=mode,
+            variant=variant,
+            **self.settings.model_dump(exclude={"tool_choice"}),
+            tool_choice=self.settings.tool_choice,
+        )
 
     def samples(self) -> list[tuple[str, MtuItem]]:
         """Items keyed by id (repeats get ``~k``)."""
         return list(zip(self.keys, self.items, strict=True))
 
     def config(self) -> dict[str, Any]:
-        """Settings that define the run."""
-        return {
-            "data": self.data_label,
-            "mode": self.mode,
-            "variant": self.variant,
-            "splits": sorted({i.split for i in self.items}),
-            "n": len(self.items),
-            **self.settings.model_dump(),
-        }
+        """The options the run was built from, as stored (``rescore`` validates them back)."""
+        return self.options.model_dump(mode="json")
 
     async def episode(self, sample: MtuItem, ctx: EpisodeContext) -> MtuResult:
         """Ask once: the item's question as the prompt, or the native conversion of it."""
