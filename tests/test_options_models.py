@@ -58,7 +58,7 @@ def test_suite_options_round_trip_through_the_store(tmp_path: Path) -> None:
 
 @pytest.mark.realdata
 def test_mtu_options_round_trip_through_the_store(mtu_dir: Path, tmp_path: Path) -> None:
-    options = MtuOptions(data=mtu_dir, splits=["S-S", "M-M"], limit=3, mode="native", variant="strict")
+    options = MtuOptions(data=mtu_dir, splits=["M-M", "S-S"], limit=3, mode="native", variant="strict")
     read_back, first, again = round_trip("mtu-bench", options, tmp_path)
     assert read_back == options
     same_scores(first, again)
@@ -129,7 +129,7 @@ def test_an_old_mtu_run_migrates_its_item_count_to_a_limit(mtu_dir: Path, tmp_pa
     spec = spec_named("mtu-bench")
     assert spec is not None
     options = stored_options(spec, api.read_run(run_id, store=store).config)
-    assert options == MtuOptions(data=mtu_dir, splits=["S-S", "M-M"], limit=2, mode="native", variant="strict")
+    assert options == MtuOptions(data=mtu_dir, splits=["M-M", "S-S"], limit=2, mode="native", variant="strict")
 
 
 def test_an_old_wildtoolbench_run_rescores_to_its_stored_scores(tmp_path: Path) -> None:
@@ -259,3 +259,11 @@ def test_api_evaluate_imports_no_typer(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["False", "False"]
+
+
+def test_the_api_page_has_the_tables_the_models_generate() -> None:
+    from toolgauge.benchmarks.registry import specs
+    from toolgauge.options_docs import with_tables
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "api.md").read_text()
+    assert with_tables(page, specs()) == page, "docs/api.md is out of date: run python scripts/gen_api_docs.py"

@@ -37,7 +37,6 @@ from toolgauge.report.console import TerminalConsole, json_for_terminal
 from toolgauge.report.export import check_output_file, sample_lines, write_lines_atomic
 from toolgauge.report.terminal import render_results
 from toolgauge.results import EvalResults
-from toolgauge.selection import existing_data, limit_items  # noqa: F401 - the benchmarks' commands import them here
 from toolgauge.settings import CallSettings
 
 T = TypeVar("T")

@@ -23,8 +23,6 @@ from toolgauge.cli.common import (
     Mode,
     RunFlags,
     execute,
-    existing_data,
-    limit_items,
     resolved_model,
     run_command,
     split_list,
@@ -32,6 +30,7 @@ from toolgauge.cli.common import (
 )
 from toolgauge.datasets.resolve import data_or_official
 from toolgauge.errors import UsageError
+from toolgauge.selection import existing_data, limit_items
 from toolgauge.settings import CallSettings
 
 BfclRun = BfclBenchmark | BfclMultiTurnBenchmark

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from toolgauge.options import CommaList, LimitOptions, OptionsModel, SamplingOptions, ToolChoiceOptions
 
@@ -21,6 +21,12 @@ class MtuOptions(ToolChoiceOptions, LimitOptions, SamplingOptions):
         "prompt", description="prompt (ReAct text, reference) or native tool calls"
     )
     variant: Literal["reference", "strict"] = Field("reference", description="Metric variant.")
+
+    @field_validator("splits")
+    @classmethod
+    def _sorted(cls, splits: list[str] | None) -> list[str] | None:
+        # One run, one config: the splits' order changes no score (the metrics group by split), so it is kept sorted.
+        return sorted(splits) if splits is not None else None
 
 
 class MtuScoreOptions(OptionsModel):
