@@ -185,9 +185,7 @@ def _prepare_built(
     if roles is None and spec is not None and isinstance(model, str):
         roles = role_clients(role_specs(spec, options, model), model, client,
                              lambda s: resolve_model(s, timeout=engine.timeout))  # fmt: skip
-    from toolgauge.benchmarks.registry import spec_for_run
-
-    run = run_options(spec_for_run(bench.name), options, engine, store=store_url(store))
+    run = run_options(headline_of(bench.name), options, engine, store=store_url(store))
     return PreparedRun(bench, shown, client, dict(roles or {}), run)
 
 

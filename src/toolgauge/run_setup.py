@@ -58,7 +58,7 @@ def role_clients(roles: Mapping[str, str], model: str, client: C, make: Callable
 
 
 def run_options(
-    spec: BenchmarkSpec | None,
+    headline: tuple[str, ...],
     options: BaseModel | Mapping[str, Any] | None,
     engine: EngineOptions,
     *,
@@ -67,7 +67,9 @@ def run_options(
     console: Console | None = None,
     seed: int = 0,
 ) -> RunOptions:
-    """The driver's options of a run of ``spec`` with ``options`` (sampling options go into the provenance).
+    """The driver's options of a run with ``options`` (its sampling options go into the provenance).
+
+    ``headline``: the benchmark's headline metrics (``BenchmarkSpec.headline``), summarised with their spread.
 
     ``options`` as a mapping: the keyword options of a benchmark still without an options model.
     """
@@ -91,7 +93,7 @@ def run_options(
             seed=seed,
         ),
         console=console,
-        headline=spec.headline if spec is not None else (),
+        headline=headline,
         model_options=model_options,
         limit=limit,
     )
@@ -138,5 +140,5 @@ def prepare_run(
         model=shown,
         client=client,
         roles=dict(roles),
-        options=run_options(spec, options, engine, store=store, show_progress=show_progress, console=console),
+        options=run_options(spec.headline, options, engine, store=store, show_progress=show_progress, console=console),
     )

@@ -27,7 +27,6 @@ from toolgauge.benchmark import Benchmark
 from toolgauge.bounds import BOUNDED, check_options
 from toolgauge.cli.option_params import option_parameters
 from toolgauge.driver import RunOptions, RunResult, run_benchmark
-from toolgauge.engine import EngineConfig
 from toolgauge.errors import DataError, RunInterrupted, RunStopped, UsageError
 from toolgauge.models.base import ModelClient
 from toolgauge.options import EngineOptions, LimitOptions, SamplingOptions
@@ -146,23 +145,16 @@ class RunFlags:
 
     def run_options(self, headline: tuple[str, ...] = ()) -> RunOptions:
         """The driver's options (``headline``: the benchmark's headline metrics, summarised with their spread)."""
+        from toolgauge.run_setup import run_options
+
         self.check_bounds()
-        return RunOptions(
-            store_url=self.store,
-            resume=self.resume,
-            engine=EngineConfig(
-                concurrency=self.concurrency,
-                timeout=self.timeout,
-                max_retries=self.max_retries,
-                use_cache=not self.no_cache,
-                show_progress=not self.quiet,
-                epochs=self.epochs,
-            ),
-            console=err,
-            headline=headline,
-            model_options={"temperature": self.temperature, "max_tokens": self.max_tokens} if self.model else {},
-            limit=self.limit,
-        )
+        engine = EngineOptions.model_construct(
+            concurrency=self.concurrency, timeout=self.timeout, max_retries=self.max_retries, no_cache=self.no_cache,
+            resume=self.resume, epochs=self.epochs,
+        )  # fmt: skip
+        sampling = {"temperature": self.temperature, "max_tokens": self.max_tokens} if self.model else {}
+        return run_options(headline, {**sampling, "limit": self.limit}, engine, store=self.store,
+                           show_progress=not self.quiet, console=err)  # fmt: skip
 
     def call_settings(self, tool_choice: ToolChoice = ToolChoice.auto) -> CallSettings:
         """The sampling settings for model requests."""

@@ -62,7 +62,7 @@ def score_command(spec: BenchmarkSpec) -> Callable[..., None]:
         bench, shown, client = scoring.run(options)
         engine = EngineOptions(concurrency=flags.concurrency, timeout=flags.timeout, max_retries=flags.max_retries,
                                no_cache=flags.no_cache)  # fmt: skip
-        prepared = run_options(spec, options, engine, store=flags.store, console=err)
+        prepared = run_options(spec.headline, options, engine, store=flags.store, console=err)
         execute(bench, shown, flags, client=client, run_options=prepared, unit=spec.unit.removesuffix("s"))
 
     command.__doc__ = scoring.options.__doc__

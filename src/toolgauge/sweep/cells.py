@@ -65,7 +65,7 @@ async def run_cell(
     typed = validated(spec.options, task.options) if spec is not None and spec.options is not None else task.options
     engine = EngineOptions(concurrency=task.concurrency, timeout=task.timeout, max_retries=task.max_retries,
                            no_cache=not task.use_cache, resume=run_id, epochs=task.epochs)  # fmt: skip
-    options = run_options(spec, typed, engine, store=store_url, seed=task.seed)
+    options = run_options(spec.headline if spec else (), typed, engine, store=store_url, seed=task.seed)
     deadline = time.monotonic() + lease_patience
     while True:
         client = LimitedClient(
