@@ -206,10 +206,10 @@ async def score_async(
         spec = _spec(benchmark)
         if spec.score is not None:  # the score options model checks every option
             scoring = validated(spec.score.options, {**options, "predictions": predictions})
-            bench, _, client = spec.score.run(scoring)
+            recorded = spec.score.run(scoring)
             return await evaluate_async(
-                bench, client, store=store, concurrency=64, timeout=60.0, max_retries=0, use_cache=False,
-                keep_samples=keep_samples,
+                recorded.bench, recorded.client, store=store, concurrency=64, timeout=60.0, max_retries=0,
+                use_cache=False, keep_samples=keep_samples,
             )  # fmt: skip
         benchmark = build_from(spec, {**spec.score_options, **options})
     return await evaluate_async(

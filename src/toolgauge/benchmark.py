@@ -79,17 +79,33 @@ ClientMaker = Callable[[Any, str, float], tuple[str, "ModelClient"]]
 
 
 @dataclass(frozen=True)
+class RecordedRun:
+    """A run of recorded outputs, as ``ScoreSpec.run`` makes it.
+
+    Attributes:
+        bench: The benchmark, built from the ``eval`` options model (so the run rescores as any other).
+        model: The recorded outputs' model spec, as shown and stored.
+        client: The recorded outputs as the run's model.
+        notes: Warnings about the recordings themselves, said before the run (entries with no recorded output).
+    """
+
+    bench: Benchmark[Any, Any]
+    model: str
+    client: ModelClient
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class ScoreSpec:
     """How ``score NAME`` scores recorded outputs: its options model (with ``predictions``) and the run it makes.
 
     Attributes:
         options: The options model of ``score NAME`` (the command is generated from it); it has ``predictions``.
-        run: Makes the run from those options: the benchmark (built from the ``eval`` options model, so the run
-            rescores as any other), the recorded outputs' model spec as shown and their client.
+        run: Makes the run from those options.
     """
 
     options: type[BaseModel]
-    run: Callable[[Any], tuple[Benchmark[Any, Any], str, ModelClient]]
+    run: Callable[[Any], RecordedRun]
 
 
 @dataclass(frozen=True)
@@ -126,6 +142,8 @@ class BenchmarkSpec:
         client: Makes the model a run asks, where the benchmark pairs it with its samples itself (MTU-Bench's
             ``replay:PATH``); None: the model spec resolved as usual.
         migrate: Turns a config stored before the options model into the model's fields (old runs rescore).
+        restore: Makes a stored run's benchmark from its options where that differs from ``build`` (BFCL: a run of
+            result files is scored again from its stored outputs, without the files); None: ``build``.
         engine_defaults: The engine options' defaults of ``eval NAME`` where they are not the usual ones.
         run_panels: The viewer's extra panels of a run page (:mod:`toolgauge.panels`), or None.
         sample_panels: The viewer's extra panels of a sample page, or None.
@@ -149,6 +167,7 @@ class BenchmarkSpec:
     score: ScoreSpec | None = None
     client: ClientMaker | None = None
     migrate: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
+    restore: Callable[[Any], Benchmark[Any, Any]] | None = None
     engine_defaults: Mapping[str, Any] = field(default_factory=dict)
     run_panels: RunPanels | None = None
     sample_panels: SamplePanels | None = None
@@ -203,8 +222,10 @@ def rebuild(spec: BenchmarkSpec, config: Mapping[str, Any], variant: str | None 
     """
     from toolgauge.errors import UsageError
 
+    if variant is not None and not spec.variants:
+        raise UsageError(f"variant {variant!r}: {variants_text(spec)}")
     if spec.options is not None:
-        return spec.build(stored_options(spec, config, variant))
+        return (spec.restore or spec.build)(stored_options(spec, config, variant))
     if spec.rescore is None:
         raise UsageError(f"{spec.name} runs cannot be rescored from the store")
     return spec.rescore(config, variant)

@@ -48,12 +48,19 @@ class Cli:
         repeatable: A list given by repeating the option (``--stop A --stop B``) rather than as a comma list.
         json: The value is given as one JSON text (``--extra-body '{"k": 1}'``).
         metavar: What the help shows for the value.
+        choices: The choices the command offers, where it offers fewer than the field takes (a mode only the
+            ``score`` command sets).
+        required: The command asks for it though the model has a default (a default another path fills in).
+        hidden: Not an option of the command (set by another path, e.g. ``score``'s ``--predictions``).
     """
 
     names: tuple[str, ...] = ()
     repeatable: bool = False
     json: bool = False
     metavar: str | None = None
+    choices: tuple[str, ...] | None = None
+    required: bool = False
+    hidden: bool = False
 
 
 def _comma_list(value: Any) -> Any:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from toolgauge.benchmark import BenchmarkSpec, CommandGroups
-from toolgauge.cli.common import EngineDefaults, RunFlags, err, execute, run_command
+from toolgauge.cli.common import EngineDefaults, RunFlags, err, execute, run_command, warn
 from toolgauge.cli.option_params import command_values, option_parameters
 from toolgauge.options import EngineOptions, validated
 from toolgauge.run_setup import prepare_run, run_options
@@ -59,11 +59,14 @@ def score_command(spec: BenchmarkSpec) -> Callable[..., None]:
 
     def command(*, flags: RunFlags, **values: Any) -> None:
         options = validated(scoring.options, command_values(scoring.options, values), prefix="--")
-        bench, shown, client = scoring.run(options)
+        recorded = scoring.run(options)
+        for note in recorded.notes:
+            warn(note)
         engine = EngineOptions(concurrency=flags.concurrency, timeout=flags.timeout, max_retries=flags.max_retries,
                                no_cache=flags.no_cache)  # fmt: skip
         prepared = run_options(spec.headline, options, engine, store=flags.store, console=err)
-        execute(bench, shown, flags, client=client, run_options=prepared, unit=spec.unit.removesuffix("s"))
+        execute(recorded.bench, recorded.model, flags, client=recorded.client, run_options=prepared,
+                unit=spec.unit.removesuffix("s"))  # fmt: skip
 
     command.__doc__ = scoring.options.__doc__
     fn = _with_signature(command, option_parameters(scoring.options))

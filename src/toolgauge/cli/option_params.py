@@ -51,7 +51,7 @@ def _cli_type(field: FieldInfo) -> tuple[Any, dict[str, Any]]:
     extra: dict[str, Any] = {}
     if cli.metavar:
         extra["metavar"] = cli.metavar
-    choices = literal_choices(field.annotation)
+    choices = cli.choices or literal_choices(field.annotation)
     if choices is not None:  # typer offers a Literal's choices itself
         literal: Any = Literal.__getitem__(choices)
         return (literal | None) if optional else literal, extra
@@ -79,9 +79,12 @@ def option_parameters(model: type[BaseModel], defaults: Mapping[str, Any] | None
     params = []
     for name in _own_fields_first(model):
         field = model.model_fields[name]
+        cli = cli_of(field.metadata, field.annotation)
+        if cli.hidden:
+            continue
         annotation, extra = _cli_type(field)
-        names = cli_of(field.metadata, field.annotation).names or (option_name(name),)
-        if field.is_required():
+        names = cli.names or (option_name(name),)
+        if field.is_required() or cli.required:
             default: Any = ...
         else:
             default = (defaults or {}).get(name, field.default)

@@ -23,7 +23,8 @@ from toolgauge.benchmarks.bfcl.io import bfcl_prompt_messages, bfcl_tools
 from toolgauge.benchmarks.bfcl.loader import BfclEntry
 from toolgauge.benchmarks.bfcl.metrics import BfclTally, BfclVerdict, entry_weight
 from toolgauge.benchmarks.bfcl.multi_turn_check import Call, MultiTurnEntry, MultiTurnVerdict, check_multi_turn
-from toolgauge.benchmarks.bfcl.protocol import ids_without_result, missing_predictions_warning
+from toolgauge.benchmarks.bfcl.options import BfclOptions
+from toolgauge.benchmarks.bfcl.protocol import ids_without_result, missing_predictions_warning, stored_options
 from toolgauge.engine import EpisodeContext, SampleOutcome, in_step
 from toolgauge.errors import UsageError
 from toolgauge.parsing.call_types import BfclDecodeError
@@ -79,6 +80,7 @@ class BfclMultiTurnBenchmark:
         settings: CallSettings | None = None,
         limit: int | None = None,
         recorded: Mapping[str, Any] | None = None,
+        options: BfclOptions | None = None,
     ):
         self.entries = list(entries)
         self.data_label = data_label
@@ -86,6 +88,8 @@ class BfclMultiTurnBenchmark:
         self.settings = settings or CallSettings()
         self.limit = limit
         self.recorded = recorded
+        # What the run is stored with: the options it was built from (a benchmark made by hand: its pieces').
+        self.options = options or stored_options(self.entries, data_label, mode, self.settings, limit)
 
     def missing_predictions(self) -> list[str]:
         """In replay mode, the ids of the entries ``recorded`` has no result for, in entry order."""
@@ -96,15 +100,8 @@ class BfclMultiTurnBenchmark:
         return [(e.id, e) for e in self.entries]
 
     def config(self) -> dict[str, Any]:
-        """Settings that define the run (``limit`` is per category)."""
-        return {
-            "data": self.data_label,
-            "mode": self.mode,
-            "categories": sorted({e.category for e in self.entries}),
-            "limit": self.limit,
-            "n": len(self.entries),
-            **self.settings.model_dump(),
-        }
+        """The options the run was built from, as stored (``rescore`` validates them back)."""
+        return self.options.model_dump(mode="json")
 
     async def episode(self, sample: MultiTurnEntry, ctx: EpisodeContext) -> BfclMultiTurnResult:
         """Run the conversation on fresh backend instances of this sample (and this epoch).

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from toolgauge.benchmark import RecordedRun
 from toolgauge.benchmarks.mtu.loader import load_mtu, load_mtu_predictions
 from toolgauge.benchmarks.mtu.options import MtuOptions, MtuScoreOptions
 from toolgauge.benchmarks.mtu.protocol import MtuBenchmark, replay_turns, splits_with_predictions
@@ -48,7 +49,7 @@ def model_for(bench: MtuBenchmark, spec: str, timeout: float) -> tuple[str, Mode
     return _replay(bench, path, load_mtu_predictions(path))
 
 
-def score_run(options: MtuScoreOptions) -> tuple[MtuBenchmark, str, ModelClient]:
+def score_run(options: MtuScoreOptions) -> RecordedRun:
     """Recorded replies at ``options.predictions`` scored as a prompt-mode run (its splits: those with replies)."""
     recorded = load_mtu_predictions(options.predictions)
     bench = build(
@@ -60,7 +61,7 @@ def score_run(options: MtuScoreOptions) -> tuple[MtuBenchmark, str, ModelClient]
         )
     )
     shown, client = _replay(bench, options.predictions, recorded)
-    return bench, shown, client
+    return RecordedRun(bench, shown, client)
 
 
 def _replay(bench: MtuBenchmark, path: Path, recorded: Sequence[MtuPrediction]) -> tuple[str, ModelClient]:
