@@ -211,7 +211,7 @@ async def score_async(
                 recorded.bench, recorded.client, store=store, concurrency=64, timeout=60.0, max_retries=0,
                 use_cache=False, keep_samples=keep_samples,
             )  # fmt: skip
-        benchmark = build_from(spec, {**spec.score_options, **options})
+        benchmark = build_from(spec, options)
     return await evaluate_async(
         benchmark, f"replay:{Path(predictions)}", store=store, concurrency=64, timeout=60.0, max_retries=0,
         use_cache=False, keep_samples=keep_samples,

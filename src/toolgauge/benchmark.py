@@ -128,7 +128,6 @@ class BenchmarkSpec:
         extras: The optional dependency groups (``pip install 'toolgauge[X]'``) it needs.
         variants: The metric variants ``rescore --variant`` accepts.
         unit: What one sample is, plural, for the run line (``"sessions"``, ``"servers"``).
-        score_options: The ``build`` options that scoring recorded outputs adds (BFCL: ``{"mode": "replay"}``).
         repeatable: Whether a run may try each sample several times (``--epochs``); False where the tries
             of one sample would share files (ToolGate's candidate ids).
         roles: The model specs of the extra roles (``{"agent": SPEC, "judge": SPEC}``) a run asks for, from
@@ -160,7 +159,6 @@ class BenchmarkSpec:
     extras: tuple[str, ...] = ()
     variants: tuple[str, ...] = field(default=())
     unit: str = "samples"
-    score_options: Mapping[str, Any] = field(default_factory=dict)
     repeatable: bool = True
     roles: Callable[[Mapping[str, Any], str], Mapping[str, str]] | None = None
     options: type[BaseModel] | None = None
@@ -198,17 +196,28 @@ def build_from(spec: BenchmarkSpec, values: Mapping[str, Any]) -> Benchmark[Any,
     return spec.build(validated(spec.options, values))
 
 
+RUN_KEYS = ("n", "epochs")
+"""What a stored config holds besides the options: the run's sample count and (more than one) its epochs."""
+
+
+def options_config(options: BaseModel, samples: int) -> dict[str, Any]:
+    """The config a run of a benchmark with an options model is stored with: its options and its sample count.
+
+    The count lets ``rescore`` tell that the data changed since (:func:`rebuild`).
+    """
+    return {**options.model_dump(mode="json"), "n": samples}
+
+
 def stored_options(spec: BenchmarkSpec, config: Mapping[str, Any], variant: str | None = None) -> BaseModel:
     """A stored run's options, validated by ``spec.options`` (a config stored before the model migrated first).
 
-    ``variant`` replaces the stored metric variant (``rescore --variant``); the run's epoch count is no option.
+    ``variant`` replaces the stored metric variant (``rescore --variant``); the run's own keys are no options.
     """
     from toolgauge.options import validated
 
     assert spec.options is not None
-    values = {k: v for k, v in config.items() if k != "epochs"}
-    if spec.migrate is not None:
-        values = spec.migrate(values)
+    values = spec.migrate(config) if spec.migrate is not None else dict(config)
+    values = {k: v for k, v in values.items() if k not in RUN_KEYS}
     if variant is not None:
         values["variant"] = variant
     return validated(spec.options, values)
@@ -225,7 +234,11 @@ def rebuild(spec: BenchmarkSpec, config: Mapping[str, Any], variant: str | None 
     if variant is not None and not spec.variants:
         raise UsageError(f"variant {variant!r}: {variants_text(spec)}")
     if spec.options is not None:
-        return (spec.restore or spec.build)(stored_options(spec, config, variant))
+        bench = (spec.restore or spec.build)(stored_options(spec, config, variant))
+        stored, found = config.get("n"), len(bench.samples())
+        if isinstance(stored, int) and stored != found:
+            raise UsageError(f"the run has {stored} samples and its data gives {found} now (has the data changed?)")
+        return bench
     if spec.rescore is None:
         raise UsageError(f"{spec.name} runs cannot be rescored from the store")
     return spec.rescore(config, variant)

@@ -49,7 +49,8 @@ def eval_command(spec: BenchmarkSpec) -> Callable[..., None]:
     command.__doc__ = model.__doc__  # the model's docstring says what the command does
     defaults = EngineDefaults(**{k: v for k, v in spec.engine_defaults.items() if k in ("concurrency", "timeout")})
     fn = _with_signature(command, option_parameters(model, spec.engine_defaults))
-    return run_command(engine=defaults, sampling=False, limit=False)(fn)
+    # A benchmark whose tries of one sample would share files offers no --epochs (BenchmarkSpec.repeatable).
+    return run_command(engine=defaults, sampling=False, limit=False, epochs=spec.repeatable)(fn)
 
 
 def score_command(spec: BenchmarkSpec) -> Callable[..., None]:

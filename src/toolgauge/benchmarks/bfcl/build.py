@@ -50,7 +50,9 @@ def restore(options: BfclOptions) -> BfclRun:
 
 
 def _made(options: BfclOptions, predictions: Path | None, *, check_replay: bool) -> BfclRun:
-    data = existing_data(data_or_official("bfcl", options.data))  # the data first: a missing pull is said first
+    # The data first: a missing pull is said first. A stored run's folder is not checked: the file that is
+    # gone is named by the loader (export says which file it could not rescore from).
+    data = existing_data(data_or_official("bfcl", options.data)) if check_replay else Path(str(options.data))
     if check_replay and (options.mode == "replay") != (predictions is not None):
         raise UsageError("mode replay scores BFCL result files: give predictions (and only in that mode)")
     chosen = list(options.categories or [])
@@ -123,9 +125,9 @@ def score_run(options: BfclScoreOptions) -> RecordedRun:
 def migrate_bfcl_config(config: Mapping[str, Any]) -> dict[str, Any]:
     """A BFCL config stored before the options model (main@ffe3fb4) as the model's fields.
 
-    It kept the entry count ``n`` (the limit is there too) and a ``tool_choice`` BFCL never set.
+    It kept a ``tool_choice`` BFCL never set.
     """
-    return {k: v for k, v in config.items() if k not in ("n", "tool_choice")}
+    return {k: v for k, v in config.items() if k != "tool_choice"}
 
 
 def _multi_turn_entries(data: Path, categories: Sequence[str], limit: int | None) -> list[MultiTurnEntry]:

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from toolgauge.benchmark import options_config
 from toolgauge.benchmarks.bfcl.io import bfcl_prompt_messages, bfcl_tools
 from toolgauge.benchmarks.bfcl.loader import BfclEntry
 from toolgauge.benchmarks.bfcl.metrics import BfclTally, BfclVerdict, entry_weight
@@ -100,8 +101,8 @@ class BfclMultiTurnBenchmark:
         return [(e.id, e) for e in self.entries]
 
     def config(self) -> dict[str, Any]:
-        """The options the run was built from, as stored (``rescore`` validates them back)."""
-        return self.options.model_dump(mode="json")
+        """The options the run was built from and its sample count, as stored (``rescore`` reads the options back)."""
+        return options_config(self.options, len(self.entries))
 
     async def episode(self, sample: MultiTurnEntry, ctx: EpisodeContext) -> BfclMultiTurnResult:
         """Run the conversation on fresh backend instances of this sample (and this epoch).

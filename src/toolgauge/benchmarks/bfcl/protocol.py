@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from toolgauge.benchmark import options_config
 from toolgauge.benchmarks.bfcl.io import (
     assistant_turn_to_bfcl_output,
     bfcl_gold_turn,
@@ -192,8 +193,8 @@ class BfclBenchmark:
         return [(e.id, e) for e in self.entries]
 
     def config(self) -> dict[str, Any]:
-        """The options the run was built from, as stored (``rescore`` validates them back)."""
-        return self.options.model_dump(mode="json")
+        """The options the run was built from and its sample count, as stored (``rescore`` reads the options back)."""
+        return options_config(self.options, len(self.entries))
 
     def missing_predictions(self) -> list[str]:
         """In replay mode, the ids of the entries ``recorded`` has no result for, in entry order."""

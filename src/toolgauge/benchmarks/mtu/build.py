@@ -79,9 +79,10 @@ def migrate_mtu_config(config: Mapping[str, Any]) -> dict[str, Any]:
     """An MTU-Bench config stored before the options model (main@ffe3fb4) as the model's fields.
 
     That config kept the splits and the number of items ``n``; a run made with ``--limit`` took the first N items
-    of each split, and N is the one that gives that number (the eval files are read to find it).
+    of each split, and N is the one that gives that number (the eval files are read to find it). (A config of
+    today has a ``limit`` key.)
     """
-    if "n" not in config:
+    if "limit" in config:
         return dict(config)
     old = dict(config)
     n = int(old.pop("n"))

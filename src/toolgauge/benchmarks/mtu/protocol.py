@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from toolgauge.benchmark import options_config
 from toolgauge.benchmarks.mtu.loader import load_mtu_predictions, pair_predictions, prediction_split
 from toolgauge.benchmarks.mtu.metrics import (
     MtuItemVerdict,
@@ -152,8 +153,8 @@ class MtuBenchmark:
         return list(zip(self.keys, self.items, strict=True))
 
     def config(self) -> dict[str, Any]:
-        """The options the run was built from, as stored (``rescore`` validates them back)."""
-        return self.options.model_dump(mode="json")
+        """The options the run was built from and its sample count, as stored (``rescore`` reads the options back)."""
+        return options_config(self.options, len(self.items))
 
     async def episode(self, sample: MtuItem, ctx: EpisodeContext) -> MtuResult:
         """Ask once: the item's question as the prompt, or the native conversion of it."""

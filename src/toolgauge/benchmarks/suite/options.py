@@ -24,9 +24,9 @@ class SuiteOptions(ToolChoiceOptions, LimitOptions, SamplingOptions):
 def migrate_suite_config(config: Mapping[str, Any]) -> dict[str, Any]:
     """A suite config stored before the options model (main@ffe3fb4: ``data`` label, ``n``) as the model's fields.
 
-    The run took the first ``n`` dialogues: that is its ``limit``.
+    The run took the first ``n`` dialogues: that is its ``limit``. (A config of today has a ``limit`` key.)
     """
-    if "n" not in config:
+    if "limit" in config:
         return dict(config)
     old = dict(config)
     n = old.pop("n")

@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from toolgauge.benchmark import options_config
 from toolgauge.benchmarks.mtu.metrics import (
     DialogueTurnTally,
     MtuItemVerdict,
@@ -106,8 +107,8 @@ class SuiteBenchmark:
         return [(d.id, d) for d in self.dialogues]
 
     def config(self) -> dict[str, Any]:
-        """The options the run was built from, as stored (``rescore`` validates them back)."""
-        return self.options.model_dump(mode="json")
+        """The options the run was built from and its sample count, as stored (``rescore`` reads the options back)."""
+        return options_config(self.options, len(self.dialogues))
 
     async def episode(self, sample: SuiteDialogue, ctx: EpisodeContext) -> SuiteResult:
         """Ask the model once per turn, on the gold history."""
