@@ -132,7 +132,13 @@ async def evaluate_async(
         epochs: Tries of every sample (1 to ``toolgauge.bounds.MAX_EPOCHS``). The results' metrics are means
             over epochs and ``summary`` / ``pass_at_k`` / ``pass_hat_k`` hold the spread (docs/statistics.md).
         **options: The benchmark's own options, named as its ``eval`` command's options with ``-``
-            as ``_`` (``data``, ``limit``, ``variant``, ``splits``, ``categories``, ``temperature``, ...).
+            as ``_`` (``data``, ``limit``, ``variant``, ``splits``, ``categories``, ``temperature``, ``top_p``,
+            ...): the fields of its options model (``BenchmarkSpec.options``; docs/api.md lists them), which
+            checks them. A misspelt name, a wrong type or a value out of bounds is a ``UsageError``.
+
+    Raises:
+        UsageError: a bad option (one line naming it), or a benchmark that cannot repeat samples given ``epochs``.
+        DataError: a data file is missing or malformed.
 
     Returns:
         The run id, its results and (with ``keep_samples``) the per-unit scores.
