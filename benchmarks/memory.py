@@ -68,7 +68,8 @@ def scripted_answer(request: ModelRequest) -> AssistantTurn:
 
 def _child_scripted(data: Path, store_url: str, samples: Path | None, epochs: int = 1) -> None:
     """Run the ``eval suite`` command body with a scripted policy client (mirrors ``eval_suite``)."""
-    from toolgauge.benchmarks.suite.cli import build
+    from toolgauge.benchmarks.suite.build import build
+    from toolgauge.benchmarks.suite.options import SuiteOptions
     from toolgauge.cli.common import RunFlags, execute, guarded
     from toolgauge.models.offline import ScriptedClient
 
@@ -80,7 +81,7 @@ def _child_scripted(data: Path, store_url: str, samples: Path | None, epochs: in
 
     def body() -> None:
         client = ScriptedClient(policy=scripted_answer, name=model)
-        execute(build(data=data), model, flags, client=client)
+        execute(build(SuiteOptions(data=data)), model, flags, client=client)
 
     guarded(body)
 

@@ -45,8 +45,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from toolgauge.benchmarks.suite.cli import build
+from toolgauge.benchmarks.suite.build import build
 from toolgauge.benchmarks.suite.loader import builtin_suite_path
+from toolgauge.benchmarks.suite.options import SuiteOptions
 from toolgauge.driver import RunOptions, run_benchmark
 from toolgauge.engine import EngineConfig
 from toolgauge.models.offline import ScriptedClient
@@ -88,7 +89,9 @@ def cached_run(cache: Path, n: int, *, fresh: bool) -> tuple[str, str, float | N
     started = time.perf_counter()
     engine = EngineConfig(concurrency=8, show_progress=False, max_retries=0)
     options = RunOptions(store_url=url, engine=engine)
-    result = asyncio.run(run_benchmark(build(data=data), "scripted", options, client=ScriptedClient(policy=answer)))
+    result = asyncio.run(
+        run_benchmark(build(SuiteOptions(data=data)), "scripted", options, client=ScriptedClient(policy=answer))
+    )
     marker.write_text(result.run_id + "\n")  # last: a store without it is made again
     return url, result.run_id, time.perf_counter() - started
 

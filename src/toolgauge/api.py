@@ -16,15 +16,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
-from toolgauge.benchmark import Benchmark, BenchmarkSpec, variants_text, with_evaluated_model
+from toolgauge.benchmark import (
+    Benchmark,
+    BenchmarkSpec,
+    build_from,
+    rebuild,
+    rescorable,
+    variants_text,
+    with_evaluated_model,
+)
 from toolgauge.bounds import OptionOutOfBounds, check_options
-from toolgauge.driver import RunOptions, RunResult, run_benchmark
-from toolgauge.engine import EngineConfig, stored_outcomes
+from toolgauge.driver import RunResult, run_benchmark
+from toolgauge.engine import stored_outcomes
 from toolgauge.errors import MissingDataPath, UsageError
 from toolgauge.models.base import ModelClient
 from toolgauge.models.spec import display_spec, resolve_model
-from toolgauge.provenance import MODEL_OPTION_NAMES
+from toolgauge.options import EngineOptions, validated
 from toolgauge.results import EvalResults, SampleScore, ScoredRun
+from toolgauge.run_setup import PreparedRun, prepare_run, role_clients, role_specs, run_options
 from toolgauge.stats.epochs import aggregate_epochs
 from toolgauge.store import open_store
 
@@ -123,42 +132,27 @@ async def evaluate_async(
         epochs: Tries of every sample (1 to ``toolgauge.bounds.MAX_EPOCHS``). The results' metrics are means
             over epochs and ``summary`` / ``pass_at_k`` / ``pass_hat_k`` hold the spread (docs/statistics.md).
         **options: The benchmark's own options, named as its ``eval`` command's options with ``-``
-            as ``_`` (``data``, ``limit``, ``variant``, ``splits``, ``categories``, ``temperature``, ...).
+            as ``_`` (``data``, ``limit``, ``variant``, ``splits``, ``categories``, ``temperature``, ``top_p``,
+            ...): the fields of its options model (``BenchmarkSpec.options``; docs/api.md lists them), which
+            checks them. A misspelt name, a wrong type or a value out of bounds is a ``UsageError``.
+
+    Raises:
+        UsageError: a bad option (one line naming it), or a benchmark that cannot repeat samples given ``epochs``.
+        DataError: a data file is missing or malformed.
 
     Returns:
         The run id, its results and (with ``keep_samples``) the per-unit scores.
     """
-    engine_options = {"epochs": epochs, "concurrency": concurrency, "timeout": timeout, "max_retries": max_retries}
-    try:  # the bounds eval's options and a sweep file's keys have (toolgauge.bounds)
-        check_options({**options, **engine_options})
-    except OptionOutOfBounds as exc:
-        raise UsageError(f"{exc.name}: {exc.problem}") from None
-    if isinstance(benchmark, str) and epochs > 1 and not _spec(benchmark).repeatable:
+    engine = validated(EngineOptions, {"concurrency": concurrency, "timeout": timeout, "max_retries": max_retries,
+                                       "no_cache": not use_cache, "resume": resume, "epochs": epochs})  # fmt: skip
+    spec = _spec(benchmark) if isinstance(benchmark, str) else None
+    if spec is not None and epochs > 1 and not spec.repeatable:
         raise UsageError(f"{benchmark} runs cannot repeat samples yet (epochs={epochs}); use epochs=1")
-    if isinstance(benchmark, str) and isinstance(model, str):
-        options = with_evaluated_model(_spec(benchmark), options, model)
-    bench = _spec(benchmark).build(**options) if isinstance(benchmark, str) else benchmark
-    if isinstance(model, str):
-        shown, client = display_spec(model), resolve_model(model, replay_loader=bench.replay_table, timeout=timeout)
+    if spec is not None and spec.options is not None:  # the options model checks every option
+        prepared = prepare_run(spec, validated(spec.options, options), model, engine=engine, store=store_url(store),
+                               roles=roles)  # fmt: skip
     else:
-        shown, client = model.name, model
-    if roles is None and isinstance(benchmark, str) and isinstance(model, str):
-        roles = role_clients(_spec(benchmark), options, model, client, timeout=timeout)
-    run_options = RunOptions(
-        store_url=store_url(store),
-        resume=resume,
-        engine=EngineConfig(
-            concurrency=concurrency,
-            timeout=timeout,
-            max_retries=max_retries,
-            use_cache=use_cache,
-            show_progress=False,
-            epochs=epochs,
-        ),
-        headline=_headline(bench),
-        model_options={k: options[k] for k in MODEL_OPTION_NAMES if options.get(k) is not None},
-        limit=options.get("limit"),
-    )
+        prepared = _prepare_built(benchmark, spec, model, engine, store, roles, options)
     kept: list[SampleScore] = []
 
     def collect(result: RunResult[Any]) -> None:
@@ -166,26 +160,39 @@ async def evaluate_async(
         if keep_samples:
             kept.extend(result.scored.iter_samples())
 
-    result = await run_benchmark(bench, shown, run_options, client=client, roles=roles, on_scored=collect)
+    result = await run_benchmark(prepared.bench, prepared.model, prepared.options, client=prepared.client,
+                                 roles=prepared.roles, on_scored=collect)  # fmt: skip
     return Evaluation(result.run_id, result.scored.results, kept)
 
 
-def role_clients(
-    spec: BenchmarkSpec, options: Mapping[str, Any], model: str, client: ModelClient, *, timeout: float
-) -> dict[str, ModelClient]:
-    """The clients of the extra roles a run of ``spec`` asks for (``BenchmarkSpec.roles``), as ``eval`` decides them.
-
-    A role whose spec is the evaluated model's gets its client; roles with one spec share one client.
-    """
-    if spec.roles is None:
-        return {}
-    clients: dict[str, ModelClient] = {model: client}
-    roles: dict[str, ModelClient] = {}
-    for role, role_spec in spec.roles(options, model).items():
-        if role_spec not in clients:
-            clients[role_spec] = resolve_model(role_spec, timeout=timeout)
-        roles[role] = clients[role_spec]
-    return roles
+def _prepare_built(
+    benchmark: str | Benchmark[Any, Any],
+    spec: BenchmarkSpec | None,
+    model: str | ModelClient,
+    engine: EngineOptions,
+    store: str | Path | None,
+    roles: Mapping[str, ModelClient] | None,
+    options: dict[str, Any],
+) -> PreparedRun:
+    """A run of a benchmark object built by the caller, or of a benchmark still without an options model."""
+    try:  # the bounds eval's options and a sweep file's keys have (toolgauge.bounds)
+        check_options(options)
+    except OptionOutOfBounds as exc:
+        raise UsageError(f"{exc.name}: {exc.problem}") from None
+    if spec is not None and isinstance(model, str):
+        options = with_evaluated_model(spec, options, model)
+    bench = build_from(spec, options) if spec is not None else benchmark
+    assert not isinstance(bench, str)
+    if isinstance(model, str):
+        shown = display_spec(model)
+        client = resolve_model(model, replay_loader=bench.replay_table, timeout=engine.timeout)
+    else:
+        shown, client = model.name, model
+    if roles is None and spec is not None and isinstance(model, str):
+        roles = role_clients(role_specs(spec, options, model), model, client,
+                             lambda s: resolve_model(s, timeout=engine.timeout))  # fmt: skip
+    run = run_options(headline_of(bench.name), options, engine, store=store_url(store))
+    return PreparedRun(bench, shown, client, dict(roles or {}), run)
 
 
 async def score_async(
@@ -203,7 +210,14 @@ async def score_async(
     """
     if isinstance(benchmark, str):
         spec = _spec(benchmark)
-        benchmark = spec.build(**{**spec.score_options, **options})
+        if spec.score is not None:  # the score options model checks every option
+            scoring = validated(spec.score.options, {**options, "predictions": predictions})
+            recorded = spec.score.run(scoring)
+            return await evaluate_async(
+                recorded.bench, recorded.client, store=store, concurrency=64, timeout=60.0, max_retries=0,
+                use_cache=False, keep_samples=keep_samples,
+            )  # fmt: skip
+        benchmark = build_from(spec, options)
     return await evaluate_async(
         benchmark, f"replay:{Path(predictions)}", store=store, concurrency=64, timeout=60.0, max_retries=0,
         use_cache=False, keep_samples=keep_samples,
@@ -262,12 +276,12 @@ def stored_scores(st: Store, run: RunInfo, variant: str | None = None) -> Scored
     from toolgauge.benchmarks.registry import spec_for_run
 
     spec = spec_for_run(run.benchmark)
-    if spec is None or spec.rescore is None:
+    if spec is None or not rescorable(spec):
         raise UsageError(f"run {run.id} ({run.benchmark}) cannot be rescored from the store")
     if variant is not None and variant not in spec.variants:
         raise UsageError(f"variant {variant!r}: {variants_text(spec)}")
     try:
-        bench = spec.rescore(run.config, variant)
+        bench = rebuild(spec, run.config, variant)
     except MissingDataPath as exc:  # no --data was given here: say whose data it is
         raise UsageError(f"run {run.id} was made from {exc.path}, which is gone: no such file or folder") from None
     pairs = bench.samples()
@@ -287,14 +301,6 @@ def headline_of(run_name: str) -> tuple[str, ...]:
 
     spec = spec_for_run(run_name)
     return tuple(spec.headline) if spec is not None else ()
-
-
-def _headline(bench: Benchmark[Any, Any]) -> tuple[str, ...]:
-    """The headline metrics of the registered benchmark ``bench`` runs as (none: every overall metric)."""
-    from toolgauge.benchmarks.registry import spec_for_run
-
-    spec = spec_for_run(bench.name)
-    return spec.headline if spec is not None else ()
 
 
 def stored_units(st: Store, run: RunInfo) -> tuple[tuple[str, ...], list[SampleScore]]:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from toolgauge.engine import EpisodeContext, SampleOutcome
     from toolgauge.export.source import RunSource
+    from toolgauge.models.base import ModelClient
     from toolgauge.panels import RunPanels, SamplePanels
     from toolgauge.records import AssistantTurn
 
@@ -43,7 +44,12 @@ class Benchmark(Protocol[S, R]):
         ...
 
     def config(self) -> dict[str, Any]:
-        """Return the settings that define the run (stored, checked on resume, used by ``rescore``)."""
+        """Return the settings that define the run (stored, checked on resume, used by ``rescore``).
+
+        A benchmark with an options model (``BenchmarkSpec.options``) returns ``options.model_dump(mode="json")``
+        of the options it was built from: the stored config is then those options, which ``rescore`` validates
+        back into the model.
+        """
         ...
 
     async def episode(self, sample: S, ctx: EpisodeContext) -> R:
@@ -69,6 +75,38 @@ class CommandGroups:
 
 
 Renderer = Callable[[EvalResults, "Console"], None]
+# The model a run asks, when a benchmark makes it itself: (benchmark, model spec, timeout) -> (shown spec, client).
+ClientMaker = Callable[[Any, str, float], tuple[str, "ModelClient"]]
+
+
+@dataclass(frozen=True)
+class RecordedRun:
+    """A run of recorded outputs, as ``ScoreSpec.run`` makes it.
+
+    Attributes:
+        bench: The benchmark, built from the ``eval`` options model (so the run rescores as any other).
+        model: The recorded outputs' model spec, as shown and stored.
+        client: The recorded outputs as the run's model.
+        notes: Warnings about the recordings themselves, said before the run (entries with no recorded output).
+    """
+
+    bench: Benchmark[Any, Any]
+    model: str
+    client: ModelClient
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ScoreSpec:
+    """How ``score NAME`` scores recorded outputs: its options model (with ``predictions``) and the run it makes.
+
+    Attributes:
+        options: The options model of ``score NAME`` (the command is generated from it); it has ``predictions``.
+        run: Makes the run from those options.
+    """
+
+    options: type[BaseModel]
+    run: Callable[[Any], RecordedRun]
 
 
 class ExportWriter(Protocol):
@@ -102,10 +140,11 @@ class BenchmarkSpec:
         name: The benchmark's CLI name (``toolgauge eval NAME``).
         title: A one-line description.
         run_names: The ``Benchmark.name`` values of its runs (what the store records).
-        add_commands: Adds the benchmark's commands to the CLI groups.
-        build: Makes the benchmark from keyword options, named as the ``eval`` command's own options
-            with ``-`` as ``_`` (``data``, ``limit``, ``variant``, ...; paths as ``str`` or ``Path``). The
-            CLI command and the Python API both call it.
+        add_commands: Adds the commands truly the benchmark's own to the CLI groups (:func:`no_commands`: none;
+            ``eval NAME`` and ``score NAME`` are generated from ``options`` and ``score``).
+        build: Makes the benchmark: from an instance of ``options`` where the benchmark has an options model,
+            else from keyword options named as the ``eval`` command's own options with ``-`` as ``_``. The CLI
+            command, the Python API and sweeps all call it (:func:`build_from`).
         render: Prints one run's results in the terminal (None: the generic table).
         rescore: Rebuilds the benchmark from a stored run's config (for ``toolgauge rescore``), with an
             optional metric variant; None when the run cannot be rescored from the store alone.
@@ -113,13 +152,22 @@ class BenchmarkSpec:
         extras: The optional dependency groups (``pip install 'toolgauge[X]'``) it needs.
         variants: The metric variants ``rescore --variant`` accepts.
         unit: What one sample is, plural, for the run line (``"sessions"``, ``"servers"``).
-        score_options: The ``build`` options that scoring recorded outputs adds (BFCL: ``{"mode": "replay"}``).
         repeatable: Whether a run may try each sample several times (``--epochs``); False where the tries
             of one sample would share files (ToolGate's candidate ids).
         roles: The model specs of the extra roles (``{"agent": SPEC, "judge": SPEC}``) a run asks for, from
             its ``build`` options and the evaluated model's spec, as the benchmark's ``eval`` command decides
             them (Tool-Genesis's ``--agent-model`` and ``--judge-model``); None: it asks for none. A sweep
             cell gives its run these clients.
+        options: The options model of ``eval NAME`` (:mod:`toolgauge.options`): the command, the API's keywords,
+            a sweep entry's keys and the stored config all come from it. None: the benchmark is still on the
+            hand-written path (``build(**options)``, its own ``add_commands`` and ``rescore``).
+        score: How ``score NAME`` scores recorded outputs, generated like ``eval`` (None: no generated ``score``).
+        client: Makes the model a run asks, where the benchmark pairs it with its samples itself (MTU-Bench's
+            ``replay:PATH``); None: the model spec resolved as usual.
+        migrate: Turns a config stored before the options model into the model's fields (old runs rescore).
+        restore: Makes a stored run's benchmark from its options where that differs from ``build`` (BFCL: a run of
+            result files is scored again from its stored outputs, without the files); None: ``build``.
+        engine_defaults: The engine options' defaults of ``eval NAME`` where they are not the usual ones.
         run_panels: The viewer's extra panels of a run page (:mod:`toolgauge.panels`), or None.
         sample_panels: The viewer's extra panels of a sample page, or None.
         paper: ``paper_blocks(runs, **options)`` laying out the seed paper's tables (``toolgauge paper``), or None.
@@ -137,9 +185,14 @@ class BenchmarkSpec:
     extras: tuple[str, ...] = ()
     variants: tuple[str, ...] = field(default=())
     unit: str = "samples"
-    score_options: Mapping[str, Any] = field(default_factory=dict)
     repeatable: bool = True
     roles: Callable[[Mapping[str, Any], str], Mapping[str, str]] | None = None
+    options: type[BaseModel] | None = None
+    score: ScoreSpec | None = None
+    client: ClientMaker | None = None
+    migrate: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
+    restore: Callable[[Any], Benchmark[Any, Any]] | None = None
+    engine_defaults: Mapping[str, Any] = field(default_factory=dict)
     run_panels: RunPanels | None = None
     sample_panels: SamplePanels | None = None
     paper: Callable[..., Any] | None = None
@@ -151,6 +204,77 @@ def variants_text(spec: BenchmarkSpec) -> str:
     if not spec.variants:
         return f"{spec.name} has no metric variants"
     return f"{spec.name} has the variants {', '.join(spec.variants)}"
+
+
+def no_commands(groups: CommandGroups) -> None:
+    """``add_commands`` of a benchmark whose commands are all generated from its options models."""
+    del groups
+
+
+def build_from(spec: BenchmarkSpec, values: Mapping[str, Any]) -> Benchmark[Any, Any]:
+    """The benchmark ``spec`` makes from option values (as the API and a sweep entry give them).
+
+    Raises:
+        UsageError: a value its options model refuses (one line naming the option).
+    """
+    if spec.options is None:
+        return spec.build(**values)
+    from toolgauge.options import validated
+
+    return spec.build(validated(spec.options, values))
+
+
+RUN_KEYS = ("n", "epochs")
+"""What a stored config holds besides the options: the run's sample count and (more than one) its epochs."""
+
+
+def options_config(options: BaseModel, samples: int) -> dict[str, Any]:
+    """The config a run of a benchmark with an options model is stored with: its options and its sample count.
+
+    The count lets ``rescore`` tell that the data changed since (:func:`rebuild`).
+    """
+    return {**options.model_dump(mode="json"), "n": samples}
+
+
+def stored_options(spec: BenchmarkSpec, config: Mapping[str, Any], variant: str | None = None) -> BaseModel:
+    """A stored run's options, validated by ``spec.options`` (a config stored before the model migrated first).
+
+    ``variant`` replaces the stored metric variant (``rescore --variant``); the run's own keys are no options.
+    """
+    from toolgauge.options import validated
+
+    assert spec.options is not None
+    values = spec.migrate(config) if spec.migrate is not None else dict(config)
+    values = {k: v for k, v in values.items() if k not in RUN_KEYS}
+    if variant is not None:
+        values["variant"] = variant
+    return validated(spec.options, values)
+
+
+def rebuild(spec: BenchmarkSpec, config: Mapping[str, Any], variant: str | None = None) -> Benchmark[Any, Any]:
+    """A stored run's benchmark made again from its config (for ``rescore``), with an optional metric variant.
+
+    Raises:
+        UsageError: the benchmark cannot be rebuilt from the store, or the config is not valid.
+    """
+    from toolgauge.errors import UsageError
+
+    if variant is not None and not spec.variants:
+        raise UsageError(f"variant {variant!r}: {variants_text(spec)}")
+    if spec.options is not None:
+        bench = (spec.restore or spec.build)(stored_options(spec, config, variant))
+        stored, found = config.get("n"), len(bench.samples())
+        if isinstance(stored, int) and stored != found:
+            raise UsageError(f"the run has {stored} samples and its data gives {found} now (has the data changed?)")
+        return bench
+    if spec.rescore is None:
+        raise UsageError(f"{spec.name} runs cannot be rescored from the store")
+    return spec.rescore(config, variant)
+
+
+def rescorable(spec: BenchmarkSpec | None) -> bool:
+    """Whether runs of ``spec`` can be scored again from the store alone."""
+    return spec is not None and (spec.options is not None or spec.rescore is not None)
 
 
 def lazy(module: str, name: str) -> Callable[..., Any]:

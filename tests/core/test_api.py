@@ -6,6 +6,7 @@ import asyncio
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -79,9 +80,14 @@ def test_bad_input_raises_the_documented_errors(tmp_path: Path) -> None:
 
 def test_evaluate_gives_the_extra_roles_the_cli_would() -> None:
     """``evaluate`` without ``roles`` makes the role clients ``eval tool-genesis`` would, from the options."""
-    from toolgauge.api import role_clients
     from toolgauge.benchmarks.registry import spec_named
     from toolgauge.models.spec import resolve_model
+    from toolgauge.run_setup import role_clients as clients_of
+    from toolgauge.run_setup import role_specs
+
+    def role_clients(spec: Any, options: Any, model: str, client: Any, *, timeout: float) -> dict[str, Any]:
+        # The one rule every run uses (run_setup), with the roles the spec asks for.
+        return clients_of(role_specs(spec, options, model), model, client, lambda s: resolve_model(s, timeout=timeout))
 
     spec = spec_named("tool-genesis")
     assert spec is not None

@@ -32,9 +32,9 @@ from helpers.cli_helpers import invoke, results_of
 from helpers.ray_cluster import RAY_ENV
 from toolgauge.benchmarks.bfcl.io import bfcl_gold_turn
 from toolgauge.benchmarks.bfcl.loader import load_bfcl
-from toolgauge.cli.common import limit_items
 from toolgauge.records import ToolCall
 from toolgauge.results import EvalResults
+from toolgauge.selection import limit_items
 
 pytestmark = pytest.mark.slow  # real runs over HTTP, and a local Ray instance
 

@@ -26,7 +26,7 @@ from sqlalchemy import (
 )
 
 from helpers.cli_helpers import invoke
-from toolgauge.benchmarks.suite.cli import build
+from toolgauge.benchmarks.suite.build import build
 from toolgauge.benchmarks.suite.loader import builtin_suite_path, load_suite
 from toolgauge.driver import RunOptions, run_benchmark
 from toolgauge.engine import EngineConfig, EpisodeContext, run_episodes

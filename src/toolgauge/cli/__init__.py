@@ -117,8 +117,11 @@ def build_app() -> typer.Typer:
     root.add_typer(data_app, name="data")
     root.add_typer(groups.eval, name="eval")
     root.add_typer(groups.score, name="score")
+    from toolgauge.cli.generated import add_generated_commands
+
     for spec in specs():
-        spec.add_commands(groups)
+        add_generated_commands(spec, groups)  # eval/score from its options models, where it has them
+        spec.add_commands(groups)  # the commands truly its own
     return root
 
 

@@ -24,12 +24,13 @@ import typer
 from rich.text import Text
 
 from toolgauge.benchmark import Benchmark
-from toolgauge.bounds import BOUNDED, check_options, cli_range
+from toolgauge.bounds import BOUNDED, check_options
+from toolgauge.cli.option_params import option_parameters
 from toolgauge.driver import RunOptions, RunResult, run_benchmark
-from toolgauge.engine import EngineConfig
 from toolgauge.engine.budget import BudgetReached
-from toolgauge.errors import DataError, MissingDataPath, RunInterrupted, RunStopped, UsageError
+from toolgauge.errors import DataError, RunInterrupted, RunStopped, UsageError
 from toolgauge.models.base import ModelClient
+from toolgauge.options import EngineOptions, LimitOptions, SamplingOptions
 from toolgauge.parsing.call_rate import PROMPT_MODE_WARNING
 from toolgauge.redact import redact, redact_tree
 from toolgauge.report.console import TerminalConsole, json_for_terminal
@@ -151,33 +152,17 @@ class RunFlags:
 
     def run_options(self, headline: tuple[str, ...] = ()) -> RunOptions:
         """The driver's options (``headline``: the benchmark's headline metrics, summarised with their spread)."""
-        from toolgauge.run_labels import run_meta_options
+        from toolgauge.run_setup import run_options
 
         self.check_bounds()
-        meta = run_meta_options(
-            name=self.name, tags=self.tag, max_cost=self.max_cost, max_tokens_total=self.max_tokens_total,
-            price=self.price, cache=self.cache, no_cache=self.no_cache,
+        engine = EngineOptions.model_construct(
+            concurrency=self.concurrency, timeout=self.timeout, max_retries=self.max_retries, no_cache=self.no_cache,
+            resume=self.resume, epochs=self.epochs, cache=self.cache, max_cost=self.max_cost,
+            max_tokens_total=self.max_tokens_total, price=self.price, name=self.name, tag=self.tag,
         )  # fmt: skip
-        return RunOptions(
-            store_url=self.store,
-            resume=self.resume,
-            engine=EngineConfig(
-                concurrency=self.concurrency,
-                timeout=self.timeout,
-                max_retries=self.max_retries,
-                use_cache=not self.no_cache,
-                show_progress=not self.quiet,
-                epochs=self.epochs,
-                cache=meta.cache,
-                budget=meta.budget,
-            ),
-            labels=meta.labels,
-            price=meta.price,
-            console=err,
-            headline=headline,
-            model_options={"temperature": self.temperature, "max_tokens": self.max_tokens} if self.model else {},
-            limit=self.limit,
-        )
+        sampling = {"temperature": self.temperature, "max_tokens": self.max_tokens} if self.model else {}
+        return run_options(headline, {**sampling, "limit": self.limit}, engine, store=self.store,
+                           show_progress=not self.quiet, console=err)  # fmt: skip
 
     def call_settings(self, tool_choice: ToolChoice = ToolChoice.auto) -> CallSettings:
         """The sampling settings for model requests."""
@@ -215,22 +200,6 @@ ModelOpt = Annotated[
     str,
     typer.Option("--model", "-m", help="local | gold | replay:PATH | scripted:PATH | openai:MODEL[@URL] | URL#MODEL"),
 ]
-ConcurrencyOpt = Annotated[
-    int, typer.Option("--concurrency", "-c", **cli_range("concurrency"), help="Samples run at once.")
-]
-TimeoutOpt = Annotated[float, typer.Option("--timeout", **cli_range("timeout"), help="Seconds per model request.")]
-RetriesOpt = Annotated[
-    int, typer.Option("--max-retries", **cli_range("max_retries"), help="Retries on 429/5xx/timeouts.")
-]
-NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Same as --cache off (kept as an alias).")]
-CacheOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--cache",
-        metavar="on|off|read|write",
-        help="Response cache: on (default) | off | read (use, store nothing) | write (store only).",
-    ),
-]
 NameOpt = Annotated[
     str | None, typer.Option("--name", metavar="TEXT", help="A name for the run, shown in runs, reports, leaderboards.")
 ]
@@ -238,39 +207,8 @@ TagOpt = Annotated[
     list[str],
     typer.Option("--tag", metavar="KEY=VALUE", help="KEY=VALUE label for the run (repeatable; runs --tag filters)."),
 ]
-MaxCostOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--max-cost", metavar="USD", min=0.0, help="Stop (resumable) before a call would cross this USD spend."
-    ),
-]
-MaxTokensTotalOpt = Annotated[
-    int | None,
-    typer.Option("--max-tokens-total", metavar="N", min=1, help="Stop (resumable) before calls cross N tokens in+out."),
-]
-PriceOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--price", metavar="IN,OUT", help="IN,OUT: USD per million input and output tokens (self-hosted models)."
-    ),
-]
-ResumeOpt = Annotated[str | None, typer.Option("--resume", help="Continue an interrupted run by id.")]
 SamplesOpt = Annotated[Path | None, typer.Option("--samples", help="Write one JSON line per scored unit to this file.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet/--progress", "-q", help="No progress bar.")]
-LimitOpt = Annotated[
-    int | None,
-    typer.Option("--limit", **cli_range("limit"), help="Run only the first N samples (of each split or category)."),
-]
-TempOpt = Annotated[float, typer.Option("--temperature", **cli_range("temperature"), help="Sampling temperature.")]
-MaxTokOpt = Annotated[int, typer.Option("--max-tokens", **cli_range("max_tokens"), help="Max tokens per model reply.")]
-EpochsOpt = Annotated[
-    int,
-    typer.Option(
-        "--epochs",
-        **cli_range("epochs"),
-        help="Run every sample this many times; report mean, stderr, 95% CI, pass@k and pass^k.",
-    ),
-]
 
 
 def _option(name: str, annotation: Any, default: Any) -> inspect.Parameter:
@@ -283,20 +221,9 @@ def _shared_options(
     """The ``inspect.Parameter`` list of the shared options a command takes, typer annotations included."""
     params = [_option("model", ModelOpt, ...)] if model else []
     params.append(_option("store", StoreOpt, None))
-    if engine is not None:
-        params += [
-            _option("concurrency", ConcurrencyOpt, engine.concurrency),
-            _option("timeout", TimeoutOpt, engine.timeout),
-            _option("max_retries", RetriesOpt, 4),
-            _option("no_cache", NoCacheOpt, False),
-            _option("cache", CacheOpt, None),
-            _option("resume", ResumeOpt, None),
-            _option("max_cost", MaxCostOpt, None),
-            _option("max_tokens_total", MaxTokensTotalOpt, None),
-            _option("price", PriceOpt, None),
-        ]
-        if epochs:
-            params.append(_option("epochs", EpochsOpt, 1))
+    if engine is not None:  # generated from the one declaration of the engine options
+        defaults = {"concurrency": engine.concurrency, "timeout": engine.timeout}
+        params += [p for p in option_parameters(EngineOptions, defaults) if epochs or p.name != "epochs"]
     params += [
         _option("name", NameOpt, None),
         _option("tag", TagOpt, []),
@@ -305,10 +232,11 @@ def _shared_options(
         _option("quiet", QuietOpt, engine is None),
     ]
     if limit:
-        params.append(_option("limit", LimitOpt, None))
+        params += option_parameters(LimitOptions)
     if sampling:
         max_tokens = engine.max_tokens if engine is not None else 512
-        params += [_option("temperature", TempOpt, 0.0), _option("max_tokens", MaxTokOpt, max_tokens)]
+        sampled = option_parameters(SamplingOptions, {"max_tokens": max_tokens})
+        params += [p for p in sampled if p.name in ("temperature", "max_tokens")]
     return params
 
 
@@ -474,35 +402,6 @@ def require_finite(**flags: float) -> None:
 
 
 # -- small helpers -----------------------------------------------------------------------------
-def limit_items(items: list[T], limit: int | None, group: Callable[[T], str] | None = None) -> list[T]:
-    """The first ``limit`` items, or with ``group`` the first ``limit`` of each group (split, category)."""
-    if not limit:
-        return items
-    if group is None:
-        return items[:limit]
-    taken: dict[str, int] = {}
-    kept: list[T] = []
-    for item in items:
-        key = group(item)
-        if taken.get(key, 0) < limit:
-            taken[key] = taken.get(key, 0) + 1
-            kept.append(item)
-    return kept
-
-
-def existing_data(path: str | Path, option: str = "--data") -> Path:
-    """``path`` when something is there; else a usage error about the option, not about a file inside it.
-
-    Raises:
-        MissingDataPath: ``--data /nope: no such file or folder`` (a sweep reports it under its entry, ``rescore``
-            as the run's data).
-    """
-    found = Path(path)
-    if not found.exists():
-        raise MissingDataPath(option, str(path))
-    return found
-
-
 def split_list(value: str | None) -> list[str] | None:
     """A comma list as a list (None when not given); an empty list is a usage error."""
     if value is None:
@@ -546,8 +445,11 @@ def execute(
     outputs: Mapping[str, tuple[Path, Callable[[RunResult[Any]], None]]] | None = None,
     unit: str = "sample",
     document: Callable[[EvalResults], Any] | None = None,
+    run_options: RunOptions | None = None,
 ) -> RunResult[Any]:
     """Run, write the requested files, print; exit 1 when samples failed.
+
+    ``run_options``: the driver's options as ``run_setup.prepare_run`` made them (default: from ``flags``).
 
     ``--json`` prints ``document(results)`` when ``document`` is given (a fixed JSON shape), else the results.
 
@@ -573,7 +475,7 @@ def execute(
     from toolgauge.benchmarks.registry import spec_for_run
 
     spec = spec_for_run(bench.name)
-    options = flags.run_options(spec.headline if spec is not None else ())
+    options = run_options or flags.run_options(spec.headline if spec is not None else ())
     from toolgauge.cli.event_loop import run_interruptible
 
     job = run_benchmark(bench, model, options, client=client, roles=roles, on_scored=write_files)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.text import Text
 
+from toolgauge.benchmark import rescorable
 from toolgauge.cli.common import StoreOpt, guarded, out, warn
 from toolgauge.errors import DataError
 from toolgauge.results import SampleScore
@@ -26,7 +27,7 @@ def stored_verdicts(run: RunInfo, store_url: str | None) -> tuple[list[SampleSco
     from toolgauge.benchmarks.registry import spec_for_run
 
     spec = spec_for_run(run.benchmark)
-    if spec is None or spec.rescore is None:
+    if not rescorable(spec):
         return None, f"run {run.id} ({run.benchmark}) cannot be rescored, so it has no per-sample verdicts"
     try:
         return rescore(run.id, store=store_url, keep_samples=True).samples, None

@@ -174,7 +174,7 @@ class RequestWriter:
         self._blobs = blobs
         self._masker = masker
         self._tool_lists: OrderedDict[tuple[int, ...], tuple[tuple[ToolSpec, ...], str]] = OrderedDict()
-        self._options: dict[GenerateOptions, str] = {}
+        self._options: dict[GenerateOptions | str, str] = {}
 
     def refs(
         self, chain: MessageChain, messages: Sequence[Message], tools: Sequence[ToolSpec], options: GenerateOptions
@@ -207,11 +207,13 @@ class RequestWriter:
         return digest
 
     def _options_hash(self, options: GenerateOptions) -> str:
-        digest = self._options.get(options)
+        # Options with an ``extra_body`` (a dict) cannot be a dict key: their JSON text is.
+        key: GenerateOptions | str = options if options.extra_body is None else options.model_dump_json()
+        digest = self._options.get(key)
         if digest is None:
             digest = self._blobs.put(self._masker.json_text(options.model_dump_json()))
             if len(self._options) < KNOWN_TOOL_LISTS:
-                self._options[options] = digest
+                self._options[key] = digest
         return digest
 
 

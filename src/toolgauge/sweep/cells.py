@@ -20,11 +20,13 @@ from typing import Any
 from sqlalchemy import delete
 
 from toolgauge.cost import parse_price
-from toolgauge.driver import RunOptions, run_benchmark, run_config, start_clients
+from toolgauge.driver import run_benchmark, run_config, start_clients
 from toolgauge.engine import EngineConfig, run_episodes
 from toolgauge.errors import RunLocked
 from toolgauge.models.spec import display_spec, resolve_model
+from toolgauge.options import EngineOptions, validated
 from toolgauge.run_labels import RunLabels
+from toolgauge.run_setup import role_clients, run_options
 from toolgauge.store import Store, open_store, schema
 from toolgauge.store.lease import this_host
 from toolgauge.sweep.limits import LimitedClient, Limiter, endpoint_of
@@ -58,28 +60,23 @@ async def run_cell(
     to be lost (a dead Ray node), whose lease is then taken over at once.
     """
     from toolgauge.benchmarks.registry import spec_named
-    from toolgauge.provenance import MODEL_OPTION_NAMES
 
     bench = bench if bench is not None else build_bench(task)
     ensure_run(store_url, run_id, bench, task.shown_model, task.epochs)
     spec = spec_named(task.benchmark)
-    options = RunOptions(
-        store_url=store_url,
-        resume=run_id,
-        engine=engine_config(task),
-        headline=spec.headline if spec is not None else (),
-        model_options={k: task.options[k] for k in MODEL_OPTION_NAMES if task.options.get(k) is not None},
-        limit=task.options.get("limit"),
-        labels=RunLabels(name=task.name, tags=task.tags),
-        price=parse_price(task.price) if task.price is not None else None,
-    )
+    typed = validated(spec.options, task.options) if spec is not None and spec.options is not None else task.options
+    engine = EngineOptions(concurrency=task.concurrency, timeout=task.timeout, max_retries=task.max_retries,
+                           no_cache=not task.use_cache, resume=run_id, epochs=task.epochs,
+                           price=task.price)  # fmt: skip
+    options = run_options(spec.headline if spec else (), typed, engine, store=store_url, seed=task.seed,
+                          labels=RunLabels(name=task.name, tags=task.tags))
     deadline = time.monotonic() + lease_patience
     while True:
         client = LimitedClient(
             resolve_model(task.model_spec, replay_loader=bench.replay_table, timeout=task.timeout),
             limiter, task.endpoint, task.endpoint_limit, name=task.shown_model,
         )  # fmt: skip
-        roles = role_clients(task, client, limiter)
+        roles = cell_roles(task, client, limiter)
         try:
             result = await run_benchmark(bench, task.shown_model, options, client=client, roles=roles)
         except RunLocked:
@@ -99,22 +96,21 @@ async def run_cell(
         return run.status if run is not None else "finished"
 
 
-def role_clients(task: CellTask, evaluated: LimitedClient, limiter: Limiter | None) -> dict[str, LimitedClient]:
+def cell_roles(task: CellTask, evaluated: LimitedClient, limiter: Limiter | None) -> dict[str, LimitedClient]:
     """The clients of the cell's extra roles (Tool-Genesis's ``agent`` and ``judge``), each under its endpoint's limit.
 
     As ``eval`` does: a role whose spec is the evaluated model's shares its client, and roles with one spec
     share one client.
     """
-    clients: dict[str, LimitedClient] = {task.model_spec: evaluated}
-    roles: dict[str, LimitedClient] = {}
-    for role, spec in task.roles.items():
-        if spec not in clients:
-            endpoint = endpoint_of(spec)
-            limit = task.role_limits.get(endpoint, DEFAULT_CONCURRENCY) if endpoint else DEFAULT_CONCURRENCY
-            inner = resolve_model(spec, timeout=task.timeout)
-            clients[spec] = LimitedClient(inner, limiter, endpoint, limit, name=display_spec(spec))
-        roles[role] = clients[spec]
-    return roles
+
+    def limited(spec: str) -> LimitedClient:
+        endpoint = endpoint_of(spec)
+        limit = task.role_limits.get(endpoint, DEFAULT_CONCURRENCY) if endpoint else DEFAULT_CONCURRENCY
+        return LimitedClient(
+            resolve_model(spec, timeout=task.timeout), limiter, endpoint, limit, name=display_spec(spec)
+        )
+
+    return role_clients(task.roles, task.model_spec, evaluated, limited)
 
 
 def engine_config(task: CellTask) -> EngineConfig:
@@ -162,7 +158,7 @@ async def run_shard(
             resolve_model(task.model_spec, replay_loader=bench.replay_table, timeout=task.timeout),
             limiter, task.endpoint, task.endpoint_limit, name=task.shown_model,
         )  # fmt: skip
-        roles = role_clients(task, client, limiter)
+        roles = cell_roles(task, client, limiter)
         # Each client once (a role may share the evaluated model's), started and probed as the driver does.
         distinct = list({id(c): c for c in (client, *roles.values())}.values())
         await start_clients(distinct)

@@ -36,10 +36,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from toolgauge.benchmark import BenchmarkSpec, build_parameters
-from toolgauge.bounds import BOUNDED, OptionOutOfBounds, check_option
+from toolgauge.bounds import BOUNDED, OptionOutOfBounds, check_option, problem_of
 from toolgauge.datasets.resolve import missing_official
 from toolgauge.errors import DataError, UsageError
 from toolgauge.jsonl import read_text
+from toolgauge.options import options_listing
 from toolgauge.unknown_fields import did_you_mean
 
 MAX_NESTING = 32
@@ -204,7 +205,37 @@ def _benchmark_entry(index: int, raw: dict[str, Any], bad: Callable[[str, str], 
 
         raise bad(f"{where}.name", f"unknown benchmark {name!r} (known: {', '.join(benchmark_names())})")
     engine = _engine(raw, where, bad)
-    params = build_parameters(spec)
+    return BenchmarkEntry(name=name, engine=engine, options=_benchmark_options(spec, raw, where, bad))
+
+
+def _benchmark_options(
+    spec: BenchmarkSpec, raw: Mapping[str, Any], where: str, bad: Callable[[str, str], SweepFileError]
+) -> dict[str, Any]:
+    """A benchmark entry's options, each checked as ``eval`` checks it.
+
+    By the benchmark's options model; a benchmark still without one, by its ``build``'s annotations and the bounds.
+    """
+    typed = spec.options
+    if typed is not None:
+        known, listing = list(typed.model_fields), options_listing(typed)
+        required = [k for k, f in typed.model_fields.items() if f.is_required()]
+
+        def check(key: str, value: Any) -> Any:
+            assert typed is not None
+            problem = _field_problem(typed, key, value)
+            if problem is not None:
+                raise bad(f"{where}.{key}", problem)
+            return _absolute(value, typed.model_fields[key].annotation)
+    else:
+        params = build_parameters(spec)
+        known, listing = list(params), ", ".join(sorted(params))
+        required = [k for k, p in params.items() if p.default is inspect.Parameter.empty]
+
+        def check(key: str, value: Any) -> Any:
+            if key in BOUNDED:
+                return _bounded(key, value, f"{where}.{key}", bad)
+            return _absolute(_checked(value, params[key], f"{where}.{key}", bad), params[key].annotation)
+
     options: dict[str, Any] = {}
     for key, value in raw.items():
         if key == "name" or key in ENGINE_KEYS:
@@ -213,21 +244,18 @@ def _benchmark_entry(index: int, raw: dict[str, Any], bad: Callable[[str, str], 
             raise bad(f"{where}.{key}", "set it at the top of the file, for the whole sweep")
         if key == "model":
             raise bad(f"{where}.{key}", _MODEL_KEY)
-        if key not in params:
-            hint = did_you_mean(key, [*params, *ENGINE_KEYS])
-            raise bad(f"{where}.{key}", f"not an option of {name}{hint} (options: {', '.join(sorted(params))})")
-        if key in BOUNDED:
-            options[key] = _bounded(key, value, f"{where}.{key}", bad)
-            continue
-        options[key] = _absolute(_checked(value, params[key], f"{where}.{key}", bad), params[key])
-    missing = [k for k, p in params.items() if p.default is inspect.Parameter.empty and k not in options]
+        if key not in known:
+            hint = did_you_mean(key, [*known, *ENGINE_KEYS])
+            raise bad(f"{where}.{key}", f"not an option of {spec.name}{hint} (options: {listing})")
+        options[key] = check(key, value)
+    missing = [k for k in required if k not in options]
     if missing:
-        raise bad(f"{where}.{missing[0]}", f"missing: {name} needs it")
-    if "data" in params and "data" not in options:  # the cached official data, checked before anything runs
-        uncached = missing_official(name, give='data = "PATH"')
+        raise bad(f"{where}.{missing[0]}", f"missing: {spec.name} needs it")
+    if "data" in known and "data" not in options:  # the cached official data, checked before anything runs
+        uncached = missing_official(spec.name, give='data = "PATH"')
         if uncached:
             raise bad(f"{where}.data", uncached)
-    return BenchmarkEntry(name=name, engine=engine, options=options)
+    return options
 
 
 def _model_entry(
@@ -259,6 +287,15 @@ def _model_entry(
             raise bad(f"{where}.{key}", _MODEL_KEY)
         for bench in specs:
             assert bench is not None
+            if bench.options is not None:  # the benchmark's options model checks the value
+                fields = list(bench.options.model_fields)
+                if key not in fields:
+                    hint = did_you_mean(key, [*fields, *ENGINE_KEYS])
+                    raise bad(f"{where}.{key}", f"not an option of benchmark {bench.name}, which this model runs{hint}")
+                problem = _field_problem(bench.options, key, value)
+                if problem is not None:
+                    raise bad(f"{where}.{key}", problem)
+                continue
             params = build_parameters(bench)
             if key not in params:
                 hint = did_you_mean(key, [*params, *ENGINE_KEYS])
@@ -269,6 +306,17 @@ def _model_entry(
     return ModelEntry(
         spec=spec.strip(), engine=engine, options=options, name=name.strip() if name else None, price=price
     )
+
+
+def _field_problem(model: type[BaseModel], key: str, value: Any) -> str | None:
+    """What ``model`` finds wrong with ``value`` for its field ``key`` (``input should be ..., got X``), or None."""
+    try:
+        model.model_validate({key: value})
+    except ValidationError as exc:
+        for error in exc.errors():
+            if error["loc"][:1] == (key,):
+                return problem_of(error, value)
+    return None
 
 
 def _checked(value: Any, param: inspect.Parameter, where: str, bad: Callable[[str, str], SweepFileError]) -> Any:
@@ -296,12 +344,11 @@ def _type_name(annotation: Any) -> str:
     return " or ".join(n for n in names if n != "NoneType") or str(annotation)
 
 
-def _absolute(value: Any, param: inspect.Parameter) -> Any:
+def _absolute(value: Any, annotation: Any) -> Any:
     """A relative path option made absolute (from the working directory, as on the command line).
 
     Workers (Ray tasks) may start in another folder; the path must name the same file there.
     """
-    annotation = param.annotation
     takes_path = annotation is Path or Path in typing.get_args(annotation)
     if takes_path and isinstance(value, str) and value and not Path(value).expanduser().is_absolute():
         return str(Path(value).resolve())

@@ -11,9 +11,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from toolgauge.benchmark import Benchmark, with_evaluated_model
+from toolgauge.benchmark import Benchmark, build_from, with_evaluated_model
 from toolgauge.errors import DataError, UsageError
 from toolgauge.models.spec import display_spec, resolve_model
+from toolgauge.run_setup import role_specs
 from toolgauge.sweep.file import BenchmarkEntry, ModelEntry, SweepFile, SweepFileError
 from toolgauge.sweep.limits import endpoint_of
 
@@ -84,7 +85,7 @@ def plan_cells(sweep: SweepFile, where: str) -> list[Cell]:
             assert spec is not None  # checked with the file
             options = with_evaluated_model(spec, {**entry.options, **model.options}, model.spec)
             try:
-                bench = spec.build(**options)
+                bench = build_from(spec, options)
             except DataError as exc:
                 raise SweepFileError(f"{where}: benchmark[{b_index}] ({entry.name}): {exc.render()}") from None
             except UsageError as exc:
@@ -94,7 +95,7 @@ def plan_cells(sweep: SweepFile, where: str) -> list[Cell]:
             except (UsageError, DataError) as exc:
                 text = exc.render() if isinstance(exc, DataError) else str(exc)
                 raise SweepFileError(f"{where}: model[{m_index}].spec: {text}") from None
-            roles = dict(spec.roles(options, model.spec)) if spec.roles is not None else {}
+            roles = role_specs(spec, options, model.spec)
             for role_spec in roles.values():
                 try:
                     resolve_model(role_spec)
@@ -147,4 +148,4 @@ def build_bench(task: CellTask) -> Benchmark[Any, Any]:
     spec = spec_named(task.benchmark)
     if spec is None:
         raise UsageError(f"unknown benchmark {task.benchmark!r} on this worker")
-    return spec.build(**task.options)
+    return build_from(spec, task.options)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from helpers.cli_helpers import SAMPLE_FIELDS, invoke, results_of, sample_rows
-from toolgauge.benchmarks.bfcl.cli import build, rescore
+from toolgauge.benchmark import build_from, rebuild
+from toolgauge.benchmarks.bfcl import SPEC
 from toolgauge.benchmarks.bfcl.io import assistant_turn_to_bfcl_output, bfcl_gold_turn
 from toolgauge.benchmarks.bfcl.loader import load_bfcl
 from toolgauge.errors import UsageError
@@ -19,6 +21,16 @@ CEILING = {  # what BFCL's own checker gives its own ground truth
 }  # fmt: skip
 TOTALS = {"simple_python": 400, "multiple": 200, "parallel": 200, "parallel_multiple": 200,
           "live_simple": 258, "live_multiple": 1053, "irrelevance": 240}  # fmt: skip
+
+
+def build(**options: Any) -> Any:
+    """The run ``build`` makes of keyword options (as the Python API and a sweep entry give them)."""
+    return build_from(SPEC, options)
+
+
+def rescore(config: dict[str, Any], variant: str | None) -> Any:
+    """A stored config's run, as ``toolgauge rescore`` rebuilds it."""
+    return rebuild(SPEC, config, variant)
 
 
 @pytest.fixture()

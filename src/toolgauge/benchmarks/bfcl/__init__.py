@@ -4,23 +4,27 @@
 ``score bfcl`` rescores BFCL's own result files. The checker agrees with bfcl-eval 2026.3.23's
 on every verdict and error type (docs/metrics/bfcl.md, docs/benchmarks/bfcl-agreement.md).
 
-The commands, ``build`` and ``rescore`` are imported when first used (``lazy``): importing the loader
-or the checker imports no command line, engine or store.
+``eval bfcl`` and ``score bfcl`` are generated from :mod:`.options`; ``build`` is imported when first used
+(``lazy``): importing the loader or the checker imports no command line, engine or store.
 """
 
-from toolgauge.benchmark import BenchmarkSpec, Exporter, lazy
+from toolgauge.benchmark import BenchmarkSpec, Exporter, ScoreSpec, lazy, no_commands
+from toolgauge.benchmarks.bfcl.options import BfclOptions, BfclScoreOptions
 from toolgauge.benchmarks.bfcl.report import render_bfcl
 
 SPEC = BenchmarkSpec(
     name="bfcl",
     title="BFCL (Berkeley Function Calling Leaderboard) AST categories, with BFCL's checker rules",
     run_names=("bfcl",),
-    add_commands=lazy("toolgauge.benchmarks.bfcl.cli", "add_commands"),
-    build=lazy("toolgauge.benchmarks.bfcl.cli", "build"),
+    add_commands=no_commands,
+    build=lazy("toolgauge.benchmarks.bfcl.build", "build"),
     render=render_bfcl,
-    rescore=lazy("toolgauge.benchmarks.bfcl.cli", "rescore"),
     headline=("accuracy",),
     variants=(),
+    options=BfclOptions,
+    score=ScoreSpec(BfclScoreOptions, lazy("toolgauge.benchmarks.bfcl.build", "score_run")),
+    migrate=lazy("toolgauge.benchmarks.bfcl.build", "migrate_bfcl_config"),
+    restore=lazy("toolgauge.benchmarks.bfcl.build", "restore"),
     run_panels=lazy("toolgauge.benchmarks.bfcl.views", "run_panels"),
     exports={
         "bfcl": Exporter(

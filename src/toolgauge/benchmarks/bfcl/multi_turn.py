@@ -21,11 +21,13 @@ from pydantic import BaseModel, Field
 
 from toolgauge.benchmarks.bfcl.decoders.call_types import BfclDecodeError
 from toolgauge.benchmarks.bfcl.decoders.python_calls import decode_python_calls, render_python_calls
+from toolgauge.benchmark import options_config
 from toolgauge.benchmarks.bfcl.io import bfcl_prompt_messages, bfcl_tools
 from toolgauge.benchmarks.bfcl.loader import BfclEntry
 from toolgauge.benchmarks.bfcl.metrics import BfclTally, BfclVerdict, entry_weight
 from toolgauge.benchmarks.bfcl.multi_turn_check import Call, MultiTurnEntry, MultiTurnVerdict, check_multi_turn
-from toolgauge.benchmarks.bfcl.protocol import ids_without_result, missing_predictions_warning
+from toolgauge.benchmarks.bfcl.options import BfclOptions
+from toolgauge.benchmarks.bfcl.protocol import ids_without_result, missing_predictions_warning, stored_options
 from toolgauge.engine import EpisodeContext, SampleOutcome, in_step
 from toolgauge.errors import UsageError
 from toolgauge.records import AssistantTurn, Message, ToolCall, ToolSpec
@@ -79,6 +81,7 @@ class BfclMultiTurnBenchmark:
         settings: CallSettings | None = None,
         limit: int | None = None,
         recorded: Mapping[str, Any] | None = None,
+        options: BfclOptions | None = None,
     ):
         self.entries = list(entries)
         self.data_label = data_label
@@ -86,6 +89,8 @@ class BfclMultiTurnBenchmark:
         self.settings = settings or CallSettings()
         self.limit = limit
         self.recorded = recorded
+        # What the run is stored with: the options it was built from (a benchmark made by hand: its pieces').
+        self.options = options or stored_options(self.entries, data_label, mode, self.settings, limit)
 
     def missing_predictions(self) -> list[str]:
         """In replay mode, the ids of the entries ``recorded`` has no result for, in entry order."""
@@ -96,15 +101,8 @@ class BfclMultiTurnBenchmark:
         return [(e.id, e) for e in self.entries]
 
     def config(self) -> dict[str, Any]:
-        """Settings that define the run (``limit`` is per category)."""
-        return {
-            "data": self.data_label,
-            "mode": self.mode,
-            "categories": sorted({e.category for e in self.entries}),
-            "limit": self.limit,
-            "n": len(self.entries),
-            **self.settings.model_dump(),
-        }
+        """The options the run was built from and its sample count, as stored (``rescore`` reads the options back)."""
+        return options_config(self.options, len(self.entries))
 
     async def episode(self, sample: MultiTurnEntry, ctx: EpisodeContext) -> BfclMultiTurnResult:
         """Run the conversation on fresh backend instances of this sample (and this epoch).

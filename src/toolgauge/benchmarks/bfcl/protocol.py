@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from toolgauge.benchmark import options_config
 from toolgauge.benchmarks.bfcl.io import (
     assistant_turn_to_bfcl_output,
     bfcl_gold_turn,
@@ -20,6 +21,7 @@ from toolgauge.benchmarks.bfcl.io import (
 )
 from toolgauge.benchmarks.bfcl.loader import BfclEntry, BfclOutput, is_irrelevance, load_bfcl_results
 from toolgauge.benchmarks.bfcl.metrics import BfclTally, BfclVerdict, check_bfcl_entry, entry_weight
+from toolgauge.benchmarks.bfcl.options import BfclOptions
 from toolgauge.engine import EpisodeContext, SampleOutcome, in_step
 from toolgauge.errors import UsageError
 from toolgauge.parsing.call_rate import few_calls_warning
@@ -108,6 +110,23 @@ def gold_calls(entry: BfclEntry) -> list[dict[str, Any]] | None:
     return calls
 
 
+def stored_options(
+    entries: Sequence[BfclEntry | Any],
+    data_label: str,
+    mode: str,
+    settings: CallSettings,
+    limit: int | None,
+    *,
+    underscore_to_dot: bool | None = None,
+) -> BfclOptions:
+    """The options of a BFCL run made by hand (not by ``build``): its pieces, as ``build`` would store them."""
+    sampling = settings.model_dump(exclude={"tool_choice"})
+    return BfclOptions.model_validate(
+        {"data": data_label, "categories": sorted({e.category for e in entries}), "mode": mode,
+         "underscore_to_dot": underscore_to_dot, "limit": limit, **sampling}
+    )  # fmt: skip
+
+
 def missing_predictions_warning(missing: Sequence[str], total: int) -> str | None:
     """The warning for a replay where ``missing`` of ``total`` entries have no recorded result (None if none)."""
     if not missing:
@@ -148,6 +167,7 @@ class BfclBenchmark:
         settings: CallSettings | None = None,
         limit: int | None = None,
         recorded: Mapping[str, BfclOutput] | None = None,
+        options: BfclOptions | None = None,
     ):
         self.entries = list(entries)
         self.data_label = data_label
@@ -156,6 +176,9 @@ class BfclBenchmark:
         self.settings = settings or CallSettings()
         self.limit = limit
         self.recorded = recorded
+        # What the run is stored with: the options it was built from (a benchmark made by hand: its pieces').
+        self.options = options or stored_options(self.entries, data_label, mode, self.settings, limit,
+                                                 underscore_to_dot=underscore_to_dot)  # fmt: skip
 
     def _underscore_to_dot(self, output: BfclOutput | None = None) -> bool:
         # BFCL decides by the model's registry entry; we decide by the output style unless told.
@@ -170,16 +193,8 @@ class BfclBenchmark:
         return [(e.id, e) for e in self.entries]
 
     def config(self) -> dict[str, Any]:
-        """Settings that define the run (``limit`` is per category)."""
-        return {
-            "data": self.data_label,
-            "mode": self.mode,
-            "underscore_to_dot": self.underscore_to_dot_override,
-            "categories": sorted({e.category for e in self.entries}),
-            "limit": self.limit,
-            "n": len(self.entries),
-            **self.settings.model_dump(),
-        }
+        """The options the run was built from and its sample count, as stored (``rescore`` reads the options back)."""
+        return options_config(self.options, len(self.entries))
 
     def missing_predictions(self) -> list[str]:
         """In replay mode, the ids of the entries ``recorded`` has no result for, in entry order."""

@@ -6,17 +6,17 @@ reference metrics or the ``strict`` variant (``docs/metrics/mtu-bench.md``). ``s
 rescores recorded replies such as the published GPT-4 responses.
 """
 
-from toolgauge.benchmark import BenchmarkSpec, lazy
+from toolgauge.benchmark import BenchmarkSpec, ScoreSpec, lazy, no_commands
+from toolgauge.benchmarks.mtu.options import MtuOptions, MtuScoreOptions
 from toolgauge.report.call_metrics import render_call_metrics
 
 SPEC = BenchmarkSpec(
     name="mtu-bench",
     title="MTU-Bench: single- and multi-turn, single- and multi-tool calls (S-S, S-M, M-S, M-M, OOD)",
     run_names=("mtu-bench",),
-    add_commands=lazy("toolgauge.benchmarks.mtu.cli", "add_commands"),
-    build=lazy("toolgauge.benchmarks.mtu.cli", "build"),
+    add_commands=no_commands,
+    build=lazy("toolgauge.benchmarks.mtu.build", "build"),
     render=render_call_metrics,
-    rescore=lazy("toolgauge.benchmarks.mtu.cli", "rescore"),
     headline=(
         "tool_accuracy",
         "parameter_accuracy",
@@ -26,6 +26,10 @@ SPEC = BenchmarkSpec(
         "turn_success_rate",
     ),
     variants=("reference", "strict"),
+    options=MtuOptions,
+    score=ScoreSpec(MtuScoreOptions, lazy("toolgauge.benchmarks.mtu.build", "score_run")),
+    client=lazy("toolgauge.benchmarks.mtu.build", "model_for"),
+    migrate=lazy("toolgauge.benchmarks.mtu.build", "migrate_mtu_config"),
     run_panels=lazy("toolgauge.benchmarks.mtu.views", "run_panels"),
     sample_panels=lazy("toolgauge.benchmarks.mtu.views", "sample_panels"),
     paper=lazy("toolgauge.benchmarks.mtu.paper", "paper_blocks"),

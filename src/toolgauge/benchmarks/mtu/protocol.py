@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 
 from toolgauge.benchmarks.mtu.analyses import paper_metrics
 from toolgauge.benchmarks.mtu.feedback import FEEDBACK_TEXT, FeedbackKind, MtuFeedback, feedback_kind, recovery_metrics
+from toolgauge.benchmark import options_config
 from toolgauge.benchmarks.mtu.loader import load_mtu_predictions, pair_predictions, prediction_split
 from toolgauge.benchmarks.mtu.metrics import (
     MtuItemVerdict,
@@ -22,6 +23,7 @@ from toolgauge.benchmarks.mtu.metrics import (
 )
 from toolgauge.benchmarks.mtu.native import mtu_native_request
 from toolgauge.benchmarks.mtu.react import parse_mtu_response, render_react
+from toolgauge.benchmarks.mtu.options import MtuOptions
 from toolgauge.benchmarks.mtu.records import MTU_SPLITS, MULTI_TURN_SPLITS, MtuItem, MtuPrediction
 from toolgauge.engine import EpisodeContext, SampleOutcome, in_step
 from toolgauge.errors import ModelError
@@ -158,6 +160,7 @@ class MtuBenchmark:
         settings: CallSettings | None = None,
         warnings: Sequence[str] = (),
         feedback: MtuFeedback = "none",
+        options: MtuOptions | None = None,
     ):
         self.items = list(items)
         self.keys = item_keys(self.items)
@@ -169,23 +172,23 @@ class MtuBenchmark:
         self.feedback: MtuFeedback = feedback
         # Said with the results: e.g. how recorded predictions paired with the items (see ``replay_turns``).
         self.warnings = list(warnings)
+        # What the run is stored with: the options it was built from (a benchmark made by hand: its pieces').
+        self.options = options or MtuOptions(
+            data=Path(data_label),
+            mode=mode,
+            variant=variant,
+            feedback=feedback,
+            **self.settings.model_dump(exclude={"tool_choice"}),
+            tool_choice=self.settings.tool_choice,
+        )
 
     def samples(self) -> list[tuple[str, MtuItem]]:
         """Items keyed by id (repeats get ``~k``)."""
         return list(zip(self.keys, self.items, strict=True))
 
     def config(self) -> dict[str, Any]:
-        """Settings that define the run."""
-        return {
-            "data": self.data_label,
-            "mode": self.mode,
-            "variant": self.variant,
-            "splits": sorted({i.split for i in self.items}),
-            "n": len(self.items),
-            **self.settings.model_dump(),
-            # Only when on: runs without feedback keep the config (and cache keys) they always had.
-            **({"feedback": self.feedback} if self.feedback != "none" else {}),
-        }
+        """The options the run was built from and its sample count, as stored (``rescore`` reads the options back)."""
+        return options_config(self.options, len(self.items))
 
     async def episode(self, sample: MtuItem, ctx: EpisodeContext) -> MtuResult:
         """Ask once: the item's question as the prompt, or the native conversion of it.

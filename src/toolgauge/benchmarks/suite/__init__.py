@@ -6,17 +6,19 @@ described in ``docs/datasets.md``. Scored with MTU-Bench's call metrics (:mod:`t
 strict variant by default): the package imports no other benchmark.
 """
 
-from toolgauge.benchmark import BenchmarkSpec, lazy
+from toolgauge.benchmark import BenchmarkSpec, lazy, no_commands
 from toolgauge.report.call_metrics import render_call_metrics
+from toolgauge.benchmarks.suite.options import SuiteOptions, migrate_suite_config
 
 SPEC = BenchmarkSpec(
     name="suite",
     title="toolgauge's own multi-turn format (built-in sample suite by default)",
     run_names=("suite",),
-    add_commands=lazy("toolgauge.benchmarks.suite.cli", "add_commands"),
-    build=lazy("toolgauge.benchmarks.suite.cli", "build"),
+    add_commands=no_commands,
+    build=lazy("toolgauge.benchmarks.suite.build", "build"),
     render=render_call_metrics,
-    rescore=lazy("toolgauge.benchmarks.suite.cli", "rescore"),
     headline=("tool_accuracy", "parameter_accuracy", "success_rate"),
     variants=("reference", "strict"),
+    options=SuiteOptions,
+    migrate=migrate_suite_config,
 )

@@ -9,7 +9,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from toolgauge.benchmark import options_config
 from toolgauge.benchmarks.suite.loader import SuiteDialogue, turn_histories
+from toolgauge.benchmarks.suite.options import BUILTIN, SuiteOptions
 from toolgauge.engine import EpisodeContext, SampleOutcome, in_step
 from toolgauge.metrics.calls import (
     DialogueTurnTally,
@@ -86,24 +88,27 @@ class SuiteBenchmark:
         data_label: str,
         settings: CallSettings | None = None,
         variant: MtuVariant = "strict",
+        options: SuiteOptions | None = None,
     ):
         self.dialogues = list(dialogues)
         self.data_label = data_label
         self.settings = settings or CallSettings()
         self.variant: MtuVariant = variant
+        # What the run is stored with: the options it was built from (a benchmark made by hand: its pieces').
+        self.options = options or SuiteOptions(
+            data=None if data_label == BUILTIN else data_label,
+            variant=variant,
+            **self.settings.model_dump(exclude={"tool_choice"}),
+            tool_choice=self.settings.tool_choice,
+        )
 
     def samples(self) -> list[tuple[str, SuiteDialogue]]:
         """Dialogues keyed by id (ids are unique in a valid file)."""
         return [(d.id, d) for d in self.dialogues]
 
     def config(self) -> dict[str, Any]:
-        """Settings that define the run."""
-        return {
-            "data": self.data_label,
-            "variant": self.variant,
-            "n": len(self.dialogues),
-            **self.settings.model_dump(),
-        }
+        """The options the run was built from and its sample count, as stored (``rescore`` reads the options back)."""
+        return options_config(self.options, len(self.dialogues))
 
     async def episode(self, sample: SuiteDialogue, ctx: EpisodeContext) -> SuiteResult:
         """Ask the model once per turn, on the gold history."""

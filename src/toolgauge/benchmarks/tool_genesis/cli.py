@@ -23,13 +23,12 @@ from toolgauge.cli.common import (
     Variant,
     check_isolation,
     execute,
-    existing_data,
-    limit_items,
     out,
     run_command,
 )
 from toolgauge.datasets.resolve import data_or_official
 from toolgauge.errors import UsageError
+from toolgauge.selection import existing_data, limit_items
 
 if TYPE_CHECKING:
     from toolgauge.benchmarks.tool_genesis.generate import GenesisGenerateBenchmark

@@ -27,12 +27,11 @@ from toolgauge.cli.common import (
     UnsafeNoSandboxOpt,
     check_isolation,
     execute,
-    existing_data,
-    limit_items,
     resolved_model,
     run_command,
 )
 from toolgauge.records import GenerateOptions
+from toolgauge.selection import existing_data, limit_items
 from toolgauge.tools import ServerLauncher, launch_mcp_backend
 
 GENERATE_DEFAULTS = EngineDefaults(concurrency=2, timeout=600.0, max_tokens=4096)

@@ -64,8 +64,6 @@ from toolgauge.cli.common import (
     RunFlags,
     check_isolation,
     execute,
-    existing_data,
-    limit_items,
     out,
     require_finite,
     run_command,
@@ -77,6 +75,7 @@ from toolgauge.redact import redact_tree
 from toolgauge.report.console import json_for_terminal
 from toolgauge.report.export import write_atomic, write_lines_atomic
 from toolgauge.report.terminal import esc, pct
+from toolgauge.selection import existing_data, limit_items
 
 if TYPE_CHECKING:
     from toolgauge.benchmarks.toolgate.construction import ConstructionBenchmark

@@ -20,8 +20,6 @@ from toolgauge.cli.common import (
     ToolChoiceOpt,
     Variant,
     execute,
-    existing_data,
-    limit_items,
     resolved_model,
     run_command,
 )
@@ -29,6 +27,7 @@ from toolgauge.datasets.resolve import official_data
 from toolgauge.driver import RunResult
 from toolgauge.errors import DataError, UsageError
 from toolgauge.report.export import check_output_file
+from toolgauge.selection import existing_data, limit_items
 from toolgauge.settings import CallSettings, ToolChoiceMode
 
 BUILTIN = "builtin:wild_sample"
