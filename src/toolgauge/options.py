@@ -20,7 +20,6 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
-from toolgauge.engine.cache import CacheMode
 from toolgauge.bounds import (
     Concurrency,
     Epochs,
@@ -34,6 +33,7 @@ from toolgauge.bounds import (
     TopP,
     problem_of,
 )
+from toolgauge.engine.cache import CacheMode
 from toolgauge.errors import UsageError
 from toolgauge.settings import CallSettings, ReasoningEffort, ToolChoiceMode
 

@@ -28,6 +28,7 @@ from toolgauge.bounds import BOUNDED, check_options
 from toolgauge.cli.option_params import option_parameters
 from toolgauge.driver import RunOptions, RunResult, run_benchmark
 from toolgauge.engine.budget import BudgetReached
+from toolgauge.engine.cache import CacheMode
 from toolgauge.errors import DataError, RunInterrupted, RunStopped, UsageError
 from toolgauge.models.base import ModelClient
 from toolgauge.options import EngineOptions, LimitOptions, SamplingOptions
@@ -148,7 +149,7 @@ class RunFlags:
     max_cost: float | None = None
     max_tokens_total: int | None = None
     price: str | None = None
-    cache: str | None = None
+    cache: CacheMode | None = None
 
     def run_options(self, headline: tuple[str, ...] = ()) -> RunOptions:
         """The driver's options (``headline``: the benchmark's headline metrics, summarised with their spread)."""

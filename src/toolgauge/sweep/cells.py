@@ -19,7 +19,6 @@ from typing import Any
 
 from sqlalchemy import delete
 
-from toolgauge.cost import parse_price
 from toolgauge.driver import run_benchmark, run_config, start_clients
 from toolgauge.engine import EngineConfig, run_episodes
 from toolgauge.errors import RunLocked
@@ -68,8 +67,14 @@ async def run_cell(
     engine = EngineOptions(concurrency=task.concurrency, timeout=task.timeout, max_retries=task.max_retries,
                            no_cache=not task.use_cache, resume=run_id, epochs=task.epochs,
                            price=task.price)  # fmt: skip
-    options = run_options(spec.headline if spec else (), typed, engine, store=store_url, seed=task.seed,
-                          labels=RunLabels(name=task.name, tags=task.tags))
+    options = run_options(
+        spec.headline if spec else (),
+        typed,
+        engine,
+        store=store_url,
+        seed=task.seed,
+        labels=RunLabels(name=task.name, tags=task.tags),
+    )
     deadline = time.monotonic() + lease_patience
     while True:
         client = LimitedClient(

@@ -19,9 +19,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from toolgauge.benchmark import options_config
 from toolgauge.benchmarks.bfcl.decoders.call_types import BfclDecodeError
 from toolgauge.benchmarks.bfcl.decoders.python_calls import decode_python_calls, render_python_calls
-from toolgauge.benchmark import options_config
 from toolgauge.benchmarks.bfcl.io import bfcl_prompt_messages, bfcl_tools
 from toolgauge.benchmarks.bfcl.loader import BfclEntry
 from toolgauge.benchmarks.bfcl.metrics import BfclTally, BfclVerdict, entry_weight

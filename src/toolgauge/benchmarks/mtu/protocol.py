@@ -9,9 +9,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from toolgauge.benchmark import options_config
 from toolgauge.benchmarks.mtu.analyses import paper_metrics
 from toolgauge.benchmarks.mtu.feedback import FEEDBACK_TEXT, FeedbackKind, MtuFeedback, feedback_kind, recovery_metrics
-from toolgauge.benchmark import options_config
 from toolgauge.benchmarks.mtu.loader import load_mtu_predictions, pair_predictions, prediction_split
 from toolgauge.benchmarks.mtu.metrics import (
     MtuItemVerdict,
@@ -22,8 +22,8 @@ from toolgauge.benchmarks.mtu.metrics import (
     unit_scores_row,
 )
 from toolgauge.benchmarks.mtu.native import mtu_native_request
-from toolgauge.benchmarks.mtu.react import parse_mtu_response, render_react
 from toolgauge.benchmarks.mtu.options import MtuOptions
+from toolgauge.benchmarks.mtu.react import parse_mtu_response, render_react
 from toolgauge.benchmarks.mtu.records import MTU_SPLITS, MULTI_TURN_SPLITS, MtuItem, MtuPrediction
 from toolgauge.engine import EpisodeContext, SampleOutcome, in_step
 from toolgauge.errors import ModelError

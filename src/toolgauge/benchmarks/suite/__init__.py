@@ -7,8 +7,8 @@ strict variant by default): the package imports no other benchmark.
 """
 
 from toolgauge.benchmark import BenchmarkSpec, lazy, no_commands
-from toolgauge.report.call_metrics import render_call_metrics
 from toolgauge.benchmarks.suite.options import SuiteOptions, migrate_suite_config
+from toolgauge.report.call_metrics import render_call_metrics
 
 SPEC = BenchmarkSpec(
     name="suite",

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from cli_helpers import app, invoke, runner
+from helpers.cli_helpers import app, invoke, runner
+from helpers.paths import FIXTURE_ROOT, REPO
 from toolgauge import api
 from toolgauge.benchmark import stored_options
 from toolgauge.benchmarks.bfcl.options import BfclOptions, BfclScoreOptions
@@ -114,7 +115,7 @@ def test_mtu_score_run_stores_eval_options_that_rescore(mtu_dir: Path, tmp_path:
 
 
 # -- runs stored by the code before the options models --------------------------------------------------------------
-OLD_STORE = Path(__file__).parent / "fixtures" / "old_store"
+OLD_STORE = FIXTURE_ROOT / "old_store"
 
 
 def old_store(name: str, tmp_path: Path, data: Path | None = None) -> tuple[Path, str]:
@@ -169,7 +170,7 @@ def test_an_old_mtu_run_migrates_its_item_count_to_a_limit(mtu_dir: Path, tmp_pa
 
 
 def test_an_old_wildtoolbench_run_rescores_to_its_stored_scores(tmp_path: Path) -> None:
-    sessions = Path(__file__).parent / "fixtures" / "wildtoolbench" / "sessions.jsonl"
+    sessions = FIXTURE_ROOT / "wildtoolbench" / "sessions.jsonl"
     store, run_id = old_store("wildtoolbench", tmp_path, sessions)
     rescores_as_stored(store, run_id)
 
@@ -308,5 +309,5 @@ def test_the_api_page_has_the_tables_the_models_generate() -> None:
     from toolgauge.benchmarks.registry import specs
     from toolgauge.options_docs import with_tables
 
-    page = (Path(__file__).resolve().parent.parent / "docs" / "api.md").read_text()
+    page = (REPO / "docs" / "api.md").read_text()
     assert with_tables(page, specs()) == page, "docs/api.md is out of date: run python scripts/gen_api_docs.py"
