@@ -37,6 +37,7 @@ from bfcl_agreement import TEXT_NOISE, call_variants, first_options
 
 from toolgauge.benchmarks.bfcl.io import bfcl_calls_output
 from toolgauge.benchmarks.bfcl.loader import load_bfcl
+from toolgauge.export.bfcl import group_of
 
 MODEL = "gpt-4o-2024-11-20"  # a BFCL registry entry for prompting models (underscore_to_dot off)
 CATEGORIES = [
@@ -50,6 +51,7 @@ CATEGORIES = [
     "live_multiple",
     "irrelevance",
 ]
+CSV_FILES = ("data_overall.csv", "data_non_live.csv", "data_live.csv", "data_multi_turn.csv", "data_agentic.csv")
 # data_overall.csv columns BFCL fills from its registry (display name, link, prices, org, licence) or from
 # the result files' latency fields, which these hand-made result files do not have.
 REGISTRY_COLUMNS = {
@@ -142,7 +144,7 @@ def compare(
     key_order_same = 0
     entries = 0
     for category in categories:
-        group = "live" if "live" in category else "non_live"
+        group = group_of(category)
         name = f"BFCL_v4_{category}_score.json"
         a, b = read_lines(ours / MODEL / group / name), read_lines(theirs / MODEL / group / name)
         ids_a, ids_b = [x["id"] for x in a[1:]], [x["id"] for x in b[1:]]
@@ -167,7 +169,7 @@ def compare(
                     if every is not None:
                         every.append({"field": key, "error_type": y.get("error_type"), **example})
     csvs = {}
-    for file_name in ("data_overall.csv", "data_non_live.csv", "data_live.csv"):
+    for file_name in CSV_FILES:
         head_a, row_a = [line.split(",") for line in (ours / file_name).read_text().splitlines()]
         head_b, row_b = [line.split(",") for line in (theirs / file_name).read_text().splitlines()]
         compared = [(h, x, y) for h, x, y in zip(head_b, row_a, row_b, strict=True) if h not in REGISTRY_COLUMNS]

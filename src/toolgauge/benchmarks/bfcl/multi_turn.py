@@ -49,12 +49,17 @@ class BfclMultiTurnResult(BaseModel):
 
     ``forced_end`` says the step cap ended the conversation early (its ``turns`` are then fewer than
     the entry's). ``tool_results`` are what the model read, in the same turn -> step -> call layout
-    (empty for a replayed result file, which records no results).
+    (empty for a replayed result file, which records no results). ``raw`` is BFCL's ``result`` field for
+    the conversation (turn -> every step's output, as ``bfcl generate`` writes it, or the recorded one) and
+    ``style`` how BFCL decodes it (``fc``: ``{name: json-args}`` lists, ``prompt``: call text); None in
+    results stored before they were kept.
     """
 
     turns: list[list[list[ToolCall]]] = Field(default_factory=list)
     tool_results: list[list[list[str]]] = Field(default_factory=list)
     forced_end: bool = False
+    raw: Any = None
+    style: Literal["fc", "prompt"] | None = None
     # Replay only: the result files had no line for the entry, or its result was not a list of turns.
     missing: bool = False
     not_a_list: bool = False
@@ -121,15 +126,18 @@ class BfclMultiTurnBenchmark:
         gold_turns = sample.ground_truth_calls(backends)
         chat = _Conversation(sample, self.mode)
         options = self.settings.options_for([]).model_copy(update={"tool_choice": None})
-        result = BfclMultiTurnResult()
+        result = BfclMultiTurnResult(raw=[], style="prompt" if self.mode == "prompt" else "fc")
         for index, user_messages in enumerate(sample.question):
             held = sample.held_back.get(str(index))
             chat.open_turn(index, user_messages, held)
             steps: list[list[ToolCall]] = []
             step_results: list[list[str]] = []
+            raw_steps: list[Any] = []
+            result.raw.append(raw_steps)
             while True:
                 gold = chat.gold(gold_turns[index] if not steps else [])
                 turn = await ctx.generate(list(chat.messages), chat.tools, options, gold=gold)
+                raw_steps.append(_raw_step(turn, self.mode))
                 calls = chat.reply(turn)
                 # BFCL ends the turn on a reply that does not decode to calls (text, or undecodable arguments).
                 if not calls:
@@ -215,14 +223,21 @@ def decode_recorded(result: Any) -> BfclMultiTurnResult:
     does; a step that does not decode, or decodes to no call, is left out, as ``bfcl evaluate`` does.
     """
     if not isinstance(result, list):
-        return BfclMultiTurnResult(not_a_list=True)
+        return BfclMultiTurnResult(not_a_list=True, raw=result)
     steps = [step for turn in result if isinstance(turn, list) for step in turn]
     function_calling = any(isinstance(step, list | dict) for step in steps)
     turns: list[list[list[ToolCall]]] = []
     for turn in result:
         decoded = [_decode_step(step, function_calling) for step in (turn if isinstance(turn, list) else [])]
         turns.append([calls for calls in decoded if calls])
-    return BfclMultiTurnResult(turns=turns)
+    return BfclMultiTurnResult(turns=turns, raw=result, style="fc" if function_calling else "prompt")
+
+
+def _raw_step(turn: AssistantTurn, mode: BfclMultiTurnMode) -> Any:
+    """A reply as BFCL's handlers record it: ``[{name: arguments text}]`` for calls (FC), else the text."""
+    if mode == "native" and turn.tool_calls:
+        return [{c.name: c.raw if c.raw is not None else json.dumps(c.arguments)} for c in turn.tool_calls]
+    return turn.content or ""
 
 
 def _decode_step(step: Any, function_calling: bool) -> list[ToolCall]:
@@ -300,7 +315,7 @@ class _Conversation:
         """Give the step's results back: tool messages, or (prompting) one user message as BFCL formats it."""
         if self.mode == "prompt":
             shown = [
-                {"role": "tool", "name": _call_text(c.name, c.arguments), "content": out}
+                {"role": "tool", "name": call_text(c.name, c.arguments), "content": out}
                 for c, out in zip(calls, outputs, strict=True)
             ]
             self.messages.append(Message(role="user", content=repr(shown)))
@@ -323,7 +338,7 @@ def _tools(entry: MultiTurnEntry, functions: list[dict[str, Any]], *, hint: bool
     return bfcl_tools(_as_bfcl_entry(entry, functions, []), underscore_to_dot=True, language_hint=hint)
 
 
-def _call_text(name: str, arguments: dict[str, Any]) -> str:
+def call_text(name: str, arguments: dict[str, Any]) -> str:
     """A decoded call as BFCL's ``decoded_output_to_execution_list`` writes it (the name of a prompting result)."""
     return f"{name}({', '.join(f'{k}={_value_text(v)}' for k, v in arguments.items())})"
 
@@ -332,7 +347,7 @@ def _value_text(value: Any) -> str:
     if isinstance(value, dict):
         if value and all(isinstance(v, dict) for v in value.values()):
             name, args = next(iter(value.items()))
-            return _call_text(str(name), args)
+            return call_text(str(name), args)
         return "{" + ", ".join(f"'{k}': {_value_text(v)}" for k, v in value.items()) + "}"
     return repr(value)
 
