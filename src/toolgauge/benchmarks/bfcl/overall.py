@@ -19,6 +19,7 @@ every category under it was run (``complete``), so tables can say "not run" and 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -34,6 +35,15 @@ BFCL_V4_ENTRIES: dict[str, int] = {
 
 OVERALL_WEIGHTS: dict[str, int] = {"non_live": 10, "live": 10, "irrelevance": 10, "multi_turn": 30, "agentic": 40}
 """BFCL's weights of its five groups in the overall score (normalised to sum 1)."""
+
+GROUP_CATEGORIES: dict[str, tuple[str, ...]] = {
+    "non_live": ("simple_python", "simple_java", "simple_javascript", "multiple", "parallel", "parallel_multiple"),
+    "live": ("live_simple", "live_multiple", "live_parallel", "live_parallel_multiple"),
+    "irrelevance": ("irrelevance", "live_irrelevance"),
+    "multi_turn": ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context"),
+    "agentic": ("web_search_base", "web_search_no_snippet", "memory_kv", "memory_vector", "memory_rec_sum"),
+}
+"""The categories under each weighed group (live_relevance is shown by BFCL but weighs nothing)."""
 
 NOT_RUN = "not run"
 
@@ -117,7 +127,7 @@ def bfcl_summary(table: Mapping[str, tuple[float, int]]) -> BfclSummary:
     groups = {"non_live": non_live, "live": live, "irrelevance": irrelevance, "multi_turn": multi_turn,
               "agentic": agentic}  # fmt: skip
     overall = _percentage_weighted([groups[g] for g in OVERALL_WEIGHTS], list(OVERALL_WEIGHTS.values()))
-    weighed = [name for name in BFCL_V4_ENTRIES if name != "live_relevance"]
+    weighed = [name for names in GROUP_CATEGORIES.values() for name in names]
     subtotals = {"simple": simple, "non_live_ast": non_live, "live_ast": live, "web_search": web_search,
                  "memory": memory, "relevance": c["live_relevance"]}  # fmt: skip
     return BfclSummary(
@@ -128,3 +138,13 @@ def bfcl_summary(table: Mapping[str, tuple[float, int]]) -> BfclSummary:
         covered=sum(name in table for name in weighed),
         of=len(weighed),
     )
+
+
+def summary_details(summary: BfclSummary, table: Mapping[str, tuple[float, int]]) -> dict[str, Any]:
+    """What a results table needs to say how much of BFCL a run covers: categories run per group, those not run."""
+    return {
+        "covered": summary.covered,
+        "of": summary.of,
+        "groups": {g: [c for c in names if c in table] for g, names in GROUP_CATEGORIES.items()},
+        "not_run": [c for names in GROUP_CATEGORIES.values() for c in names if c not in table],
+    }
