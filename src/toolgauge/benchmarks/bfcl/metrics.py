@@ -281,7 +281,7 @@ class BfclTally:
         return {name: (count.correct / count.n, count.n) for name, count in self.categories.items()}
 
     def details(self) -> dict[str, Any]:
-        """``error_types`` (most frequent first), ``aggregate_categories`` and ``bfcl_summary`` (what the run covers)."""
+        """``error_types`` (most frequent first), ``aggregate_categories``, ``bfcl_summary`` (what the run covers)."""
         table = self.table()
         return {
             "error_types": dict(self.error_types.most_common()),
