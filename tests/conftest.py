@@ -42,6 +42,7 @@ TIERS: dict[str, tuple[str, ...]] = {
     "test_cli_genesis.py::test_a_key_printed_on_a_servers_stderr_is_masked_everywhere": ("embedding",),
     "test_genesis_embeddings.py": ("embedding",),
     "test_embedding_speed_model.py": ("embedding",),
+    "test_bfcl_memory.py::test_the_vector_backend_runs_offline_with_the_shipped_model": ("embedding", "slow"),
     # The candidates' solutions run under the sandbox (gate 1).
     "test_headline_units.py::test_toolgate_acceptance_from_candidates": ("sandbox",),
     "test_local_model.py": ("local_model",),

@@ -11,6 +11,8 @@ import typer
 from toolgauge.benchmark import CommandGroups
 from toolgauge.benchmarks.bfcl.backends import bfcl_module
 from toolgauge.benchmarks.bfcl.loader import BfclEntry, categories_with_results, load_bfcl, load_bfcl_results
+from toolgauge.benchmarks.bfcl.memory import BFCL_MEMORY_CATEGORIES, BfclMemoryBenchmark
+from toolgauge.benchmarks.bfcl.memory_build import build_memory, rebuild_memory
 from toolgauge.benchmarks.bfcl.multi_turn import BfclMultiTurnBenchmark
 from toolgauge.benchmarks.bfcl.multi_turn_check import (
     BFCL_MULTI_TURN_CATEGORIES,
@@ -34,7 +36,7 @@ from toolgauge.datasets.resolve import data_or_official
 from toolgauge.errors import UsageError
 from toolgauge.settings import CallSettings
 
-BfclRun = BfclBenchmark | BfclMultiTurnBenchmark
+BfclRun = BfclBenchmark | BfclMultiTurnBenchmark | BfclMemoryBenchmark
 
 DataOpt = Annotated[
     Path | None,
@@ -69,6 +71,12 @@ def build(
     chosen = (split_list(categories) or []) if isinstance(categories, str) else list(categories or [])
     if not chosen and predictions is not None:
         chosen = categories_with_results(Path(predictions))
+    memory = [c for c in chosen if c in BFCL_MEMORY_CATEGORIES]
+    if memory:
+        if len(memory) != len(chosen):
+            raise UsageError("run BFCL's memory categories as a run of their own")
+        return build_memory(data=data, categories=memory, mode=mode, predictions=predictions,
+                            temperature=temperature, max_tokens=max_tokens, limit=limit)  # fmt: skip
     multi = [c for c in chosen if c in BFCL_MULTI_TURN_CATEGORIES]
     if not multi:
         return build_ast(data=data, categories=chosen or None, **options)
@@ -176,6 +184,8 @@ def rescore(config: Mapping[str, Any], variant: str | None) -> BfclRun:
     if variant is not None:
         raise UsageError(f"variant {variant!r}: BFCL has no metric variants")
     limit = config.get("limit")
+    if any(c in BFCL_MEMORY_CATEGORIES for c in config["categories"]):
+        return rebuild_memory(config)
     if any(c in BFCL_MULTI_TURN_CATEGORIES for c in config["categories"]):
         return BfclMultiTurnBenchmark(
             _multi_turn_entries(Path(str(config["data"])), list(config["categories"]), limit),

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from toolgauge.benchmarks.bfcl.backends import BfclBackends
 from toolgauge.benchmarks.bfcl.io import bfcl_prompt_messages, bfcl_tools
 from toolgauge.benchmarks.bfcl.loader import BfclEntry
 from toolgauge.benchmarks.bfcl.metrics import BfclTally, BfclVerdict, entry_weight
@@ -123,37 +124,7 @@ class BfclMultiTurnBenchmark:
                 return BfclMultiTurnResult(missing=True)
             return decode_recorded(self.recorded[sample.id])
         backends = sample.backends()
-        gold_turns = sample.ground_truth_calls(backends)
-        chat = _Conversation(sample, self.mode)
-        options = self.settings.options_for([]).model_copy(update={"tool_choice": None})
-        result = BfclMultiTurnResult(raw=[], style="prompt" if self.mode == "prompt" else "fc")
-        for index, user_messages in enumerate(sample.question):
-            held = sample.held_back.get(str(index))
-            chat.open_turn(index, user_messages, held)
-            steps: list[list[ToolCall]] = []
-            step_results: list[list[str]] = []
-            raw_steps: list[Any] = []
-            result.raw.append(raw_steps)
-            while True:
-                gold = chat.gold(gold_turns[index] if not steps else [])
-                turn = await ctx.generate(list(chat.messages), chat.tools, options, gold=gold)
-                raw_steps.append(_raw_step(turn, self.mode))
-                calls = chat.reply(turn)
-                # BFCL ends the turn on a reply that does not decode to calls (text, or undecodable arguments).
-                if not calls:
-                    break
-                outputs = [backends.execute(c.name, c.arguments) for c in calls]
-                chat.results(index, len(steps), calls, outputs)
-                steps.append(calls)
-                step_results.append(outputs)
-                if len(steps) > MAXIMUM_STEP_LIMIT:
-                    result.forced_end = True
-                    break
-            result.turns.append(steps)
-            result.tool_results.append(step_results)
-            if result.forced_end:
-                break
-        return result
+        return await converse(sample, backends, ctx, self.mode, self.settings, sample.ground_truth_calls(backends))
 
     def score(
         self, samples: Sequence[tuple[str, MultiTurnEntry]], outcomes: Sequence[SampleOutcome[BfclMultiTurnResult]]
@@ -215,6 +186,52 @@ class BfclMultiTurnBenchmark:
         raise UsageError(f"{path}: BFCL multi-turn result files are scored with `score bfcl --predictions`")
 
 
+async def converse(
+    entry: MultiTurnEntry,
+    backends: BfclBackends,
+    ctx: EpisodeContext,
+    mode: BfclMultiTurnMode,
+    settings: CallSettings,
+    gold_turns: Sequence[list[Call]],
+    gold_answer: str = "",
+) -> BfclMultiTurnResult:
+    """BFCL's multi-turn inference loop over ``entry``'s turns, every call run on ``backends``.
+
+    ``gold_turns`` are the ground truth's calls per turn and ``gold_answer`` its closing text (what the
+    ``gold`` model replies).
+    """
+    chat = _Conversation(entry, mode)
+    options = settings.options_for([]).model_copy(update={"tool_choice": None})
+    result = BfclMultiTurnResult(raw=[], style="prompt" if mode == "prompt" else "fc")
+    for index, user_messages in enumerate(entry.question):
+        held = entry.held_back.get(str(index))
+        chat.open_turn(index, user_messages, held)
+        steps: list[list[ToolCall]] = []
+        step_results: list[list[str]] = []
+        raw_steps: list[Any] = []
+        result.raw.append(raw_steps)
+        while True:
+            gold = chat.gold(gold_turns[index] if not steps else [], gold_answer)
+            turn = await ctx.generate(list(chat.messages), chat.tools, options, gold=gold)
+            raw_steps.append(_raw_step(turn, mode))
+            calls = chat.reply(turn)
+            # BFCL ends the turn on a reply that does not decode to calls (text, or undecodable arguments).
+            if not calls:
+                break
+            outputs = [backends.execute(c.name, c.arguments) for c in calls]
+            chat.results(index, len(steps), calls, outputs)
+            steps.append(calls)
+            step_results.append(outputs)
+            if len(steps) > MAXIMUM_STEP_LIMIT:
+                result.forced_end = True
+                break
+        result.turns.append(steps)
+        result.tool_results.append(step_results)
+        if result.forced_end:
+            break
+    return result
+
+
 def decode_recorded(result: Any) -> BfclMultiTurnResult:
     """A BFCL multi-turn ``result`` (turn -> step -> raw output) as ``bfcl evaluate`` decodes it.
 
@@ -228,7 +245,7 @@ def decode_recorded(result: Any) -> BfclMultiTurnResult:
     function_calling = any(isinstance(step, list | dict) for step in steps)
     turns: list[list[list[ToolCall]]] = []
     for turn in result:
-        decoded = [_decode_step(step, function_calling) for step in (turn if isinstance(turn, list) else [])]
+        decoded = [decode_step(step, function_calling) for step in (turn if isinstance(turn, list) else [])]
         turns.append([calls for calls in decoded if calls])
     return BfclMultiTurnResult(turns=turns, raw=result, style="fc" if function_calling else "prompt")
 
@@ -240,7 +257,8 @@ def _raw_step(turn: AssistantTurn, mode: BfclMultiTurnMode) -> Any:
     return turn.content or ""
 
 
-def _decode_step(step: Any, function_calling: bool) -> list[ToolCall]:
+def decode_step(step: Any, function_calling: bool) -> list[ToolCall]:
+    """One recorded step's calls as ``decode_execute`` finds them; none when it does not decode (BFCL skips it)."""
     if function_calling:
         items = [step] if isinstance(step, dict) else step
         if not isinstance(items, list):
@@ -293,10 +311,10 @@ class _Conversation:
             return
         self.messages += [Message(role=m.get("role", "user"), content=m.get("content")) for m in user_messages]
 
-    def gold(self, calls: list[Call]) -> AssistantTurn:
+    def gold(self, calls: list[Call], answer: str = "") -> AssistantTurn:
         """The ground truth's reply at a step: the turn's calls at its first step, then (and in empty turns) text."""
         if not calls:
-            return AssistantTurn(content="", finish_reason="stop")
+            return AssistantTurn(content=answer, finish_reason="stop")
         if self.mode == "prompt":
             return AssistantTurn(content=render_python_calls(calls), finish_reason="stop")
         return AssistantTurn(
@@ -309,7 +327,7 @@ class _Conversation:
             self.messages.append(Message(role="assistant", content=turn.content or "", tool_calls=turn.tool_calls))
             return [] if any(c.parse_error for c in turn.tool_calls) else list(turn.tool_calls)
         self.messages.append(Message(role="assistant", content=turn.content or ""))
-        return _decode_step(turn.content or "", function_calling=False)
+        return decode_step(turn.content or "", function_calling=False)
 
     def results(self, turn: int, step: int, calls: list[ToolCall], outputs: list[str]) -> None:
         """Give the step's results back: tool messages, or (prompting) one user message as BFCL formats it."""

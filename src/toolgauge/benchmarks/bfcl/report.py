@@ -15,7 +15,8 @@ def render_bfcl(results: EvalResults, console: Console) -> None:
     """Print the category table with the aggregates, and notes on data defects and the irrelevance loophole."""
     # Multi-turn runs add toolgauge's per-turn credit beside BFCL's all-or-nothing accuracy.
     multi_turn = results.metric("turn_credit") is not None
-    title = "BFCL multi-turn" if multi_turn else "BFCL AST"
+    memory = bool(results.groups("category")) and all(c.startswith("memory") for c in results.groups("category"))
+    title = "BFCL multi-turn" if multi_turn else "BFCL memory" if memory else "BFCL AST"
     table = Table(title=f"{title} · {esc(results.settings.get('mode', ''))}", title_justify="left", box=box.SIMPLE_HEAD)
     table.add_column("category")
     table.add_column("correct", justify="right")
