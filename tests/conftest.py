@@ -234,6 +234,8 @@ def _private_default_store(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: py
     # The data cache (toolgauge data): empty and the test's own, never ~/.cache; no mirror unless a test sets one.
     monkeypatch.setenv("TOOLGAUGE_DATA_DIR", str(base / f"data-cache-{os.urandom(6).hex()}"))
     monkeypatch.delenv("TOOLGAUGE_DATA_MIRROR", raising=False)
+    # BFCL memory snapshots: the test's own folder, never the working directory's .toolgauge/.
+    monkeypatch.setenv("TOOLGAUGE_BFCL_MEMORY_DIR", str(base / f"bfcl-memory-{os.urandom(6).hex()}"))
 
 
 # -- data and servers ----------------------------------------------------------------------------------------

@@ -269,3 +269,44 @@ def test_the_vector_backend_runs_offline_with_the_shipped_model(bfcl_dir: Path, 
     assert all(check_memory(e, r).valid for (_, e), r in zip(bench.samples(), results, strict=True))
     snapshot = next(tmp_path.rglob("customer_final.json"))
     assert "fact" in snapshot.read_text()
+
+
+# --- the command line ---------------------------------------------------------------------------------------
+
+
+def test_eval_bfcl_runs_a_memory_category_with_gold_and_resumes_from_its_snapshots(
+    bfcl_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cli_helpers import invoke, results_of
+
+    monkeypatch.setenv("TOOLGAUGE_BFCL_MEMORY_DIR", str(tmp_path / "memory"))
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    res = invoke(
+        "eval", "bfcl", "--data", bfcl_dir, "--categories", "memory_rec_sum", "--limit", "2", "--model", "gold",
+        "--store", store, "--json", "-q",
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    results = results_of(res)
+    assert results.value("accuracy", "memory_rec_sum", by="category") == 1.0
+    assert results.value("bfcl_overall") == pytest.approx(0.4 / 2 / 3)  # agentic 40%: memory is half, rec_sum a third
+    run = results.run
+    assert run is not None
+    done = list((tmp_path / "memory" / run.id).rglob("*_done.json"))
+    assert [p.name for p in done] == ["memory_rec_sum_customer_done.json"]
+    exported = invoke("export", run.id, "--format", "bfcl", "--out", tmp_path / "out", "--store", store)
+    assert exported.exit_code == 2 and "memory" in exported.output and "Traceback" not in exported.output
+
+
+def test_web_search_is_skipped_in_one_line_without_a_serpapi_key(
+    bfcl_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cli_helpers import invoke
+
+    monkeypatch.delenv("SERPAPI_API_KEY", raising=False)
+    res = invoke(
+        "eval", "bfcl", "--data", bfcl_dir, "--categories", "web_search_base,web_search_no_snippet", "--model", "gold",
+        "--store", f"sqlite:///{tmp_path / 'runs.db'}",
+    )  # fmt: skip
+    assert res.exit_code == 2
+    assert "SerpAPI" in res.output and "outside BFCL's offline score" in res.output
+    assert "Traceback" not in res.output

@@ -122,6 +122,8 @@ def write_bfcl_scores(folder: Path, source: RunSource, *, model_name: str | None
     by_category: dict[str, list[SampleScore]] = {}
     for unit in source.scores:
         by_category.setdefault(str(unit.metadata["category"]), []).append(unit)
+    if any(c.startswith("memory") for c in by_category):
+        raise UsageError(f"run {run.id} is a BFCL memory run: --format bfcl does not export memory score files yet")
     written: list[Path] = []
     table: dict[str, tuple[float, int]] = {}
     secrets = secret_values()  # model outputs may quote a key a server echoed

@@ -12,7 +12,7 @@ from toolgauge.benchmark import CommandGroups
 from toolgauge.benchmarks.bfcl.backends import bfcl_module
 from toolgauge.benchmarks.bfcl.loader import BfclEntry, categories_with_results, load_bfcl, load_bfcl_results
 from toolgauge.benchmarks.bfcl.memory import BFCL_MEMORY_CATEGORIES, BfclMemoryBenchmark
-from toolgauge.benchmarks.bfcl.memory_build import build_memory, rebuild_memory
+from toolgauge.benchmarks.bfcl.memory_build import build_memory, rebuild_memory, skip_web_search
 from toolgauge.benchmarks.bfcl.multi_turn import BfclMultiTurnBenchmark
 from toolgauge.benchmarks.bfcl.multi_turn_check import (
     BFCL_MULTI_TURN_CATEGORIES,
@@ -71,6 +71,9 @@ def build(
     chosen = (split_list(categories) or []) if isinstance(categories, str) else list(categories or [])
     if not chosen and predictions is not None:
         chosen = categories_with_results(Path(predictions))
+    chosen, skipped = skip_web_search(chosen)
+    if skipped:
+        warn(skipped)
     memory = [c for c in chosen if c in BFCL_MEMORY_CATEGORIES]
     if memory:
         if len(memory) != len(chosen):

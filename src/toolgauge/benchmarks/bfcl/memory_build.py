@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -11,8 +12,12 @@ from toolgauge.benchmarks.bfcl.multi_turn import BfclMultiTurnMode
 from toolgauge.errors import UsageError
 from toolgauge.settings import CallSettings
 
-DEFAULT_SNAPSHOT_ROOT = Path(".toolgauge") / "bfcl_memory"
-"""Where memory snapshots go unless told: beside the default store, one folder per run."""
+SNAPSHOT_ROOT_ENV = "TOOLGAUGE_BFCL_MEMORY_DIR"
+
+
+def default_snapshot_root() -> Path:
+    """Where memory snapshots go unless told: ``$TOOLGAUGE_BFCL_MEMORY_DIR``, else ``.toolgauge/bfcl_memory``."""
+    return Path(os.environ.get(SNAPSHOT_ROOT_ENV) or Path(".toolgauge") / "bfcl_memory")
 
 
 def build_memory(
@@ -29,7 +34,7 @@ def build_memory(
 ) -> BfclMemoryBenchmark:
     """The memory run over ``categories`` (the first ``limit`` questions of each).
 
-    ``snapshot_root`` holds the runs' memory snapshots (default ``.toolgauge/bfcl_memory``); ``check_backends``
+    ``snapshot_root`` holds the runs' memory snapshots (default :func:`default_snapshot_root`); ``check_backends``
     imports the memory backends first (a rescore, which asks no model, skips it).
 
     Raises:
@@ -39,7 +44,7 @@ def build_memory(
     if predictions is not None or mode not in ("native", "prompt"):
         raise UsageError("BFCL memory runs a model (mode native or prompt); its result files are not read back yet")
     chosen: BfclMultiTurnMode = "prompt" if mode == "prompt" else "native"
-    root = snapshot_root or DEFAULT_SNAPSHOT_ROOT
+    root = snapshot_root or default_snapshot_root()
     if check_backends:
         # A missing dependency is one line now, not a failure on every sample.
         for category in categories:
@@ -63,10 +68,32 @@ def rebuild_memory(config: Mapping[str, Any]) -> BfclMemoryBenchmark:
         temperature=float(config.get("temperature", 0.0)),
         max_tokens=int(config.get("max_tokens", 512)),
         limit=config.get("limit"),
-        snapshot_root=Path(str(config.get("snapshot_root") or DEFAULT_SNAPSHOT_ROOT)),
+        snapshot_root=Path(str(config["snapshot_root"])) if config.get("snapshot_root") else None,
         check_backends=False,
     )
 
 
 def _limited(data: MemoryData, limit: int | None) -> MemoryData:
     return data if limit is None else data.model_copy(update={"entries": data.entries[:limit]})
+
+
+WEB_SEARCH_CATEGORIES = ("web_search_base", "web_search_no_snippet")
+"""BFCL's web-search categories: live SerpAPI searches and web pages, outside the offline score."""
+
+
+def skip_web_search(categories: Sequence[str]) -> tuple[list[str], str | None]:
+    """``categories`` without web search, and the line that says it was skipped (None when it was not asked for).
+
+    Raises:
+        UsageError: nothing but web search was asked for.
+    """
+    web = [c for c in categories if c in WEB_SEARCH_CATEGORIES]
+    if not web:
+        return list(categories), None
+    key = "SERPAPI_API_KEY" in os.environ
+    why = "toolgauge does not run BFCL's live web search yet" if key else "it needs a SerpAPI key (SERPAPI_API_KEY)"
+    line = f"{', '.join(web)} skipped: {why}; web search is outside BFCL's offline score"
+    rest = [c for c in categories if c not in WEB_SEARCH_CATEGORIES]
+    if not rest:
+        raise UsageError(line)
+    return rest, line
