@@ -30,6 +30,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bfcl_multi_turn_scoring import _changed
 
 from chat_stub import ChatStub, completion
 from toolgauge.benchmarks.bfcl.loader import BFCL_AST_CATEGORIES
@@ -52,17 +55,6 @@ def toolgauge(*args: str, cwd: Path) -> tuple[float, dict[str, Any]]:
     if done.returncode not in (0, 1):
         raise SystemExit(f"toolgauge {' '.join(args)} failed:\n{done.stderr[-2000:]}")
     return wall, json.loads(done.stdout)
-
-
-def _changed(arguments: dict[str, Any]) -> dict[str, Any]:
-    out = dict(arguments)
-    for key, value in out.items():
-        if isinstance(value, str):
-            out[key] = value + "_x"
-            break
-    else:
-        out["unexpected"] = 1
-    return out
 
 
 def write_multi_turn_results(root: Path, data: Path, trajectory: str) -> Path:
@@ -142,8 +134,10 @@ def full(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             generate = bfcl(args.bfcl_python, root, "generate", "--model", MODEL, "--test-category", ",".join(groups),
                             "--num-threads", "4", extra_env=env)  # fmt: skip
             evaluate = bfcl(args.bfcl_python, root, "evaluate", "--model", MODEL, "--test-category", ",".join(groups))
+            written = sum(len(f.read_text().splitlines()) for f in (root / "result").rglob("*_result.json"))
             report["bfcl_eval"] = {
                 "categories": "ast + multi_turn (its venv lacks the memory backends' torch)",
+                "result_lines": written,
                 "generate_wall_s": round(generate, 2),
                 "evaluate_wall_s": round(evaluate, 2),
             }
