@@ -27,7 +27,7 @@ from toolgauge.benchmarks.bfcl.memory import (
     memory_data_dir,
 )
 from toolgauge.benchmarks.bfcl.memory_build import build_memory
-from toolgauge.benchmarks.bfcl.multi_turn import BfclMultiTurnResult
+from toolgauge.benchmarks.bfcl.multi_turn import BfclMultiTurnMode, BfclMultiTurnResult
 from toolgauge.records import AssistantTurn, GenerateOptions, Message, ToolCall, ToolSpec
 
 bfcl_eval = pytest.importorskip("bfcl_eval", reason="bfcl-eval is not installed (make setup)")
@@ -59,8 +59,8 @@ class ScriptedContext:
         return turn
 
 
-def bench_of(data: list[MemoryData], root: Path) -> BfclMemoryBenchmark:
-    return BfclMemoryBenchmark(data, data_label="test", snapshot_root=root)
+def bench_of(data: list[MemoryData], root: Path, mode: BfclMultiTurnMode = "native") -> BfclMemoryBenchmark:
+    return BfclMemoryBenchmark(data, data_label="test", snapshot_root=root, mode=mode)
 
 
 def run_all(bench: BfclMemoryBenchmark, ctx: ScriptedContext) -> list[BfclMultiTurnResult]:
@@ -87,14 +87,17 @@ def test_the_data_comes_from_the_wheel_when_the_data_folder_lacks_it(bfcl_dir: P
     assert {f["name"] for f in kv.entries[0].functions} >= {"core_memory_add", "archival_memory_key_search"}
 
 
-@pytest.mark.parametrize("category", ["memory_kv", "memory_rec_sum"])
-def test_gold_scores_100_percent_and_an_empty_model_0(bfcl_dir: Path, tmp_path: Path, category: str) -> None:
+@pytest.mark.parametrize(("category", "mode"), [("memory_kv", "native"), ("memory_rec_sum", "native"),
+                                               ("memory_kv", "prompt")])  # fmt: skip
+def test_gold_scores_100_percent_and_an_empty_model_0(
+    bfcl_dir: Path, tmp_path: Path, category: str, mode: BfclMultiTurnMode
+) -> None:
     data = load_memory(bfcl_dir, category)
-    bench = bench_of([data], tmp_path / "gold")
+    bench = bench_of([data], tmp_path / "gold", mode)
     results = run_all(bench, ScriptedContext())
     scored = bench.score(bench.samples(), _outcomes(bench, results))
     assert scored.results.value("accuracy", category, by="category") == 1.0
-    empty = bench_of([data], tmp_path / "empty")
+    empty = bench_of([data], tmp_path / "empty", mode)
     results = run_all(empty, ScriptedContext(lambda m, t, g: AssistantTurn(content="")))
     verdicts = [check_memory(e, r) for (_, e), r in zip(empty.samples(), results, strict=True)]
     assert {v.error_type for v in verdicts} == {"agentic:no_last_message"}  # what bfcl-eval gives "" (below)
