@@ -145,6 +145,8 @@ def compare(
     entries = 0
     for category in categories:
         group = group_of(category)
+        if category.startswith("memory"):  # BFCL's sub-folder: agentic/memory/<backend>/
+            group = f"{group}/memory/{category.removeprefix('memory_')}"
         name = f"BFCL_v4_{category}_score.json"
         a, b = read_lines(ours / MODEL / group / name), read_lines(theirs / MODEL / group / name)
         ids_a, ids_b = [x["id"] for x in a[1:]], [x["id"] for x in b[1:]]

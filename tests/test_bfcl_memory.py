@@ -297,7 +297,47 @@ def test_eval_bfcl_runs_a_memory_category_with_gold_and_resumes_from_its_snapsho
     done = list((tmp_path / "memory" / run.id).rglob("*_done.json"))
     assert [p.name for p in done] == ["memory_rec_sum_customer_done.json"]
     exported = invoke("export", run.id, "--format", "bfcl", "--out", tmp_path / "out", "--store", store)
-    assert exported.exit_code == 2 and "memory" in exported.output and "Traceback" not in exported.output
+    assert exported.exit_code == 0, exported.output
+    score = tmp_path / "out" / "gold" / "agentic" / "memory" / "rec_sum" / "BFCL_v4_memory_rec_sum_score.json"
+    assert json.loads(score.read_text().splitlines()[0]) == {"accuracy": 1.0, "correct_count": 2, "total_count": 2}
+
+
+def test_score_bfcl_reads_memory_result_files_and_exports_bfcls_lines(bfcl_dir: Path, tmp_path: Path) -> None:
+    from cli_helpers import invoke, results_of
+
+    entries = load_memory(bfcl_dir, "memory_kv").entries
+    right = "{'answer': " + repr(entries[0].ground_truth[0]) + ", 'context': 'c'}"
+    lines = [
+        {"id": entries[0].id, "result": [["[core_memory_retrieve(key='name')]", right]]},
+        {"id": entries[1].id, "result": [["{'answer': 'I do not know', 'context': 'x'}"]]},
+        {"id": entries[2].id, "result": [["[core_memory_retrieve(key='name')]"]]},
+        {"id": entries[3].id, "result": "Error: crashed"},
+    ]
+    path = tmp_path / "result" / "m" / "agentic" / "memory" / "kv" / "BFCL_v4_memory_kv_result.json"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    res = invoke("score", "bfcl", "--data", bfcl_dir, "--predictions", tmp_path / "result", "--store", store,
+                 "--json", "-q")  # fmt: skip
+    assert res.exit_code in (0, 1), res.output
+    results = results_of(res)
+    assert results.value("correct", "memory_kv", by="category") == 1
+    assert results.warnings and results.warnings[0].startswith("predictions missing for 151 of 155 samples")
+    run = results.run
+    assert run is not None
+    out = tmp_path / "out"
+    assert (
+        invoke("export", run.id, "--format", "bfcl", "--out", out, "--store", store, "--model-name", "m").exit_code == 0
+    )
+    score = [json.loads(x) for x in (out / "m" / "agentic" / "memory" / "kv" / "BFCL_v4_memory_kv_score.json").open()]
+    wrong, calls_only, crashed = score[1:4]
+    assert wrong["error"]["error_type"] == "agentic:answer_not_found"
+    assert list(wrong) == ["id", "model_name", "test_category", "valid", "error", "prompt", "model_result_raw",
+                           "last_non_fc_message", "possible_answer", "inference_log"]  # fmt: skip
+    assert wrong["prompt"][0][0]["role"] == "system"  # BFCL's answer format, before the question
+    assert calls_only["error"]["error_type"] == "agentic:no_last_message"
+    assert calls_only["model_result_decoded"] == [["core_memory_retrieve(key='name')"]]
+    assert crashed["error"]["error_type"] == "agentic:inference_error" and crashed["model_result"] == "Error: crashed"
 
 
 def test_web_search_is_skipped_in_one_line_without_a_serpapi_key(

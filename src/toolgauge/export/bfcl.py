@@ -35,7 +35,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from toolgauge.benchmarks.bfcl.export_memory import memory_lines
 from toolgauge.benchmarks.bfcl.export_multi_turn import multi_turn_lines
+from toolgauge.benchmarks.bfcl.memory import BFCL_MEMORY_CATEGORIES
 from toolgauge.benchmarks.bfcl.multi_turn_check import BFCL_MULTI_TURN_CATEGORIES
 from toolgauge.benchmarks.bfcl.overall import Part, bfcl_summary
 from toolgauge.errors import DataError, UsageError
@@ -122,23 +124,26 @@ def write_bfcl_scores(folder: Path, source: RunSource, *, model_name: str | None
     by_category: dict[str, list[SampleScore]] = {}
     for unit in source.scores:
         by_category.setdefault(str(unit.metadata["category"]), []).append(unit)
-    if any(c.startswith("memory") for c in by_category):
-        raise UsageError(f"run {run.id} is a BFCL memory run: --format bfcl does not export memory score files yet")
     written: list[Path] = []
     table: dict[str, tuple[float, int]] = {}
     secrets = secret_values()  # model outputs may quote a key a server echoed
     for category, units in by_category.items():
         units.sort(key=lambda u: sort_key(u.id))
-        prompts, answers = _category_data(data, category)
         correct = sum(unit.value == 1.0 for unit in units)
-        if category in BFCL_MULTI_TURN_CATEGORIES:
+        if category in BFCL_MEMORY_CATEGORIES:
+            lines = memory_lines(source, data, category, units, name)
+        elif category in BFCL_MULTI_TURN_CATEGORIES:
+            prompts, _ = _category_data(data, category)
             lines = multi_turn_lines(source, data, category, units, name, prompts)
         else:
+            prompts, answers = _category_data(data, category)
             lines = [_failed_entry(u, category, name, prompts, answers) for u in units if u.value != 1.0]
         accuracy = correct / len(units)
         table[category] = (accuracy, len(units))
         header = {"accuracy": accuracy, "correct_count": correct, "total_count": len(units)}
         path = folder / name / group_of(category) / f"{VERSION_PREFIX}_{category}_score.json"
+        if category in BFCL_MEMORY_CATEGORIES:  # BFCL's sub-folder: agentic/memory/<backend>/
+            path = folder / name / "agentic" / "memory" / category.removeprefix("memory_") / path.name
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("w", encoding="utf-8") as fh:
             for line in (header, *lines):

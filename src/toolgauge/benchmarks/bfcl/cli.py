@@ -275,7 +275,7 @@ def score_bfcl(
     if missing:
         warn(missing)
     model = f"replay:{predictions}"
-    if isinstance(bench, BfclMultiTurnBenchmark):
+    if isinstance(bench, BfclMultiTurnBenchmark | BfclMemoryBenchmark):
         # The episodes decode the recorded turns themselves: no model is asked.
         execute(bench, model, flags, client=NoModel(model))
         return

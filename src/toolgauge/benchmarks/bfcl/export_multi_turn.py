@@ -97,7 +97,7 @@ def _failed_line(
         "error": verdict.bfcl_error or {"error_message": verdict.error_message, "error_type": verdict.error_type},
         "prompt": prompt,
         "model_result_raw": raw,
-        "model_result_decoded": [[_decoded_step(step, result.style) for step in turn] for turn in result.turns],
+        "model_result_decoded": [[decoded_step(step, result.style) for step in turn] for turn in result.turns],
         "possible_answer": entry.ground_truth,
         "inference_log": "",
     }
@@ -112,7 +112,7 @@ def bfcl_prompt(data_line: dict[str, Any] | None, entry: MultiTurnEntry) -> dict
     return {**data_line, "missed_function": entry.held_back}
 
 
-def _decoded_step(calls: list[ToolCall], style: str | None) -> list[str]:
+def decoded_step(calls: list[ToolCall], style: str | None) -> list[str]:
     """A step's calls as BFCL's ``decode_execute`` writes them (FC: ``convert_to_function_call``)."""
     if style == "prompt":
         return [call_text(c.name, c.arguments) for c in calls]

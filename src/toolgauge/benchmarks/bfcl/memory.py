@@ -29,7 +29,7 @@ import json
 import os
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +37,15 @@ from pydantic import BaseModel
 
 from toolgauge.benchmarks.bfcl.backends import BFCL_EVAL_HINT, BfclBackends, bfcl_module
 from toolgauge.benchmarks.bfcl.metrics import BfclTally, BfclVerdict, entry_weight
-from toolgauge.benchmarks.bfcl.multi_turn import BfclMultiTurnMode, BfclMultiTurnResult, converse, decode_step
+from toolgauge.benchmarks.bfcl.multi_turn import (
+    BfclMultiTurnMode,
+    BfclMultiTurnResult,
+    converse,
+    decode_recorded,
+    decode_step,
+)
 from toolgauge.benchmarks.bfcl.multi_turn_check import MultiTurnEntry
+from toolgauge.benchmarks.bfcl.protocol import ids_without_result, missing_predictions_warning
 from toolgauge.engine import EpisodeContext, SampleOutcome, in_step
 from toolgauge.errors import DataError, UsageError
 from toolgauge.jsonl import read_jsonl_objects
@@ -279,9 +286,11 @@ class BfclMemoryBenchmark:
         mode: BfclMultiTurnMode = "native",
         settings: CallSettings | None = None,
         limit: int | None = None,
+        recorded: Mapping[str, Any] | None = None,
     ):
-        if mode not in ("native", "prompt"):
-            raise UsageError(f"mode {mode!r}: BFCL memory runs a model (native or prompt)")
+        if (mode == "replay") != (recorded is not None):
+            raise UsageError("mode replay scores BFCL result files: give predictions (and only in that mode)")
+        self.recorded = recorded
         self.data = list(data)
         self.entries = [e for d in self.data for e in d.entries]
         self.data_label = data_label
@@ -292,11 +301,9 @@ class BfclMemoryBenchmark:
         self._prerequisites = {d.entries[0].category: d.prerequisites for d in self.data if d.entries}
         self._locks: defaultdict[tuple[str, str, str, int], asyncio.Lock] = defaultdict(asyncio.Lock)
 
-    recorded: None = None  # memory answers are not read back from BFCL result files (yet)
-
     def missing_predictions(self) -> list[str]:
-        """No result files are read: nothing is missing."""
-        return []
+        """In replay mode, the ids of the questions ``recorded`` has no result for, in order."""
+        return ids_without_result(self.mode, [e.id for e in self.entries], self.recorded)
 
     def replay_table(self, path: Path) -> dict[str, list[AssistantTurn]]:
         """Memory runs ask a model: they replay no recorded turns."""
@@ -353,7 +360,14 @@ class BfclMemoryBenchmark:
                 partial.replace(done_file)
 
     async def episode(self, sample: MemoryEntry, ctx: EpisodeContext) -> BfclMultiTurnResult:
-        """Fill the scenario's memory (once per run and epoch), then ask the question on a backend loaded from it."""
+        """Fill the scenario's memory (once per run and epoch), then ask the question on a backend loaded from it.
+
+        ``replay`` asks no model: the question's recorded BFCL result, decoded as ``bfcl evaluate`` decodes it.
+        """
+        if self.recorded is not None:
+            if sample.id not in self.recorded:
+                return BfclMultiTurnResult(missing=True)
+            return decode_recorded(self.recorded[sample.id])
         await self._fill_memory(sample, ctx)
         backends = self._backends(sample.id, sample.category, sample.scenario, self._folder(ctx))
         instance = next(iter(backends.instances.values()))
@@ -370,7 +384,7 @@ class BfclMemoryBenchmark:
         """Score every question with BFCL's agentic checker (a failed sample has no answer)."""
         judged = list(self.judged(samples, outcomes))
         tally = BfclTally()
-        for verdict, _ in judged:
+        for verdict, _, _ in judged:
             tally.add(
                 BfclVerdict(
                     id=verdict.id,
@@ -383,22 +397,25 @@ class BfclMemoryBenchmark:
                     unparsable=False,
                 )
             )
+        missing = [v.id for v, _, result in judged if result is not None and result.missing]
+        warning = missing_predictions_warning(missing, len(judged))
         results = EvalResults(
             benchmark=self.name,
             settings={"mode": self.mode, "data": self.data_label},
             metrics=tally.metrics(),
             details=tally.details(),
+            warnings=[warning] if warning else [],
         )
         sizes = Counter(entry.category for _, entry in samples)
-        return ScoredRun(results, lambda: (_sample_score(v, e, sizes[v.category]) for v, e in judged))
+        return ScoredRun(results, lambda: (_sample_score(v, e, r, sizes[v.category]) for v, e, r in judged))
 
     def judged(
         self, samples: Iterable[tuple[str, MemoryEntry]], outcomes: Iterable[SampleOutcome[BfclMultiTurnResult]]
-    ) -> Iterator[tuple[MemoryVerdict, str | None]]:
-        """Yield (verdict, sample error) for every question, in input order."""
+    ) -> Iterator[tuple[MemoryVerdict, str | None, BfclMultiTurnResult | None]]:
+        """Yield (verdict, sample error, result) for every question, in input order."""
         for _, entry, mine in in_step(samples, outcomes):
             result = mine.result if mine is not None else None
-            yield check_memory(entry, result), (mine.error if mine is not None else "not run")
+            yield check_memory(entry, result), (mine.error if mine is not None else "not run"), result
 
 
 def _as_entry(entry_id: str, entry: MemoryEntry, question: list[list[dict[str, Any]]]) -> MultiTurnEntry:
@@ -416,7 +433,7 @@ def _as_entry(entry_id: str, entry: MemoryEntry, question: list[list[dict[str, A
     )
 
 
-def _sample_score(v: MemoryVerdict, error: str | None, size: int) -> SampleScore:
+def _sample_score(v: MemoryVerdict, error: str | None, result: BfclMultiTurnResult | None, size: int) -> SampleScore:
     return SampleScore(
         id=v.id,
         sample=v.id,
@@ -429,5 +446,6 @@ def _sample_score(v: MemoryVerdict, error: str | None, size: int) -> SampleScore
             "category": v.category,
             "answer": v.answer if isinstance(v.answer, str | None) else repr(v.answer),
             "errors": [v.error_message] if v.error_message else [],
+            **({"missing_prediction": True} if result is not None and result.missing else {}),
         },
     )

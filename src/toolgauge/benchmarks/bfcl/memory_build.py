@@ -9,6 +9,7 @@ from typing import Any
 
 from toolgauge.benchmarks.bfcl.memory import BfclMemoryBenchmark, MemoryData, import_memory_backend, load_memory
 from toolgauge.benchmarks.bfcl.multi_turn import BfclMultiTurnMode
+from toolgauge.benchmarks.bfcl.multi_turn_check import load_multi_turn_results
 from toolgauge.errors import UsageError
 from toolgauge.settings import CallSettings
 
@@ -41,36 +42,50 @@ def build_memory(
         UsageError: result files given, or a mode other than native or prompt.
         DataError: a data file is missing or malformed.
     """
-    if predictions is not None or mode not in ("native", "prompt"):
-        raise UsageError("BFCL memory runs a model (mode native or prompt); its result files are not read back yet")
-    chosen: BfclMultiTurnMode = "prompt" if mode == "prompt" else "native"
+    if mode not in ("native", "prompt", "replay"):
+        raise UsageError(f"mode {mode!r}: BFCL has the modes native, prompt, replay")
+    if (mode == "replay") != (predictions is not None):
+        raise UsageError("mode replay scores BFCL result files: give predictions (and only in that mode)")
+    chosen: BfclMultiTurnMode = "replay" if mode == "replay" else "prompt" if mode == "prompt" else "native"
     root = snapshot_root or default_snapshot_root()
-    if check_backends:
+    data_sets = [_limited(load_memory(data, c), limit) for c in categories]
+    recorded = None
+    if predictions is not None:
+        wanted = {e.id for d in data_sets for e in d.entries}
+        found = load_multi_turn_results(Path(predictions), categories)
+        recorded = {rid: result for rid, result in found.items() if rid in wanted}
+    if check_backends and recorded is None:
         # A missing dependency is one line now, not a failure on every sample.
         for category in categories:
             import_memory_backend(f"MemoryAPI_{category.removeprefix('memory_')}", root / "bfcl_project")
     return BfclMemoryBenchmark(
-        [_limited(load_memory(data, c), limit) for c in categories],
+        data_sets,
         data_label=str(data),
         snapshot_root=root,
         mode=chosen,
         settings=CallSettings(temperature=temperature, max_tokens=max_tokens),
         limit=limit,
+        recorded=recorded,
     )
 
 
 def rebuild_memory(config: Mapping[str, Any]) -> BfclMemoryBenchmark:
     """A stored memory run's benchmark, for rescoring (its stored answers are what is scored)."""
-    return build_memory(
+    mode = str(config["mode"])
+    bench = build_memory(
         data=Path(str(config["data"])),
         categories=list(config["categories"]),
-        mode=str(config["mode"]),
+        mode="native" if mode == "replay" else mode,
         temperature=float(config.get("temperature", 0.0)),
         max_tokens=int(config.get("max_tokens", 512)),
         limit=config.get("limit"),
         snapshot_root=Path(str(config["snapshot_root"])) if config.get("snapshot_root") else None,
         check_backends=False,
     )
+    if mode == "replay":
+        # A replayed run rescores from its stored results: the result files are not needed again.
+        bench.mode, bench.recorded = "replay", {}
+    return bench
 
 
 def _limited(data: MemoryData, limit: int | None) -> MemoryData:
