@@ -34,7 +34,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bfcl_multi_turn_scoring import _changed
 
-from chat_stub import ChatStub, completion
+try:  # tests/helpers/ once the tests live in folders, tests/ before
+    from helpers.chat_stub import ChatStub, completion
+except ImportError:
+    from chat_stub import ChatStub, completion
 from toolgauge.benchmarks.bfcl.loader import BFCL_AST_CATEGORIES
 from toolgauge.benchmarks.bfcl.memory import BFCL_MEMORY_CATEGORIES
 from toolgauge.benchmarks.bfcl.multi_turn_check import BFCL_MULTI_TURN_CATEGORIES, load_multi_turn
