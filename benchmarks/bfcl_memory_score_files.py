@@ -17,14 +17,13 @@ import argparse
 import json
 import random
 import sys
-import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bfcl_score_files import bfcl_scores, compare, toolgauge_scores
+from bfcl_score_files import score_files_report
 
 from toolgauge.benchmarks.bfcl.memory import BFCL_MEMORY_CATEGORIES, MemoryEntry, load_memory
 
@@ -75,18 +74,12 @@ def main() -> int:
     parser.add_argument("--out", type=Path, help="write the JSON report here too")
     args = parser.parse_args()
     categories = list(BFCL_MEMORY_CATEGORIES)
-    with tempfile.TemporaryDirectory(prefix="bfcl_memory_score_files_") as tmp:
-        work = Path(tmp)
-        root = work / "bfcl_root"
-        result_dir, kinds = write_results(root, args.data_dir, args.seed)
-        ours = toolgauge_scores(args.data_dir, result_dir, work)
-        theirs = bfcl_scores(args.bfcl_python, root, categories)
-        report = {"seed": args.seed, "model": MODEL, "answers": dict(kinds), **compare(ours, theirs, categories)}
-    text = json.dumps(report, indent=2, ensure_ascii=False, default=str)
-    if args.out:
-        args.out.write_text(text + "\n")
-    print(text)
-    return 0
+
+    def write(root: Path) -> dict[str, Any]:
+        _, kinds = write_results(root, args.data_dir, args.seed)
+        return {"answers": dict(kinds)}
+
+    return score_files_report(args, categories, write, "bfcl_memory_score_files_")
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -190,6 +191,25 @@ def compare(
         "first_difference_per_field": examples,
         "csv": csvs,
     }
+
+
+def score_files_report(
+    args: argparse.Namespace, categories: list[str], write: Callable[[Path], dict[str, Any]], prefix: str
+) -> int:
+    """Write result files with ``write(bfcl root)`` (its return goes into the report), score them both ways,
+    compare, and print the JSON report (also to ``args.out``): the main of the per-group scripts."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        work = Path(tmp)
+        root = work / "bfcl_root"
+        extra = write(root)
+        ours = toolgauge_scores(args.data_dir, root / "result", work)
+        theirs = bfcl_scores(args.bfcl_python, root, categories)
+        report = {"seed": args.seed, "model": MODEL, **extra, **compare(ours, theirs, categories)}
+    text = json.dumps(report, indent=2, ensure_ascii=False, default=str)
+    if args.out:
+        args.out.write_text(text + "\n")
+    print(text)
+    return 0
 
 
 def main() -> int:
