@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bfcl_agreement import TEXT_NOISE, call_variants, first_options
 
+from toolgauge.benchmarks.bfcl.export import group_of
 from toolgauge.benchmarks.bfcl.io import bfcl_calls_output
 from toolgauge.benchmarks.bfcl.loader import load_bfcl
 
@@ -50,6 +52,7 @@ CATEGORIES = [
     "live_multiple",
     "irrelevance",
 ]
+CSV_FILES = ("data_overall.csv", "data_non_live.csv", "data_live.csv", "data_multi_turn.csv", "data_agentic.csv")
 # data_overall.csv columns BFCL fills from its registry (display name, link, prices, org, licence) or from
 # the result files' latency fields, which these hand-made result files do not have.
 REGISTRY_COLUMNS = {
@@ -142,7 +145,9 @@ def compare(
     key_order_same = 0
     entries = 0
     for category in categories:
-        group = "live" if "live" in category else "non_live"
+        group = group_of(category)
+        if category.startswith("memory"):  # BFCL's sub-folder: agentic/memory/<backend>/
+            group = f"{group}/memory/{category.removeprefix('memory_')}"
         name = f"BFCL_v4_{category}_score.json"
         a, b = read_lines(ours / MODEL / group / name), read_lines(theirs / MODEL / group / name)
         ids_a, ids_b = [x["id"] for x in a[1:]], [x["id"] for x in b[1:]]
@@ -167,7 +172,7 @@ def compare(
                     if every is not None:
                         every.append({"field": key, "error_type": y.get("error_type"), **example})
     csvs = {}
-    for file_name in ("data_overall.csv", "data_non_live.csv", "data_live.csv"):
+    for file_name in CSV_FILES:
         head_a, row_a = [line.split(",") for line in (ours / file_name).read_text().splitlines()]
         head_b, row_b = [line.split(",") for line in (theirs / file_name).read_text().splitlines()]
         compared = [(h, x, y) for h, x, y in zip(head_b, row_a, row_b, strict=True) if h not in REGISTRY_COLUMNS]
@@ -186,6 +191,25 @@ def compare(
         "first_difference_per_field": examples,
         "csv": csvs,
     }
+
+
+def score_files_report(
+    args: argparse.Namespace, categories: list[str], write: Callable[[Path], dict[str, Any]], prefix: str
+) -> int:
+    """Write result files with ``write(bfcl root)`` (its return goes into the report), score them both ways,
+    compare, and print the JSON report (also to ``args.out``): the main of the per-group scripts."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        work = Path(tmp)
+        root = work / "bfcl_root"
+        extra = write(root)
+        ours = toolgauge_scores(args.data_dir, root / "result", work)
+        theirs = bfcl_scores(args.bfcl_python, root, categories)
+        report = {"seed": args.seed, "model": MODEL, **extra, **compare(ours, theirs, categories)}
+    text = json.dumps(report, indent=2, ensure_ascii=False, default=str)
+    if args.out:
+        args.out.write_text(text + "\n")
+    print(text)
+    return 0
 
 
 def main() -> int:

@@ -44,6 +44,7 @@ TIERS: dict[str, tuple[str, ...]] = {
     "test_genesis_sft.py::test_export_sft_from_a_code_agent_run": ("sandbox", "embedding"),
     "test_paper_genesis.py::test_table2_from_a_sweep_of_two_models_and_both_strategies": ("sandbox", "embedding"),
     "test_embedding_speed_model.py": ("embedding",),
+    "test_bfcl_memory.py::test_the_vector_backend_runs_offline_with_the_shipped_model": ("embedding", "slow"),
     # The candidates' solutions run under the sandbox (gate 1).
     "test_headline_units.py::test_toolgate_acceptance_from_candidates": ("sandbox",),
     "test_local_model.py": ("local_model",),
@@ -235,6 +236,8 @@ def _private_default_store(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: py
     # The data cache (toolgauge data): empty and the test's own, never ~/.cache; no mirror unless a test sets one.
     monkeypatch.setenv("TOOLGAUGE_DATA_DIR", str(base / f"data-cache-{os.urandom(6).hex()}"))
     monkeypatch.delenv("TOOLGAUGE_DATA_MIRROR", raising=False)
+    # BFCL memory snapshots: the test's own folder, never the working directory's .toolgauge/.
+    monkeypatch.setenv("TOOLGAUGE_BFCL_MEMORY_DIR", str(base / f"bfcl-memory-{os.urandom(6).hex()}"))
 
 
 # -- data and servers ----------------------------------------------------------------------------------------

@@ -358,22 +358,48 @@ def test_eval_bfcl_prompt_mode_with_gold(bfcl_dir: Path, tmp_path: Path) -> None
     assert results_of(res).value("accuracy") == 1.0
 
 
-def test_export_bfcl_refuses_a_multi_turn_run_and_writes_nothing(bfcl_dir: Path, tmp_path: Path) -> None:
+def test_export_bfcl_writes_multi_turn_score_files_with_bfcls_fields(bfcl_dir: Path, tmp_path: Path) -> None:
     from helpers.cli_helpers import invoke, results_of
 
+    entries = load_multi_turn(bfcl_dir, "multi_turn_base")[:3]
+    lines: list[dict[str, Any]] = [{"id": entries[0].id, "result": fc_result(entries[0])}]
+    broken = fc_result(entries[1])
+    first = next(i for i, turn in enumerate(broken) if isinstance(turn[0], list))
+    broken[first] = ["I will not do that."]  # an empty turn where the ground truth has calls
+    lines += [{"id": entries[1].id, "result": broken}, {"id": entries[2].id, "result": "Error: crashed"}]
+    write_results(tmp_path, "multi_turn_base", lines)
     store = f"sqlite:///{tmp_path / 'runs.db'}"
     res = invoke(
-        "eval", "bfcl", "--data", bfcl_dir, "--categories", "multi_turn_base", "--limit", "1", "--model", "gold",
+        "score", "bfcl", "--data", bfcl_dir, "--categories", "multi_turn_base", "--predictions", tmp_path / "result",
         "--store", store, "--json", "-q",
     )  # fmt: skip
-    assert res.exit_code == 0, res.output
+    assert res.exit_code in (0, 1), res.output
     run = results_of(res).run
     assert run is not None
     out = tmp_path / "export"
-    exported = invoke("export", run.id, "--format", "bfcl", "--out", out, "--store", store)
-    assert exported.exit_code == 2
-    assert "multi-turn" in exported.output and "Traceback" not in exported.output
-    assert not out.exists() or not any(out.iterdir())
+    exported = invoke("export", run.id, "--format", "bfcl", "--out", out, "--store", store, "--model-name", "m")
+    assert exported.exit_code == 0, exported.output
+    score = [json.loads(x) for x in (out / "m" / "multi_turn" / "BFCL_v4_multi_turn_base_score.json").open()]
+    n = len(load_multi_turn(bfcl_dir, "multi_turn_base"))
+    assert score[0] == {"accuracy": 1 / n, "correct_count": 1, "total_count": n}
+    empty, crashed, missing = score[1:4]
+    assert list(empty) == ["id", "model_name", "test_category", "valid", "error", "prompt", "model_result_raw",
+                           "model_result_decoded", "possible_answer", "inference_log"]  # fmt: skip
+    assert empty["error"]["error_type"] == "multi_turn:empty_turn_model_response"
+    assert empty["error"]["error_message"] == f"Model response list is empty for turn {first}"
+    # BFCL's execution results: per turn up to the failing one, the model's per step and the ground truth's.
+    assert len(empty["error"]["details"]["execution_result"]) == first + 1
+    assert empty["model_result_raw"] == broken
+    assert empty["possible_answer"] == entries[1].ground_truth
+    assert "function" not in empty["prompt"] and empty["prompt"]["id"] == entries[1].id
+    assert list(crashed) == ["id", "model_name", "test_category", "valid", "error", "prompt", "model_result",
+                             "possible_answer", "inference_log"]  # fmt: skip
+    assert crashed["error"]["error_type"] == "multi_turn:inference_error"
+    assert crashed["model_result"] == "Error: crashed"
+    # An entry without a result line counts as a conversation of no turns.
+    assert missing["error"]["error_type"] == "multi_turn:force_terminated" and missing["model_result"] == []
+    row = (out / "data_multi_turn.csv").read_text().splitlines()[1].split(",")
+    assert row[3:] == ["0.50%", "N/A", "N/A", "N/A"]  # base, then the three categories not run
 
 
 # --- BFCL result files (score bfcl --predictions) ------------------------------------------------------------

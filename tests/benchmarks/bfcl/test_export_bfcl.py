@@ -58,7 +58,7 @@ def test_one_score_file_per_category_in_bfcls_layout(exported):
     files = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
     expected = sorted(
         [f"{MODEL}/{'live' if 'live' in c else 'non_live'}/BFCL_v4_{c}_score.json" for c in BFCL_CATEGORIES]
-        + ["data_overall.csv", "data_non_live.csv", "data_live.csv"]
+        + ["data_overall.csv", "data_non_live.csv", "data_live.csv", "data_multi_turn.csv", "data_agentic.csv"]
     )
     assert files == expected
 
@@ -164,7 +164,7 @@ def test_leaderboard_with_every_category_matches_bfcls_formulas():
              ("live_simple", 258), ("live_multiple", 1053), ("live_parallel", 16), ("live_parallel_multiple", 24),
              ("live_irrelevance", 884), ("live_relevance", 16)]}  # fmt: skip
     table["live_simple"] = (1.0, 258)
-    (_, _, overall), (_, _, non_live), (_, _, live) = leaderboard_rows(table, "m", [0.1, 0.2, 0.3, 0.4])
+    (_, _, overall), (_, _, non_live), (_, _, live), *_ = leaderboard_rows(table, "m", [0.1, 0.2, 0.3, 0.4])
     assert non_live[2:5] == [0.5, 0.5, 0.5]
     live_acc = (258 * 1.0 + (1053 + 16 + 24) * 0.5) / (258 + 1053 + 16 + 24)
     assert live[2] == pytest.approx(live_acc) and live[3] == pytest.approx(live_acc)

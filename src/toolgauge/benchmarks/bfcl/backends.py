@@ -79,9 +79,8 @@ class BfclBackends:
     def _bind(self) -> dict[str, Callable[..., Any]]:
         methods: dict[str, Callable[..., Any]] = {}
         for instance in self.instances.values():
-            for name, method in inspect.getmembers(instance, predicate=inspect.ismethod):
-                if not name.startswith("_"):
-                    methods[name] = method
+            for name in _public_methods(type(instance)):
+                methods[name] = getattr(instance, name)
         return methods
 
     def clone(self) -> BfclBackends:
@@ -123,6 +122,23 @@ class BfclBackends:
             class_name: {k: v for k, v in vars(instance).items() if not k.startswith("_")}
             for class_name, instance in self.instances.items()
         }
+
+
+_METHOD_NAMES: dict[type[Any], tuple[str, ...]] = {}
+
+
+def _public_methods(cls: type[Any]) -> tuple[str, ...]:
+    """The names of ``cls``'s public methods (what ``inspect.getmembers(instance, ismethod)`` finds), once per class.
+
+    Computed from a bare instance's members: the backends' methods are the class's (their instance attributes
+    are data), so every instance binds the same names.
+    """
+    names = _METHOD_NAMES.get(cls)
+    if names is None:
+        bare: Any = object.__new__(cls)
+        found = inspect.getmembers(bare, predicate=inspect.ismethod)
+        names = _METHOD_NAMES[cls] = tuple(name for name, _ in found if not name.startswith("_"))
+    return names
 
 
 def parse_call_text(text: str) -> tuple[str, list[Any], dict[str, Any]]:

@@ -35,6 +35,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from toolgauge.benchmarks.bfcl.export_memory import memory_lines
+from toolgauge.benchmarks.bfcl.export_multi_turn import multi_turn_lines
+from toolgauge.benchmarks.bfcl.memory import BFCL_MEMORY_CATEGORIES
+from toolgauge.benchmarks.bfcl.multi_turn_check import BFCL_MULTI_TURN_CATEGORIES
+from toolgauge.benchmarks.bfcl.overall import Part, bfcl_summary
 from toolgauge.errors import DataError, UsageError
 from toolgauge.export.source import RunSource
 from toolgauge.jsonl import read_jsonl_objects
@@ -54,17 +59,6 @@ NO_MATCH = "parallel_function_checker_no_order:cannot_find_match"
 # URL in a function description is no secret of the user's).
 DATA_FIELDS = frozenset({"prompt", "possible_answer"})
 
-# Entries per category in BFCL v4 (bfcl-eval 2026.3.23): what a category the run lacks weighs in BFCL's
-# entry-weighted aggregates (get_category_score loads the whole category to count it).
-BFCL_V4_ENTRIES: dict[str, int] = {
-    "simple_python": 400, "simple_java": 100, "simple_javascript": 50, "multiple": 200, "parallel": 200,
-    "parallel_multiple": 200, "irrelevance": 240, "live_simple": 258, "live_multiple": 1053, "live_parallel": 16,
-    "live_parallel_multiple": 24, "live_irrelevance": 884, "live_relevance": 16, "multi_turn_base": 200,
-    "multi_turn_miss_func": 200, "multi_turn_miss_param": 200, "multi_turn_long_context": 200,
-    "web_search_base": 100, "web_search_no_snippet": 100, "memory_kv": 155, "memory_vector": 155,
-    "memory_rec_sum": 155,
-}  # fmt: skip
-
 # bfcl_eval/constants/column_headers.py
 COLUMNS_NON_LIVE = [
     "Rank", "Model", "Non-Live Overall Acc", "AST Summary", "Simple AST", "Python Simple AST", "Java Simple AST",
@@ -73,6 +67,11 @@ COLUMNS_NON_LIVE = [
 COLUMNS_LIVE = [
     "Rank", "Model", "Live Overall Acc", "AST Summary", "Python Simple AST", "Python Multiple AST",
     "Python Parallel AST", "Python Parallel Multiple AST", "Irrelevance Detection", "Relevance Detection",
+]  # fmt: skip
+COLUMNS_MULTI_TURN = ["Rank", "Model", "Multi Turn Overall Acc", "Base", "Miss Func", "Miss Param", "Long Context"]
+COLUMNS_AGENTIC = [
+    "Rank", "Model", "Agentic Overall Acc", "Web Search Summary", "Web Search Base", "Web Search No Snippet",
+    "Memory Summary", "Memory KV", "Memory Vector", "Memory Recursive Summarization",
 ]  # fmt: skip
 COLUMNS_OVERALL = [
     "Rank", "Overall Acc", "Model", "Model Link", "Total Cost ($)", "Latency Mean (s)",
@@ -94,7 +93,11 @@ def model_dir_name(model: str) -> str:
 
 
 def group_of(category: str) -> str:
-    """BFCL's folder for a category (``get_directory_structure_by_category`` for single-turn ones)."""
+    """BFCL's folder for a category (``get_directory_structure_by_category``)."""
+    if category.startswith("multi_turn"):
+        return "multi_turn"
+    if category.startswith(("memory", "web_search")):
+        return "agentic"
     return "live" if "live" in category else "non_live"
 
 
@@ -121,26 +124,26 @@ def write_bfcl_scores(folder: Path, source: RunSource, *, model_name: str | None
     by_category: dict[str, list[SampleScore]] = {}
     for unit in source.scores:
         by_category.setdefault(str(unit.metadata["category"]), []).append(unit)
-    if any(c.startswith("multi_turn") for c in by_category):
-        # Their failed-entry lines (execution results, state details) are not BFCL's yet: no file that looks right.
-        raise UsageError(f"run {run.id} has BFCL multi-turn categories: --format bfcl does not export them yet")
     written: list[Path] = []
     table: dict[str, tuple[float, int]] = {}
     secrets = secret_values()  # model outputs may quote a key a server echoed
     for category, units in by_category.items():
         units.sort(key=lambda u: sort_key(u.id))
-        prompts, answers = _category_data(data, category)
-        lines: list[dict[str, Any]] = []
-        correct = 0
-        for unit in units:
-            if unit.value == 1.0:
-                correct += 1
-                continue
-            lines.append(_failed_entry(unit, category, name, prompts, answers))
+        correct = sum(unit.value == 1.0 for unit in units)
+        if category in BFCL_MEMORY_CATEGORIES:
+            lines = memory_lines(source, data, category, units, name)
+        elif category in BFCL_MULTI_TURN_CATEGORIES:
+            prompts, _ = _category_data(data, category)
+            lines = multi_turn_lines(source, data, category, units, name, prompts)
+        else:
+            prompts, answers = _category_data(data, category)
+            lines = [_failed_entry(u, category, name, prompts, answers) for u in units if u.value != 1.0]
         accuracy = correct / len(units)
         table[category] = (accuracy, len(units))
         header = {"accuracy": accuracy, "correct_count": correct, "total_count": len(units)}
         path = folder / name / group_of(category) / f"{VERSION_PREFIX}_{category}_score.json"
+        if category in BFCL_MEMORY_CATEGORIES:  # BFCL's sub-folder: agentic/memory/<backend>/
+            path = folder / name / "agentic" / "memory" / category.removeprefix("memory_") / path.name
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("w", encoding="utf-8") as fh:
             for line in (header, *lines):
@@ -238,37 +241,6 @@ def _no_match_errors(message: str, decoded: Any, ground_truth: Any) -> list[Any]
 # -- the leaderboard CSVs (eval_runner_helper.py::generate_leaderboard_csv) ---------------------------------------
 
 
-def _score(table: Mapping[str, tuple[float, int]], category: str) -> dict[str, Any]:
-    if category in table:
-        accuracy, n = table[category]
-        return {"accuracy": accuracy, "total_count": n, "display_accuracy": accuracy}
-    return {"accuracy": 0, "total_count": BFCL_V4_ENTRIES.get(category, 0), "display_accuracy": NA}
-
-
-def _combined(parts: Sequence[dict[str, Any]], accuracy: float, na_if_missing: bool) -> dict[str, Any]:
-    has_na = any(p["display_accuracy"] == NA for p in parts)
-    total = sum(p["total_count"] for p in parts)
-    return {
-        "accuracy": accuracy,
-        "total_count": total,
-        "display_accuracy": NA if has_na and na_if_missing else accuracy,
-    }
-
-
-def _unweighted(parts: Sequence[dict[str, Any]], na_if_missing: bool = True) -> dict[str, Any]:
-    return _combined(parts, sum(p["accuracy"] for p in parts) / len(parts), na_if_missing)
-
-
-def _weighted(parts: Sequence[dict[str, Any]], na_if_missing: bool = True) -> dict[str, Any]:
-    total = sum(p["total_count"] for p in parts)
-    return _combined(parts, sum(p["accuracy"] * p["total_count"] for p in parts) / total, na_if_missing)
-
-
-def _percentage_weighted(parts: Sequence[dict[str, Any]], weights: Sequence[float]) -> dict[str, Any]:
-    norm = [w / sum(weights) for w in weights]
-    return _combined(parts, sum(p["accuracy"] * w for p, w in zip(parts, norm, strict=True)), False)
-
-
 def _latency_stats(latencies: Sequence[float]) -> tuple[Any, Any, Any]:
     """Mean, standard deviation and 95th percentile (numpy's linear rule), rounded to 2 places; N/A when too few."""
     if len(latencies) < 2:
@@ -285,47 +257,44 @@ def leaderboard_rows(
     table: Mapping[str, tuple[float, int]], model: str, latencies: Sequence[float]
 ) -> list[tuple[str, list[str], list[Any]]]:
     """``(file name, header, row)`` for data_overall.csv, data_non_live.csv and data_live.csv."""
-    s = {c: _score(table, c) for c in BFCL_V4_ENTRIES}
-    simple = _unweighted([s["simple_python"], s["simple_java"], s["simple_javascript"]])
-    ast_parts = [simple, s["multiple"], s["parallel"], s["parallel_multiple"]]
-    summary_non_live = _unweighted(ast_parts)
-    overall_non_live = _unweighted(ast_parts, na_if_missing=False)
+    summary = bfcl_summary(table)
+    s, sub, group = summary.categories, summary.subtotals, summary.groups
     live_parts = [s["live_simple"], s["live_multiple"], s["live_parallel"], s["live_parallel_multiple"]]
-    summary_live = _weighted(live_parts)
-    overall_live = _weighted(live_parts, na_if_missing=False)
     multi_turn = [s["multi_turn_base"], s["multi_turn_miss_func"], s["multi_turn_miss_param"],
                   s["multi_turn_long_context"]]  # fmt: skip
-    overall_multi_turn = _unweighted(multi_turn, na_if_missing=False)
-    web_search = _unweighted([s["web_search_base"], s["web_search_no_snippet"]])
-    memory = _unweighted([s["memory_kv"], s["memory_vector"], s["memory_rec_sum"]])
-    overall_agentic = _unweighted([web_search, memory], na_if_missing=False)
-    irrelevance = _unweighted([s["irrelevance"], s["live_irrelevance"]])
-    overall = _percentage_weighted(
-        [overall_non_live, overall_live, irrelevance, overall_multi_turn, overall_agentic], [10, 10, 10, 30, 40]
-    )
     mean, std, p95 = _latency_stats(latencies)
 
-    def d(x: dict[str, Any]) -> Any:
-        return x["display_accuracy"]
+    def d(x: Part) -> Any:
+        # BFCL shows "N/A" for a score over a category not run; a weighed group's number is printed anyway.
+        return x.accuracy if x.complete else NA
 
-    non_live_row = [NA, model, d(overall_non_live), d(summary_non_live), d(simple), d(s["simple_python"]),
+    def g(name: str) -> float:
+        return group[name].accuracy
+
+    simple, web_search, memory = sub["simple"], sub["web_search"], sub["memory"]
+    non_live_row = [NA, model, g("non_live"), d(sub["non_live_ast"]), d(simple), d(s["simple_python"]),
                     d(s["simple_java"]), d(s["simple_javascript"]), d(s["multiple"]), d(s["parallel"]),
                     d(s["parallel_multiple"]), d(s["irrelevance"])]  # fmt: skip
-    live_row = [NA, model, d(overall_live), d(summary_live), *(d(p) for p in live_parts), d(s["live_irrelevance"]),
+    live_row = [NA, model, g("live"), d(sub["live_ast"]), *(d(p) for p in live_parts), d(s["live_irrelevance"]),
                 d(s["live_relevance"])]  # fmt: skip
+    multi_turn_row = [NA, model, g("multi_turn"), *(d(p) for p in multi_turn)]
+    agentic_row = [NA, model, g("agentic"), d(web_search), d(s["web_search_base"]), d(s["web_search_no_snippet"]),
+                   d(memory), d(s["memory_kv"]), d(s["memory_vector"]), d(s["memory_rec_sum"])]  # fmt: skip
     overall_row = [
-        NA, d(overall), model, NA, NA, mean, std, p95,
-        d(summary_non_live), d(simple), d(s["multiple"]), d(s["parallel"]), d(s["parallel_multiple"]),
-        d(overall_live), *(d(p) for p in live_parts),
-        d(overall_multi_turn), *(d(p) for p in multi_turn),
+        NA, summary.overall.accuracy, model, NA, NA, mean, std, p95,
+        d(sub["non_live_ast"]), d(simple), d(s["multiple"]), d(s["parallel"]), d(s["parallel_multiple"]),
+        g("live"), *(d(p) for p in live_parts),
+        g("multi_turn"), *(d(p) for p in multi_turn),
         d(web_search), d(s["web_search_base"]), d(s["web_search_no_snippet"]),
         d(memory), d(s["memory_kv"]), d(s["memory_vector"]), d(s["memory_rec_sum"]),
-        d(s["live_relevance"]), d(irrelevance), NA, NA, NA, NA,
+        d(s["live_relevance"]), d(group["irrelevance"]), NA, NA, NA, NA,
     ]  # fmt: skip
     return [
         ("data_overall.csv", COLUMNS_OVERALL, overall_row),
         ("data_non_live.csv", COLUMNS_NON_LIVE, non_live_row),
         ("data_live.csv", COLUMNS_LIVE, live_row),
+        ("data_multi_turn.csv", COLUMNS_MULTI_TURN, multi_turn_row),
+        ("data_agentic.csv", COLUMNS_AGENTIC, agentic_row),
     ]
 
 

@@ -26,6 +26,7 @@ from toolgauge.benchmarks.bfcl.loader import (
     bfcl_language,
     is_irrelevance,
 )
+from toolgauge.benchmarks.bfcl.overall import bfcl_summary, summary_details
 from toolgauge.results import EvalResults, Metric
 
 
@@ -186,8 +187,10 @@ class BfclTally:
     ``accuracy``; overall: ``accuracy`` (the mean of the categories' accuracies, :meth:`macro_accuracy`),
     ``unsatisfiable`` (entries no answer can pass) and the irrelevance
     loophole, ``irrelevance_correct`` and ``irrelevance_correct_but_unparsable`` (counts over the
-    ``n`` irrelevance entries). :meth:`details` gives the error types and which categories each
-    aggregate used.
+    ``n`` irrelevance entries); BFCL's official-style ``bfcl_overall`` (categories not run count 0:
+    ``benchmarks/bfcl/overall.py``) and, per weighed group all of whose categories ran (``by="bfcl_group"``:
+    ``non_live``, ``live``, ``irrelevance``, ``multi_turn``, ``agentic``), its ``accuracy``. :meth:`details`
+    gives the error types, which categories each aggregate used, and what of BFCL the run covers.
     """
 
     categories: dict[str, _CategoryCount] = field(default_factory=dict)
@@ -239,6 +242,14 @@ class BfclTally:
         total = sum(count.n for count in self.categories.values())
         unsatisfiable = sum(count.unsatisfiable for count in self.categories.values())
         ordered = sorted(self.categories, key=lambda c: known.get(c, len(known)))
+        summary = bfcl_summary(self.table())
+        # BFCL's official-style numbers: categories not run count 0; a group is shown only when all of it ran.
+        out.append(Metric(name="bfcl_overall", value=summary.overall.accuracy, n=total))
+        out += [
+            Metric(name="accuracy", value=part.accuracy, group=name, by="bfcl_group", n=part.total_count)
+            for name, part in summary.groups.items()
+            if part.complete
+        ]
         return [
             *out,
             Metric(name="accuracy", value=self.macro_accuracy(ordered), n=total),
@@ -265,11 +276,17 @@ class BfclTally:
             return None
         return sum(self.categories[name].correct / self.categories[name].n for name in names) / len(names)
 
+    def table(self) -> dict[str, tuple[float, int]]:
+        """Category -> (accuracy, entries): the input of BFCL's summary (:func:`bfcl_summary`)."""
+        return {name: (count.correct / count.n, count.n) for name, count in self.categories.items()}
+
     def details(self) -> dict[str, Any]:
-        """``error_types`` (BFCL error type -> entries, most frequent first) and ``aggregate_categories``."""
+        """``error_types`` (most frequent first), ``aggregate_categories``, ``bfcl_summary`` (what the run covers)."""
+        table = self.table()
         return {
             "error_types": dict(self.error_types.most_common()),
             "aggregate_categories": {name: used for name, (_, _, used) in _aggregates(self.categories).items()},
+            "bfcl_summary": summary_details(bfcl_summary(table), table),
         }
 
 

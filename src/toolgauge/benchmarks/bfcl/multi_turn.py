@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from toolgauge.benchmark import options_config
+from toolgauge.benchmarks.bfcl.backends import BfclBackends
 from toolgauge.benchmarks.bfcl.decoders.call_types import BfclDecodeError
 from toolgauge.benchmarks.bfcl.decoders.python_calls import decode_python_calls, render_python_calls
 from toolgauge.benchmarks.bfcl.io import bfcl_prompt_messages, bfcl_tools
@@ -51,12 +52,17 @@ class BfclMultiTurnResult(BaseModel):
 
     ``forced_end`` says the step cap ended the conversation early (its ``turns`` are then fewer than
     the entry's). ``tool_results`` are what the model read, in the same turn -> step -> call layout
-    (empty for a replayed result file, which records no results).
+    (empty for a replayed result file, which records no results). ``raw`` is BFCL's ``result`` field for
+    the conversation (turn -> every step's output, as ``bfcl generate`` writes it, or the recorded one) and
+    ``style`` how BFCL decodes it (``fc``: ``{name: json-args}`` lists, ``prompt``: call text); None in
+    results stored before they were kept.
     """
 
     turns: list[list[list[ToolCall]]] = Field(default_factory=list)
     tool_results: list[list[list[str]]] = Field(default_factory=list)
     forced_end: bool = False
+    raw: Any = None
+    style: Literal["fc", "prompt"] | None = None
     # Replay only: the result files had no line for the entry, or its result was not a list of turns.
     missing: bool = False
     not_a_list: bool = False
@@ -91,6 +97,8 @@ class BfclMultiTurnBenchmark:
         self.recorded = recorded
         # What the run is stored with: the options it was built from (a benchmark made by hand: its pieces').
         self.options = options or stored_options(self.entries, data_label, mode, self.settings, limit)
+        # Said with the results: categories left out of the run (web search, without SerpAPI).
+        self.notes: list[str] = []
 
     def missing_predictions(self) -> list[str]:
         """In replay mode, the ids of the entries ``recorded`` has no result for, in entry order."""
@@ -116,34 +124,7 @@ class BfclMultiTurnBenchmark:
                 return BfclMultiTurnResult(missing=True)
             return decode_recorded(self.recorded[sample.id])
         backends = sample.backends()
-        gold_turns = sample.ground_truth_calls(backends)
-        chat = _Conversation(sample, self.mode)
-        options = self.settings.options_for([]).model_copy(update={"tool_choice": None})
-        result = BfclMultiTurnResult()
-        for index, user_messages in enumerate(sample.question):
-            held = sample.held_back.get(str(index))
-            chat.open_turn(index, user_messages, held)
-            steps: list[list[ToolCall]] = []
-            step_results: list[list[str]] = []
-            while True:
-                gold = chat.gold(gold_turns[index] if not steps else [])
-                turn = await ctx.generate(list(chat.messages), chat.tools, options, gold=gold)
-                calls = chat.reply(turn)
-                # BFCL ends the turn on a reply that does not decode to calls (text, or undecodable arguments).
-                if not calls:
-                    break
-                outputs = [backends.execute(c.name, c.arguments) for c in calls]
-                chat.results(index, len(steps), calls, outputs)
-                steps.append(calls)
-                step_results.append(outputs)
-                if len(steps) > MAXIMUM_STEP_LIMIT:
-                    result.forced_end = True
-                    break
-            result.turns.append(steps)
-            result.tool_results.append(step_results)
-            if result.forced_end:
-                break
-        return result
+        return await converse(sample, backends, ctx, self.mode, self.settings, sample.ground_truth_calls(backends))
 
     def score(
         self, samples: Sequence[tuple[str, MultiTurnEntry]], outcomes: Sequence[SampleOutcome[BfclMultiTurnResult]]
@@ -172,7 +153,7 @@ class BfclMultiTurnBenchmark:
             settings={"mode": self.mode, "data": self.data_label},
             metrics=metrics,
             details=tally.details(),
-            warnings=[warning] if warning else [],
+            warnings=[*self.notes, *([warning] if warning else [])],
         )
         sizes = Counter(entry.category for _, entry in samples)
         # The verdicts are kept: judging re-runs every call on the backends, too slow to do twice.
@@ -205,6 +186,52 @@ class BfclMultiTurnBenchmark:
         raise UsageError(f"{path}: BFCL multi-turn result files are scored with `score bfcl --predictions`")
 
 
+async def converse(
+    entry: MultiTurnEntry,
+    backends: BfclBackends,
+    ctx: EpisodeContext,
+    mode: BfclMultiTurnMode,
+    settings: CallSettings,
+    gold_turns: Sequence[list[Call]],
+    gold_answer: str = "",
+) -> BfclMultiTurnResult:
+    """BFCL's multi-turn inference loop over ``entry``'s turns, every call run on ``backends``.
+
+    ``gold_turns`` are the ground truth's calls per turn and ``gold_answer`` its closing text (what the
+    ``gold`` model replies).
+    """
+    chat = _Conversation(entry, mode)
+    options = settings.options_for([]).model_copy(update={"tool_choice": None})
+    result = BfclMultiTurnResult(raw=[], style="prompt" if mode == "prompt" else "fc")
+    for index, user_messages in enumerate(entry.question):
+        held = entry.held_back.get(str(index))
+        chat.open_turn(index, user_messages, held)
+        steps: list[list[ToolCall]] = []
+        step_results: list[list[str]] = []
+        raw_steps: list[Any] = []
+        result.raw.append(raw_steps)
+        while True:
+            gold = chat.gold(gold_turns[index] if not steps else [], gold_answer)
+            turn = await ctx.generate(list(chat.messages), chat.tools, options, gold=gold)
+            raw_steps.append(_raw_step(turn, mode))
+            calls = chat.reply(turn)
+            # BFCL ends the turn on a reply that does not decode to calls (text, or undecodable arguments).
+            if not calls:
+                break
+            outputs = [backends.execute(c.name, c.arguments) for c in calls]
+            chat.results(index, len(steps), calls, outputs)
+            steps.append(calls)
+            step_results.append(outputs)
+            if len(steps) > MAXIMUM_STEP_LIMIT:
+                result.forced_end = True
+                break
+        result.turns.append(steps)
+        result.tool_results.append(step_results)
+        if result.forced_end:
+            break
+    return result
+
+
 def decode_recorded(result: Any) -> BfclMultiTurnResult:
     """A BFCL multi-turn ``result`` (turn -> step -> raw output) as ``bfcl evaluate`` decodes it.
 
@@ -213,17 +240,25 @@ def decode_recorded(result: Any) -> BfclMultiTurnResult:
     does; a step that does not decode, or decodes to no call, is left out, as ``bfcl evaluate`` does.
     """
     if not isinstance(result, list):
-        return BfclMultiTurnResult(not_a_list=True)
+        return BfclMultiTurnResult(not_a_list=True, raw=result)
     steps = [step for turn in result if isinstance(turn, list) for step in turn]
     function_calling = any(isinstance(step, list | dict) for step in steps)
     turns: list[list[list[ToolCall]]] = []
     for turn in result:
-        decoded = [_decode_step(step, function_calling) for step in (turn if isinstance(turn, list) else [])]
+        decoded = [decode_step(step, function_calling) for step in (turn if isinstance(turn, list) else [])]
         turns.append([calls for calls in decoded if calls])
-    return BfclMultiTurnResult(turns=turns)
+    return BfclMultiTurnResult(turns=turns, raw=result, style="fc" if function_calling else "prompt")
 
 
-def _decode_step(step: Any, function_calling: bool) -> list[ToolCall]:
+def _raw_step(turn: AssistantTurn, mode: BfclMultiTurnMode) -> Any:
+    """A reply as BFCL's handlers record it: ``[{name: arguments text}]`` for calls (FC), else the text."""
+    if mode == "native" and turn.tool_calls:
+        return [{c.name: c.raw if c.raw is not None else json.dumps(c.arguments)} for c in turn.tool_calls]
+    return turn.content or ""
+
+
+def decode_step(step: Any, function_calling: bool) -> list[ToolCall]:
+    """One recorded step's calls as ``decode_execute`` finds them; none when it does not decode (BFCL skips it)."""
     if function_calling:
         items = [step] if isinstance(step, dict) else step
         if not isinstance(items, list):
@@ -276,10 +311,10 @@ class _Conversation:
             return
         self.messages += [Message(role=m.get("role", "user"), content=m.get("content")) for m in user_messages]
 
-    def gold(self, calls: list[Call]) -> AssistantTurn:
+    def gold(self, calls: list[Call], answer: str = "") -> AssistantTurn:
         """The ground truth's reply at a step: the turn's calls at its first step, then (and in empty turns) text."""
         if not calls:
-            return AssistantTurn(content="", finish_reason="stop")
+            return AssistantTurn(content=answer, finish_reason="stop")
         if self.mode == "prompt":
             return AssistantTurn(content=render_python_calls(calls), finish_reason="stop")
         return AssistantTurn(
@@ -292,13 +327,13 @@ class _Conversation:
             self.messages.append(Message(role="assistant", content=turn.content or "", tool_calls=turn.tool_calls))
             return [] if any(c.parse_error for c in turn.tool_calls) else list(turn.tool_calls)
         self.messages.append(Message(role="assistant", content=turn.content or ""))
-        return _decode_step(turn.content or "", function_calling=False)
+        return decode_step(turn.content or "", function_calling=False)
 
     def results(self, turn: int, step: int, calls: list[ToolCall], outputs: list[str]) -> None:
         """Give the step's results back: tool messages, or (prompting) one user message as BFCL formats it."""
         if self.mode == "prompt":
             shown = [
-                {"role": "tool", "name": _call_text(c.name, c.arguments), "content": out}
+                {"role": "tool", "name": call_text(c.name, c.arguments), "content": out}
                 for c, out in zip(calls, outputs, strict=True)
             ]
             self.messages.append(Message(role="user", content=repr(shown)))
@@ -321,7 +356,7 @@ def _tools(entry: MultiTurnEntry, functions: list[dict[str, Any]], *, hint: bool
     return bfcl_tools(_as_bfcl_entry(entry, functions, []), underscore_to_dot=True, language_hint=hint)
 
 
-def _call_text(name: str, arguments: dict[str, Any]) -> str:
+def call_text(name: str, arguments: dict[str, Any]) -> str:
     """A decoded call as BFCL's ``decoded_output_to_execution_list`` writes it (the name of a prompting result)."""
     return f"{name}({', '.join(f'{k}={_value_text(v)}' for k, v in arguments.items())})"
 
@@ -330,7 +365,7 @@ def _value_text(value: Any) -> str:
     if isinstance(value, dict):
         if value and all(isinstance(v, dict) for v in value.values()):
             name, args = next(iter(value.items()))
-            return _call_text(str(name), args)
+            return call_text(str(name), args)
         return "{" + ", ".join(f"'{k}': {_value_text(v)}" for k, v in value.items()) + "}"
     return repr(value)
 

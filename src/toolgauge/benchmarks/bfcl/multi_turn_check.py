@@ -13,6 +13,7 @@ of that turn on a copy of it), so an early error does not zero the turns after i
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -106,6 +107,8 @@ class MultiTurnVerdict(BaseModel):
     turn_matched: list[bool] = Field(default_factory=list)
     first_failing_turn: int | None = None
     state_difference: dict[str, dict[str, str]] | None = None
+    # BFCL's checker result without ``valid`` (details, execution results), for its score files; only when asked.
+    bfcl_error: dict[str, Any] | None = Field(default=None, exclude=True)
 
     @property
     def turn_credit(self) -> float:
@@ -212,28 +215,35 @@ def _func_docs(data_dir: Path, class_name: str, where: Path, line: int) -> list[
     return [doc for _, doc in read_jsonl_objects(data_dir / "multi_turn_func_doc" / file_name, what="function docs")]
 
 
-def check_multi_turn(entry: MultiTurnEntry, turns: Sequence[Sequence[Sequence[Call]]]) -> MultiTurnVerdict:
+def check_multi_turn(
+    entry: MultiTurnEntry, turns: Sequence[Sequence[Sequence[Call]]], *, bfcl_error: bool = False
+) -> MultiTurnVerdict:
     """Judge a trajectory (turn -> steps -> calls; steps without calls left out) as BFCL does, plus turn credit.
 
     ``turns`` shorter than the ground truth is a force-terminated run. One pass: the ground-truth instances
     advance turn by turn and serve both the official check and the per-turn credit (a turn whose calls are
-    exactly the ground truth's matches without being run again). Raises nothing for anything the model did;
-    a malformed ground truth raises ``DataError``.
+    exactly the ground truth's matches without being run again). With ``bfcl_error`` a failed checker's
+    result is kept as BFCL's runner writes it (``MultiTurnVerdict.bfcl_error``). Raises nothing for anything
+    the model did; a malformed ground truth raises ``DataError``.
     """
     checker = bfcl_module("eval_checker.multi_turn_eval.multi_turn_checker")
     gold, model = entry.backends(), entry.backends()
     gold_calls = entry.ground_truth_calls(gold)
     official = _force_terminated(len(turns), len(gold_calls))
     all_model_results: list[str] = []
+    # BFCL's execution_result: per turn checked so far, the model's results per step and the ground truth's.
+    execution: list[dict[str, Any]] = []
     verdict = MultiTurnVerdict(id=entry.id, category=entry.category, valid=True)
     for index, calls in enumerate(gold_calls):
         steps = turns[index] if index < len(turns) else None
         made = [call for step in steps or [] for call in step]
         # The per-turn credit judges the model's calls from the ground-truth state before the turn.
         twin = gold.clone() if steps is not None and made != calls else None
+        step_results: list[list[str]] = []
         if official is None:
             for step in steps or []:
-                all_model_results.extend(model.execute(name, args) for name, args in step)
+                step_results.append([model.execute(name, args) for name, args in step])
+                all_model_results.extend(step_results[-1])
         gold_results = [gold.execute(name, args) for name, args in calls]
         difference: dict[str, dict[str, str]] = {}
         if steps is None:
@@ -245,12 +255,29 @@ def check_multi_turn(entry: MultiTurnEntry, turns: Sequence[Sequence[Sequence[Ca
         verdict.turn_matched.append(not difference)
         if difference and verdict.first_failing_turn is None:
             verdict.first_failing_turn, verdict.state_difference = index, difference
+        if official is None:
+            execution.append({"model": step_results, "ground_truth": gold_results})
         if official is None and calls:
-            official = _turn_verdict(checker, index, steps or [], model, gold, all_model_results, gold_results)
+            failure = _turn_failure(checker, index, steps or [], model, gold, all_model_results, gold_results)
+            if failure is not None:
+                official = str(failure["error_type"]), str(failure["error_message"])
+                if bfcl_error:
+                    if failure["error_type"] != "multi_turn:execution_response_mismatch":
+                        _attach_execution(failure, execution)
+                    # A copy now: the states it quotes are the live instances, and the ground truth goes on.
+                    verdict.bfcl_error = copy.deepcopy(failure)
     if official is not None:
         verdict.valid = False
         verdict.error_type, verdict.error_message = official
     return verdict
+
+
+def _attach_execution(failure: dict[str, Any], execution: list[dict[str, Any]]) -> None:
+    """Where BFCL's checker puts the execution results: in ``details`` of an empty turn, beside a state mismatch."""
+    if failure["error_type"] == "multi_turn:empty_turn_model_response":
+        failure["details"] = {"execution_result": execution}
+    else:
+        failure["execution_result"] = execution
 
 
 def _force_terminated(model_turns: int, truth_turns: int) -> tuple[str, str] | None:
@@ -263,7 +290,7 @@ def _force_terminated(model_turns: int, truth_turns: int) -> tuple[str, str] | N
     )
 
 
-def _turn_verdict(
+def _turn_failure(
     checker: Any,
     index: int,
     steps: Sequence[Sequence[Call]],
@@ -271,16 +298,22 @@ def _turn_verdict(
     gold: BfclBackends,
     all_model_results: list[str],
     gold_results: list[str],
-) -> tuple[str, str] | None:
-    """BFCL's checks after a turn with ground truth: the empty-turn rule, its state and response checkers."""
+) -> dict[str, Any] | None:
+    """BFCL's checks after a turn with ground truth (the empty-turn rule, its state and response checkers).
+
+    A failure is the checker's result without ``valid``: ``error_message``, ``error_type``, ``details``.
+    """
     if not steps:
-        return "multi_turn:empty_turn_model_response", f"Model response list is empty for turn {index}"
+        return {
+            "error_message": f"Model response list is empty for turn {index}",
+            "error_type": "multi_turn:empty_turn_model_response",
+        }
     state = checker.state_checker(model.instances, gold.instances)
     if not state["valid"]:
-        return str(state["error_type"]), str(state["error_message"])
+        return {k: v for k, v in state.items() if k != "valid"}
     response = checker.response_checker(all_model_results, gold_results, index)
     if not response["valid"]:
-        return str(response["error_type"]), str(response["error_message"])
+        return {k: v for k, v in response.items() if k != "valid"}
     return None
 
 

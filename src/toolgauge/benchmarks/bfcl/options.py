@@ -26,6 +26,11 @@ class BfclOptions(LimitOptions, SamplingOptions):
         "native", description="native (function calling) or prompt (Python-call text)"
     )
     underscore_to_dot: UnderscoreToDot = Field(None, description=UNDERSCORE_HELP)
+    memory_dir: Path | None = Field(
+        None,
+        description="Folder for BFCL memory snapshots, one sub-folder per run (default: $TOOLGAUGE_BFCL_MEMORY_DIR, "
+        "else .toolgauge/bfcl_memory).",
+    )
     # The result files of mode replay: what the run replays, not what defines it (not stored with the run).
     predictions: Annotated[Path | None, Cli(hidden=True)] = Field(
         None, exclude=True, description="BFCL result file or folder (mode replay)."

@@ -179,6 +179,8 @@ class BfclBenchmark:
         # What the run is stored with: the options it was built from (a benchmark made by hand: its pieces').
         self.options = options or stored_options(self.entries, data_label, mode, self.settings, limit,
                                                  underscore_to_dot=underscore_to_dot)  # fmt: skip
+        # Said with the results: categories left out of the run (web search, without SerpAPI).
+        self.notes: list[str] = []
 
     def _underscore_to_dot(self, output: BfclOutput | None = None) -> bool:
         # BFCL decides by the model's registry entry; we decide by the output style unless told.
@@ -261,7 +263,7 @@ class BfclBenchmark:
             },
             metrics=tally.metrics(),
             details=tally.details(),
-            warnings=[warning for warning in warnings if warning],
+            warnings=[*self.notes, *(warning for warning in warnings if warning)],
         )
         return ScoredRun(results, lambda: (j.sample_score() for j in self.judged_entries(samples, outcomes)))
 
