@@ -280,7 +280,7 @@ def test_the_vector_backend_runs_offline_with_the_shipped_model(bfcl_dir: Path, 
 def test_eval_bfcl_runs_a_memory_category_with_gold_and_resumes_from_its_snapshots(
     bfcl_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from cli_helpers import invoke, results_of
+    from helpers.cli_helpers import invoke, results_of
 
     monkeypatch.setenv("TOOLGAUGE_BFCL_MEMORY_DIR", str(tmp_path / "memory"))
     store = f"sqlite:///{tmp_path / 'runs.db'}"
@@ -303,7 +303,7 @@ def test_eval_bfcl_runs_a_memory_category_with_gold_and_resumes_from_its_snapsho
 
 
 def test_score_bfcl_reads_memory_result_files_and_exports_bfcls_lines(bfcl_dir: Path, tmp_path: Path) -> None:
-    from cli_helpers import invoke, results_of
+    from helpers.cli_helpers import invoke, results_of
 
     entries = load_memory(bfcl_dir, "memory_kv").entries
     right = "{'answer': " + repr(entries[0].ground_truth[0]) + ", 'context': 'c'}"
@@ -343,7 +343,7 @@ def test_score_bfcl_reads_memory_result_files_and_exports_bfcls_lines(bfcl_dir: 
 def test_web_search_is_skipped_in_one_line_without_a_serpapi_key(
     bfcl_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from cli_helpers import invoke
+    from helpers.cli_helpers import invoke
 
     monkeypatch.delenv("SERPAPI_API_KEY", raising=False)
     res = invoke(
