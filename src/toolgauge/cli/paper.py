@@ -183,8 +183,9 @@ def _paper_run(st: Store, spec: BenchmarkSpec, info: RunInfo) -> PaperRun:
         return list(stored_scores(st, info).iter_samples())
 
     def samples() -> list[tuple[str, Any]]:
-        assert spec.rescore is not None
-        return list(spec.rescore(info.config, None).samples())
+        from toolgauge.benchmark import rebuild
+
+        return list(rebuild(spec, info.config).samples())
 
     return PaperRun(
         id=info.id, benchmark=info.benchmark, model=info.model, config=info.config, results=info.results,
