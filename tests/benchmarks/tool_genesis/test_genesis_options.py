@@ -78,7 +78,10 @@ def test_the_roles_and_l4_come_from_the_same_options(data: Path, tmp_path: Path)
     options = GenesisOptions(data=data, out=tmp_path / "out", model="scripted:a.json", judge_model="scripted:j.json")
     bench = genesis_build.build(options)
     assert isinstance(bench, GenesisBenchmark) and bench.l4.skip_reason is None
-    assert role_specs(options.model_dump(), "scripted:a.json") == {"agent": "scripted:a.json", "judge": "scripted:j.json"}
+    assert role_specs(options.model_dump(), "scripted:a.json") == {
+        "agent": "scripted:a.json",
+        "judge": "scripted:j.json",
+    }
     gold = genesis_build.build(options.model_copy(update={"model": "gold"}))
     assert isinstance(gold, GenesisBenchmark) and gold.l4.skip_reason == "no agent model (give --agent-model)"
 
@@ -88,7 +91,7 @@ def test_rescoring_another_variant_says_the_servers_must_run_again(data: Path, t
     assert isinstance(bench, GenesisBenchmark)
     other = rebuild(SPEC, json.loads(json.dumps(bench.config())), "strict")
     assert isinstance(other, GenesisBenchmark)
-    with pytest.raises(UsageError, match="evaluated with --variant reference; the strict variant .* run again"):
+    with pytest.raises(UsageError, match=r"evaluated with --variant reference; the strict variant .* run again"):
         scored_with_reference_results(other)
 
 
@@ -106,7 +109,8 @@ def test_a_run_without_a_registry_or_a_model_is_a_usage_error(data: Path) -> Non
 
 
 @pytest.mark.parametrize(
-    ("command", "model"), [(["eval", "tool-genesis"], GenesisOptions), (["genesis", "evaluate"], GenesisEvaluateOptions)]
+    ("command", "model"),
+    [(["eval", "tool-genesis"], GenesisOptions), (["genesis", "evaluate"], GenesisEvaluateOptions)],
 )
 def test_the_genesis_commands_offer_every_option_of_their_model(command: list[str], model: type) -> None:
     res = runner.invoke(app, [*command, "--help"], env={"COLUMNS": "250"})
