@@ -348,7 +348,8 @@ def build_parameters(spec: BenchmarkSpec) -> dict[str, inspect.Parameter]:
 
 
 def with_evaluated_model(spec: BenchmarkSpec, options: Mapping[str, Any], model: str) -> dict[str, Any]:
-    """``options`` with ``model`` added when ``spec.build`` takes the evaluated model (Tool-Genesis) and lacks it."""
-    if "model" in options or "model" not in build_parameters(spec):
+    """``options`` with ``model`` added when the benchmark's options take the evaluated model and lack it."""
+    takes = "model" in spec.options.model_fields if spec.options is not None else "model" in build_parameters(spec)
+    if "model" in options or not takes:
         return dict(options)
     return {**options, "model": model}
