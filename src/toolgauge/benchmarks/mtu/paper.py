@@ -1,4 +1,4 @@
-"""MTU-Bench's paper tables from stored runs (``toolgauge paper mtu-bench``; docs/paper-mtu-toolgate.md).
+"""MTU-Bench's paper tables from stored runs (``toolgauge paper mtu-bench``; docs/paper.md).
 
 Pure functions over stored verdicts: each run's stored split metrics (what the released scorer gives) and its
 per-item scores read back as :class:`~toolgauge.benchmarks.mtu.analyses.JudgedTurn` values, so that runs made

@@ -1,4 +1,4 @@
-"""ToolGate's paper tables from stored runs (``toolgauge paper toolgate``; docs/paper-mtu-toolgate.md).
+"""ToolGate's paper tables from stored runs (``toolgauge paper toolgate``; docs/paper.md).
 
 The runs are a chain (the construction run or a ``gate check``, then rescreens and solves on survivors), given in
 chain order. Pure functions over their stored verdicts: each run's per-candidate units carry the candidate and its
