@@ -174,6 +174,7 @@ def load_paper_runs(st: Store, spec: BenchmarkSpec, refs: Sequence[str]) -> list
 
 def _paper_run(st: Store, spec: BenchmarkSpec, info: RunInfo) -> PaperRun:
     from toolgauge.api import stored_scores
+    from toolgauge.benchmark import rebuild
     from toolgauge.report.paper_tables import PaperRun
 
     if info.results is None or info.status not in ("finished", "finished_with_errors"):
@@ -183,8 +184,7 @@ def _paper_run(st: Store, spec: BenchmarkSpec, info: RunInfo) -> PaperRun:
         return list(stored_scores(st, info).iter_samples())
 
     def samples() -> list[tuple[str, Any]]:
-        assert spec.rescore is not None
-        return list(spec.rescore(info.config, None).samples())
+        return list(rebuild(spec, info.config).samples())
 
     return PaperRun(
         id=info.id, benchmark=info.benchmark, model=info.model, config=info.config, results=info.results,

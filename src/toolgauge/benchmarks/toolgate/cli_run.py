@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from toolgauge.benchmark import lazy
+from toolgauge.benchmarks.toolgate.cli_options import RunDomainOpt, RunTimeLimitOpt, SolverStepsOpt
 from toolgauge.benchmarks.toolgate.construction import (
     DEFAULT_MAX_TOKENS,
     SOLVER_ROLE,
@@ -28,7 +29,6 @@ from toolgauge.benchmarks.toolgate.construction import (
 )
 from toolgauge.benchmarks.toolgate.generator import DEFAULT_MAX_STEPS
 from toolgauge.benchmarks.toolgate.generator import ROLE as GENERATOR_ROLE
-from toolgauge.benchmarks.toolgate.options import RunDomainOpt, RunTimeLimitOpt, SolverStepsOpt
 from toolgauge.benchmarks.toolgate.protocol import DEFAULT_SOLVER_STEPS
 from toolgauge.benchmarks.toolgate.verify import DEFAULT_TIME_LIMIT
 from toolgauge.cli.common import EngineDefaults, RunFlags, UnsafeNoSandboxOpt, check_isolation, execute, run_command
