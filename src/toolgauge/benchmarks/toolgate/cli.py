@@ -67,6 +67,7 @@ from toolgauge.cli.common import (
     check_isolation,
     execute,
     out,
+    require_finite,
     run_command,
     warn,
 )
@@ -109,6 +110,7 @@ def gate_options(command: PoolCommand, gate: GateFlags, limit: int | None, **mor
     Raises:
         UsageError: a value the options model refuses (one line naming the option).
     """
+    require_finite(time_limit=gate.time_limit)  # the gate commands' own wording of it
     values = {
         "command": command, "domain": gate.domain, "time_limit": gate.time_limit, "screen": gate.screen,
         "solver": gate.solver, "fixed_order": gate.fixed_order, "all_screens": gate.all_screens, "seed": gate.seed,

@@ -55,12 +55,12 @@ COMMAND_GATES: dict[str, tuple[Gate, ...]] = {
 
 
 def _as_screen(value: Any) -> Any:
-    """A ``--screen`` text (``SPEC[,key=value...]``) as a :class:`ScreenSpec`; a stored one (a mapping) as is."""
+    """A ``--screen`` text (``SPEC[,key=value...]``) as a :class:`ScreenSpec`; a stored one (a mapping) as is.
+
+    A bad text is a ``UsageError`` saying what is wrong with that screen (pydantic lets it through).
+    """
     if isinstance(value, str):
-        try:
-            return parse_screen_spec(value)
-        except UsageError as exc:
-            raise ValueError(str(exc)) from None
+        return parse_screen_spec(value)
     if isinstance(value, dict) and "model" in value and "spec" not in value:  # a record of the old config
         return {**{k: v for k, v in value.items() if k != "model"}, "spec": value["model"]}
     return value
@@ -76,7 +76,7 @@ def _as_solver(value: Any) -> Any:
     screen = _as_screen(value)
     if isinstance(screen, ScreenSpec):
         if screen.spec == "gold":
-            raise ValueError("the reference has no tool calls to make; give a model")
+            raise UsageError("--solver gold: the reference has no tool calls to make; give a model")
         return screen.model_copy(update={"name": SOLVER_ROLE})
     if isinstance(screen, dict):
         return {**screen, "name": SOLVER_ROLE}
