@@ -106,12 +106,14 @@ def roles(values: Mapping[str, Any], model: str) -> dict[str, str]:
 
 
 def run_model(bench: PoolBenchmark, spec: str, timeout: float) -> tuple[str, ModelClient]:
-    """The run's model: none is asked (the roles answer); the run shows its gates and their models."""
-    from toolgauge.models.offline import NoModel
+    """The run's model, shown as its gates and their models.
 
-    del spec, timeout
-    label = run_label(bench.settings)
-    return label, NoModel(label)
+    The roles answer; a role of ``spec``'s model shares its client (``run_setup.role_clients``), and the pool asks
+    it nothing else.
+    """
+    from toolgauge.models.spec import resolve_model
+
+    return run_label(bench.settings), resolve_model(spec, timeout=timeout)
 
 
 def run_label(settings: PoolSettings) -> str:

@@ -115,7 +115,11 @@ class GateRunOptions(OptionsModel):
 
 
 class ToolgateOptions(LimitOptions):
-    """Run ToolGate's gates on a candidate pool (verify, no-tool screens, tool-enabled solve); the model is unused."""
+    """Run ToolGate's gates on a candidate pool (verify, no-tool screens, tool-enabled solve).
+
+    The screens and the solver are the models asked (--screen, --solver); --model answers only the roles of its own
+    spec (as the run's other roles, one client per spec).
+    """
 
     candidates: Annotated[Path | None, Cli(required=True)] = Field(None, description=CANDIDATES_HELP)
     command: Annotated[
