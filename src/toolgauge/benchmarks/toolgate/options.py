@@ -137,11 +137,19 @@ class ToolgateOptions(LimitOptions):
     solver_steps: Steps = Field(DEFAULT_SOLVER_STEPS, description=SOLVER_STEPS_HELP)
     domain_checks: bool = Field(False, description=DOMAIN_CHECKS_HELP)
     # A pool taken from a stored run (gate rescreen, gate solve --run): the run, which of its candidates, their keys.
-    source_run: Annotated[str | None, Cli(hidden=True)] = None
-    pool: Annotated[str | None, Cli(hidden=True)] = None
-    ids: Annotated[tuple[str, ...] | None, Cli(hidden=True)] = None
+    source_run: Annotated[str | None, Cli(hidden=True)] = Field(
+        None, description="The stored run whose candidates the pool is (gate rescreen, gate solve --run)."
+    )
+    pool: Annotated[str | None, Cli(hidden=True)] = Field(
+        None, description="Which candidates of source_run: verified, survivors, accepted or all."
+    )
+    ids: Annotated[tuple[str, ...] | None, Cli(hidden=True)] = Field(
+        None, description="The sample keys of a pool taken from source_run (set by the gate commands)."
+    )
     # A gate run (command "run"): what defines it.
-    run: Annotated[GateRunOptions | None, Cli(hidden=True)] = None
+    run: Annotated[GateRunOptions | None, Cli(hidden=True)] = Field(
+        None, description="What defines a gate run (command run; set by gate run, read back by rescore)."
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> ToolgateOptions:
