@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,7 @@ from toolgauge.benchmarks.toolgate.construction import ConstructionBenchmark
 from toolgauge.benchmarks.toolgate.options import ToolgateOptions
 from toolgauge.benchmarks.toolgate.protocol import PoolBenchmark
 from toolgauge.errors import UsageError
+from toolgauge.sweep.file import SweepFileError, parse_sweep
 
 SEEDS = (Path(__file__).resolve().parents[3] / "src/toolgauge/benchmarks/toolgate/domains/fem/seeds.jsonl").resolve()
 SCREENS = ["gold", "gold,temperature=0.5,name=warm"]
@@ -163,3 +166,25 @@ def test_build_makes_a_pool_benchmark_whose_config_is_its_options() -> None:
     assert isinstance(bench, PoolBenchmark)
     assert bench.config() == {**options.model_dump(mode="json"), "n": 2}
     assert bench.settings.gates == ("verify",) and bench.settings.domain_checks
+
+
+def test_a_sweep_entry_is_checked_by_toolgates_model() -> None:
+    head = f"[[model]]\nspec = 'gold'\n[[benchmark]]\nname = 'toolgate'\ncandidates = '{SEEDS}'\n"
+    sweep = parse_sweep(head + "command = 'screen'\nscreen = ['gold']\nlimit = 2\n", "s.toml")
+    assert sweep.benchmarks[0].options["screen"] == ["gold"]
+    with pytest.raises(SweepFileError) as caught:
+        parse_sweep(head + "command = 'audit'\n", "s.toml")
+    assert str(caught.value).startswith("s.toml: benchmark[1].command: input should be")
+
+
+@pytest.mark.slow
+def test_api_evaluate_of_a_pool_imports_no_typer(tmp_path: Path) -> None:
+    code = (
+        "import sys; import toolgauge.api as a; "
+        f"a.evaluate('toolgate', 'gold', candidates={str(SEEDS)!r}, command='screen', screen=['gold'], limit=1, "
+        f"store={str(tmp_path / 's.db')!r}); "
+        "print('typer' in sys.modules)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "False"
