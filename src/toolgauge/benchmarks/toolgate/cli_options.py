@@ -36,6 +36,7 @@ from toolgauge.benchmarks.toolgate.options import (
     SOLVER_HELP,
     SOLVER_STEPS_HELP,
     TIME_LIMIT_HELP,
+    run_help,
 )
 from toolgauge.benchmarks.toolgate.protocol import DEFAULT_SOLVER_STEPS
 from toolgauge.benchmarks.toolgate.verify import DEFAULT_TIME_LIMIT
@@ -105,18 +106,8 @@ SeedOpt = Annotated[
 SolverStepsOpt = Annotated[int, typer.Option("--solver-steps", min=1, help=SOLVER_STEPS_HELP)]
 
 # gate run: the domain to build (not a filter) and a time limit that also bounds the generator's runs.
-RunDomainOpt = Annotated[
-    str, typer.Option("--domain", help="The domain to build items in (a folder of toolgate/domains).")
-]
-RunTimeLimitOpt = Annotated[
-    float,
-    typer.Option(
-        "--time-limit",
-        min=1.0,
-        help="Seconds of wall clock for one solution run (imports included), each generator run_python, "
-        "and the whole solve.",
-    ),
-]
+RunDomainOpt = Annotated[str, typer.Option("--domain", help=run_help("domain"))]
+RunTimeLimitOpt = Annotated[float, typer.Option("--time-limit", min=1.0, help=run_help("time_limit"))]
 
 
 @dataclass(frozen=True)

@@ -99,19 +99,32 @@ Steps = Annotated[int, Field(ge=1)]
 
 
 class GateRunOptions(OptionsModel):
-    """What defines a ``gate run`` (the construction loop), as it is stored."""
+    """What defines a ``gate run`` (the construction loop), as it is stored; ``gate run``'s options say it."""
 
     domain: str = Field("fem", description="The domain to build items in (a folder of toolgate/domains).")
     rounds: Steps = Field(description="How many rounds (candidates) to run.")
     generator: str = Field(description="Model spec of the generator (role generator).")
-    screens: tuple[dict[str, Any], ...] = Field(description="The screens as the run stored them.")
+    screens: tuple[dict[str, Any], ...] = Field(
+        description="A no-tool screen (model spec and setting); repeat for several, cheapest first."
+    )
     solver: str = Field(description="Model spec of the tool-enabled solver (role solver).")
-    time_limit: TimeLimit = DEFAULT_TIME_LIMIT
-    generator_steps: Steps = DEFAULT_MAX_STEPS
-    solver_steps: Steps = DEFAULT_SOLVER_STEPS
-    prompt_seeds: int | None = Field(None, ge=0)
-    temperature: float = 0.0
-    max_tokens: int | None = None
+    time_limit: Annotated[float, Field(ge=1.0, allow_inf_nan=False)] = Field(
+        DEFAULT_TIME_LIMIT,
+        description="Seconds of wall clock for one solution run (imports included), each generator run_python, "
+        "and the whole solve.",
+    )
+    generator_steps: Steps = Field(DEFAULT_MAX_STEPS, description="At most this many generator model calls per round.")
+    solver_steps: Steps = Field(DEFAULT_SOLVER_STEPS, description=SOLVER_STEPS_HELP)
+    prompt_seeds: int | None = Field(
+        None, ge=0, description="Show only the first N seed items in the prompt (default: all)."
+    )
+    temperature: float = Field(0.0, description="The generator's sampling temperature.")
+    max_tokens: int | None = Field(None, description="The generator's reply length.")
+
+
+def run_help(field: str) -> str:
+    """The help of ``gate run``'s option for ``field``: its description in :class:`GateRunOptions`."""
+    return GateRunOptions.model_fields[field].description or ""
 
 
 class ToolgateOptions(LimitOptions):
