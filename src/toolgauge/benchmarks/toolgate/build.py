@@ -38,6 +38,8 @@ def build(options: ToolgateOptions) -> PoolBenchmark:
     assert options.candidates is not None  # the options model checks it
     path = existing_data(options.candidates, "--candidates")
     pool = limit_items(candidates_of_domain(load_candidates(path), options.domain, path), options.limit)
+    if {"verify", "solve"} & set(bench.settings.gates):
+        require_code_environment({c.domain for c in pool}, options.unsafe_no_sandbox)
     resolved = options.model_copy(update={"candidates": path.resolve()})
     return PoolBenchmark(settings=bench.settings, source=str(path.resolve()), pairs=[(c.id, c) for c in pool],
                          domain=options.domain, options=resolved)  # fmt: skip
@@ -51,7 +53,27 @@ def stored_pool(options: ToolgateOptions, pairs: list[tuple[str, Candidate | Non
     keys = tuple(key for key, _ in pairs)
     bench = _pool(options.model_copy(update={"ids": keys}))
     bench.pairs = pairs
+    if {"verify", "solve"} & set(bench.settings.gates):
+        require_code_environment({c.domain for _, c in pairs if c is not None}, options.unsafe_no_sandbox)
     return bench
+
+
+def require_code_environment(domains: Iterable[str], unsafe_no_sandbox: bool) -> None:
+    """Gates that run code need bubblewrap (or the opt-out) and the libraries of the candidates' domains.
+
+    A domain without a folder in toolgauge is not checked (the gate commands warn of it).
+
+    Raises:
+        UsageError: no bubblewrap and no opt-out (how to install it), or a domain's libraries missing (the pip hint).
+    """
+    from toolgauge.benchmarks.toolgate.domains import domain_names, get_domain
+    from toolgauge.sandbox import allow_unisolated, require_isolation
+
+    if unsafe_no_sandbox:
+        allow_unisolated(True)
+    require_isolation(allow_unsafe=unsafe_no_sandbox)
+    for name in sorted(set(domains) & set(domain_names())):
+        get_domain(name).require_installed()
 
 
 def _pool(options: ToolgateOptions) -> PoolBenchmark:

@@ -64,7 +64,6 @@ from toolgauge.benchmarks.toolgate.resources import RoleUsage, role_resources, r
 from toolgauge.cli.common import (
     EngineDefaults,
     RunFlags,
-    check_isolation,
     execute,
     out,
     require_finite,
@@ -114,7 +113,7 @@ def gate_options(command: PoolCommand, gate: GateFlags, limit: int | None, **mor
     values = {
         "command": command, "domain": gate.domain, "time_limit": gate.time_limit, "screen": gate.screen,
         "solver": gate.solver, "fixed_order": gate.fixed_order, "all_screens": gate.all_screens, "seed": gate.seed,
-        "solver_steps": gate.solver_steps, "limit": limit, **more,
+        "solver_steps": gate.solver_steps, "limit": limit, "unsafe_no_sandbox": gate.unsafe_no_sandbox, **more,
     }  # fmt: skip
     return validated(ToolgateOptions, values, prefix="--")
 
@@ -128,25 +127,23 @@ def _roles(settings: PoolSettings, timeout: float) -> dict[str, ModelClient]:
     return roles
 
 
-def _check_environment(bench: PoolBenchmark, unsafe_no_sandbox: bool) -> None:
-    """Gates that run code need bubblewrap (or the opt-out) and the candidates' domain libraries."""
-    from toolgauge.benchmarks.toolgate.domains import domain_names, get_domain
+def _check_environment(bench: PoolBenchmark) -> None:
+    """Say which candidates' domains have no folder here: the libraries their scripts need are not checked.
+
+    (``build`` refused already a run whose gates run code without bubblewrap or its domains' libraries.)
+    """
+    from toolgauge.benchmarks.toolgate.domains import domain_names
 
     if not {"verify", "solve"} & set(bench.settings.gates):
         return
-    check_isolation(unsafe_no_sandbox)
-    domains = sorted({c.domain for _, c in bench.pairs if c is not None})
-    for name in domains:
-        if name in domain_names():
-            get_domain(name).require_installed()
-        else:
-            warn(f"domain {name!r} has no folder in toolgauge: the libraries its scripts need are not checked")
+    for name in sorted({c.domain for _, c in bench.pairs if c is not None} - set(domain_names())):
+        warn(f"domain {name!r} has no folder in toolgauge: the libraries its scripts need are not checked")
 
 
-def _run(bench: PoolBenchmark, flags: RunFlags, unsafe_no_sandbox: bool = False) -> None:
+def _run(bench: PoolBenchmark, flags: RunFlags) -> None:
     from toolgauge.models.offline import NoModel
 
-    _check_environment(bench, unsafe_no_sandbox)
+    _check_environment(bench)
     label = run_label(bench.settings)
     roles = _roles(bench.settings, flags.timeout)
     execute(bench, label, flags, client=NoModel(label), roles=roles, unit="candidate", document=document_of)
@@ -161,7 +158,7 @@ def gate_verify(
 ) -> None:
     """Gate 1 on a pool: run each solution in the sandbox; its one ANSWER: must select the proposed option."""
     options = gate_options("verify", gate, flags.limit, candidates=candidates, domain_checks=domain_checks)
-    _run(build(options), flags, gate.unsafe_no_sandbox)
+    _run(build(options), flags)
 
 
 @gate_command(
@@ -206,12 +203,12 @@ def gate_solve(
     if (run_id is None) == (candidates is None):
         raise UsageError("give --candidates FILE or --run RUN (one of them)")
     if candidates is not None:
-        _run(build(gate_options("solve", gate, flags.limit, candidates=candidates)), flags, gate.unsafe_no_sandbox)
+        _run(build(gate_options("solve", gate, flags.limit, candidates=candidates)), flags)
         return
     assert run_id is not None
     if gate.solver is None:
         raise UsageError("give the solver: --solver SPEC")
-    _run(_stored_pool_run(flags, run_id, pool, gate, "solve"), flags, gate.unsafe_no_sandbox)
+    _run(_stored_pool_run(flags, run_id, pool, gate, "solve"), flags)
 
 
 @gate_command(
@@ -230,7 +227,7 @@ def gate_check(
 ) -> None:
     """All three gates on a pool, cheapest first (verify, screens, solve), stopping at the first rejection."""
     options = gate_options("check", gate, flags.limit, candidates=candidates, domain_checks=domain_checks)
-    _run(build(options), flags, gate.unsafe_no_sandbox)
+    _run(build(options), flags)
 
 
 # --- stored pools -------------------------------------------------------------------------------------------

@@ -149,6 +149,13 @@ class ToolgateOptions(LimitOptions):
     seed: int | None = Field(None, description=SEED_HELP)
     solver_steps: Steps = Field(DEFAULT_SOLVER_STEPS, description=SOLVER_STEPS_HELP)
     domain_checks: bool = Field(False, description=DOMAIN_CHECKS_HELP)
+    # How the run may run its code, not what defines it: not stored with the run.
+    unsafe_no_sandbox: bool = Field(
+        False,
+        exclude=True,
+        description="DANGEROUS: run generated code even without bubblewrap (it can then read and write your "
+        "files and secrets). Without it, generated code runs only under bubblewrap. See docs/sandbox.md.",
+    )
     # A pool taken from a stored run (gate rescreen, gate solve --run): the run, which of its candidates, their keys.
     source_run: Annotated[str | None, Cli(hidden=True)] = Field(
         None, description="The stored run whose candidates the pool is (gate rescreen, gate solve --run)."
