@@ -46,7 +46,7 @@ TIERS: dict[str, tuple[str, ...]] = {
     "test_embedding_speed_model.py": ("embedding",),
     "test_bfcl_memory.py::test_the_vector_backend_runs_offline_with_the_shipped_model": ("embedding", "slow"),
     # The candidates' solutions run under the sandbox (gate 1).
-    "test_headline_units.py::test_toolgate_acceptance_from_candidates": ("sandbox",),
+    "test_toolgate_gates.py::test_toolgate_acceptance_from_candidates": ("sandbox",),
     "test_local_model.py": ("local_model",),
     "test_portable_build.py::test_installed_llama_library_has_no_amx_or_avx512": ("local_model", "slow"),
     # Real CLI processes, each a few seconds: runs against a fault-injecting server, Ctrl-C and kill -9 mid-run,

@@ -109,6 +109,22 @@ class ScoreSpec:
     run: Callable[[Any], RecordedRun]
 
 
+@dataclass(frozen=True)
+class OutputFiles:
+    """Files the ``eval NAME`` and ``score NAME`` commands can write from a finished run, besides ``--samples``.
+
+    They are command-line outputs, not options of the run: not stored, and no keyword of the API or a sweep file.
+
+    Attributes:
+        options: The model of the file options (``--predictions-out PATH``); the commands get its fields as options.
+        writers: From those options, the files to write: label -> (path, writer of the finished ``RunResult``).
+            It checks the paths first (before anything runs).
+    """
+
+    options: type[BaseModel]
+    writers: Callable[[Any], Mapping[str, tuple[Path, Callable[[Any], None]]]]
+
+
 class ExportWriter(Protocol):
     """Writes one stored run in a benchmark's own format into ``folder`` and returns the files it wrote."""
 
@@ -168,6 +184,7 @@ class BenchmarkSpec:
         restore: Makes a stored run's benchmark from its options where that differs from ``build`` (BFCL: a run of
             result files is scored again from its stored outputs, without the files); None: ``build``.
         engine_defaults: The engine options' defaults of ``eval NAME`` where they are not the usual ones.
+        outputs: Files ``eval NAME`` and ``score NAME`` can write from a finished run (WildToolBench's logs), or None.
         run_panels: The viewer's extra panels of a run page (:mod:`toolgauge.panels`), or None.
         sample_panels: The viewer's extra panels of a sample page, or None.
         paper: ``paper_blocks(runs, **options)`` laying out the seed paper's tables (``toolgauge paper``), or None.
@@ -193,6 +210,7 @@ class BenchmarkSpec:
     migrate: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
     restore: Callable[[Any], Benchmark[Any, Any]] | None = None
     engine_defaults: Mapping[str, Any] = field(default_factory=dict)
+    outputs: OutputFiles | None = None
     run_panels: RunPanels | None = None
     sample_panels: SamplePanels | None = None
     paper: Callable[..., Any] | None = None
@@ -330,7 +348,8 @@ def build_parameters(spec: BenchmarkSpec) -> dict[str, inspect.Parameter]:
 
 
 def with_evaluated_model(spec: BenchmarkSpec, options: Mapping[str, Any], model: str) -> dict[str, Any]:
-    """``options`` with ``model`` added when ``spec.build`` takes the evaluated model (Tool-Genesis) and lacks it."""
-    if "model" in options or "model" not in build_parameters(spec):
+    """``options`` with ``model`` added when the benchmark's options take the evaluated model and lack it."""
+    takes = "model" in spec.options.model_fields if spec.options is not None else "model" in build_parameters(spec)
+    if "model" in options or not takes:
         return dict(options)
     return {**options, "model": model}

@@ -63,14 +63,19 @@ class SampleScore(BaseModel):
     weights: dict[str, float] = Field(default_factory=dict)
 
 
-class MetricSummary(BaseModel):
-    """A headline metric over repeats: mean, standard error and 95% interval over ``n`` clusters."""
+class Estimate(BaseModel):
+    """A mean with its standard error and 95% interval over ``n`` clusters (None where not measured)."""
 
     mean: float | None
     stderr: float | None = None
     ci_low: float | None = None
     ci_high: float | None = None
     n: int = 0
+
+
+class MetricSummary(Estimate):
+    """A headline metric over repeats: mean, standard error and 95% interval over ``n`` clusters."""
+
     epochs: int = 1
 
 

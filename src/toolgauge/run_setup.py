@@ -132,6 +132,8 @@ def prepare_run(
     """
     from toolgauge.models.spec import display_spec, resolve_model
 
+    if isinstance(model, str) and "model" in type(options).model_fields and options.model_dump().get("model") is None:
+        options = options.model_copy(update={"model": model})  # a benchmark whose run the evaluated model shapes
     bench = bench if bench is not None else spec.build(options)
     if not isinstance(model, str):
         shown, client = model.name, model

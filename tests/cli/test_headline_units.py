@@ -204,24 +204,3 @@ def test_genesis_headline_from_servers(l4_run: bool) -> None:
     assert all(r.cluster == r.id for r in rows)
     assert ("sr_soft" in rows[0].scores) == l4_run
     assert (unit_mean(rows, "sr_soft") is None) == (not l4_run)
-
-
-# -- ToolGate: candidates of a pool run -----------------------------------------------------------------
-
-
-def test_toolgate_acceptance_from_candidates() -> None:
-    from test_toolgate_gates import hand_built  # the hand-built pool: accepted, rejected twice, flagged, no verdict
-
-    from toolgauge.benchmarks.toolgate import SPEC as TOOLGATE
-    from toolgauge.benchmarks.toolgate.protocol import score_records
-
-    scored = score_records("toolgate", {"gates": ["verify", "screens", "solve"]}, hand_built())
-    rows = scored.samples
-    assert TOOLGATE.headline == ("acceptance_rate",)
-    assert scored.results.value("acceptance_rate") == 1 / 4
-    assert_headline_reproduced(scored.results, rows, [*TOOLGATE.headline, "survival_rate"])
-    assert "acceptance_rate" not in rows[-1].scores  # the candidate without a verdict is in no rate
-    # Without the solve gate there is no acceptance rate, and no candidate carries one.
-    screens_only = score_records("toolgate", {"gates": ["verify", "screens"]}, hand_built())
-    assert all("acceptance_rate" not in r.scores for r in screens_only.samples)
-    assert_headline_reproduced(screens_only.results, screens_only.samples, ["survival_rate"])

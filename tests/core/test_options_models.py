@@ -140,7 +140,10 @@ def rescores_as_stored(store: Path, run_id: str) -> None:
     stored = api.read_run(run_id, store=store)
     assert stored.results is not None and stored.results.metrics
     again = api.rescore(run_id, store=store)
-    assert again.results.metrics == stored.results.metrics
+    # Every stored metric comes back equal; analyses added since (issue 22's MTU breakdowns, BFCL's overall score)
+    # are new metrics beside them.
+    rescored = {(m.name, m.group, m.by): m for m in again.results.metrics}
+    assert {(m.name, m.group, m.by): m for m in stored.results.metrics}.items() <= rescored.items()
 
 
 def test_an_old_suite_run_rescores_to_its_stored_scores(tmp_path: Path) -> None:
@@ -174,6 +177,32 @@ def test_an_old_wildtoolbench_run_rescores_to_its_stored_scores(tmp_path: Path) 
     sessions = FIXTURE_ROOT / "wildtoolbench" / "sessions.jsonl"
     store, run_id = old_store("wildtoolbench", tmp_path, sessions)
     rescores_as_stored(store, run_id)
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        # eval tool-genesis --model gold --skip-l4: the model that made the run is kept (gold), L4 skipped again.
+        ("tool-genesis", {"model": "gold", "out": Path("/tmp/old-genesis-out"), "skip_l4": True}),
+        # genesis evaluate --pred: the registry's path was not stored (rescoring does not read it).
+        ("tool-genesis-registry", {"pred": Path("unrecorded")}),
+    ],
+)
+def test_an_old_tool_genesis_run_rescores_to_its_stored_scores(
+    tmp_path: Path, name: str, expected: dict[str, Any]
+) -> None:
+    from toolgauge.benchmarks.tool_genesis.options import GenesisOptions
+
+    data = tmp_path / "data.json"  # the data file the run read: the one server of the fixture
+    data.write_text("[" + (FIXTURE_ROOT / "genesis" / "spec.json").read_text() + "]")
+    store, run_id = old_store(name, tmp_path, data)
+    rescores_as_stored(store, run_id)
+    stored = api.read_run(run_id, store=store)
+    assert stored.results is not None
+    assert api.rescore(run_id, store=store).results.details == stored.results.details  # L4's skip reason too
+    spec = spec_named("tool-genesis")
+    assert spec is not None
+    assert stored_options(spec, stored.config) == GenesisOptions(data=data, limit=1, **expected)
 
 
 # -- generated commands ----------------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from sqlalchemy import select
 
 from helpers.cli_helpers import invoke
 from helpers.paths import FIXTURE_ROOT
-from toolgauge.benchmarks.tool_genesis.cli import role_specs
+from toolgauge.benchmarks.tool_genesis.build import role_specs
 from toolgauge.benchmarks.tool_genesis.loader import write_registry
 from toolgauge.benchmarks.tool_genesis.records import GeneratedServer
 from toolgauge.engine import EpisodeContext, SampleOutcome
@@ -74,11 +74,11 @@ def test_cells_get_the_roles_eval_tool_genesis_would_give(genesis: dict[str, Pat
     text = sweep(["gold"], f'data = "{genesis["data"]}"\nagent_model = "{agent}"\njudge_model = "{judge}"\n')
     (cell,) = plan_cells(parse_sweep(text, "s.toml"), "s.toml")
     assert cell.task.roles == {"agent": agent, "judge": judge}
-    assert cell.bench.config()["l4"] is True
+    assert cell.bench.l4.skip_reason is None  # L4 runs (the stored config holds the options that decide it)
 
     text = sweep([STUB], f'data = "{genesis["data"]}"\njudge_model = "{judge}"\nskip_l4 = true\n')
     (cell,) = plan_cells(parse_sweep(text, "s.toml"), "s.toml")
-    assert cell.task.roles == {} and cell.bench.config()["l4"] is False
+    assert cell.task.roles == {} and cell.bench.l4.skip_reason == "--skip-l4 given"
 
     # Scoring a registry (genesis evaluate): no default agent; the judge may be set on the model's entry
     # when every benchmark of the file takes it.

@@ -96,7 +96,8 @@ def test_the_run_page_has_every_breakdown_and_a_chart_for_each(base: str, runs: 
     assert [b["by"] for b in page["breakdowns"]] == ["split", "set", "turns", "tools"]
     assert [r["group"] for r in page["breakdowns"][0]["rows"]] == ["S-S", "S-M", "M-S", "M-M", "OOD"]
     assert page["overall"][0]["headline"] and page["overall"][0]["name"] == "tool_accuracy"
-    assert page["charts"] == [{"name": "by-split", "title": "by split"}]
+    assert [c["name"] for c in page["charts"]] == ["by-split", "by-set", "by-turns", "by-tools"]
+    assert page["charts"][0] == {"name": "by-split", "title": "by split"}
     status, headers, svg = fetch(base + f"api/runs/{runs.mtu}/charts/by-split.svg")
     assert status == 200 and headers["content-type"].startswith("image/svg+xml")
     assert svg.startswith(b"<svg") and b"S-S" in svg and b"tool_accuracy" in svg

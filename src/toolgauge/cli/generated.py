@@ -9,7 +9,8 @@ sets the run up with :func:`toolgauge.run_setup.prepare_run` and runs it as ever
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from toolgauge.benchmark import BenchmarkSpec, CommandGroups
@@ -32,23 +33,38 @@ def _with_signature(fn: Callable[..., None], params: list[inspect.Parameter]) ->
     return fn
 
 
+def _file_parameters(spec: BenchmarkSpec) -> list[inspect.Parameter]:
+    """The options of the files the command can write from the run (``BenchmarkSpec.outputs``), if any."""
+    return option_parameters(spec.outputs.options) if spec.outputs is not None else []
+
+
+def _files(spec: BenchmarkSpec, values: dict[str, Any]) -> Mapping[str, tuple[Path, Callable[[Any], None]]]:
+    """The files to write from the run (paths checked now), taking their options out of ``values``."""
+    if spec.outputs is None:
+        return {}
+    model = spec.outputs.options
+    given = {name: values.pop(name) for name in list(values) if name in model.model_fields}
+    return spec.outputs.writers(validated(model, command_values(model, given), prefix="--"))
+
+
 def eval_command(spec: BenchmarkSpec) -> Callable[..., None]:
     """The ``eval NAME`` command of ``spec``, from ``spec.options``."""
     model = spec.options
     assert model is not None
 
     def command(*, flags: RunFlags, **values: Any) -> None:
+        files = _files(spec, values)
         options = validated(model, command_values(model, values), prefix="--")
         prepared = prepare_run(
             spec, options, flags.model_spec, engine=engine_of(flags), store=flags.store,
             show_progress=not flags.quiet, console=err,
         )  # fmt: skip
         execute(prepared.bench, prepared.model, flags, client=prepared.client, roles=prepared.roles,
-                run_options=prepared.options, unit=spec.unit.removesuffix("s"))  # fmt: skip
+                outputs=files, run_options=prepared.options, unit=spec.unit.removesuffix("s"))  # fmt: skip
 
     command.__doc__ = model.__doc__  # the model's docstring says what the command does
     defaults = EngineDefaults(**{k: v for k, v in spec.engine_defaults.items() if k in ("concurrency", "timeout")})
-    fn = _with_signature(command, option_parameters(model, spec.engine_defaults))
+    fn = _with_signature(command, option_parameters(model, spec.engine_defaults) + _file_parameters(spec))
     # A benchmark whose tries of one sample would share files offers no --epochs (BenchmarkSpec.repeatable).
     return run_command(engine=defaults, sampling=False, limit=False, epochs=spec.repeatable)(fn)
 
@@ -59,6 +75,7 @@ def score_command(spec: BenchmarkSpec) -> Callable[..., None]:
     assert scoring is not None
 
     def command(*, flags: RunFlags, **values: Any) -> None:
+        files = _files(spec, values)
         options = validated(scoring.options, command_values(scoring.options, values), prefix="--")
         recorded = scoring.run(options)
         for note in recorded.notes:
@@ -66,11 +83,11 @@ def score_command(spec: BenchmarkSpec) -> Callable[..., None]:
         engine = EngineOptions(concurrency=flags.concurrency, timeout=flags.timeout, max_retries=flags.max_retries,
                                no_cache=flags.no_cache, name=flags.name, tag=flags.tag)  # fmt: skip
         prepared = run_options(spec.headline, options, engine, store=flags.store, console=err)
-        execute(recorded.bench, recorded.model, flags, client=recorded.client, run_options=prepared,
+        execute(recorded.bench, recorded.model, flags, client=recorded.client, outputs=files, run_options=prepared,
                 unit=spec.unit.removesuffix("s"))  # fmt: skip
 
     command.__doc__ = scoring.options.__doc__
-    fn = _with_signature(command, option_parameters(scoring.options))
+    fn = _with_signature(command, option_parameters(scoring.options) + _file_parameters(spec))
     return run_command(engine=None, limit=False)(fn)
 
 

@@ -174,7 +174,6 @@ def load_paper_runs(st: Store, spec: BenchmarkSpec, refs: Sequence[str]) -> list
 
 def _paper_run(st: Store, spec: BenchmarkSpec, info: RunInfo) -> PaperRun:
     from toolgauge.api import stored_scores
-    from toolgauge.benchmark import rebuild
     from toolgauge.report.paper_tables import PaperRun
 
     if info.results is None or info.status not in ("finished", "finished_with_errors"):
@@ -184,6 +183,8 @@ def _paper_run(st: Store, spec: BenchmarkSpec, info: RunInfo) -> PaperRun:
         return list(stored_scores(st, info).iter_samples())
 
     def samples() -> list[tuple[str, Any]]:
+        from toolgauge.benchmark import rebuild
+
         return list(rebuild(spec, info.config).samples())
 
     return PaperRun(

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import openai
 from openai import AsyncAzureOpenAI
 
-from toolgauge.errors import ModelError
 from toolgauge.models.openai_compat import OpenAICompatClient
 from toolgauge.redact import redact_url
 
@@ -27,16 +25,12 @@ class AzureOpenAIClient(OpenAICompatClient):
         """Deployment, endpoint and API version (a new API version may answer differently)."""
         return f"azure:{self.model}@{redact_url(self.base_url or '')}?api-version={self.api_version}"
 
-    async def start(self) -> None:
-        """Create the Azure SDK client (retries are the engine's job, so the SDK's are off)."""
-        if self._client is None:
-            try:
-                self._client = AsyncAzureOpenAI(
-                    azure_endpoint=self.base_url or "",
-                    api_version=self.api_version,
-                    api_key=self._api_key,
-                    timeout=self._timeout,
-                    max_retries=0,
-                )
-            except openai.OpenAIError as exc:
-                raise ModelError(str(exc)) from exc
+    def _new_client(self) -> AsyncAzureOpenAI:
+        """The Azure SDK client: the deployment's path, the ``api-version`` query, the ``api-key`` header."""
+        return AsyncAzureOpenAI(
+            azure_endpoint=self.base_url or "",
+            api_version=self.api_version,
+            api_key=self._api_key,
+            timeout=self._timeout,
+            max_retries=0,
+        )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from typing import Any
@@ -13,21 +12,15 @@ from pydantic import BaseModel, Field
 
 from toolgauge.errors import ConnectionFailed, ModelError, TransientModelError
 from toolgauge.models.served_identity import ServedModel, cache_id_with, models_entry
-from toolgauge.models.wire import RETRYABLE_STATUS as _RETRYABLE_STATUS
-from toolgauge.models.wire import decode_body, set_options
+from toolgauge.models.wire import decode_body, probe_until_answered, set_options, status_error
 from toolgauge.models.wire import one_line as _short
-from toolgauge.models.wire import retry_after_seconds as _retry_after
 from toolgauge.records import AssistantTurn, GenerateOptions, Message, ModelRequest, ToolCall, Usage
 from toolgauge.redact import learn_secret, learn_url_credentials, redact_url
 
 # Keys sent when there is no real one (no key in the environment, the embedded local server): nothing to hide.
 PLACEHOLDER_KEYS = frozenset({"sk-no-key", "sk-local"})
-# The probe fails at once when nothing accepts the connection (dead port, unknown host, connect
-# timeout); a server that accepts but answers with a transient fault (5xx, 429, a malformed body,
-# a reset) is alive, and gets a few quick attempts.
+# The probe's connect timeout: a dead host fails it in seconds, whatever the request timeout.
 _PROBE_CONNECT_TIMEOUT = 5.0
-_PROBE_ATTEMPTS = 4
-_PROBE_MAX_WAIT = 2.0
 
 
 class _WireFunction(BaseModel):
@@ -172,14 +165,13 @@ class OpenAICompatClient:
         """Create the SDK client (retries are the engine's job, so the SDK's are off)."""
         if self._client is None:
             try:
-                self._client = AsyncOpenAI(
-                    base_url=self.base_url,
-                    api_key=self._api_key,
-                    timeout=self._timeout,
-                    max_retries=0,
-                )
+                self._client = self._new_client()
             except openai.OpenAIError as exc:
                 raise ModelError(str(exc)) from exc
+
+    def _new_client(self) -> AsyncOpenAI:
+        """The SDK client this endpoint is reached with (no retries of its own)."""
+        return AsyncOpenAI(base_url=self.base_url, api_key=self._api_key, timeout=self._timeout, max_retries=0)
 
     async def close(self) -> None:
         """Close the HTTP connection pool."""
@@ -200,22 +192,13 @@ class OpenAICompatClient:
             timeout=openai.Timeout(self._timeout, connect=min(self._timeout, _PROBE_CONNECT_TIMEOUT)), max_retries=0
         )
         kwargs = {"model": self.model, "messages": [{"role": "user", "content": "Say OK."}], "max_tokens": 1}
-        for attempt in range(1, _PROBE_ATTEMPTS + 1):
-            try:
-                answer = await _complete(client, kwargs)
-                served = await self._models_entry(client)
-                self.served = served.model_copy(update={"system_fingerprint": answer.system_fingerprint})
-                return
-            except ConnectionFailed as exc:
-                if _refused(exc):  # nothing listens there (or no route): no point in asking again
-                    raise ModelError(str(exc)) from exc
-                if attempt == _PROBE_ATTEMPTS:
-                    raise ModelError(f"{exc} (after {attempt} attempts)") from exc
-                await asyncio.sleep(0.25)
-            except TransientModelError as exc:
-                if attempt == _PROBE_ATTEMPTS:
-                    raise ModelError(f"{exc} (after {attempt} attempts)") from exc
-                await asyncio.sleep(min(_PROBE_MAX_WAIT, exc.retry_after if exc.retry_after is not None else 0.25))
+
+        async def answer_and_identify() -> None:
+            answer = await _complete(client, kwargs)
+            served = await self._models_entry(client)
+            self.served = served.model_copy(update={"system_fingerprint": answer.system_fingerprint})
+
+        await probe_until_answered(answer_and_identify)
 
     def unsupported(self, options: GenerateOptions) -> list[str]:
         """The set options chat completions cannot carry (asked once at the start of a run)."""
@@ -278,12 +261,9 @@ async def _complete(client: AsyncOpenAI, kwargs: dict[str, Any]) -> WireCompleti
     try:
         raw = await client.chat.completions.with_raw_response.create(**kwargs)
     except openai.APIStatusError as exc:
-        retry_after = _retry_after(exc.response.headers.get("retry-after"))
         # The SDK prefixes "Error code: 404 - "; the status is already in our line.
-        message = f"HTTP {exc.status_code}: {_short(exc.message.removeprefix(f'Error code: {exc.status_code} - '))}"
-        if exc.status_code >= 500 or exc.status_code in _RETRYABLE_STATUS:
-            raise TransientModelError(message, retry_after=retry_after) from exc
-        raise ModelError(message) from exc
+        message = exc.message.removeprefix(f"Error code: {exc.status_code} - ")
+        raise status_error(exc.status_code, message, retry_after=exc.response.headers.get("retry-after")) from exc
     except openai.APITimeoutError as exc:
         raise TransientModelError(f"{exc.__class__.__name__}: {_short(str(exc))}") from exc
     except openai.APIConnectionError as exc:
@@ -293,17 +273,6 @@ async def _complete(client: AsyncOpenAI, kwargs: dict[str, Any]) -> WireCompleti
         raise ModelError(f"{exc.__class__.__name__}: {_short(str(exc))}") from exc
     http = raw.http_response
     return decode_completion(http.content, http.headers.get("content-type", ""))
-
-
-def _refused(exc: BaseException) -> bool:
-    """Whether the connection itself could not be made (as opposed to cut after connecting)."""
-    cause: BaseException | None = exc
-    while cause is not None:
-        # By name: the SDK's HTTP library is httpx or its fork httpx2, depending on the SDK version.
-        if type(cause).__name__ in ("ConnectError", "ConnectTimeout"):
-            return True
-        cause = cause.__cause__
-    return False
 
 
 def _root_cause(exc: BaseException) -> str:

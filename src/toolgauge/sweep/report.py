@@ -20,19 +20,14 @@ from rich.table import Table
 from toolgauge.cost import format_usd
 from toolgauge.errors import UsageError
 from toolgauge.report.terminal import MISSING, interval, number, summary_unit
-from toolgauge.results import EvalResults, MetricKind
+from toolgauge.results import Estimate, EvalResults, MetricKind
 from toolgauge.store import Store
 from toolgauge.store.sweeps import SweepRecord, get_sweep
 
 
-class MetricStat(BaseModel):
+class MetricStat(Estimate):
     """One headline metric of one cell."""
 
-    mean: float | None
-    stderr: float | None = None
-    ci_low: float | None = None
-    ci_high: float | None = None
-    n: int = 0
     # How the leaderboard shows it (a rate in percent); not part of the JSON document.
     kind: MetricKind = Field(default="rate", exclude=True)
 

@@ -17,7 +17,8 @@ import pytest
 
 from helpers.cli_helpers import invoke
 from helpers.paths import FIXTURE_ROOT
-from toolgauge.benchmarks.tool_genesis.cli import rescore
+from toolgauge.benchmark import rebuild
+from toolgauge.benchmarks.tool_genesis import SPEC
 from toolgauge.benchmarks.tool_genesis.metrics.compliance import Verdict
 from toolgauge.benchmarks.tool_genesis.metrics.schema import SchemaMatch
 from toolgauge.benchmarks.tool_genesis.metrics.unit_tests import UnitTestScore, summarise_unit_tests
@@ -98,7 +99,7 @@ def store_run(store: str, data: Path, model: str, strategy: str, results: list[G
         run_id = st.create_run("tool-genesis", model, config)
         for r in results:
             st.record_sample(run_id, r.slug, result=r.model_dump(mode="json"), error=None, latency_s=0.1)
-        bench = rescore(config, None)
+        bench = rebuild(SPEC, config)  # a config as stored before issue 23: migrated
         assert isinstance(bench, GenesisBenchmark)
         outcomes = [SampleOutcome(key=r.slug, result=r, error=None, latency_s=0.1) for r in results]
         scored = aggregate_epochs([bench.score(bench.samples(), outcomes)], HEADLINE, seed=0)

@@ -637,3 +637,22 @@ async def test_all_screens_runs_every_screen_and_a_screen_gate_skips_verificatio
     second = await run_pool(tmp_path / "b", seeded, pool())
     seeds = [[c["seed"] for c in first[k]["gates"]["screens"][0]["calls"]] for k in first]
     assert seeds == [[c["seed"] for c in second[k]["gates"]["screens"][0]["calls"]] for k in second]
+
+
+def test_toolgate_acceptance_from_candidates() -> None:
+    # hand_built: the pool accepted, rejected twice, flagged, no verdict (the headline's units, as the other benchmarks'
+    # in tests/cli/test_headline_units.py).
+    from helpers.headline_units import assert_headline_reproduced
+    from toolgauge.benchmarks.toolgate import SPEC as TOOLGATE
+    from toolgauge.benchmarks.toolgate.protocol import score_records
+
+    scored = score_records("toolgate", {"gates": ["verify", "screens", "solve"]}, hand_built())
+    rows = scored.samples
+    assert TOOLGATE.headline == ("acceptance_rate",)
+    assert scored.results.value("acceptance_rate") == 1 / 4
+    assert_headline_reproduced(scored.results, rows, [*TOOLGATE.headline, "survival_rate"])
+    assert "acceptance_rate" not in rows[-1].scores  # the candidate without a verdict is in no rate
+    # Without the solve gate there is no acceptance rate, and no candidate carries one.
+    screens_only = score_records("toolgate", {"gates": ["verify", "screens"]}, hand_built())
+    assert all("acceptance_rate" not in r.scores for r in screens_only.samples)
+    assert_headline_reproduced(screens_only.results, screens_only.samples, ["survival_rate"])

@@ -559,33 +559,44 @@ def test_tool_choice_expected_forces_the_gold_tool_and_none_for_text_steps():
 
 
 def test_build_takes_str_paths_and_a_result_file_and_rescore_rebuilds_the_same_sessions(tmp_path):
+    from toolgauge.benchmark import build_from, rebuild
     from toolgauge.benchmarks.registry import spec_named
-    from toolgauge.benchmarks.wildtoolbench.cli import BUILTIN, build, rescore
+    from toolgauge.benchmarks.wildtoolbench.build import build, score_run
+    from toolgauge.benchmarks.wildtoolbench.options import BUILTIN, WildOptions, WildScoreOptions
     from toolgauge.errors import UsageError
 
     spec = spec_named("wildtoolbench")
-    assert spec is not None and spec.rescore is not None and spec.unit == "sessions"
-    # Through the registry, as the Python API calls them.
-    official = spec.build(data=str(SESSIONS), recorded=str(OFFICIAL))
+    assert spec is not None and spec.options is WildOptions and spec.unit == "sessions"
+
+    def official_run(predictions: Path | str) -> WildBenchmark:
+        options = WildScoreOptions.model_validate({"predictions": str(predictions), "data": str(SESSIONS),
+                                                   "format": "official"})  # fmt: skip
+        bench = score_run(options).bench
+        assert isinstance(bench, WildBenchmark)
+        return bench
+
+    # Options as the Python API gives them (str paths), through the registry's score spec.
+    official = official_run(OFFICIAL)
     # Only the sessions of the result file, named in the config so that rescore can find them again.
     assert [key for key, _ in official.samples()] == ["wild_tool_bench_0", "wild_tool_bench_1"]
     config = official.config()
-    assert config["recorded"] is True and config["sessions"] == ["wild_tool_bench_0", "wild_tool_bench_1"]
-    again = spec.rescore(config, "strict")
+    assert official.recorded is not None and config["sessions"] == ["wild_tool_bench_0", "wild_tool_bench_1"]
+    again = rebuild(spec, config, "strict")
+    assert isinstance(again, WildBenchmark)
     assert [key for key, _ in again.samples()] == ["wild_tool_bench_0", "wild_tool_bench_1"]
     assert again.variant == "strict" and again.recorded is None  # the logs come from the store
     # Without a result file: the first --limit sessions, and rescore keeps the number.
-    first = build(data=SESSIONS, language="zh", limit=2, tool_choice="expected")
-    assert "sessions" not in first.config() and first.config()["n"] == 2
-    rebuilt = rescore(first.config(), None)
+    first = build_from(spec, {"data": str(SESSIONS), "language": "zh", "limit": 2, "tool_choice": "expected"})
+    assert first.config()["sessions"] is None and first.config()["n"] == 2
+    rebuilt = rebuild(spec, first.config())
     assert rebuilt.config() == first.config()
-    assert build().data_label == BUILTIN and rescore(build().config(), None).data_label == BUILTIN
-    with pytest.raises(UsageError, match="has the variants reference, strict"):
-        build(variant="loose")  # type: ignore[arg-type]
+    assert build().data_label == BUILTIN and rebuild(spec, build().config()).data_label == BUILTIN  # type: ignore[attr-defined]
+    with pytest.raises(UsageError, match="variant: input should be 'reference' or 'strict'"):
+        build_from(spec, {"variant": "loose"})
     with pytest.raises(DataError, match=r"steps_scenario\.jsonl:1: id: missing or not a string"):
-        build(data=SESSIONS, recorded=SCENARIO)  # a step file is not an official result file
+        official_run(SCENARIO)  # a step file is not an official result file
     elsewhere = tmp_path / "elsewhere.jsonl"
     elsewhere.write_text(json.dumps({"id": "other_session", "result": []}) + "\n", encoding="utf-8")
     with pytest.raises(DataError, match="none of its 1 sessions is in the data") as info:
-        build(data=SESSIONS, recorded=elsewhere)
+        official_run(elsewhere)
     assert info.value.field == "id"

@@ -118,6 +118,31 @@ def load_bfcl(data_dir: Path, categories: Sequence[str]) -> list[BfclEntry]:
     return entries
 
 
+def result_files(path: Path, categories: Sequence[str] | None = None) -> list[Path]:
+    """The result files ``path`` names: itself, or the ``BFCL_v4_<category>_result.json`` under a folder.
+
+    Args:
+        path: A result file, or a directory searched recursively (``result/<model>/<group>/``).
+        categories: Only these categories' files from a folder (default: every category's).
+
+    Raises:
+        DataError: Missing path, or a folder without such files.
+    """
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        raise DataError(str(path), "result path does not exist")
+    if categories is None:
+        files = sorted(p for p in path.rglob("BFCL_v4_*_result.json") if p.is_file())
+        missing = "no BFCL_v4_<category>_result.json files found"
+    else:
+        files = sorted(f for c in categories for f in path.rglob(f"BFCL_v4_{c}_result.json") if f.is_file())
+        missing = f"no BFCL_v4_<category>_result.json for {', '.join(categories)}"
+    if not files:
+        raise DataError(str(path), missing)
+    return files
+
+
 def load_bfcl_results(path: Path) -> dict[str, BfclResultLine]:
     """Read BFCL result lines from one file or every ``BFCL_v4_*_result.json`` under a directory.
 
@@ -130,16 +155,8 @@ def load_bfcl_results(path: Path) -> dict[str, BfclResultLine]:
     Raises:
         DataError: Missing path, malformed line, or an id seen twice.
     """
-    if path.is_dir():
-        files = sorted(p for p in path.rglob("BFCL_v4_*_result.json") if p.is_file())
-        if not files:
-            raise DataError(str(path), "no BFCL_v4_<category>_result.json files found")
-    elif path.is_file():
-        files = [path]
-    else:
-        raise DataError(str(path), "result path does not exist")
     results: dict[str, BfclResultLine] = {}
-    for file in files:
+    for file in result_files(path):
         match = _RESULT_FILE.match(file.name)
         for line_number, record in read_jsonl_objects(file, what="results"):
             result = _result(record, file, line_number, match.group("category") if match else None)

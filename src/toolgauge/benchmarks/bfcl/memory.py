@@ -37,7 +37,7 @@ from pydantic import BaseModel
 
 from toolgauge.benchmark import options_config
 from toolgauge.benchmarks.bfcl.backends import BFCL_EVAL_HINT, BfclBackends, bfcl_module
-from toolgauge.benchmarks.bfcl.metrics import BfclTally, BfclVerdict, entry_weight
+from toolgauge.benchmarks.bfcl.metrics import BfclTally, entry_weight, tally_verdict
 from toolgauge.benchmarks.bfcl.multi_turn import (
     BfclMultiTurnMode,
     BfclMultiTurnResult,
@@ -392,18 +392,7 @@ class BfclMemoryBenchmark:
         judged = list(self.judged(samples, outcomes))
         tally = BfclTally()
         for verdict, _, _ in judged:
-            tally.add(
-                BfclVerdict(
-                    id=verdict.id,
-                    category=verdict.category,
-                    valid=verdict.valid,
-                    error_type=verdict.error_type,
-                    errors=[verdict.error_message] if verdict.error_message else [],
-                    decoded=None,
-                    unsatisfiable=False,
-                    unparsable=False,
-                )
-            )
+            tally.add(tally_verdict(verdict))
         missing = [v.id for v, _, result in judged if result is not None and result.missing]
         warning = missing_predictions_warning(missing, len(judged))
         results = EvalResults(

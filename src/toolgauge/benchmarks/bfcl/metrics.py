@@ -12,7 +12,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 
@@ -48,6 +48,30 @@ class BfclVerdict(BaseModel):
     unparsable: bool
     # A decoder_wrong_output_format verdict: str() of what BFCL's decoder returned (its score files show it).
     wrong_shape: str | None = None
+
+
+class StateVerdict(Protocol):
+    """A verdict of BFCL's multi-turn (state) or agentic (memory) checker: valid or not, with one message at most."""
+
+    id: str
+    category: str
+    valid: bool
+    error_type: str | None
+    error_message: str | None
+
+
+def tally_verdict(verdict: StateVerdict) -> BfclVerdict:
+    """A multi-turn or memory verdict as the tally counts it (no decoded calls to show, never unsatisfiable)."""
+    return BfclVerdict(
+        id=verdict.id,
+        category=verdict.category,
+        valid=verdict.valid,
+        error_type=verdict.error_type,
+        errors=[verdict.error_message] if verdict.error_message else [],
+        decoded=None,
+        unsatisfiable=False,
+        unparsable=False,
+    )
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from toolgauge.benchmarks.bfcl.decoders.call_types import BfclDecodeError
 from toolgauge.benchmarks.bfcl.decoders.python_calls import decode_python_calls, render_python_calls
 from toolgauge.benchmarks.bfcl.io import bfcl_prompt_messages, bfcl_tools
 from toolgauge.benchmarks.bfcl.loader import BfclEntry
-from toolgauge.benchmarks.bfcl.metrics import BfclTally, BfclVerdict, entry_weight
+from toolgauge.benchmarks.bfcl.metrics import BfclTally, entry_weight, tally_verdict
 from toolgauge.benchmarks.bfcl.multi_turn_check import Call, MultiTurnEntry, MultiTurnVerdict, check_multi_turn
 from toolgauge.benchmarks.bfcl.options import BfclOptions
 from toolgauge.benchmarks.bfcl.protocol import ids_without_result, missing_predictions_warning, stored_options
@@ -136,7 +136,7 @@ class BfclMultiTurnBenchmark:
         tally = BfclTally()
         credit: dict[str, list[float]] = defaultdict(list)
         for verdict, _, _, _ in judged:
-            tally.add(_as_bfcl_verdict(verdict))
+            tally.add(tally_verdict(verdict))
             credit[verdict.category].append(verdict.turn_credit)
         metrics = tally.metrics()
         for category, values in credit.items():
@@ -368,19 +368,6 @@ def _value_text(value: Any) -> str:
             return call_text(str(name), args)
         return "{" + ", ".join(f"'{k}': {_value_text(v)}" for k, v in value.items()) + "}"
     return repr(value)
-
-
-def _as_bfcl_verdict(v: MultiTurnVerdict) -> BfclVerdict:
-    return BfclVerdict(
-        id=v.id,
-        category=v.category,
-        valid=v.valid,
-        error_type=v.error_type,
-        errors=[v.error_message] if v.error_message else [],
-        decoded=None,
-        unsatisfiable=False,
-        unparsable=False,
-    )
 
 
 def _sample_score(v: MultiTurnVerdict, result: BfclMultiTurnResult | None, error: str | None, size: int) -> SampleScore:

@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from toolgauge.benchmarks.bfcl.backends import BfclBackends, bfcl_module, parse_call_text
+from toolgauge.benchmarks.bfcl.loader import result_files
 from toolgauge.errors import DataError
 from toolgauge.jsonl import read_jsonl_objects
 
@@ -186,16 +187,8 @@ def load_multi_turn_results(path: Path, categories: Sequence[str]) -> dict[str, 
     Raises:
         DataError: no such path or no result file, a line without id or result, or an id seen twice.
     """
-    if path.is_dir():
-        files = sorted(f for c in categories for f in path.rglob(f"BFCL_v4_{c}_result.json") if f.is_file())
-        if not files:
-            raise DataError(str(path), f"no BFCL_v4_<category>_result.json for {', '.join(categories)}")
-    elif path.is_file():
-        files = [path]
-    else:
-        raise DataError(str(path), "result path does not exist")
     results: dict[str, Any] = {}
-    for file in files:
+    for file in result_files(path, categories):
         for line, record in read_jsonl_objects(file, what="results"):
             entry_id = record.get("id")
             if not isinstance(entry_id, str) or not entry_id:

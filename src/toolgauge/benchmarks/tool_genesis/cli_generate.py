@@ -1,38 +1,34 @@
 """``genesis generate``: turn each requirement into an MCP server (direct or code-agent).
 
 ``add_generate_command`` mounts the command on the ``genesis`` group (made in ``tool_genesis/cli.py``);
-``build_generate`` makes the run for the CLI and the Python API, ``rescore_generate`` rebuilds it from a
-stored run's config. The final ``registry.json`` is the command's explicit output step
-(``registry_file.registry_writer``); scoring writes nothing.
+``build_generate`` makes the run (a :class:`~.options.GenesisOptions` with ``generate`` set, made by ``build``);
+a stored run is rebuilt from its options as any Tool-Genesis run is (``benchmark.rebuild``). The final
+``registry.json`` is the command's explicit output step (``registry_file.registry_writer``); scoring writes nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
-
-if TYPE_CHECKING:
-    from toolgauge.benchmarks.tool_genesis.generate import GenesisGenerateBenchmark
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from toolgauge.benchmarks.tool_genesis.code_agent import MAX_STEPS
 from toolgauge.benchmarks.tool_genesis.generation import Strategy
+from toolgauge.benchmarks.tool_genesis.options import MAX_STEPS, GenerateRun, GenesisOptions
 from toolgauge.benchmarks.tool_genesis.registry_file import registry_writer
 from toolgauge.cli.common import (
     EngineDefaults,
     RunFlags,
     UnsafeNoSandboxOpt,
-    check_isolation,
     execute,
     resolved_model,
     run_command,
 )
-from toolgauge.records import GenerateOptions
-from toolgauge.selection import existing_data, limit_items
 from toolgauge.tools import ServerLauncher, launch_mcp_backend
+
+if TYPE_CHECKING:
+    from toolgauge.benchmarks.tool_genesis.generate import GenesisGenerateBenchmark
 
 GENERATE_DEFAULTS = EngineDefaults(concurrency=2, timeout=600.0, max_tokens=4096)
 
@@ -54,39 +50,19 @@ def build_generate(
     max_steps: int = MAX_STEPS,
     temperature: float = 0.0,
     max_tokens: int = GENERATE_DEFAULTS.max_tokens,
+    unsafe_no_sandbox: bool = False,
     launcher: ServerLauncher = launch_mcp_backend,
 ) -> GenesisGenerateBenchmark:
-    """The generation run over the first ``limit`` servers of ``data``, writing into ``out``."""
+    """The generation run over the first ``limit`` servers of ``data``, writing into ``out`` (``build``'s options)."""
+    from toolgauge.benchmarks.tool_genesis.build import build
     from toolgauge.benchmarks.tool_genesis.generate import GenesisGenerateBenchmark
-    from toolgauge.benchmarks.tool_genesis.loader import load_genesis
 
-    return GenesisGenerateBenchmark(
-        limit_items(load_genesis(existing_data(data)), limit),
-        out_dir=Path(out),
-        strategy=strategy,
-        data_label=str(data),
-        gold=gold,
-        options=GenerateOptions(temperature=temperature, max_tokens=max_tokens),
-        max_steps=max_steps,
-        launcher=launcher,
-    )
-
-
-def rescore_generate(config: Mapping[str, Any], variant: str | None = None) -> GenesisGenerateBenchmark:
-    """Rebuild a stored ``genesis generate`` run's benchmark from its config (the data file must still be there).
-
-    Generation has no metric variants: ``variant`` is ignored.
-    """
-    return build_generate(
-        data=str(config["data"]),
-        out=str(config["out"]),
-        strategy="code-agent" if config.get("strategy") == "code-agent" else "direct",
-        gold=bool(config.get("gold", False)),
-        limit=int(config["n"]),
-        max_steps=int(config.get("max_steps", MAX_STEPS)),
-        temperature=float(config.get("temperature") or 0.0),
-        max_tokens=int(config.get("max_tokens") or GENERATE_DEFAULTS.max_tokens),
-    )
+    generate = GenerateRun(gold=gold, max_steps=max_steps, temperature=temperature, max_tokens=max_tokens)
+    options = GenesisOptions(data=Path(data), out=Path(out), strategy=strategy, limit=limit, generate=generate,
+                             unsafe_no_sandbox=unsafe_no_sandbox)  # fmt: skip
+    bench = build(options, launcher=launcher)
+    assert isinstance(bench, GenesisGenerateBenchmark)
+    return bench
 
 
 def genesis_generate(
@@ -113,9 +89,8 @@ def genesis_generate(
         max_steps=max_steps,
         temperature=settings.temperature,
         max_tokens=settings.max_tokens,
+        unsafe_no_sandbox=unsafe_no_sandbox,
     )
-    if strategy is StrategyChoice.code_agent and not gold:
-        check_isolation(unsafe_no_sandbox)  # the code agent launches what it writes
     shown, client = resolved_model(bench, flags.model_spec, flags.timeout)
     outputs = {"registry": (bench.registry_path, registry_writer(bench.out_dir))}
     execute(bench, shown, flags, client=client, outputs=outputs, unit="server")

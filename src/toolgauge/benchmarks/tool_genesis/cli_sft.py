@@ -71,7 +71,10 @@ def build_export(
 ) -> tuple[dict[str, Any], dict[str, list[SftExample]]]:
     """The manifest and the examples per split of run ``ref`` (see :mod:`.sft`)."""
     from toolgauge.api import stored_scores
+    from toolgauge.benchmark import rebuild, stored_options
     from toolgauge.benchmarks.tool_genesis import SPEC
+    from toolgauge.benchmarks.tool_genesis.build import source_of
+    from toolgauge.benchmarks.tool_genesis.options import GenesisOptions
     from toolgauge.benchmarks.tool_genesis.protocol import GenesisSample
     from toolgauge.benchmarks.tool_genesis.sft import ModelStep, examples_of, keep_reason, split_of
 
@@ -79,12 +82,12 @@ def build_export(
     if info is None:
         raise UsageError(f"no run {ref!r} in the store (see: toolgauge runs)")
     config = info.config
-    if info.benchmark != "tool-genesis" or config.get("source") != "generate":
+    options = stored_options(SPEC, config) if info.benchmark == "tool-genesis" else None
+    if not isinstance(options, GenesisOptions) or options.generate is not None or source_of(options) != "generate":
         raise UsageError(f"run {info.id} is not an eval tool-genesis run that generated its servers")
-    if config.get("strategy") != "code-agent":
-        raise UsageError(f"run {info.id} used --strategy {config.get('strategy')}: export-sft needs a code-agent run")
-    assert SPEC.rescore is not None  # Tool-Genesis runs rescore from their config
-    servers = {key: s.server for key, s in SPEC.rescore(config, None).samples() if isinstance(s, GenesisSample)}
+    if options.strategy != "code-agent":
+        raise UsageError(f"run {info.id} used --strategy {options.strategy}: export-sft needs a code-agent run")
+    servers = {key: s.server for key, s in rebuild(SPEC, config).samples() if isinstance(s, GenesisSample)}
     dropped: dict[str, str] = {}
     kept: dict[str, list[SftExample]] = {}
     for score in stored_scores(st, info).iter_samples():

@@ -17,6 +17,7 @@ from types import TracebackType
 
 from toolgauge.benchmarks.tool_genesis.answer import parse_answer
 from toolgauge.benchmarks.tool_genesis.generation import GenerationResult, GenerationStep
+from toolgauge.benchmarks.tool_genesis.options import MAX_STEPS
 from toolgauge.benchmarks.tool_genesis.prompts import agent_messages
 from toolgauge.benchmarks.tool_genesis.records import GenesisServer
 from toolgauge.benchmarks.tool_genesis.server_files import CODE_FILE, check_files, server_record, write_answer_files
@@ -33,8 +34,6 @@ from toolgauge.tools import (
 )
 from toolgauge.tools.backend import unknown_tool
 from toolgauge.tools.workspace import write_file_spec
-
-MAX_STEPS = 10
 
 AGENT_TOOLS = [
     write_file_spec("Write (or replace) a text file in your server folder, e.g. tools.json or server.py."),

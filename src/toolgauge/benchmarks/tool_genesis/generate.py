@@ -14,10 +14,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from toolgauge.benchmarks.tool_genesis.code_agent import MAX_STEPS, run_code_agent
+from toolgauge.benchmark import options_config
+from toolgauge.benchmarks.tool_genesis.code_agent import run_code_agent
 from toolgauge.benchmarks.tool_genesis.direct import run_direct
 from toolgauge.benchmarks.tool_genesis.generation import GenerationResult, Strategy
 from toolgauge.benchmarks.tool_genesis.gold import write_gold_server
+from toolgauge.benchmarks.tool_genesis.options import MAX_STEPS, GenerateRun, GenesisOptions
 from toolgauge.benchmarks.tool_genesis.records import GeneratedServer, GenesisServer
 from toolgauge.benchmarks.tool_genesis.registry_file import RegistryFile, record_metadata
 from toolgauge.benchmarks.tool_genesis.server_files import fresh_dir, server_record, try_dir
@@ -93,6 +95,7 @@ class GenesisGenerateBenchmark:
         options: GenerateOptions | None = None,
         max_steps: int = MAX_STEPS,
         launcher: ServerLauncher = launch_mcp_backend,
+        run_options: GenesisOptions | None = None,
     ):
         self.servers = list(servers)
         self.out_dir = Path(out_dir)
@@ -102,6 +105,12 @@ class GenesisGenerateBenchmark:
         self.options = options or GenerateOptions(temperature=0.0, max_tokens=4096)
         self.max_steps = max_steps
         self.launcher = launcher
+        # What the run is stored with: the Tool-Genesis options it was built from (made by hand: its pieces').
+        self.run_options = run_options or GenesisOptions(
+            data=Path(data_label), out=self.out_dir.resolve(), strategy=strategy, limit=len(self.servers),
+            generate=GenerateRun(gold=gold, max_steps=max_steps, temperature=self.options.temperature,
+                                 max_tokens=self.options.max_tokens),
+        )  # fmt: skip
         self.registry = RegistryFile(self.out_dir)  # read on first use, kept current by the episodes
 
     @property
@@ -114,16 +123,8 @@ class GenesisGenerateBenchmark:
         return [(s.server_slug, s) for s in self.servers]
 
     def config(self) -> dict[str, Any]:
-        """Settings that define the run."""
-        return {
-            "data": self.data_label,
-            "out": str(self.out_dir.resolve()),
-            "strategy": self.strategy,
-            "gold": self.gold,
-            "n": len(self.servers),
-            "max_steps": self.max_steps,
-            **self.options.model_dump(),
-        }
+        """The options the run was built from and its server count, as stored (``rescore`` reads them back)."""
+        return options_config(self.run_options, len(self.servers))
 
     async def episode(self, sample: GenesisServer, ctx: EpisodeContext) -> GenerationResult:
         """Generate one try of a server into its own folder, then update the registry (its entry only)."""

@@ -68,7 +68,7 @@ def paper_blocks(runs: Sequence[PaperRun], *, oracle: PaperRun | None = None) ->
 # -- run identity -----------------------------------------------------------------------------------------
 def strategy(run: PaperRun) -> str:
     """How the run's servers were made: ``Direct`` or ``Code-Agent`` (generated), else ``gold`` / ``registry``."""
-    source = run.option("source", "registry")
+    source = _facts(run)[0]
     if source == "generate":
         return {"direct": "Direct", "code-agent": "Code-Agent"}.get(str(run.option("strategy", "direct")), "Direct")
     return str(source)
@@ -79,8 +79,19 @@ def row_label(run: PaperRun) -> str:
     return f"{run.label} · {strategy(run)}"
 
 
+def _facts(run: PaperRun) -> tuple[str, bool]:
+    """Where the run's servers came from, and whether L4 ran (a config stored before issue 23 says them itself)."""
+    from toolgauge.benchmarks.tool_genesis.build import l4_plan, source_of
+    from toolgauge.benchmarks.tool_genesis.options import GenesisOptions
+
+    if run.option("source") is not None:
+        return str(run.option("source")), bool(run.option("l4", False))
+    options = GenesisOptions.model_validate({k: v for k, v in run.config.items() if k in GenesisOptions.model_fields})
+    return source_of(options), l4_plan(options).settings.skip_reason is None
+
+
 def _l4_run(run: PaperRun) -> bool:
-    return bool(run.option("l4", False)) and run.results is not None and run.results.value(TARGET) is not None
+    return _facts(run)[1] and run.results is not None and run.results.value(TARGET) is not None
 
 
 def _cell(run: PaperRun, key: str) -> PaperCell:

@@ -33,6 +33,7 @@ from typing import Any, Literal, TypeVar, TypeVarTuple
 
 from pydantic import BaseModel, Field
 
+from toolgauge.benchmark import options_config
 from toolgauge.benchmarks.tool_genesis.loader import UNSAFE_PATH, load_registry, write_registry
 from toolgauge.benchmarks.tool_genesis.metrics import (
     METRIC_LEVELS,
@@ -49,11 +50,12 @@ from toolgauge.benchmarks.tool_genesis.metrics.unit_tests import (
     score_unit_tests,
     summarise_unit_tests,
 )
+from toolgauge.benchmarks.tool_genesis.options import GenesisOptions
 from toolgauge.benchmarks.tool_genesis.records import GeneratedServer, GenesisServer
 from toolgauge.embeddings.base import Embedder
 from toolgauge.engine import EpisodeContext, SampleOutcome
 from toolgauge.engine.epochs import epoch_key, split_epoch_key
-from toolgauge.errors import DataError
+from toolgauge.errors import DataError, UsageError
 from toolgauge.records import AssistantTurn
 from toolgauge.results import EvalResults, SampleScore, ScoredRun
 from toolgauge.sandbox import SandboxLimits
@@ -255,6 +257,7 @@ class GenesisBenchmark:
         startup_timeout: float = STARTUP_TIMEOUT,
         launch_attempts: int = LAUNCH_ATTEMPTS,
         warnings: Sequence[str] = (),
+        options: GenesisOptions | None = None,
     ):
         self._samples = list(samples)
         self.data_label = data_label
@@ -272,6 +275,12 @@ class GenesisBenchmark:
         if source != "registry" and self.out_dir is None:
             raise ValueError("generating servers needs an out_dir")
         self._registry: dict[str, GeneratedServer] | None = None  # read on the first generated server
+        # What the run is stored with: the options it was built from (a benchmark made by hand: its pieces').
+        self.options = options or GenesisOptions(
+            data=Path(data_label), variant=variant, out=self.out_dir, strategy=strategy, call_timeout=call_timeout,
+            pred=Path("registry") if source == "registry" else None, model="gold" if source == "gold" else None,
+            skip_l4=self.l4.skip_reason is not None,
+        )  # fmt: skip
 
     def _existing_registry(self) -> dict[str, GeneratedServer]:
         """Entries of an earlier (resumed) run in ``out_dir``, so the rewritten registry keeps them."""
@@ -288,23 +297,8 @@ class GenesisBenchmark:
         return [(s.sample_key, s) for s in self._samples]
 
     def config(self) -> dict[str, Any]:
-        """Settings that define the run."""
-        return {
-            "data": self.data_label,
-            "variant": self.variant,
-            "source": self.source,
-            "out": str(self.out_dir.resolve()) if self.out_dir else None,
-            "strategy": self.strategy if self.source == "generate" else None,
-            "n": len({s.server.server_slug for s in self._samples}),  # servers of the data (tries are not)
-            "l4": self.l4.skip_reason is None,
-            "l4_skipped": self.l4.skip_reason,
-            "call_timeout": self.call_timeout,
-            # Only a registry holding tries (``<slug>@e<e>``) has samples beyond the data's first n servers.
-            **({"samples": [[s.sample_key, s.server.server_slug] for s in self._samples]} if self._tries() else {}),
-        }
-
-    def _tries(self) -> bool:
-        return any(s.key is not None for s in self._samples)
+        """The options the run was built from and its sample count, as stored (``rescore`` reads them back)."""
+        return options_config(self.options, len(self._samples))
 
     @property
     def embedder(self) -> Embedder:
@@ -381,8 +375,18 @@ class GenesisBenchmark:
 
         Raises:
             ValueError: an outcome is out of order or belongs to no sample.
+            UsageError: the results were evaluated with the other variant (``rescore --variant``).
         """
-        scores = [server_score(result, self.variant) for _, result, _ in self.server_results(samples, outcomes)]
+        served = list(self.server_results(samples, outcomes))
+        evaluated = {result.variant for _, result, _ in served if result.variant != self.variant}
+        if evaluated:
+            # Another variant routes, runs and compares the unit tests differently: stored results cannot show it.
+            raise UsageError(
+                f"this run was evaluated with --variant {evaluated.pop()}; the {self.variant} variant routes, runs "
+                f"and compares the unit tests differently, so it needs the servers run again: "
+                f"genesis evaluate --variant {self.variant}"
+            )
+        scores = [server_score(result, self.variant) for _, result, _ in served]
         l4_run = self.l4.skip_reason is None
         stopped = {
             s.slug: {"level": level, "reason": s.failures[level]}

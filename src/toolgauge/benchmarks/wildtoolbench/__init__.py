@@ -5,22 +5,29 @@ history of the earlier ones and matched step by step (``graph``), logged in the 
 (``log``), and scored offline by the re-implemented ``params_checker`` / ``calc_accuracy`` (``args``,
 ``metrics``). ``io`` reads and writes step JSONL and the official result file; ``docs/metrics/wildtoolbench.md``
 gives every formula and the ``reference`` / ``strict`` differences.
+
+``eval wildtoolbench`` and ``score wildtoolbench`` are generated from :mod:`.options`; ``build`` is imported when
+first used (``lazy``).
 """
 
-from toolgauge.benchmark import BenchmarkSpec, lazy
+from toolgauge.benchmark import BenchmarkSpec, OutputFiles, ScoreSpec, lazy, no_commands
+from toolgauge.benchmarks.wildtoolbench.options import WildLogFiles, WildOptions, WildScoreOptions
 from toolgauge.benchmarks.wildtoolbench.report import render_wild
 
 SPEC = BenchmarkSpec(
     name="wildtoolbench",
     title="WildToolBench: multi-task sessions through the official online loop (built-in sample sessions by default)",
     run_names=("wildtoolbench",),
-    add_commands=lazy("toolgauge.benchmarks.wildtoolbench.cli", "add_commands"),
-    build=lazy("toolgauge.benchmarks.wildtoolbench.cli", "build"),
+    add_commands=no_commands,
+    build=lazy("toolgauge.benchmarks.wildtoolbench.build", "build"),
     render=render_wild,
-    rescore=lazy("toolgauge.benchmarks.wildtoolbench.cli", "rescore"),
     headline=("task_accuracy", "session_accuracy", "optimal_path_rate", "accomplish_progress_rate"),
     variants=("reference", "strict"),
     unit="sessions",
+    options=WildOptions,
+    score=ScoreSpec(WildScoreOptions, lazy("toolgauge.benchmarks.wildtoolbench.build", "score_run")),
+    migrate=lazy("toolgauge.benchmarks.wildtoolbench.build", "migrate_wild_config"),
+    outputs=OutputFiles(WildLogFiles, lazy("toolgauge.benchmarks.wildtoolbench.build", "log_files")),
     run_panels=lazy("toolgauge.benchmarks.wildtoolbench.views", "run_panels"),
     sample_panels=lazy("toolgauge.benchmarks.wildtoolbench.views", "sample_panels"),
     paper=lazy("toolgauge.benchmarks.wildtoolbench.paper", "paper_blocks"),

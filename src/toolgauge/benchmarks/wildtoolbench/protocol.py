@@ -35,6 +35,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from toolgauge.benchmark import options_config
 from toolgauge.benchmarks.wildtoolbench.graph import (
     PSEUDO_ANSWER,
     PSEUDO_CLARIFY,
@@ -65,6 +66,7 @@ from toolgauge.benchmarks.wildtoolbench.metrics import (
     summarise_wild,
     task_unit_scores,
 )
+from toolgauge.benchmarks.wildtoolbench.options import WildOptions
 from toolgauge.benchmarks.wildtoolbench.path import gold_graph, task_graph, task_path
 from toolgauge.benchmarks.wildtoolbench.records import WildNode, WildSession
 from toolgauge.engine import EpisodeContext, SampleOutcome, in_step
@@ -400,9 +402,9 @@ class WildBenchmark:
 
     With ``recorded`` (an official result file, by session id) the episode returns the recorded log
     instead of asking the model: the official logs already are the run. A session recorded as a text
-    (the official ``"Error during inference: ..."``) fails, and is scored as empty replies. ``chosen``
-    says the sessions are a chosen subset of the data file (those of a result file), not its first ones:
-    their ids are then part of the config, so that ``rescore`` can rebuild the same run.
+    (the official ``"Error during inference: ..."``) fails, and is scored as empty replies. ``options``: what
+    the run was built from (``build.build``), stored as its config so that ``rescore`` rebuilds the same run (the
+    session ids of a result file's run among them).
     """
 
     name = "wildtoolbench"
@@ -417,7 +419,7 @@ class WildBenchmark:
         variant: WildVariant = "reference",
         settings: CallSettings | None = None,
         recorded: Mapping[str, WildSessionResult | str] | None = None,
-        chosen: bool = False,
+        options: WildOptions | None = None,
     ):
         self.sessions = list(sessions)
         self.data_label = data_label
@@ -425,25 +427,21 @@ class WildBenchmark:
         self.variant: WildVariant = variant
         self.settings = settings or CallSettings()
         self.recorded = recorded
-        self.chosen = chosen
+        # What the run is stored with: the options it was built from (a benchmark made by hand: its pieces').
+        self.options = options or WildOptions(
+            data=Path(data_label),
+            language="zh" if language == "zh" else "en",
+            variant=variant,
+            **self.settings.model_dump(),
+        )
 
     def samples(self) -> list[tuple[str, WildSession]]:
         """Sessions keyed by id (unique in a valid file)."""
         return [(s.id, s) for s in self.sessions]
 
     def config(self) -> dict[str, Any]:
-        """Settings that define the run (with the session ids when they are a chosen subset of the data)."""
-        config: dict[str, Any] = {
-            "data": self.data_label,
-            "language": self.language,
-            "variant": self.variant,
-            "n": len(self.sessions),
-            "recorded": self.recorded is not None,
-            **self.settings.model_dump(),
-        }
-        if self.chosen:
-            config["sessions"] = [s.id for s in self.sessions]
-        return config
+        """The options the run was built from and its session count, as stored (``rescore`` reads them back)."""
+        return options_config(self.options, len(self.sessions))
 
     def _options(self, gold: AssistantTurn) -> GenerateOptions:
         return self.settings.options_for(list(gold.tool_calls))

@@ -15,7 +15,6 @@ from toolgauge.benchmarks.bfcl.decoders.call_types import (
 from toolgauge.benchmarks.bfcl.decoders.source_tokens import (
     IDENTIFIER,
     Node,
-    Token,
     TokenParser,
     leaf,
     punctuation,
@@ -258,7 +257,7 @@ class JavaCallDecoder(TokenParser):
         while True:
             if self.at("."):
                 parts.append(leaf(self.advance()))
-                parts.append(leaf(self._ident(), "type_identifier"))
+                parts.append(leaf(self.expect_name("a name"), "type_identifier"))
             elif self.at("<"):
                 parts.append(self.type_arguments())
             elif self.at("[") and self.peek().text == "]":
@@ -279,11 +278,6 @@ class JavaCallDecoder(TokenParser):
         if self.token.text in ("extends", "super"):
             wildcard += [leaf(self.advance()), self.type_node()]
         return wildcard
-
-    def _ident(self) -> Token:
-        if self.token.kind != "ident":
-            raise BfclDecodeError(f"expected a name, found {self.token.text!r}")
-        return self.advance()
 
     def arguments(self) -> Node:
         parts = self.comma_list("(", ")", lambda: [self.expression()], "arguments", trailing_comma=False)
@@ -310,9 +304,7 @@ class JavaCallDecoder(TokenParser):
                 return span("method_invocation", [name, arguments], name=name, arguments=arguments)
             return name
         if self.at("("):
-            open_node = self.expect("(")
-            inner = self.expression()
-            return span("parenthesized_expression", [open_node, inner, self.expect(")")])
+            return span("parenthesized_expression", self.enclosed("(", self.expression, ")"))
         raise BfclDecodeError(f"unexpected {token.text!r}")
 
     def postfix(self, node: Node) -> Node:
@@ -324,7 +316,7 @@ class JavaCallDecoder(TokenParser):
                     continue
                 if self.at("<"):
                     raise BfclDecodeError("explicit generic method calls are not supported")
-                name = leaf(self._ident(), "identifier")
+                name = leaf(self.expect_name("a name"), "identifier")
                 if self.at("("):
                     arguments = self.arguments()
                     node = span(
@@ -333,12 +325,10 @@ class JavaCallDecoder(TokenParser):
                 else:
                     node = span("field_access", [node, dot, name])
             elif self.at("["):
-                open_node = self.expect("[")
-                index = self.expression()
-                node = span("array_access", [node, open_node, index, self.expect("]")])
+                node = span("array_access", [node, *self.enclosed("[", self.expression, "]")])
             elif self.at("::"):
                 colons = leaf(self.advance())
-                node = span("method_reference", [node, colons, leaf(self._ident(), "identifier")])
+                node = span("method_reference", [node, colons, leaf(self.expect_name("a name"), "identifier")])
             else:
                 return node
 
@@ -370,13 +360,13 @@ class JavaCallDecoder(TokenParser):
         return span("array_creation_expression", children, **fields)
 
     def type_node_without_dims(self) -> Node:
-        parts = [leaf(self._ident(), "type_identifier")]
+        parts = [leaf(self.expect_name("a name"), "type_identifier")]
         while self.at(".") or self.at("<"):
             if self.at("<"):
                 parts.append(self.type_arguments())
             else:
                 parts.append(leaf(self.advance()))
-                parts.append(leaf(self._ident(), "type_identifier"))
+                parts.append(leaf(self.expect_name("a name"), "type_identifier"))
         return parts[0] if len(parts) == 1 else span("generic_type", parts)
 
     def class_body(self) -> Node:

@@ -238,21 +238,17 @@ class JsCallDecoder(TokenParser):
                 dot = leaf(self.advance())
                 if self.at("#"):
                     self.advance()
-                node = span("member_expression", [node, dot, leaf(self._name(), "property_identifier")])
+                node = span("member_expression", [node, dot, self._property()])
             elif self.at("?."):
                 chain = leaf(self.advance())
                 if self.at("("):
                     node = span("call_expression", [node, chain, self.arguments()])
                 elif self.at("["):
-                    open_node = self.expect("[")
-                    index = self.sequence()
-                    node = span("subscript_expression", [node, chain, open_node, index, self.expect("]")])
+                    node = span("subscript_expression", [node, chain, *self.enclosed("[", self.sequence, "]")])
                 else:
-                    node = span("member_expression", [node, chain, leaf(self._name(), "property_identifier")])
+                    node = span("member_expression", [node, chain, self._property()])
             elif self.at("["):
-                open_node = self.expect("[")
-                index = self.sequence()
-                node = span("subscript_expression", [node, open_node, index, self.expect("]")])
+                node = span("subscript_expression", [node, *self.enclosed("[", self.sequence, "]")])
             elif self.at("("):
                 node = span("call_expression", [node, self.arguments()])
             elif self.token.kind == "template":
@@ -260,10 +256,9 @@ class JsCallDecoder(TokenParser):
             else:
                 return node
 
-    def _name(self) -> Token:
-        if self.token.kind != "ident":
-            raise BfclDecodeError(f"expected a property name, found {self.token.text!r}")
-        return self.advance()
+    def _property(self, node_type: str | None = "property_identifier") -> Node:
+        """The name after ``.`` or ``?.``."""
+        return leaf(self.expect_name("a property name"), node_type)
 
     def primary(self) -> Node:
         token = self.token
@@ -276,11 +271,10 @@ class JsCallDecoder(TokenParser):
                 while self.at(".") or self.at("["):
                     if self.at("."):
                         dot = leaf(self.advance())
-                        constructor = span("member_expression", [constructor, dot, leaf(self._name())])
+                        constructor = span("member_expression", [constructor, dot, self._property(None)])
                     else:
-                        open_node = self.expect("[")
-                        index = self.sequence()
-                        constructor = span("subscript_expression", [constructor, open_node, index, self.expect("]")])
+                        index = self.enclosed("[", self.sequence, "]")
+                        constructor = span("subscript_expression", [constructor, *index])
                 children = [new, constructor]
                 if self.at("("):
                     children.append(self.arguments())
@@ -298,9 +292,7 @@ class JsCallDecoder(TokenParser):
                 raise BfclDecodeError(f"unexpected keyword {token.text!r}")
             return leaf(self.advance(), _JS_WORDS.get(token.text, "identifier"))
         if self.at("("):
-            open_node = self.expect("(")
-            inner = self.sequence()
-            return span("parenthesized_expression", [open_node, inner, self.expect(")")])
+            return span("parenthesized_expression", self.enclosed("(", self.sequence, ")"))
         if self.at("["):
             return self.array()
         if self.at("{"):
@@ -318,9 +310,7 @@ class JsCallDecoder(TokenParser):
     def pair(self) -> Node:
         shorthand = False
         if self.at("["):
-            open_node = self.expect("[")
-            inner = self.assignment()
-            key = span("computed_property_name", [open_node, inner, self.expect("]")])
+            key = span("computed_property_name", self.enclosed("[", self.assignment, "]"))
         elif self.token.kind in ("ident", "string", "number"):
             shorthand = self.token.kind == "ident"
             key = leaf(self.advance(), "property_identifier")

@@ -88,6 +88,18 @@ class TokenParser:
             raise BfclDecodeError(f"expected {text!r}, found {self.token.text!r}")
         return leaf(self.advance())
 
+    def expect_name(self, what: str) -> Token:
+        """The identifier at the cursor (``what`` names it in the error when there is none)."""
+        if self.token.kind != "ident":
+            raise BfclDecodeError(f"expected {what}, found {self.token.text!r}")
+        return self.advance()
+
+    def enclosed(self, open_text: str, inner: Callable[[], Node], close_text: str) -> list[Node]:
+        """Parse ``open inner close`` (a parenthesised expression, an index) and return the three nodes."""
+        open_node = self.expect(open_text)
+        inside = inner()
+        return [open_node, inside, self.expect(close_text)]
+
     def comma_list(
         self,
         open_text: str,
