@@ -257,7 +257,7 @@ def test_gate_seeds_of_an_unknown_domain_is_one_line(tmp_path: Path) -> None:
 
 
 def test_gate_run_takes_solver_steps_with_the_meaning_it_has_on_gate_check() -> None:
-    from toolgauge.benchmarks.toolgate.options import SolverStepsOpt
+    from toolgauge.benchmarks.toolgate.cli_options import SolverStepsOpt
 
     gate = typer.main.get_command(app).commands["gate"]  # type: ignore[attr-defined]
     declared = {

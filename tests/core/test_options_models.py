@@ -25,6 +25,7 @@ from toolgauge.benchmarks.bfcl.options import BfclOptions, BfclScoreOptions
 from toolgauge.benchmarks.mtu.options import MtuOptions, MtuScoreOptions
 from toolgauge.benchmarks.registry import spec_named
 from toolgauge.benchmarks.suite.options import SuiteOptions
+from toolgauge.benchmarks.toolgate.options import ToolgateOptions
 from toolgauge.errors import UsageError
 from toolgauge.options import EngineOptions, cli_of, literal_choices
 from toolgauge.sweep.file import SweepFileError, parse_sweep
@@ -220,6 +221,7 @@ def option_help(command: list[str]) -> str:
         (["score", "mtu-bench"], MtuScoreOptions),
         (["eval", "bfcl"], BfclOptions),
         (["score", "bfcl"], BfclScoreOptions),
+        (["eval", "toolgate"], ToolgateOptions),
     ],
 )
 def test_generated_help_has_every_option_its_description_and_choices(

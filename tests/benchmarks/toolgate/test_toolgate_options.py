@@ -26,8 +26,8 @@ import pytest
 from helpers.chat_stub import ChatStub, completion, is_probe
 from helpers.cli_helpers import invoke
 from toolgauge.benchmarks.toolgate.answers import permutation_from_seed, present
+from toolgauge.benchmarks.toolgate.cli_options import GATE_OPTIONS, GateFlags, gate_command
 from toolgauge.benchmarks.toolgate.loader import load_candidates
-from toolgauge.benchmarks.toolgate.options import GATE_OPTIONS, GateFlags, gate_command
 from toolgauge.benchmarks.toolgate.records import Candidate
 from toolgauge.sandbox import detect_sandbox
 

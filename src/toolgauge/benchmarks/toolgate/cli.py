@@ -19,7 +19,7 @@ import time
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -28,24 +28,28 @@ from rich.table import Table
 from toolgauge.benchmark import CommandGroups
 from toolgauge.benchmarks.toolgate.answers import derive_seed, new_seed, permutation_from_seed, shuffled
 from toolgauge.benchmarks.toolgate.audit import AuditReport, audit, pool_candidates
+from toolgauge.benchmarks.toolgate.build import (
+    build,
+    candidates_of_domain,
+    domain_filter,
+    found_domains,
+    run_label,
+    stored_pool,
+)
 from toolgauge.benchmarks.toolgate.chain import chained_records, release_duplicates
-from toolgauge.benchmarks.toolgate.cli_run import add_run_command
-from toolgauge.benchmarks.toolgate.cli_seeds import add_seeds_command
-from toolgauge.benchmarks.toolgate.loader import load_candidates
-from toolgauge.benchmarks.toolgate.options import (
+from toolgauge.benchmarks.toolgate.cli_options import (
     GateFlags,
     NoScriptTimeLimitOpt,
     SolveTimeLimitOpt,
     VerifyTimeLimitOpt,
-    domain_filter,
-    found_domains,
     gate_command,
-    of_domain,
 )
+from toolgauge.benchmarks.toolgate.cli_run import add_run_command
+from toolgauge.benchmarks.toolgate.cli_seeds import add_seeds_command
+from toolgauge.benchmarks.toolgate.loader import load_candidates
+from toolgauge.benchmarks.toolgate.options import CANDIDATES_HELP, DOMAIN_CHECKS_HELP, ToolgateOptions
 from toolgauge.benchmarks.toolgate.protocol import (
-    DEFAULT_SOLVER_STEPS,
     SOLVER_ROLE,
-    Gate,
     PoolBenchmark,
     PoolCommand,
     PoolSettings,
@@ -57,12 +61,9 @@ from toolgauge.benchmarks.toolgate.protocol import (
 from toolgauge.benchmarks.toolgate.records import Candidate, RecordedCandidate, decide
 from toolgauge.benchmarks.toolgate.report import bias_table, funnel_table
 from toolgauge.benchmarks.toolgate.resources import RoleUsage, role_resources, role_usage
-from toolgauge.benchmarks.toolgate.screens import ScreenSpec, check_screen_names, parse_screen_spec
-from toolgauge.benchmarks.toolgate.verify import DEFAULT_TIME_LIMIT
 from toolgauge.cli.common import (
     EngineDefaults,
     RunFlags,
-    check_isolation,
     execute,
     out,
     require_finite,
@@ -71,14 +72,12 @@ from toolgauge.cli.common import (
 )
 from toolgauge.errors import UsageError
 from toolgauge.models.base import ModelClient
+from toolgauge.options import validated
 from toolgauge.redact import redact_tree
 from toolgauge.report.console import json_for_terminal
 from toolgauge.report.export import write_atomic, write_lines_atomic
 from toolgauge.report.terminal import esc, pct
 from toolgauge.selection import existing_data, limit_items
-
-if TYPE_CHECKING:
-    from toolgauge.benchmarks.toolgate.construction import ConstructionBenchmark
 
 GATE_ENGINE = EngineDefaults(concurrency=4, timeout=120.0)
 
@@ -86,13 +85,10 @@ DomainChecksOpt = Annotated[
     bool,
     typer.Option(
         "--domain-checks",
-        help="After gate 1 passed, run the candidate's domain semantic check (fem: refine every mesh once; the "
-        "answer must move by less than the options' spacing). Failing items are rejected; undecided ones flagged.",
+        help=DOMAIN_CHECKS_HELP,
     ),
 ]
-CandidatesOpt = Annotated[
-    Path, typer.Option("--candidates", help="A candidates JSONL file (one candidate per line; see docs/toolgate.md).")
-]
+CandidatesOpt = Annotated[Path, typer.Option("--candidates", help=CANDIDATES_HELP)]
 
 
 class PoolChoice(StrEnum):
@@ -107,168 +103,19 @@ class PoolChoice(StrEnum):
 # --- building the run ----------------------------------------------------------------------------------------
 
 
-def _screens(texts: Sequence[str] | None) -> tuple[ScreenSpec, ...]:
-    screens = tuple(parse_screen_spec(text) for text in texts or ())
-    check_screen_names(screens)
-    return screens
+def gate_options(command: PoolCommand, gate: GateFlags, limit: int | None, **more: Any) -> ToolgateOptions:
+    """The options of a pool run from a command's gate options (``more``: the command's own fields).
 
-
-def _solver(text: str | None) -> ScreenSpec | None:
-    if text is None:
-        return None
-    solver = parse_screen_spec(text)
-    if solver.spec == "gold":
-        raise UsageError("--solver gold: the reference has no tool calls to make; give a model")
-    return solver.model_copy(update={"name": SOLVER_ROLE})
-
-
-def build(
-    *,
-    candidates: str | Path,
-    command: PoolCommand = "check",
-    gates: Sequence[Gate] | None = None,
-    domain: str | None = None,
-    time_limit: float = DEFAULT_TIME_LIMIT,
-    screen: Sequence[str] | None = None,
-    solver: str | None = None,
-    fixed_order: bool = False,
-    all_screens: bool = False,
-    seed: int | None = None,
-    solver_steps: int = DEFAULT_SOLVER_STEPS,
-    limit: int | None = None,
-    domain_checks: bool = False,
-) -> PoolBenchmark:
-    """The pool run of ``command`` over the candidates file (its first ``limit`` candidates).
-
-    ``gates`` defaults to the command's: verify, screens, solve, or all three for ``check``. ``domain_checks``
-    runs each candidate's domain semantic check after gate 1 (:mod:`toolgauge.benchmarks.toolgate.semantic`).
+    Raises:
+        UsageError: a value the options model refuses (one line naming the option).
     """
-    require_finite(time_limit=time_limit)
-    chosen: tuple[Gate, ...] = tuple(gates) if gates is not None else _command_gates(command)
-    if "screens" in chosen and not screen:
-        raise UsageError("give at least one --screen SPEC")
-    if "solve" in chosen and solver is None:
-        raise UsageError("give the solver: --solver SPEC")
-    domain_filter(domain)  # an unknown domain is a usage error before the file is read
-    path = existing_data(candidates, "--candidates")
-    pool = limit_items(_of_domain(load_candidates(path), domain, path), limit)
-    settings = PoolSettings(
-        command=command,
-        gates=chosen,
-        screens=_screens(screen) if "screens" in chosen else (),
-        solver=_solver(solver) if "solve" in chosen else None,
-        time_limit=time_limit,
-        fixed_order=fixed_order,
-        all_screens=all_screens,
-        seed=seed,
-        solver_steps=solver_steps,
-        domain_checks=domain_checks,
-    )
-    return PoolBenchmark.of(pool, settings, source=str(path.resolve()), domain=domain)
-
-
-def _of_domain(candidates: list[Candidate], domain: str | None, path: Path) -> list[Candidate]:
-    """The candidates of ``domain`` (all when None); none left is a usage error naming what the file holds."""
-    kept = of_domain(candidates, domain, lambda c: c.domain)
-    if not kept:
-        raise UsageError(
-            f"{path}: no candidates of domain {domain!r} (the file has: {found_domains(c.domain for c in candidates)})"
-        )
-    return kept
-
-
-def _build(
-    candidates: Path, command: PoolCommand, gate: GateFlags, limit: int | None, domain_checks: bool = False
-) -> PoolBenchmark:
-    """:func:`build` from a command's gate options."""
-    return build(
-        domain_checks=domain_checks,
-        candidates=candidates,
-        command=command,
-        domain=gate.domain,
-        time_limit=gate.time_limit,
-        screen=gate.screen,
-        solver=gate.solver,
-        fixed_order=gate.fixed_order,
-        all_screens=gate.all_screens,
-        seed=gate.seed,
-        solver_steps=gate.solver_steps,
-        limit=limit,
-    )
-
-
-def _command_gates(command: PoolCommand) -> tuple[Gate, ...]:
-    gates: dict[str, tuple[Gate, ...]] = {
-        "verify": ("verify",),
-        "screen": ("screens",),
-        "rescreen": ("screens",),
-        "solve": ("solve",),
-        "check": ("verify", "screens", "solve"),
-    }
-    return gates[command]
-
-
-def _spec_of(record: Mapping[str, Any], name: str) -> ScreenSpec:
-    return ScreenSpec(
-        name=name,
-        spec=str(record["model"]),
-        temperature=record.get("temperature"),
-        max_tokens=record.get("max_tokens"),
-        reasoning_effort=record.get("reasoning_effort"),
-    )
-
-
-def rescore(config: Mapping[str, Any], variant: str | None) -> PoolBenchmark | ConstructionBenchmark:
-    """Rebuild a stored ToolGate run's benchmark from its config, to score its stored results again.
-
-    A ``gate run`` goes to the construction loop's rebuild. A pool run over a file needs the file (for
-    its ids); a ``gate rescreen`` run keeps its ids in the config.
-    """
-    if config.get("kind") == "construction":
-        from toolgauge.benchmarks.toolgate.construction import rescore_run
-
-        return rescore_run(config, variant)
-    if config.get("kind") != "pool":
-        raise UsageError("this ToolGate run is neither a pool run nor a gate run")
-    settings = PoolSettings(
-        command=config["command"],
-        gates=tuple(config["gates"]),
-        screens=tuple(_spec_of(s, str(s["name"])) for s in config.get("screens", [])),
-        solver=_spec_of(config["solver"], SOLVER_ROLE) if config.get("solver") else None,
-        time_limit=float(config["time_limit"]),
-        fixed_order=bool(config.get("fixed_order", False)),
-        all_screens=bool(config.get("all_screens", False)),
-        seed=config.get("seed"),
-        solver_steps=int(config.get("solver_steps", DEFAULT_SOLVER_STEPS)),
-        domain_checks=bool(config.get("domain_checks", False)),
-    )
-    source = str(config["candidates"])
-    if "ids" in config:
-        keys = [str(key) for key in config["ids"]]
-    else:
-        pool = of_domain(load_candidates(Path(source)), config.get("domain"), lambda c: c.domain)
-        keys = [c.id for c in pool][: int(config["n"])]
-    return PoolBenchmark(
-        settings=settings,
-        source=source,
-        pairs=[(key, None) for key in keys],
-        domain=config.get("domain"),
-        source_run=config.get("source_run"),
-    )
-
-
-def _label(settings: PoolSettings) -> str:
-    """The run's model label: the gates and the models that answer them (passwords masked)."""
-    from toolgauge.models.spec import display_spec
-
-    parts: list[str] = []
-    if "verify" in settings.gates:
-        parts.append("verify")
-    if "screens" in settings.gates:
-        parts += [f"screen:{s.name}" for s in settings.screens]
-    if "solve" in settings.gates and settings.solver is not None:
-        parts.append(f"solver:{display_spec(settings.solver.spec)}")
-    return " + ".join(parts)
+    require_finite(time_limit=gate.time_limit)  # the gate commands' own wording of it
+    values = {
+        "command": command, "domain": gate.domain, "time_limit": gate.time_limit, "screen": gate.screen,
+        "solver": gate.solver, "fixed_order": gate.fixed_order, "all_screens": gate.all_screens, "seed": gate.seed,
+        "solver_steps": gate.solver_steps, "limit": limit, "unsafe_no_sandbox": gate.unsafe_no_sandbox, **more,
+    }  # fmt: skip
+    return validated(ToolgateOptions, values, prefix="--")
 
 
 def _roles(settings: PoolSettings, timeout: float) -> dict[str, ModelClient]:
@@ -280,26 +127,24 @@ def _roles(settings: PoolSettings, timeout: float) -> dict[str, ModelClient]:
     return roles
 
 
-def _check_environment(bench: PoolBenchmark, unsafe_no_sandbox: bool) -> None:
-    """Gates that run code need bubblewrap (or the opt-out) and the candidates' domain libraries."""
-    from toolgauge.benchmarks.toolgate.domains import domain_names, get_domain
+def _check_environment(bench: PoolBenchmark) -> None:
+    """Say which candidates' domains have no folder here: the libraries their scripts need are not checked.
+
+    (``build`` refused already a run whose gates run code without bubblewrap or its domains' libraries.)
+    """
+    from toolgauge.benchmarks.toolgate.domains import domain_names
 
     if not {"verify", "solve"} & set(bench.settings.gates):
         return
-    check_isolation(unsafe_no_sandbox)
-    domains = sorted({c.domain for _, c in bench.pairs if c is not None})
-    for name in domains:
-        if name in domain_names():
-            get_domain(name).require_installed()
-        else:
-            warn(f"domain {name!r} has no folder in toolgauge: the libraries its scripts need are not checked")
+    for name in sorted({c.domain for _, c in bench.pairs if c is not None} - set(domain_names())):
+        warn(f"domain {name!r} has no folder in toolgauge: the libraries its scripts need are not checked")
 
 
-def _run(bench: PoolBenchmark, flags: RunFlags, unsafe_no_sandbox: bool = False) -> None:
+def _run(bench: PoolBenchmark, flags: RunFlags) -> None:
     from toolgauge.models.offline import NoModel
 
-    _check_environment(bench, unsafe_no_sandbox)
-    label = _label(bench.settings)
+    _check_environment(bench)
+    label = run_label(bench.settings)
     roles = _roles(bench.settings, flags.timeout)
     execute(bench, label, flags, client=NoModel(label), roles=roles, unit="candidate", document=document_of)
 
@@ -312,7 +157,8 @@ def gate_verify(
     candidates: CandidatesOpt, domain_checks: DomainChecksOpt = False, *, gate: GateFlags, flags: RunFlags
 ) -> None:
     """Gate 1 on a pool: run each solution in the sandbox; its one ANSWER: must select the proposed option."""
-    _run(_build(candidates, "verify", gate, flags.limit, domain_checks), flags, gate.unsafe_no_sandbox)
+    options = gate_options("verify", gate, flags.limit, candidates=candidates, domain_checks=domain_checks)
+    _run(build(options), flags)
 
 
 @gate_command(
@@ -326,7 +172,7 @@ def gate_verify(
 )
 def gate_screen(candidates: CandidatesOpt, *, gate: GateFlags, flags: RunFlags) -> None:
     """Gate 2 on a pool: each screen answers three shuffled presentations; 2 of 3 right rejects as too_easy."""
-    _run(_build(candidates, "screen", gate, flags.limit), flags)
+    _run(build(gate_options("screen", gate, flags.limit, candidates=candidates)), flags)
 
 
 @gate_command(
@@ -357,19 +203,12 @@ def gate_solve(
     if (run_id is None) == (candidates is None):
         raise UsageError("give --candidates FILE or --run RUN (one of them)")
     if candidates is not None:
-        _run(_build(candidates, "solve", gate, flags.limit), flags, gate.unsafe_no_sandbox)
+        _run(build(gate_options("solve", gate, flags.limit, candidates=candidates)), flags)
         return
     assert run_id is not None
     if gate.solver is None:
         raise UsageError("give the solver: --solver SPEC")
-    settings = PoolSettings(
-        command="solve",
-        gates=("solve",),
-        solver=_solver(gate.solver),
-        time_limit=gate.time_limit,
-        solver_steps=gate.solver_steps,
-    )
-    _run(_stored_pool_run(flags, run_id, pool, gate.domain, settings), flags, gate.unsafe_no_sandbox)
+    _run(_stored_pool_run(flags, run_id, pool, gate, "solve"), flags)
 
 
 @gate_command(
@@ -387,7 +226,8 @@ def gate_check(
     candidates: CandidatesOpt, domain_checks: DomainChecksOpt = False, *, gate: GateFlags, flags: RunFlags
 ) -> None:
     """All three gates on a pool, cheapest first (verify, screens, solve), stopping at the first rejection."""
-    _run(_build(candidates, "check", gate, flags.limit, domain_checks), flags, gate.unsafe_no_sandbox)
+    options = gate_options("check", gate, flags.limit, candidates=candidates, domain_checks=domain_checks)
+    _run(build(options), flags)
 
 
 # --- stored pools -------------------------------------------------------------------------------------------
@@ -465,39 +305,25 @@ def gate_rescreen(
     """New screens on a stored pool, as a new run: a post-hoc audit whose results never reach a generator."""
     if not gate.screen:
         raise UsageError("give at least one --screen SPEC")
-    settings = PoolSettings(
-        command="rescreen",
-        gates=("screens",),
-        screens=_screens(gate.screen),
-        time_limit=gate.time_limit,
-        fixed_order=gate.fixed_order,
-        all_screens=gate.all_screens,
-        seed=gate.seed,
-    )
-    _run(_stored_pool_run(flags, run_id, pool, gate.domain, settings), flags)
+    _run(_stored_pool_run(flags, run_id, pool, gate, "rescreen"), flags)
 
 
 def _stored_pool_run(
-    flags: RunFlags, run_id: str, pool: PoolChoice, domain: str | None, settings: PoolSettings
+    flags: RunFlags, run_id: str, pool: PoolChoice, gate: GateFlags, command: PoolCommand
 ) -> PoolBenchmark:
     """A pool run over the ``pool`` candidates of a stored run (``rescreen``, ``solve --run``): a new run.
 
     Raises:
         UsageError: no such run, or it has no such candidates (of that domain).
     """
-    source = read_pool(flags.store, run_id, domain)
+    source = read_pool(flags.store, run_id, gate.domain)
     chosen = _selected(source.records, pool)
     if not chosen:
-        of = f" of domain {domain!r}" if domain is not None else ""
-        raise UsageError(f"run {source.run_id} has no {pool.value} candidates{of} to {settings.command}")
+        of = f" of domain {gate.domain!r}" if gate.domain is not None else ""
+        raise UsageError(f"run {source.run_id} has no {pool.value} candidates{of} to {command}")
     pairs: list[tuple[str, Candidate | None]] = [(key, record.candidate) for key, record in unique_keys(chosen)]
-    return PoolBenchmark(
-        settings=settings,
-        source=f"run:{source.run_id} ({pool.value})",
-        pairs=limit_items(pairs, flags.limit),
-        domain=domain,
-        source_run=source.run_id,
-    )
+    options = gate_options(command, gate, None, source_run=source.run_id, pool=pool.value)
+    return stored_pool(options, limit_items(pairs, flags.limit))
 
 
 def _print_audit(report: AuditReport, source: str, console: Console) -> None:
@@ -571,7 +397,7 @@ def gate_audit(
         raise UsageError("give a run id or --candidates FILE (one of them; several run ids: a chain)")
     if candidates is not None:
         domain_filter(gate.domain)
-        pool = _of_domain(load_candidates(existing_data(candidates, "--candidates")), gate.domain, candidates)
+        pool = candidates_of_domain(load_candidates(existing_data(candidates, "--candidates")), gate.domain, candidates)
         records = [RecordedCandidate(candidate=c, outcome=decide(c.id)) for c in pool]
         source = str(candidates)
     else:

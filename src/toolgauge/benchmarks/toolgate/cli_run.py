@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from toolgauge.benchmark import lazy
+from toolgauge.benchmarks.toolgate.cli_options import RunDomainOpt, RunTimeLimitOpt, SolverStepsOpt
 from toolgauge.benchmarks.toolgate.construction import (
     DEFAULT_MAX_TOKENS,
     SOLVER_ROLE,
@@ -28,7 +29,7 @@ from toolgauge.benchmarks.toolgate.construction import (
 )
 from toolgauge.benchmarks.toolgate.generator import DEFAULT_MAX_STEPS
 from toolgauge.benchmarks.toolgate.generator import ROLE as GENERATOR_ROLE
-from toolgauge.benchmarks.toolgate.options import RunDomainOpt, RunTimeLimitOpt, SolverStepsOpt
+from toolgauge.benchmarks.toolgate.options import run_help
 from toolgauge.benchmarks.toolgate.protocol import DEFAULT_SOLVER_STEPS
 from toolgauge.benchmarks.toolgate.verify import DEFAULT_TIME_LIMIT
 from toolgauge.cli.common import EngineDefaults, RunFlags, UnsafeNoSandboxOpt, check_isolation, execute, run_command
@@ -133,22 +134,22 @@ def resumed_history(store_url: str | None, run_id: str) -> list[RoundResult]:
 
 
 def gate_run(
-    generator: Annotated[str, typer.Option("--generator", help="Model spec of the generator (role generator).")],
+    generator: Annotated[str, typer.Option("--generator", help=run_help("generator"))],
     screen: Annotated[
         list[str],
-        typer.Option("--screen", help="A no-tool screen (model spec and setting); repeat for several, cheapest first."),
+        typer.Option("--screen", help=run_help("screens")),
     ],
-    solver: Annotated[str, typer.Option("--solver", help="Model spec of the tool-enabled solver (role solver).")],
-    rounds: Annotated[int, typer.Option("--rounds", min=1, help="How many rounds (candidates) to run.")],
+    solver: Annotated[str, typer.Option("--solver", help=run_help("solver"))],
+    rounds: Annotated[int, typer.Option("--rounds", min=1, help=run_help("rounds"))],
     domain: RunDomainOpt = "fem",
     time_limit: RunTimeLimitOpt = DEFAULT_TIME_LIMIT,
     generator_steps: Annotated[
-        int, typer.Option("--generator-steps", min=1, help="At most this many generator model calls per round.")
+        int, typer.Option("--generator-steps", min=1, help=run_help("generator_steps"))
     ] = DEFAULT_MAX_STEPS,
     solver_steps: SolverStepsOpt = DEFAULT_SOLVER_STEPS,
     prompt_seeds: Annotated[
         int | None,
-        typer.Option("--prompt-seeds", min=0, help="Show only the first N seed items in the prompt (default: all)."),
+        typer.Option("--prompt-seeds", min=0, help=run_help("prompt_seeds")),
     ] = None,
     unsafe_no_sandbox: UnsafeNoSandboxOpt = False,
     *,

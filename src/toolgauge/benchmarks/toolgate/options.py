@@ -1,247 +1,201 @@
-"""The options of the ``gate`` commands, declared once.
+"""The options of a ToolGate pool run (``eval toolgate``, the ``gate`` pool commands, the API, sweeps), once.
 
-Every ``gate`` command accepts ``--domain``, ``--time-limit``, ``--concurrency``, ``--store`` and ``--json``
-(issue 10), but ``seeds``, which only prints a file of the package (its domain is its argument). The commands
-that run gates on a pool (``verify``, ``screen``, ``solve``, ``check``, ``rescreen``) and ``run`` get ``--store``,
-``--concurrency``, ``--json`` and the engine's other options from :func:`toolgauge.cli.common.run_command`; the
-commands that read a stored pool without running anything (``audit``, ``export``) get those three from
-:func:`gate_command` with ``offline=True``. The gate options proper (``--domain``, ``--time-limit``, the screens,
-the solver...) are :class:`GateFlags`, added by :func:`gate_command` from :data:`GATE_OPTIONS` by name, so each
-option has one declaration and one meaning.
-
-What the shared options mean where a command runs no script or no sample is said in their help: ``--time-limit``
-has no effect on ``screen``, ``rescreen``, ``audit`` and ``export``; ``--concurrency`` has none on ``audit`` and
-``export``. ``--domain`` is a filter wherever a command reads a pool (only the candidates of that domain), and an
-unknown domain is one line and exit 2.
+:class:`ToolgateOptions` is what defines a pool run: the candidates, the gates, the screens and the solver with
+their settings, the gates' limits. ``eval toolgate`` is generated from it; the ``gate verify|screen|solve|check|
+rescreen`` commands build their runs from it (their options are its fields, declared in :mod:`.cli_options` with
+these descriptions); a run is stored as ``options.model_dump(mode="json")`` (model specs with passwords masked) and
+``rescore`` validates that back. A ``gate run`` (the construction loop) is stored as :class:`GateRunOptions` under
+``run`` (``command="run"``). No typer here.
 """
 
 from __future__ import annotations
 
-import functools
-import inspect
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, fields
-from typing import Annotated, Any
+from pathlib import Path
+from typing import Annotated, Any, Literal
 
-import typer
+from pydantic import BeforeValidator, Field, PlainSerializer, model_validator
 
-from toolgauge.benchmarks.toolgate.protocol import DEFAULT_SOLVER_STEPS
+from toolgauge.benchmarks.toolgate.generator import DEFAULT_MAX_STEPS
+from toolgauge.benchmarks.toolgate.protocol import DEFAULT_SOLVER_STEPS, SOLVER_ROLE, Gate, PoolCommand
+from toolgauge.benchmarks.toolgate.screens import ScreenSpec, check_screen_names, parse_screen_spec
 from toolgauge.benchmarks.toolgate.verify import DEFAULT_TIME_LIMIT
-from toolgauge.cli.common import JsonOpt, RunFlags, StoreOpt, UnsafeNoSandboxOpt, guarded
+from toolgauge.errors import UsageError
+from toolgauge.options import Cli, CommaList, LimitOptions, OptionsModel
 
-NO_SCRIPT = "Accepted by every gate command; this one runs no script, so it has no effect here."
+DOMAIN_HELP = (
+    "Only the candidates of this domain (a folder of toolgate/domains); the others are left out. "
+    "Where scripts run, its libraries are checked first."
+)
+TIME_LIMIT_HELP = (
+    "Seconds of wall clock for one solution script (gate 1, interpreter start and imports included) "
+    "and for one whole solve (gate 3)."
+)
+SCREEN_HELP = (
+    "A no-tool screen, SPEC[,temperature=T][,max_tokens=N][,reasoning_effort=E][,name=X] "
+    "(SPEC as for --model: gold, openai:MODEL, URL#MODEL, scripted:PATH); repeat for several, run in order."
+)
+SOLVER_HELP = "The tool-enabled solver, SPEC[,temperature=T][,max_tokens=N][,reasoning_effort=E]."
+FIXED_ORDER_HELP = "Screens see the original option order (the paper's biased protocol)."
+ALL_SCREENS_HELP = "Run every screen even after one rejected the candidate (agreement audits)."
+SEED_HELP = "Derive the screens' permutation seeds from this number (default: fresh seeds)."
+SOLVER_STEPS_HELP = "The most model calls of one solve."
+DOMAIN_CHECKS_HELP = (
+    "After gate 1 passed, run the candidate's domain semantic check (fem: refine every mesh once; the "
+    "answer must move by less than the options' spacing). Failing items are rejected; undecided ones flagged."
+)
+CANDIDATES_HELP = "A candidates JSONL file (one candidate per line; see docs/toolgate.md)."
 
-DomainOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--domain",
-        help="Only the candidates of this domain (a folder of toolgate/domains); the others are left out. "
-        "Where scripts run, its libraries are checked first.",
-    ),
-]
-TimeLimitOpt = Annotated[
-    float,
-    typer.Option(
-        "--time-limit",
-        min=0.1,
-        help="Seconds of wall clock for one solution script (gate 1, interpreter start and imports included) "
-        "and for one whole solve (gate 3).",
-    ),
-]
-VerifyTimeLimitOpt = Annotated[
-    float,
-    typer.Option(
-        "--time-limit",
-        min=0.1,
-        help="Seconds of wall clock for one solution script (interpreter start and imports included).",
-    ),
-]
-SolveTimeLimitOpt = Annotated[
-    float,
-    typer.Option(
-        "--time-limit", min=0.1, help="Seconds of wall clock for one whole solve (every run_python call included)."
-    ),
-]
-NoScriptTimeLimitOpt = Annotated[float, typer.Option("--time-limit", min=0.1, help=NO_SCRIPT)]
-OfflineConcurrencyOpt = Annotated[
-    int,
-    typer.Option(
-        "--concurrency",
-        "-c",
-        min=1,
-        help="Accepted by every gate command; this one reads the store and runs no sample, so it has no effect here.",
-    ),
-]
-ScreenOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--screen",
-        help="A no-tool screen, SPEC[,temperature=T][,max_tokens=N][,reasoning_effort=E][,name=X] "
-        "(SPEC as for --model: gold, openai:MODEL, URL#MODEL, scripted:PATH); repeat for several, run in order.",
-    ),
-]
-SolverOpt = Annotated[
-    str | None,
-    typer.Option("--solver", help="The tool-enabled solver, SPEC[,temperature=T][,max_tokens=N][,reasoning_effort=E]."),
-]
-FixedOrderOpt = Annotated[
-    bool, typer.Option("--fixed-order", help="Screens see the original option order (the paper's biased protocol).")
-]
-AllScreensOpt = Annotated[
-    bool,
-    typer.Option("--all-screens", help="Run every screen even after one rejected the candidate (agreement audits)."),
-]
-SeedOpt = Annotated[
-    int | None,
-    typer.Option("--seed", help="Derive the screens' permutation seeds from this number (default: fresh seeds)."),
-]
-SolverStepsOpt = Annotated[int, typer.Option("--solver-steps", min=1, help="The most model calls of one solve.")]
+COMMAND_GATES: dict[str, tuple[Gate, ...]] = {
+    "verify": ("verify",),
+    "screen": ("screens",),
+    "rescreen": ("screens",),
+    "solve": ("solve",),
+    "check": ("verify", "screens", "solve"),
+}
 
-# gate run: the domain to build (not a filter) and a time limit that also bounds the generator's runs.
-RunDomainOpt = Annotated[
-    str, typer.Option("--domain", help="The domain to build items in (a folder of toolgate/domains).")
-]
-RunTimeLimitOpt = Annotated[
-    float,
-    typer.Option(
-        "--time-limit",
-        min=1.0,
-        help="Seconds of wall clock for one solution run (imports included), each generator run_python, "
+
+def _as_screen(value: Any) -> Any:
+    """A ``--screen`` text (``SPEC[,key=value...]``) as a :class:`ScreenSpec`; a stored one (a mapping) as is.
+
+    A bad text is a ``UsageError`` saying what is wrong with that screen (pydantic lets it through).
+    """
+    if isinstance(value, str):
+        return parse_screen_spec(value)
+    if isinstance(value, dict) and "model" in value and "spec" not in value:  # a record of the old config
+        return {**{k: v for k, v in value.items() if k != "model"}, "spec": value["model"]}
+    return value
+
+
+def _as_screens(value: Any) -> Any:
+    if isinstance(value, str | dict):
+        value = [value]
+    return [_as_screen(item) for item in value] if isinstance(value, list | tuple) else value
+
+
+def _as_solver(value: Any) -> Any:
+    screen = _as_screen(value)
+    if isinstance(screen, ScreenSpec):
+        if screen.spec == "gold":
+            raise UsageError("--solver gold: the reference has no tool calls to make; give a model")
+        return screen.model_copy(update={"name": SOLVER_ROLE})
+    if isinstance(screen, dict):
+        return {**screen, "name": SOLVER_ROLE}
+    return screen
+
+
+def _masked(screen: ScreenSpec) -> dict[str, Any]:
+    """A screen as a stored config keeps it: its model spec with any password masked."""
+    from toolgauge.models.spec import display_spec
+
+    return {**screen.model_dump(), "spec": display_spec(screen.spec)}
+
+
+# A screen is given as its --screen text and stored as its fields (password masked).
+StoredScreenSpec = Annotated[ScreenSpec, PlainSerializer(_masked, when_used="json")]
+Screens = Annotated[tuple[StoredScreenSpec, ...], BeforeValidator(_as_screens), Cli(repeatable=True, metavar="SPEC")]
+Solver = Annotated[StoredScreenSpec | None, BeforeValidator(_as_solver), Cli(metavar="SPEC")]
+TimeLimit = Annotated[float, Field(ge=0.1, allow_inf_nan=False)]
+Steps = Annotated[int, Field(ge=1)]
+
+
+class GateRunOptions(OptionsModel):
+    """What defines a ``gate run`` (the construction loop), as it is stored; ``gate run``'s options say it."""
+
+    domain: str = Field("fem", description="The domain to build items in (a folder of toolgate/domains).")
+    rounds: Steps = Field(description="How many rounds (candidates) to run.")
+    generator: str = Field(description="Model spec of the generator (role generator).")
+    screens: tuple[dict[str, Any], ...] = Field(
+        description="A no-tool screen (model spec and setting); repeat for several, cheapest first."
+    )
+    solver: str = Field(description="Model spec of the tool-enabled solver (role solver).")
+    time_limit: Annotated[float, Field(ge=1.0, allow_inf_nan=False)] = Field(
+        DEFAULT_TIME_LIMIT,
+        description="Seconds of wall clock for one solution run (imports included), each generator run_python, "
         "and the whole solve.",
-    ),
-]
+    )
+    generator_steps: Steps = Field(DEFAULT_MAX_STEPS, description="At most this many generator model calls per round.")
+    solver_steps: Steps = Field(DEFAULT_SOLVER_STEPS, description=SOLVER_STEPS_HELP)
+    prompt_seeds: int | None = Field(
+        None, ge=0, description="Show only the first N seed items in the prompt (default: all)."
+    )
+    temperature: float = Field(0.0, description="The generator's sampling temperature.")
+    max_tokens: int | None = Field(None, description="The generator's reply length.")
 
 
-@dataclass(frozen=True)
-class GateFlags:
-    """The gate options of one command, as the user gave them (a command reads the ones it declared).
+def run_help(field: str) -> str:
+    """The help of ``gate run``'s option for ``field``: its description in :class:`GateRunOptions`."""
+    return GateRunOptions.model_fields[field].description or ""
 
-    Attributes:
-        domain: only the candidates of this domain (None: all).
-        time_limit: wall clock of one solution script and of one whole solve.
-        screen: the ``--screen`` texts, in order.
-        solver: the ``--solver`` text.
-        fixed_order: screens show the original option order.
-        all_screens: every screen runs even after one rejected.
-        seed: the base of reproducible screen seeds (None: fresh).
-        solver_steps: the most model calls of one solve.
-        unsafe_no_sandbox: run scripts without bubblewrap.
+
+class ToolgateOptions(LimitOptions):
+    """Run ToolGate's gates on a candidate pool (verify, no-tool screens, tool-enabled solve).
+
+    The screens and the solver are the models asked (--screen, --solver); --model answers only the roles of its own
+    spec (as the run's other roles, one client per spec).
     """
 
-    domain: str | None = None
-    time_limit: float = DEFAULT_TIME_LIMIT
-    screen: tuple[str, ...] = ()
-    solver: str | None = None
-    fixed_order: bool = False
-    all_screens: bool = False
-    seed: int | None = None
-    solver_steps: int = DEFAULT_SOLVER_STEPS
-    unsafe_no_sandbox: bool = False
+    candidates: Annotated[Path | None, Cli(required=True)] = Field(None, description=CANDIDATES_HELP)
+    command: Annotated[
+        Literal["verify", "screen", "solve", "check", "rescreen", "run"],
+        Cli(choices=("verify", "screen", "solve", "check")),
+    ] = Field("check", description="The gates to run: verify, screen, solve, or check (all three, cheapest first).")
+    gates: CommaList | None = Field(None, description="Comma list of verify,screens,solve (default: the command's).")
+    domain: str | None = Field(None, description=DOMAIN_HELP)
+    time_limit: TimeLimit = Field(DEFAULT_TIME_LIMIT, description=TIME_LIMIT_HELP)
+    screen: Screens = Field((), description=SCREEN_HELP)
+    solver: Solver = Field(None, description=SOLVER_HELP)
+    fixed_order: bool = Field(False, description=FIXED_ORDER_HELP)
+    all_screens: bool = Field(False, description=ALL_SCREENS_HELP)
+    seed: int | None = Field(None, description=SEED_HELP)
+    solver_steps: Steps = Field(DEFAULT_SOLVER_STEPS, description=SOLVER_STEPS_HELP)
+    domain_checks: bool = Field(False, description=DOMAIN_CHECKS_HELP)
+    # How the run may run its code, not what defines it: not stored with the run.
+    unsafe_no_sandbox: bool = Field(
+        False,
+        exclude=True,
+        description="DANGEROUS: run generated code even without bubblewrap (it can then read and write your "
+        "files and secrets). Without it, generated code runs only under bubblewrap. See docs/sandbox.md.",
+    )
+    # A pool taken from a stored run (gate rescreen, gate solve --run): the run, which of its candidates, their keys.
+    source_run: Annotated[str | None, Cli(hidden=True)] = Field(
+        None, description="The stored run whose candidates the pool is (gate rescreen, gate solve --run)."
+    )
+    pool: Annotated[str | None, Cli(hidden=True)] = Field(
+        None, description="Which candidates of source_run: verified, survivors, accepted or all."
+    )
+    ids: Annotated[tuple[str, ...] | None, Cli(hidden=True)] = Field(
+        None, description="The sample keys of a pool taken from source_run (set by the gate commands)."
+    )
+    # A gate run (command "run"): what defines it.
+    run: Annotated[GateRunOptions | None, Cli(hidden=True)] = Field(
+        None, description="What defines a gate run (command run; set by gate run, read back by rescore)."
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ToolgateOptions:
+        if self.command == "run":
+            if self.run is None:
+                raise ValueError("command run needs the gate run's options")
+            return self
+        if self.gates is not None:
+            unknown = [g for g in self.gates if g not in COMMAND_GATES["check"]]
+            if unknown or not self.gates:
+                raise ValueError(f"gates must be some of verify, screens, solve, got {self.gates}")
+        if self.candidates is None and self.source_run is None:
+            raise ValueError("give the candidates file (--candidates FILE)")
+        check_screen_names(self.screen)
+        return self
+
+    def chosen_gates(self) -> tuple[Gate, ...]:
+        """The gates to run, in the fixed order verify, screens, solve (default: the command's)."""
+        given = self.gates if self.gates is not None else COMMAND_GATES[self.command]
+        return tuple(g for g in COMMAND_GATES["check"] if g in given)
+
+    def source(self) -> str:
+        """Where the candidates come from, as the run shows it: the file, or ``run:ID (pool)``."""
+        if self.source_run is not None:
+            return f"run:{self.source_run} ({self.pool or 'all'})"
+        return str(self.candidates)
 
 
-# Each gate option: its annotation (the typer declaration) and default. The field names of GateFlags.
-GATE_OPTIONS: dict[str, tuple[Any, Any]] = {
-    "screen": (ScreenOpt, None),
-    "solver": (SolverOpt, None),
-    "domain": (DomainOpt, None),
-    "time_limit": (TimeLimitOpt, DEFAULT_TIME_LIMIT),
-    "fixed_order": (FixedOrderOpt, False),
-    "all_screens": (AllScreensOpt, False),
-    "seed": (SeedOpt, None),
-    "solver_steps": (SolverStepsOpt, DEFAULT_SOLVER_STEPS),
-    "unsafe_no_sandbox": (UnsafeNoSandboxOpt, False),
-}
-# What audit and export take in place of run_command's options (into a RunFlags).
-OFFLINE_OPTIONS: dict[str, tuple[Any, Any]] = {
-    "store": (StoreOpt, None),
-    "concurrency": (OfflineConcurrencyOpt, 4),
-    "as_json": (JsonOpt, False),
-}
-assert set(GATE_OPTIONS) == {f.name for f in fields(GateFlags)}
-
-
-def _parameter(name: str, annotation: Any, default: Any) -> inspect.Parameter:
-    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
-
-
-def _flags(values: dict[str, Any]) -> GateFlags:
-    if "screen" in values:
-        values["screen"] = tuple(values["screen"] or ())  # typer gives None for a list option not given
-    return GateFlags(**values)
-
-
-def gate_command(
-    *names: str, offline: bool = False, annotations: dict[str, Any] | None = None
-) -> Callable[[Callable[..., None]], Callable[..., None]]:
-    """Give a command the named gate options; it receives them as ``gate: GateFlags``.
-
-    Args:
-        names: the :data:`GATE_OPTIONS` the command takes, in the order ``--help`` lists them (after its own).
-        offline: the command runs no sample (``audit``, ``export``): add ``--store``, ``--concurrency`` and
-            ``--json`` too, pass them as ``flags: RunFlags``, and turn every failure into one line
-            (:func:`~toolgauge.cli.common.guarded`). Without it, wrap the result in ``run_command``, which adds
-            those and the engine's options.
-        annotations: another declaration of an option for this command (its help says what it means here).
-    """
-    unknown = [n for n in names if n not in GATE_OPTIONS]
-    if unknown:
-        raise ValueError(f"not gate options: {unknown}")
-    chosen = {**{n: GATE_OPTIONS[n] for n in names}, **(OFFLINE_OPTIONS if offline else {})}
-    for name, annotation in (annotations or {}).items():
-        chosen[name] = (annotation, chosen[name][1])
-
-    def wrap(fn: Callable[..., None]) -> Callable[..., None]:
-        own = [p for p in inspect.signature(fn, eval_str=True).parameters.values() if p.name not in ("gate", "flags")]
-        clash = {p.name for p in own} & set(chosen)
-        if clash:  # one name, two options: the command's own would be taken for the shared one
-            raise ValueError(f"{fn.__name__}: its own options {sorted(clash)} clash with the shared ones")
-        added = [_parameter(name, annotation, default) for name, (annotation, default) in chosen.items()]
-
-        @functools.wraps(fn)
-        def command(**kwargs: Any) -> None:
-            gate = _flags({k: kwargs.pop(k) for k in names})
-            if offline:
-                flags = RunFlags(**{k: kwargs.pop(k) for k in OFFLINE_OPTIONS})
-                guarded(lambda: fn(**kwargs, gate=gate, flags=flags))
-            else:
-                fn(**kwargs, gate=gate)  # run_command passes flags on and guards the body
-
-        params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in [*own, *added]]
-        if not offline:
-            # run_command reads the signature and passes flags: declare it (typer never sees this wrapper).
-            params.append(_parameter("flags", RunFlags, inspect.Parameter.empty))
-        command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
-        command.__annotations__ = {p.name: p.annotation for p in params}
-        del command.__wrapped__  # typer (or run_command) must read the new signature
-        return command
-
-    return wrap
-
-
-def domain_filter(domain: str | None) -> str | None:
-    """Check ``--domain`` before anything is read: an unknown domain is a one-line usage error.
-
-    Raises:
-        UsageError: no folder of that name in ``toolgate/domains`` (the message lists the known ones).
-    """
-    if domain is not None:
-        from toolgauge.benchmarks.toolgate.domains import get_domain
-
-        get_domain(domain)
-    return domain
-
-
-def found_domains(domains: Iterable[str | None]) -> str:
-    """``chem 3, fem 1``: how many items of each domain (``unknown`` for None), for a message."""
-    counts: dict[str, int] = {}
-    for name in domains:
-        key = name or "unknown"
-        counts[key] = counts.get(key, 0) + 1
-    return ", ".join(f"{name} {count}" for name, count in sorted(counts.items())) or "none"
-
-
-def of_domain(items: Sequence[Any], domain: str | None, domain_of: Callable[[Any], str | None]) -> list[Any]:
-    """The items of ``domain`` (all of them when it is None)."""
-    if domain is None:
-        return list(items)
-    return [item for item in items if domain_of(item) == domain]
+__all__ = ["GateRunOptions", "PoolCommand", "ToolgateOptions"]

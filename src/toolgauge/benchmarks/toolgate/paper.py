@@ -176,10 +176,15 @@ def table2(
 
 # -- Table 3 -----------------------------------------------------------------------------------------------
 def solver_label(run: PaperRun) -> str:
-    """The tool agent of a run: its solver's model (a pool run's ``solver.model``, a ``gate run``'s ``solver``)."""
-    solver: Any = run.config.get("solver")
+    """The tool agent of a run: its solver's model.
+
+    A pool run's ``solver.spec`` (``solver.model`` in a config stored before the options model); a ``gate run``'s
+    ``solver``.
+    """
+    config: Any = run.config
+    solver: Any = config.get("solver")
     if isinstance(solver, dict):
-        solver = solver.get("model")
+        solver = solver.get("spec") or solver.get("model")
     return str(solver) if solver else run.label
 
 

@@ -44,6 +44,7 @@ from toolgauge.records import AssistantTurn
 from toolgauge.results import EvalResults, Metric, SampleScore, ScoredRun
 
 if TYPE_CHECKING:
+    from toolgauge.benchmarks.toolgate.options import ToolgateOptions
     from toolgauge.engine import EpisodeContext, SampleOutcome
     from toolgauge.store import Store
 
@@ -116,6 +117,7 @@ class PoolBenchmark:
 
     ``pairs`` are (sample key, candidate): the candidate's id for a file; ``id~2``... for a repeated id of a
     stored run; a None candidate in a benchmark rebuilt only to score stored results (its episode must not run).
+    ``options``: the options it was built from (:mod:`.build`), which its config stores.
     """
 
     settings: PoolSettings
@@ -123,6 +125,7 @@ class PoolBenchmark:
     pairs: Sequence[tuple[str, Candidate | None]]
     domain: str | None = None
     source_run: str | None = None
+    options: ToolgateOptions | None = None
     name: str = RUN_NAME
     result_type: type[RecordedCandidate] = field(default=RecordedCandidate)
 
@@ -136,7 +139,11 @@ class PoolBenchmark:
         return list(self.pairs)
 
     def config(self) -> dict[str, Any]:
-        """Settings that define the run (stored, checked on resume, used by ``rescore``)."""
+        """Settings that define the run (stored, checked on resume, used by ``rescore``): its options and count."""
+        if self.options is not None:
+            from toolgauge.benchmark import options_config
+
+            return options_config(self.options, len(self.pairs))
         ids = [key for key, _ in self.pairs]
         config: dict[str, Any] = {
             "kind": "pool",
