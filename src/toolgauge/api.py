@@ -23,7 +23,6 @@ from toolgauge.benchmark import (
     rebuild,
     rescorable,
     variants_text,
-    with_evaluated_model,
 )
 from toolgauge.bounds import OptionOutOfBounds, check_options
 from toolgauge.driver import RunResult, run_benchmark
@@ -33,7 +32,7 @@ from toolgauge.models.base import ModelClient
 from toolgauge.models.spec import display_spec, resolve_model
 from toolgauge.options import EngineOptions, validated
 from toolgauge.results import EvalResults, SampleScore, ScoredRun
-from toolgauge.run_setup import PreparedRun, prepare_run, role_clients, role_specs, run_options
+from toolgauge.run_setup import PreparedRun, prepare_run, run_options
 from toolgauge.stats.epochs import aggregate_epochs
 from toolgauge.store import open_store
 
@@ -148,11 +147,12 @@ async def evaluate_async(
     spec = _spec(benchmark) if isinstance(benchmark, str) else None
     if spec is not None and epochs > 1 and not spec.repeatable:
         raise UsageError(f"{benchmark} runs cannot repeat samples yet (epochs={epochs}); use epochs=1")
-    if spec is not None and spec.options is not None:  # the options model checks every option
+    if spec is not None:  # the options model checks every option
         prepared = prepare_run(spec, validated(spec.options, options), model, engine=engine, store=store_url(store),
                                roles=roles)  # fmt: skip
     else:
-        prepared = _prepare_built(benchmark, spec, model, engine, store, roles, options)
+        assert not isinstance(benchmark, str)
+        prepared = _prepare_built(benchmark, model, engine, store, roles, options)
     kept: list[SampleScore] = []
 
     def collect(result: RunResult[Any]) -> None:
@@ -166,31 +166,23 @@ async def evaluate_async(
 
 
 def _prepare_built(
-    benchmark: str | Benchmark[Any, Any],
-    spec: BenchmarkSpec | None,
+    bench: Benchmark[Any, Any],
     model: str | ModelClient,
     engine: EngineOptions,
     store: str | Path | None,
     roles: Mapping[str, ModelClient] | None,
     options: dict[str, Any],
 ) -> PreparedRun:
-    """A run of a benchmark object built by the caller, or of a benchmark still without an options model."""
+    """A run of a benchmark object built by the caller (``options``: its sampling options, for the provenance)."""
     try:  # the bounds eval's options and a sweep file's keys have (toolgauge.bounds)
         check_options(options)
     except OptionOutOfBounds as exc:
         raise UsageError(f"{exc.name}: {exc.problem}") from None
-    if spec is not None and isinstance(model, str):
-        options = with_evaluated_model(spec, options, model)
-    bench = build_from(spec, options) if spec is not None else benchmark
-    assert not isinstance(bench, str)
     if isinstance(model, str):
         shown = display_spec(model)
         client = resolve_model(model, replay_loader=bench.replay_table, timeout=engine.timeout)
     else:
         shown, client = model.name, model
-    if roles is None and spec is not None and isinstance(model, str):
-        roles = role_clients(role_specs(spec, options, model), model, client,
-                             lambda s: resolve_model(s, timeout=engine.timeout))  # fmt: skip
     run = run_options(headline_of(bench.name), options, engine, store=store_url(store))
     return PreparedRun(bench, shown, client, dict(roles or {}), run)
 

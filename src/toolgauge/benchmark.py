@@ -8,7 +8,6 @@ never imports a benchmark: the CLI shell and the Python API reach them through t
 from __future__ import annotations
 
 import importlib
-import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -162,8 +161,6 @@ class BenchmarkSpec:
             else from keyword options named as the ``eval`` command's own options with ``-`` as ``_``. The CLI
             command, the Python API and sweeps all call it (:func:`build_from`).
         render: Prints one run's results in the terminal (None: the generic table).
-        rescore: Rebuilds the benchmark from a stored run's config (for ``toolgauge rescore``), with an
-            optional metric variant; None when the run cannot be rescored from the store alone.
         headline: The names of the metrics a leaderboard shows.
         extras: The optional dependency groups (``pip install 'toolgauge[X]'``) it needs.
         variants: The metric variants ``rescore --variant`` accepts.
@@ -175,8 +172,7 @@ class BenchmarkSpec:
             them (Tool-Genesis's ``--agent-model`` and ``--judge-model``); None: it asks for none. A sweep
             cell gives its run these clients.
         options: The options model of ``eval NAME`` (:mod:`toolgauge.options`): the command, the API's keywords,
-            a sweep entry's keys and the stored config all come from it. None: the benchmark is still on the
-            hand-written path (``build(**options)``, its own ``add_commands`` and ``rescore``).
+            a sweep entry's keys and the stored config all come from it.
         score: How ``score NAME`` scores recorded outputs, generated like ``eval`` (None: no generated ``score``).
         client: Makes the model a run asks, where the benchmark pairs it with its samples itself (MTU-Bench's
             ``replay:PATH``); None: the model spec resolved as usual.
@@ -196,15 +192,14 @@ class BenchmarkSpec:
     run_names: tuple[str, ...]
     add_commands: Callable[[CommandGroups], None]
     build: Callable[..., Benchmark[Any, Any]]
+    options: type[BaseModel]
     render: Renderer | None = None
-    rescore: Callable[[Mapping[str, Any], str | None], Benchmark[Any, Any]] | None = None
     headline: tuple[str, ...] = ()
     extras: tuple[str, ...] = ()
     variants: tuple[str, ...] = field(default=())
     unit: str = "samples"
     repeatable: bool = True
     roles: Callable[[Mapping[str, Any], str], Mapping[str, str]] | None = None
-    options: type[BaseModel] | None = None
     score: ScoreSpec | None = None
     client: ClientMaker | None = None
     migrate: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
@@ -235,8 +230,6 @@ def build_from(spec: BenchmarkSpec, values: Mapping[str, Any]) -> Benchmark[Any,
     Raises:
         UsageError: a value its options model refuses (one line naming the option).
     """
-    if spec.options is None:
-        return spec.build(**values)
     from toolgauge.options import validated
 
     return spec.build(validated(spec.options, values))
@@ -261,7 +254,6 @@ def stored_options(spec: BenchmarkSpec, config: Mapping[str, Any], variant: str 
     """
     from toolgauge.options import validated
 
-    assert spec.options is not None
     values = spec.migrate(config) if spec.migrate is not None else dict(config)
     values = {k: v for k, v in values.items() if k not in RUN_KEYS}
     if variant is not None:
@@ -279,20 +271,16 @@ def rebuild(spec: BenchmarkSpec, config: Mapping[str, Any], variant: str | None 
 
     if variant is not None and not spec.variants:
         raise UsageError(f"variant {variant!r}: {variants_text(spec)}")
-    if spec.options is not None:
-        bench = (spec.restore or spec.build)(stored_options(spec, config, variant))
-        stored, found = config.get("n"), len(bench.samples())
-        if isinstance(stored, int) and stored != found:
-            raise UsageError(f"the run has {stored} samples and its data gives {found} now (has the data changed?)")
-        return bench
-    if spec.rescore is None:
-        raise UsageError(f"{spec.name} runs cannot be rescored from the store")
-    return spec.rescore(config, variant)
+    bench = (spec.restore or spec.build)(stored_options(spec, config, variant))
+    stored, found = config.get("n"), len(bench.samples())
+    if isinstance(stored, int) and stored != found:
+        raise UsageError(f"the run has {stored} samples and its data gives {found} now (has the data changed?)")
+    return bench
 
 
 def rescorable(spec: BenchmarkSpec | None) -> bool:
     """Whether runs of ``spec`` can be scored again from the store alone."""
-    return spec is not None and (spec.options is not None or spec.rescore is not None)
+    return spec is not None
 
 
 def lazy(module: str, name: str) -> Callable[..., Any]:
@@ -307,49 +295,13 @@ def lazy(module: str, name: str) -> Callable[..., Any]:
 
     call.__name__ = call.__qualname__ = name
     call.__doc__ = f"``{module}.{name}``, imported when first called."
-    # Where the real function is, for code that reads its signature (the sweep file's option check).
+    # Where the real function is, for code that reads its signature (the options ``paper`` passes on).
     setattr(call, "lazy_target", (module, name))  # noqa: B010 - a function has no declared attribute
     return call
 
 
-def build_function(spec: BenchmarkSpec) -> Callable[..., Any]:
-    """The function behind ``spec.build`` (a ``lazy`` one is imported here)."""
-    target = getattr(spec.build, "lazy_target", None)
-    if target is None:
-        return spec.build
-    module, name = target
-    fn: Callable[..., Any] = getattr(importlib.import_module(module), name)
-    return fn
-
-
-# Per benchmark name: a spec holds mappings, so it cannot be a cache key itself.
-_BUILD_PARAMETERS: dict[str, dict[str, inspect.Parameter]] = {}
-
-
-def build_parameters(spec: BenchmarkSpec) -> dict[str, inspect.Parameter]:
-    """The keyword options ``spec.build`` takes, with their annotations evaluated where that is possible."""
-    found = _BUILD_PARAMETERS.get(spec.name)
-    if found is None:
-        fn = build_function(spec)
-        module = importlib.import_module(fn.__module__)
-        found = {}
-        for name, param in inspect.signature(fn).parameters.items():
-            if param.kind not in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
-                continue
-            annotation = param.annotation
-            if isinstance(annotation, str):
-                try:
-                    annotation = eval(annotation, vars(module))
-                except Exception:  # a name imported only for type checkers: the build function checks the value
-                    annotation = Any
-            found[name] = param.replace(annotation=annotation)
-        _BUILD_PARAMETERS[spec.name] = found
-    return found
-
-
 def with_evaluated_model(spec: BenchmarkSpec, options: Mapping[str, Any], model: str) -> dict[str, Any]:
     """``options`` with ``model`` added when the benchmark's options take the evaluated model and lack it."""
-    takes = "model" in spec.options.model_fields if spec.options is not None else "model" in build_parameters(spec)
-    if "model" in options or not takes:
+    if "model" in options or "model" not in spec.options.model_fields:
         return dict(options)
     return {**options, "model": model}

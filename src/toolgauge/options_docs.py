@@ -78,8 +78,6 @@ def options_tables(specs: Sequence[BenchmarkSpec]) -> str:
         options_table(SamplingOptions),
     ]
     for spec in specs:
-        if spec.options is None:
-            continue
         parts += ["", f"### `{spec.name}`", "", (spec.options.__doc__ or "").strip().splitlines()[0], ""]
         # The sampling options are in their own table: left out where the model has them (a field of the same name
         # in a model without them is its own, such as ToolGate's screen seed).
@@ -87,9 +85,6 @@ def options_tables(specs: Sequence[BenchmarkSpec]) -> str:
         parts.append(options_table(spec.options, leave_out=shared))
         if spec.score is not None:
             parts += ["", f'`score("{spec.name}", predictions, ...)` takes:', "", options_table(spec.score.options)]
-    unconverted = [spec.name for spec in specs if spec.options is None]
-    if unconverted:
-        parts += ["", f"Still without an options model (keywords as their `eval` options): {', '.join(unconverted)}."]
     parts += ["", END]
     return "\n".join(parts)
 

@@ -93,7 +93,6 @@ def score_command(spec: BenchmarkSpec) -> Callable[..., None]:
 
 def add_generated_commands(spec: BenchmarkSpec, groups: CommandGroups) -> None:
     """Mount the generated ``eval NAME`` (and ``score NAME`` where the benchmark scores recorded outputs)."""
-    if spec.options is not None:
-        groups.eval.command(spec.name)(eval_command(spec))
+    groups.eval.command(spec.name)(eval_command(spec))
     if spec.score is not None:
         groups.score.command(spec.name)(score_command(spec))

@@ -63,7 +63,7 @@ async def run_cell(
     bench = bench if bench is not None else build_bench(task)
     ensure_run(store_url, run_id, bench, task.shown_model, task.epochs)
     spec = spec_named(task.benchmark)
-    typed = validated(spec.options, task.options) if spec is not None and spec.options is not None else task.options
+    typed = validated(spec.options, task.options) if spec is not None else task.options
     engine = EngineOptions(concurrency=task.concurrency, timeout=task.timeout, max_retries=task.max_retries,
                            no_cache=not task.use_cache, resume=run_id, epochs=task.epochs,
                            price=task.price)  # fmt: skip

@@ -26,16 +26,15 @@ model is its ``[[model]]`` spec. Extra roles' models are options too (Tool-Genes
 
 from __future__ import annotations
 
-import inspect
 import tomllib
 import typing
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from toolgauge.benchmark import BenchmarkSpec, build_parameters
+from toolgauge.benchmark import BenchmarkSpec
 from toolgauge.bounds import BOUNDED, OptionOutOfBounds, check_option, problem_of
 from toolgauge.datasets.resolve import missing_official
 from toolgauge.errors import DataError, UsageError
@@ -216,25 +215,14 @@ def _benchmark_options(
     By the benchmark's options model; a benchmark still without one, by its ``build``'s annotations and the bounds.
     """
     typed = spec.options
-    if typed is not None:
-        known, listing = list(typed.model_fields), options_listing(typed)
-        required = [k for k, f in typed.model_fields.items() if f.is_required()]
+    known, listing = list(typed.model_fields), options_listing(typed)
+    required = [k for k, f in typed.model_fields.items() if f.is_required()]
 
-        def check(key: str, value: Any) -> Any:
-            assert typed is not None
-            problem = _field_problem(typed, key, value)
-            if problem is not None:
-                raise bad(f"{where}.{key}", problem)
-            return _absolute(value, typed.model_fields[key].annotation)
-    else:
-        params = build_parameters(spec)
-        known, listing = list(params), ", ".join(sorted(params))
-        required = [k for k, p in params.items() if p.default is inspect.Parameter.empty]
-
-        def check(key: str, value: Any) -> Any:
-            if key in BOUNDED:
-                return _bounded(key, value, f"{where}.{key}", bad)
-            return _absolute(_checked(value, params[key], f"{where}.{key}", bad), params[key].annotation)
+    def check(key: str, value: Any) -> Any:
+        problem = _field_problem(typed, key, value)
+        if problem is not None:
+            raise bad(f"{where}.{key}", problem)
+        return _absolute(value, typed.model_fields[key].annotation)
 
     options: dict[str, Any] = {}
     for key, value in raw.items():
@@ -287,21 +275,14 @@ def _model_entry(
             raise bad(f"{where}.{key}", _MODEL_KEY)
         for bench in specs:
             assert bench is not None
-            if bench.options is not None:  # the benchmark's options model checks the value
-                fields = list(bench.options.model_fields)
-                if key not in fields:
-                    hint = did_you_mean(key, [*fields, *ENGINE_KEYS])
-                    raise bad(f"{where}.{key}", f"not an option of benchmark {bench.name}, which this model runs{hint}")
-                problem = _field_problem(bench.options, key, value)
-                if problem is not None:
-                    raise bad(f"{where}.{key}", problem)
-                continue
-            params = build_parameters(bench)
-            if key not in params:
-                hint = did_you_mean(key, [*params, *ENGINE_KEYS])
+            # The benchmark's options model checks the value.
+            fields = list(bench.options.model_fields)
+            if key not in fields:
+                hint = did_you_mean(key, [*fields, *ENGINE_KEYS])
                 raise bad(f"{where}.{key}", f"not an option of benchmark {bench.name}, which this model runs{hint}")
-            if key not in BOUNDED:
-                _checked(value, params[key], f"{where}.{key}", bad)
+            problem = _field_problem(bench.options, key, value)
+            if problem is not None:
+                raise bad(f"{where}.{key}", problem)
         options[key] = _bounded(key, value, f"{where}.{key}", bad) if key in BOUNDED else value
     return ModelEntry(
         spec=spec.strip(), engine=engine, options=options, name=name.strip() if name else None, price=price
@@ -317,31 +298,6 @@ def _field_problem(model: type[BaseModel], key: str, value: Any) -> str | None:
             if error["loc"][:1] == (key,):
                 return problem_of(error, value)
     return None
-
-
-def _checked(value: Any, param: inspect.Parameter, where: str, bad: Callable[[str, str], SweepFileError]) -> Any:
-    """The value as the build function's annotation accepts it (lax: a TOML integer for a float)."""
-    annotation = param.annotation
-    if annotation is inspect.Parameter.empty or annotation is Any:
-        return value
-    if isinstance(value, bool) and not _takes_bool(annotation):  # lax pydantic would take true for 1
-        raise bad(where, f"expected {_type_name(annotation)}, got {str(value).lower()}")
-    try:
-        return TypeAdapter(annotation).validate_python(value)
-    except ValidationError as exc:
-        errors = exc.errors()
-        # A union reports one error per member: the member the value's type names says it best.
-        first = next((e for e in errors if "int" in e["type"] or "literal" in e["type"]), errors[0])
-        raise bad(where, _lower(first["msg"])) from None
-
-
-def _takes_bool(annotation: Any) -> bool:
-    return annotation is bool or bool in typing.get_args(annotation)
-
-
-def _type_name(annotation: Any) -> str:
-    names = [getattr(a, "__name__", str(a)) for a in (typing.get_args(annotation) or (annotation,)) if a is not None]
-    return " or ".join(n for n in names if n != "NoneType") or str(annotation)
 
 
 def _absolute(value: Any, annotation: Any) -> Any:
