@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.text import Text
 
 from toolgauge.cli.common import StoreOpt, guarded, out
-from toolgauge.cost import Price, call_cost, format_usd
+from toolgauge.cost import Price, evaluated_call_cost, format_usd
 from toolgauge.errors import UsageError
 from toolgauge.records import AssistantTurn, Message, ToolCall
 from toolgauge.store.transcripts import ModelCallRecord
@@ -92,9 +92,10 @@ def print_transcript(
 
 
 def _call_cost(record: ModelCallRecord, price: Price | None) -> float | None:
-    if price is None or record.role != "model":
-        return None
-    return 0.0 if record.cached else call_cost(price, record.usage.input_tokens, record.usage.output_tokens)
+    tokens_in, tokens_out = record.usage.input_tokens, record.usage.output_tokens
+    return evaluated_call_cost(
+        price, role=record.role, cached=record.cached, input_tokens=tokens_in, output_tokens=tokens_out
+    )
 
 
 def _header(record: ModelCallRecord, cost: float | None = None) -> Text:
