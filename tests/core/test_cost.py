@@ -194,3 +194,24 @@ def test_samples_rows_say_an_unknown_price_as_null(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     assert rows and all(r["sample_cost_usd"] is None for r in rows)
+
+
+def test_rescore_samples_rows_carry_the_stored_runs_sample_costs(tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    first, again = tmp_path / "first.jsonl", tmp_path / "rescored.jsonl"
+    with ChatStub(answer) as stub:
+        res = invoke("eval", "suite", "-m", stub.model(), "--limit", "2", "--store", store, "--price", "2,10",
+                     "--samples", first, "--json", "-q")  # fmt: skip
+    assert res.exit_code == 0, res.output
+    run = results_of(res).run
+    assert run is not None
+    res = invoke("rescore", run.id, "--store", store, "--samples", again)
+    assert res.exit_code == 0, res.output
+
+    def costs_in(path: Path) -> dict[str, float]:
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        return {row["id"]: row["sample_cost_usd"] for row in rows}
+
+    rescored = costs_in(again)
+    assert rescored and any(c > 0 for c in rescored.values())
+    assert rescored == costs_in(first)
