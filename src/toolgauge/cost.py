@@ -148,6 +148,19 @@ def calls_cost(price: Price, calls: Iterable[tuple[int, int, int]]) -> float:
     return call_cost(price, total_in, total_out)
 
 
+def evaluated_call_cost(
+    price: Price | None, *, role: str, cached: bool, input_tokens: int, output_tokens: int
+) -> float | None:
+    """USD of one call as a sample is charged: a call of the evaluated model (role ``model``), 0 from the cache.
+
+    None for another role's call (a judge, a proxy agent: priced in the run's cost, not per sample) or when the
+    evaluated model's price is unknown.
+    """
+    if price is None or role != "model":
+        return None
+    return 0.0 if cached else call_cost(price, input_tokens, output_tokens)
+
+
 def format_usd(value: float | None) -> str:
     """A cost as shown in tables: ``$0.0123`` (4 significant decimals under a dollar), or ``price unknown``."""
     if value is None:

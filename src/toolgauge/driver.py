@@ -85,6 +85,8 @@ class RunResult(Generic[R]):
 
     run_id: str
     scored: ScoredRun
+    # USD per sample try (store key) of the evaluated model's calls, cached ones 0; None: its price is unknown.
+    sample_costs: Mapping[str, float] | None = None
 
 
 async def run_benchmark(
@@ -221,7 +223,11 @@ async def run_benchmark(
         scored.results.provenance = _provenance(bench, model_spec, options)
         store.save_results(run_id, scored.results)
         store.set_run_status(run_id, status, n_samples=len(samples))
-        result: RunResult[R] = RunResult(run_id, scored)
+        from toolgauge.store.run_meta import sample_costs
+
+        price = engine.prices.get("model")
+        costs = sample_costs(store, run_id, price) if price is not None else None
+        result: RunResult[R] = RunResult(run_id, scored, sample_costs=costs)
         if on_scored is not None:
             on_scored(result)
         return result

@@ -160,3 +160,58 @@ def test_a_sweep_prices_a_model_by_its_price_key_and_says_when_a_price_is_unknow
     sweep_file.write_text('[[model]]\nspec = "gold"\nprice = "free"\n[[benchmark]]\nname = "suite"\n')
     bad = invoke("sweep", sweep_file, "--store", store)
     assert bad.exit_code == 2 and "model[1].price: 'free'" in bad.stderr
+
+
+def test_samples_rows_carry_each_samples_cost_and_cached_ones_cost_nothing(tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    per_call = (USAGE_IN * 2 + USAGE_OUT * 10) / 1e6
+    with ChatStub(answer) as stub:
+        for n, path in enumerate([tmp_path / "first.jsonl", tmp_path / "cached.jsonl"]):
+            res = invoke("eval", "suite", "-m", stub.model(), "--limit", "3", "--store", store, "--price", "2,10",
+                         "-c", "1", "--samples", path, "--json")  # fmt: skip
+            assert res.exit_code == 0, res.output
+            run = results_of(res).run
+            assert run is not None
+            rows = [json.loads(line) for line in path.read_text().splitlines()]
+            assert rows, "the run wrote sample rows"
+            if n == 0:
+                with sqlite3.connect(tmp_path / "s.db") as conn:
+                    calls = dict(conn.execute("select sample_key, count(*) from model_calls where run_id = ? "
+                                              "group by sample_key", (run.id,)).fetchall())  # fmt: skip
+                for row in rows:
+                    assert row["sample_cost_usd"] == pytest.approx(calls.get(row["sample"], 0) * per_call)
+                assert sum({r["sample"]: r["sample_cost_usd"] for r in rows}.values()) == pytest.approx(run.cost_usd)
+                assert any(r["sample_cost_usd"] > 0 for r in rows)
+            else:
+                assert run.cached_calls > 0 and [r["sample_cost_usd"] for r in rows] == [0.0] * len(rows)
+
+
+def test_samples_rows_say_an_unknown_price_as_null(tmp_path: Path) -> None:
+    path = tmp_path / "rows.jsonl"
+    with ChatStub(answer) as stub:
+        res = invoke("eval", "suite", "-m", stub.model(), "--limit", "1", "--store", f"sqlite:///{tmp_path / 's.db'}",
+                     "--samples", path)  # fmt: skip
+    assert res.exit_code == 0, res.output
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert rows and all(r["sample_cost_usd"] is None for r in rows)
+
+
+def test_rescore_samples_rows_carry_the_stored_runs_sample_costs(tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    first, again = tmp_path / "first.jsonl", tmp_path / "rescored.jsonl"
+    with ChatStub(answer) as stub:
+        res = invoke("eval", "suite", "-m", stub.model(), "--limit", "2", "--store", store, "--price", "2,10",
+                     "--samples", first, "--json", "-q")  # fmt: skip
+    assert res.exit_code == 0, res.output
+    run = results_of(res).run
+    assert run is not None
+    res = invoke("rescore", run.id, "--store", store, "--samples", again)
+    assert res.exit_code == 0, res.output
+
+    def costs_in(path: Path) -> dict[str, float]:
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        return {row["id"]: row["sample_cost_usd"] for row in rows}
+
+    rescored = costs_in(again)
+    assert rescored and any(c > 0 for c in rescored.values())
+    assert rescored == costs_in(first)

@@ -62,8 +62,7 @@ def test_bfcl_runs_on_each_provider(
         opened.close()
     response = calls[0].response
     assert response is not None and response.tool_calls, "the gold-like server answers with a call"
-    if wire != "azure":
-        assert response.exchange is not None and response.exchange.provider == wire
+    assert response.exchange is not None and response.exchange.provider == wire
 
 
 @pytest.mark.parametrize("wire", ["anthropic", "google", "azure"])

@@ -31,4 +31,5 @@ def sample_rows(path: Path) -> list[dict[str, Any]]:
 
 
 # The fields of one ``--samples`` row (``toolgauge.results.SampleScore``), as docs/cli.md lists them.
-SAMPLE_FIELDS = {"id", "sample", "value", "scores", "explanation", "error", "metadata", "epoch", "cluster", "weights"}
+SAMPLE_FIELDS = {"id", "sample", "value", "scores", "explanation", "error", "metadata", "epoch", "cluster", "weights",
+                 "sample_cost_usd"}  # fmt: skip

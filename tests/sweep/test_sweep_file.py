@@ -49,6 +49,29 @@ def test_cells_take_the_options_of_their_model_and_benchmark():
     assert len(cells[0].sample_keys) == 2
 
 
+def test_a_model_sets_its_cells_cache_mode_as_evals_cache_does():
+    from toolgauge.sweep.cells import engine_config
+
+    text = """
+[[model]]
+spec = "gold"
+cache = "read"
+[[model]]
+spec = "http://127.0.0.1:9/v1#a"
+no_cache = true
+[[model]]
+spec = "http://127.0.0.1:9/v1#b"
+[[benchmark]]
+name = "suite"
+limit = 1
+"""
+    cells = plan_cells(parse_sweep(text, "s.toml"), "s.toml")
+    assert [c.task.cache for c in cells] == ["read", "off", "on"]
+    assert [engine_config(c.task).cache_mode for c in cells] == ["read", "off", "on"]
+    written = plan_cells(parse_sweep(text.replace('"read"', '"write"'), "s.toml"), "s.toml")[0]
+    assert engine_config(written.task).cache_mode == "write"
+
+
 BAD = [
     ("epochs = 1\n[[model]]\nspec = 'gold'\n[[benchmark]]\nname = 'suite'\nlimit = 'ten'\n",
      "s.toml: benchmark[1].limit: input should be a valid integer"),
@@ -81,6 +104,12 @@ BAD = [
      "benchmark)"),
     ("colour = 1\n", "s.toml: colour: unknown key (a sweep file has epochs, seed, model, benchmark)"),
     ("[[model]\nspec = 'gold'\n", "s.toml: not valid TOML: "),
+    ("[[model]]\nspec = 'gold'\ncache = 'sometimes'\n[[benchmark]]\nname = 'suite'\n",
+     "s.toml: model[1].cache: input should be 'off', 'read', 'write' or 'on'"),
+    ("[[model]]\nspec = 'gold'\nno_cache = true\ncache = 'read'\n[[benchmark]]\nname = 'suite'\n",
+     's.toml: model[1].cache: "read" disagrees with no_cache = true (no_cache is cache = "off")'),
+    ("[[model]]\nspec = 'gold'\nno_cache = true\n[[benchmark]]\nname = 'suite'\ncache = 'on'\n",
+     "s.toml: model[1].no_cache: also set by benchmark[1] (suite); set it in one place"),
 ]  # fmt: skip
 
 

@@ -29,6 +29,7 @@ from toolgauge.cli.option_params import option_parameters
 from toolgauge.driver import RunOptions, RunResult, run_benchmark
 from toolgauge.engine.budget import BudgetReached
 from toolgauge.engine.cache import CacheMode
+from toolgauge.engine.epochs import epoch_key
 from toolgauge.errors import DataError, RunInterrupted, RunStopped, UsageError
 from toolgauge.models.base import ModelClient
 from toolgauge.options import EngineOptions, LimitOptions, SamplingOptions
@@ -37,7 +38,7 @@ from toolgauge.redact import redact, redact_tree
 from toolgauge.report.console import TerminalConsole, json_for_terminal
 from toolgauge.report.export import check_output_file, sample_lines, write_lines_atomic
 from toolgauge.report.terminal import render_results
-from toolgauge.results import EvalResults
+from toolgauge.results import EvalResults, SampleScore
 from toolgauge.settings import CallSettings
 
 T = TypeVar("T")
@@ -436,6 +437,16 @@ def print_results(results: EvalResults, *, as_json: bool, document: Callable[[Ev
     render_results(results, out, spec.render if spec else None, spec.unit if spec else "samples")
 
 
+def sample_row(score: SampleScore, costs: Mapping[str, float] | None) -> dict[str, Any]:
+    """A ``--samples`` row: the unit's score and ``sample_cost_usd``, what its sample's try cost.
+
+    The cost of the evaluated model's calls of that try (every unit of a sample shares it), cached calls 0;
+    None when the model's price is unknown.
+    """
+    cost = None if costs is None else round(costs.get(epoch_key(score.sample, score.epoch), 0.0), 8)
+    return {**score.model_dump(mode="json"), "sample_cost_usd": cost}
+
+
 def execute(
     bench: Benchmark[Any, Any],
     model: str,
@@ -466,7 +477,7 @@ def execute(
         if run is not None and run.status == "failed":
             return
         if flags.samples is not None:
-            rows = (s.model_dump(mode="json") for s in result.scored.iter_samples())
+            rows = (sample_row(s, result.sample_costs) for s in result.scored.iter_samples())
             write_lines_atomic(flags.samples, sample_lines(rows))
             written.append((f"per-{unit} results", flags.samples))
         for label, (path, write) in (outputs or {}).items():

@@ -12,7 +12,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from toolgauge.cli.common import JsonOpt, StoreOpt, fail, guarded, out, print_results
+from toolgauge.cli.common import JsonOpt, StoreOpt, fail, guarded, out, print_results, sample_row
 from toolgauge.errors import UsageError
 from toolgauge.redact import redact
 from toolgauge.report.export import check_output_file, results_to_csv, sample_lines, write_lines_atomic
@@ -169,6 +169,22 @@ def report_cmd(
     guarded(body)
 
 
+def _stored_sample_costs(run_id: str, store: str | None) -> dict[str, float] | None:
+    """What each sample try of a stored run cost, as ``eval --samples`` says it; None: its price is unknown."""
+    from toolgauge.api import store_url
+    from toolgauge.store import open_store
+    from toolgauge.store.run_meta import sample_costs
+
+    st = open_store(store_url(store), create=False)
+    try:
+        run = st.get_run(run_id)
+        stats = run.results.run if run is not None and run.results is not None else None
+        price = stats.unit_price if stats is not None else None
+        return sample_costs(st, run_id, price) if price is not None else None
+    finally:
+        st.close()
+
+
 def rescore_cmd(
     run_id: RunArg,
     variant: Annotated[
@@ -192,7 +208,8 @@ def rescore_cmd(
             check_output_file(samples, "--samples")
         evaluation = rescore(run_id, variant=variant, store=store, keep_samples=samples is not None)
         if samples is not None:
-            write_lines_atomic(samples, sample_lines(s.model_dump(mode="json") for s in evaluation.samples))
+            costs = _stored_sample_costs(evaluation.run_id, store)
+            write_lines_atomic(samples, sample_lines(sample_row(s, costs) for s in evaluation.samples))
         print_results(evaluation.results, as_json=as_json)
 
     guarded(body)

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.text import Text
 
 from toolgauge.cli.common import StoreOpt, guarded, out
-from toolgauge.cost import Price, call_cost, format_usd
+from toolgauge.cost import Price, format_usd
 from toolgauge.errors import UsageError
 from toolgauge.records import AssistantTurn, Message, ToolCall
 from toolgauge.store.transcripts import ModelCallRecord
@@ -71,7 +71,7 @@ def print_transcript(
     first line the sample's (calls from the cache cost nothing; other roles' calls are not priced here).
     """
     calls = f"{len(records)} model call" + ("" if len(records) == 1 else "s")
-    costs = [_call_cost(r, price) for r in records]
+    costs = [r.cost(price) for r in records]
     priced = [c for c in costs if c is not None]
     total = f" · {format_usd(sum(priced))} (the evaluated model's calls)" if priced else ""
     console.print(Text(f"run {run_id} · sample {sample_key} · {calls}{total}", style="bold"), highlight=False)
@@ -89,12 +89,6 @@ def print_transcript(
             _print_message(console, "→ assistant", _turn_lines(record.response), style="bold green")
         if record.error:
             _print_message(console, "✗ error", [record.error], style="bold red")
-
-
-def _call_cost(record: ModelCallRecord, price: Price | None) -> float | None:
-    if price is None or record.role != "model":
-        return None
-    return 0.0 if record.cached else call_cost(price, record.usage.input_tokens, record.usage.output_tokens)
 
 
 def _header(record: ModelCallRecord, cost: float | None = None) -> Text:

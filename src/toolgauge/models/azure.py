@@ -14,6 +14,8 @@ class AzureOpenAIClient(OpenAICompatClient):
     Everything else (messages, tools, options, errors, the probe) is the OpenAI-compatible client's.
     """
 
+    provider = "azure"
+
     def __init__(
         self, deployment: str, *, endpoint: str, api_version: str, api_key: str, timeout: float = 120.0, name: str
     ):

@@ -14,7 +14,15 @@ from toolgauge.errors import ConnectionFailed, ModelError, TransientModelError
 from toolgauge.models.served_identity import ServedModel, cache_id_with, models_entry
 from toolgauge.models.wire import decode_body, probe_until_answered, set_options, status_error
 from toolgauge.models.wire import one_line as _short
-from toolgauge.records import AssistantTurn, GenerateOptions, Message, ModelRequest, ToolCall, Usage
+from toolgauge.records import (
+    AssistantTurn,
+    GenerateOptions,
+    Message,
+    ModelRequest,
+    ProviderExchange,
+    ToolCall,
+    Usage,
+)
 from toolgauge.redact import learn_secret, learn_url_credentials, redact_url
 
 # Keys sent when there is no real one (no key in the environment, the embedded local server): nothing to hide.
@@ -127,6 +135,8 @@ class OpenAICompatClient:
     """A chat-completions endpoint: OpenAI itself, vLLM, SGLang, Ollama, llama.cpp server, ..."""
 
     cacheable = True
+    # The provider named in the raw exchange kept with each answer (``ProviderExchange.provider``).
+    provider = "openai"
 
     def __init__(
         self,
@@ -194,7 +204,7 @@ class OpenAICompatClient:
         kwargs = {"model": self.model, "messages": [{"role": "user", "content": "Say OK."}], "max_tokens": 1}
 
         async def answer_and_identify() -> None:
-            answer = await _complete(client, kwargs)
+            answer, _ = await _complete(client, kwargs)
             served = await self._models_entry(client)
             self.served = served.model_copy(update={"system_fingerprint": answer.system_fingerprint})
 
@@ -245,7 +255,9 @@ class OpenAICompatClient:
             kwargs["stop"] = list(opts.stop)
         if opts.extra_body:
             kwargs["extra_body"] = opts.extra_body  # the SDK merges it into the JSON body
-        resp = await _complete(self._client, kwargs)
+        resp, raw = await _complete(self._client, kwargs)
+        # The request as sent, less what the transcript keeps provider-neutral (messages, tools).
+        sent = {k: v for k, v in kwargs.items() if k not in ("messages", "tools")}
         choice0 = resp.choices[0]
         msg = choice0.message
         finish = choice0.finish_reason
@@ -253,11 +265,21 @@ class OpenAICompatClient:
         usage = Usage()
         if resp.usage is not None:
             usage = Usage(input_tokens=resp.usage.prompt_tokens or 0, output_tokens=resp.usage.completion_tokens or 0)
-        return AssistantTurn(content=msg.content, tool_calls=calls, finish_reason=finish, usage=usage, model=resp.model)
+        return AssistantTurn(
+            content=msg.content,
+            tool_calls=calls,
+            finish_reason=finish,
+            usage=usage,
+            model=resp.model,
+            exchange=ProviderExchange(provider=self.provider, request=sent, response=raw),
+        )
 
 
-async def _complete(client: AsyncOpenAI, kwargs: dict[str, Any]) -> WireCompletion:
-    """POST one chat completion; every failure becomes a ``ModelError`` (or its transient subclasses)."""
+async def _complete(client: AsyncOpenAI, kwargs: dict[str, Any]) -> tuple[WireCompletion, dict[str, Any]]:
+    """POST one chat completion: the checked reply and its body as it came.
+
+    Every failure becomes a ``ModelError`` (or its transient subclasses).
+    """
     try:
         raw = await client.chat.completions.with_raw_response.create(**kwargs)
     except openai.APIStatusError as exc:
@@ -272,7 +294,7 @@ async def _complete(client: AsyncOpenAI, kwargs: dict[str, Any]) -> WireCompleti
     except openai.OpenAIError as exc:
         raise ModelError(f"{exc.__class__.__name__}: {_short(str(exc))}") from exc
     http = raw.http_response
-    return decode_completion(http.content, http.headers.get("content-type", ""))
+    return decode_body(WireCompletion, http.content, http.headers.get("content-type", ""))
 
 
 def _root_cause(exc: BaseException) -> str:

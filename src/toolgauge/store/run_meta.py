@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import func, insert, inspect, select, update
 from sqlalchemy.exc import SQLAlchemyError
 
+from toolgauge.cost import Price, calls_cost
 from toolgauge.redact import redact
 from toolgauge.run_labels import RunLabels
 from toolgauge.store import schema
@@ -97,6 +98,26 @@ def spent_calls(store: Store, run_id: str) -> dict[str, list[tuple[int, int, int
         for role, tokens_in, tokens_out, n in conn.execute(query):
             by_role.setdefault(role or "model", []).append((int(tokens_in), int(tokens_out), int(n)))
     return by_role
+
+
+def sample_costs(store: Store, run_id: str, price: Price) -> dict[str, float]:
+    """USD per sample try (its store key, epoch mark included) of the evaluated model's calls.
+
+    As :func:`toolgauge.cost.evaluated_call_cost` charges them: role ``model``, calls from the cache cost 0
+    (left out), failed calls spent nothing. A sample without such calls is absent (it cost 0).
+    """
+    store.flush()
+    c = schema.model_calls.c
+    query = (
+        select(c.sample_key, c.input_tokens, c.output_tokens, func.count())
+        .where((c.run_id == run_id) & (c.role == "model") & c.cached.is_(False) & c.error.is_(None))
+        .group_by(c.sample_key, c.input_tokens, c.output_tokens)
+    )
+    by_sample: dict[str, list[tuple[int, int, int]]] = {}
+    with store.engine.connect() as conn:
+        for key, tokens_in, tokens_out, n in conn.execute(query):
+            by_sample.setdefault(str(key), []).append((int(tokens_in), int(tokens_out), int(n)))
+    return {key: calls_cost(price, rows) for key, rows in by_sample.items()}
 
 
 def run_settings(run: RunInfo) -> dict[str, Any]:

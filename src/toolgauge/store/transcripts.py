@@ -29,6 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from toolgauge.cost import Price, evaluated_call_cost
 from toolgauge.records import AssistantTurn, GenerateOptions, Message, ToolSpec, Usage
 from toolgauge.redact import SecretMasker
 
@@ -61,6 +62,13 @@ class ModelCallRecord(BaseModel):
     attempts: int
     error: str | None
     request_hash: str | None = None
+
+    def cost(self, price: Price | None) -> float | None:
+        """USD this call adds to its sample (:func:`toolgauge.cost.evaluated_call_cost`)."""
+        return evaluated_call_cost(
+            price, role=self.role, cached=self.cached, input_tokens=self.usage.input_tokens,
+            output_tokens=self.usage.output_tokens,
+        )  # fmt: skip
 
 
 def blob_hash(data: bytes) -> str:

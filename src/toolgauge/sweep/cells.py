@@ -65,7 +65,7 @@ async def run_cell(
     spec = spec_named(task.benchmark)
     typed = validated(spec.options, task.options) if spec is not None else task.options
     engine = EngineOptions(concurrency=task.concurrency, timeout=task.timeout, max_retries=task.max_retries,
-                           no_cache=not task.use_cache, resume=run_id, epochs=task.epochs,
+                           cache=task.cache, resume=run_id, epochs=task.epochs,
                            price=task.price)  # fmt: skip
     options = run_options(
         spec.headline if spec else (),
@@ -121,7 +121,8 @@ def cell_roles(task: CellTask, evaluated: LimitedClient, limiter: Limiter | None
 def engine_config(task: CellTask) -> EngineConfig:
     """The engine options of a cell's run (or shard): the file's, with its epochs and seed."""
     return EngineConfig(
-        concurrency=task.concurrency, timeout=task.timeout, max_retries=task.max_retries, use_cache=task.use_cache,
+        concurrency=task.concurrency, timeout=task.timeout, max_retries=task.max_retries,
+        use_cache=task.cache != "off", cache=task.cache,
         show_progress=False, seed=task.seed, epochs=task.epochs,
     )  # fmt: skip
 

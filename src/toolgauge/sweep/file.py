@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from toolgauge.benchmark import BenchmarkSpec
 from toolgauge.bounds import BOUNDED, OptionOutOfBounds, check_option, problem_of
 from toolgauge.datasets.resolve import missing_official
+from toolgauge.engine.cache import CacheMode
 from toolgauge.errors import DataError, UsageError
 from toolgauge.jsonl import read_text
 from toolgauge.options import options_listing
@@ -62,9 +63,20 @@ class EngineOptions(BaseModel):
     timeout: float | None = None
     max_retries: int | None = None
     no_cache: bool | None = None
+    # eval's --cache; ``no_cache = true`` is its older spelling of "off" (both in one entry must agree).
+    cache: CacheMode | None = None
+
+    @property
+    def cache_mode(self) -> CacheMode | None:
+        """The response-cache mode this entry sets (``cache``, or ``no_cache`` as off/on); None: not set."""
+        if self.cache is not None:
+            return self.cache
+        return None if self.no_cache is None else ("off" if self.no_cache else "on")
 
 
 ENGINE_KEYS = tuple(EngineOptions.model_fields)
+# Keys that set one thing: an entry's conflict with another is checked on the thing.
+_SAME_SETTING = {"no_cache": "cache"}
 
 
 class ModelEntry(BaseModel):
@@ -140,8 +152,9 @@ def parse_sweep(text: str, where: str) -> SweepFile:
     for m_index, model in enumerate(models, 1):
         for b_index, bench in enumerate(benchmarks, 1):
             both = sorted(set(model.options) & set(bench.options))
-            both += sorted(k for k in ENGINE_KEYS if k != "concurrency" and k in model.engine.model_fields_set
-                           and k in bench.engine.model_fields_set)  # fmt: skip
+            bench_set = {_SAME_SETTING.get(k, k) for k in bench.engine.model_fields_set}
+            both += sorted(k for k in model.engine.model_fields_set if k != "concurrency"
+                           and _SAME_SETTING.get(k, k) in bench_set)  # fmt: skip
             if both:
                 raise bad(
                     f"model[{m_index}].{both[0]}",
@@ -187,10 +200,13 @@ def _engine(raw: Mapping[str, Any], where: str, bad: Callable[[str, str], SweepF
     for key in BOUNDED.intersection(picked):
         picked[key] = _bounded(key, picked[key], f"{where}.{key}", bad)
     try:
-        return EngineOptions.model_validate(picked)
+        engine = EngineOptions.model_validate(picked)
     except ValidationError as exc:
         first = exc.errors()[0]
         raise bad(f"{where}.{first['loc'][0]}", _lower(first["msg"])) from None
+    if engine.no_cache and engine.cache not in (None, "off"):
+        raise bad(f"{where}.cache", f'"{engine.cache}" disagrees with no_cache = true (no_cache is cache = "off")')
+    return engine
 
 
 def _benchmark_entry(index: int, raw: dict[str, Any], bad: Callable[[str, str], SweepFileError]) -> BenchmarkEntry:

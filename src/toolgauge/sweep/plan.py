@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from toolgauge.benchmark import Benchmark, build_from, with_evaluated_model
+from toolgauge.engine.cache import CacheMode
 from toolgauge.errors import DataError, UsageError
 from toolgauge.models.spec import display_spec, resolve_model
 from toolgauge.run_setup import role_specs
@@ -35,7 +36,7 @@ class CellTask(BaseModel):
     concurrency: int
     timeout: float
     max_retries: int
-    use_cache: bool
+    cache: CacheMode = "on"
     epochs: int = 1
     seed: int = 0
     endpoint: str | None = None
@@ -116,7 +117,7 @@ def plan_cells(sweep: SweepFile, where: str) -> list[Cell]:
                 concurrency=entry.engine.concurrency or model.engine.concurrency or DEFAULT_CONCURRENCY,
                 timeout=entry.engine.timeout or model.engine.timeout or DEFAULT_TIMEOUT,
                 max_retries=_first(entry.engine.max_retries, model.engine.max_retries, DEFAULT_MAX_RETRIES),
-                use_cache=not _first(entry.engine.no_cache, model.engine.no_cache, False),
+                cache=_first(entry.engine.cache_mode, model.engine.cache_mode, "on"),
                 epochs=sweep.epochs,
                 seed=sweep.seed,
                 endpoint=endpoint,

@@ -35,6 +35,7 @@ from toolgauge.results import EvalResults, SampleScore
 from toolgauge.run_labels import RunLabels
 from toolgauge.store.run_meta import labels_of, run_settings
 from toolgauge.store.store import RunInfo, Store
+from toolgauge.store.transcripts import ModelCallRecord
 from toolgauge.store.verdicts import UnitFilter, UnitSet, VerdictTable, ensure_tables, stored_sample_count
 from toolgauge.view.charts import ChartSpec
 from toolgauge.worker_threads import start_worker_thread
@@ -466,9 +467,10 @@ class ViewData:
         prev, after = table.neighbours(made, sample_key, chosen or UnitFilter()) if made is not None else (None, None)
         transcript_note = None
         try:
-            calls = [c.model_dump(mode="json") for c in self.store.transcript(run.id, try_key)]
+            records = self.store.transcript(run.id, try_key)
         except UsageError as exc:
-            calls, transcript_note = [], str(exc)
+            records, transcript_note = [], str(exc)
+        calls = [c.model_dump(mode="json") for c in records]
         panels, panels_note = self._sample_panels(run, units, made.note if made is not None else None)
         return {
             "run": run_row(run).model_dump(mode="json"),
@@ -488,6 +490,7 @@ class ViewData:
                 for u in units
             ],
             "calls": calls,
+            "cost_usd": _try_cost(run, records),
             "note": (made.note if made is not None else "computing the run's verdicts…") or transcript_note,
             "pending": made is None,
         }  # fmt: skip
@@ -713,6 +716,15 @@ def keep_error_chart(table: VerdictTable, made: UnitSet) -> str | None:
     if made.gen:  # a set that could not be written has no row to keep it in
         table.save_error_chart(made, svg)
     return svg
+
+
+def _try_cost(run: RunInfo, records: Sequence[ModelCallRecord]) -> float | None:
+    """USD of one sample try's evaluated-model calls (cached ones 0); None while the run's price is unknown."""
+    price = run.results.run.unit_price if run.results is not None and run.results.run is not None else None
+    if price is None:
+        return None
+    costs = [r.cost(price) for r in records]
+    return round(sum(c for c in costs if c is not None), 8)
 
 
 def run_letter(i: int) -> str:

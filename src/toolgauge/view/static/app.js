@@ -760,8 +760,10 @@
         .flatMap((item, i) => (i ? [" ", item] : [item]))));
     }
     if (data.state) {
-      node.appendChild(el("p", { class: "muted" }, "status " + data.state.status +
-        (data.state.latency_s !== null ? " · " + data.state.latency_s.toFixed(2) + " s" : "")));
+      node.appendChild(el("p", { class: "muted", id: "sample-status" }, "status " + data.state.status +
+        (data.state.latency_s !== null ? " · " + data.state.latency_s.toFixed(2) + " s" : "") +
+        // The evaluated model's calls of this try (cached ones $0); nothing while the run's price is unknown.
+        (data.cost_usd !== null && data.cost_usd !== undefined ? " · " + usd(data.cost_usd, data.run.status) : "")));
       if (data.state.error) node.appendChild(pre("error: " + data.state.error, "text error"));
     }
     if (data.note) node.appendChild(el("p", { class: "warning", text: data.note }));
