@@ -47,6 +47,9 @@ TIERS: dict[str, tuple[str, ...]] = {
     "test_bfcl_memory.py::test_the_vector_backend_runs_offline_with_the_shipped_model": ("embedding", "slow"),
     # The candidates' solutions run under the sandbox (gate 1).
     "test_toolgate_gates.py::test_toolgate_acceptance_from_candidates": ("sandbox",),
+    # eval tool-genesis's build checks the sandbox first (a probe of bubblewrap), as the command did.
+    "test_sweep_roles.py::test_cells_get_the_roles_eval_tool_genesis_would_give": ("sandbox",),
+    "test_toolgate_options_model.py::test_build_makes_a_pool_benchmark_whose_config_is_its_options": ("sandbox",),
     "test_local_model.py": ("local_model",),
     "test_portable_build.py::test_installed_llama_library_has_no_amx_or_avx512": ("local_model", "slow"),
     # Real CLI processes, each a few seconds: runs against a fault-injecting server, Ctrl-C and kill -9 mid-run,
