@@ -13,7 +13,6 @@ files field by field (``bfcl_score_files``'s comparison). Prints a JSON report.
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import sys
@@ -23,7 +22,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bfcl_score_files import score_files_report
+from bfcl_score_files import score_files_arguments, score_files_report
 
 from toolgauge.benchmarks.bfcl.memory import BFCL_MEMORY_CATEGORIES, MemoryEntry, load_memory
 
@@ -67,11 +66,7 @@ def write_results(root: Path, data_dir: Path, seed: int) -> tuple[Path, Counter[
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bfcl-python", required=True, help="python of a venv with bfcl-eval 2026.3.23")
-    parser.add_argument("--data-dir", type=Path, default=Path("../shared/data/bfcl"))
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, help="write the JSON report here too")
+    parser = score_files_arguments(__doc__.splitlines()[0])
     args = parser.parse_args()
     categories = list(BFCL_MEMORY_CATEGORIES)
 

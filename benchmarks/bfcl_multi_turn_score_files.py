@@ -15,7 +15,6 @@ comparison). Prints a JSON report.
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import sys
@@ -25,7 +24,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bfcl_score_files import score_files_report
+from bfcl_score_files import score_files_arguments, score_files_report
 
 from toolgauge.benchmarks.bfcl.decoders.python_calls import render_python_calls
 from toolgauge.benchmarks.bfcl.multi_turn_check import (
@@ -108,11 +107,7 @@ def write_results(root: Path, data_dir: Path, seed: int) -> tuple[Path, Counter[
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bfcl-python", required=True, help="python of a venv with bfcl-eval 2026.3.23")
-    parser.add_argument("--data-dir", type=Path, default=Path("../shared/data/bfcl"))
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, help="write the JSON report here too")
+    parser = score_files_arguments(__doc__.splitlines()[0])
     args = parser.parse_args()
     categories = list(BFCL_MULTI_TURN_CATEGORIES)
 

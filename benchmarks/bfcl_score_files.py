@@ -193,6 +193,16 @@ def compare(
     }
 
 
+def score_files_arguments(description: str) -> argparse.ArgumentParser:
+    """The options every score-file comparison takes: bfcl-eval's python, the data, the seed, the report file."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--bfcl-python", required=True, help="python of a venv with bfcl-eval 2026.3.23")
+    parser.add_argument("--data-dir", type=Path, default=Path("../shared/data/bfcl"))
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, help="write the JSON report here too")
+    return parser
+
+
 def score_files_report(
     args: argparse.Namespace, categories: list[str], write: Callable[[Path], dict[str, Any]], prefix: str
 ) -> int:
@@ -213,11 +223,7 @@ def score_files_report(
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bfcl-python", required=True, help="python of a venv with bfcl-eval 2026.3.23")
-    parser.add_argument("--data-dir", type=Path, default=Path("../shared/data/bfcl"))
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, help="write the JSON report here too")
+    parser = score_files_arguments(__doc__.splitlines()[0])
     parser.add_argument("--differences", type=Path, help="write every differing field here, one JSON line each")
     args = parser.parse_args()
     categories = [c for c in CATEGORIES if (args.data_dir / f"BFCL_v4_{c}.json").exists()]
