@@ -21,23 +21,16 @@ from toolgauge.benchmarks.bfcl.loader import (
     is_irrelevance,
 )
 from toolgauge.records import AssistantTurn, Message, ToolCall, ToolSpec
+from toolgauge.schema_types import JSON_SCHEMA_TYPE_NAMES
 
 Style = Literal["prompt", "native"]
 
 IRRELEVANCE_GOLD_TEXT = "None of the provided functions can be used for this request."
 """The gold reply for irrelevance entries: a plain-text refusal, no call."""
 
+# BFCL's GORILLA_TO_OPENAPI: its docs' type names (Python's, Java's, JavaScript's) -> OpenAPI types.
 _OPENAPI_TYPES = {
-    "integer": "integer",
-    "number": "number",
-    "float": "number",
-    "string": "string",
-    "boolean": "boolean",
-    "bool": "boolean",
-    "array": "array",
-    "list": "array",
-    "dict": "object",
-    "object": "object",
+    **JSON_SCHEMA_TYPE_NAMES,
     "tuple": "array",
     "any": "string",
     "byte": "integer",

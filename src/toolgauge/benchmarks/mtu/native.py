@@ -25,6 +25,7 @@ from typing import Any
 from toolgauge.benchmarks.mtu.records import MtuItem
 from toolgauge.errors import DataError
 from toolgauge.records import Message, ToolCall, ToolSpec
+from toolgauge.schema_types import JSON_SCHEMA_TYPE_NAMES
 
 API_LIST_MARKER = "The following is a list of APIs and their parameters that you can use:"
 NO_RESULT = "(no result recorded in the dialogue history)"
@@ -37,21 +38,7 @@ NATIVE_MULTI_CALL_INSTRUCTION = (
 )
 
 # MTU type names, lower-cased, to JSON-Schema types.
-_SCHEMA_TYPES = {
-    "string": "string",
-    "str": "string",
-    "integer": "integer",
-    "int": "integer",
-    "float": "number",
-    "double": "number",
-    "number": "number",
-    "boolean": "boolean",
-    "bool": "boolean",
-    "array": "array",
-    "list": "array",
-    "dict": "object",
-    "object": "object",
-}
+_SCHEMA_TYPES = {**JSON_SCHEMA_TYPE_NAMES, "str": "string", "int": "integer", "double": "number"}
 # Instructions about the ReAct text format have no meaning for native calls.
 _REACT_ONLY = re.compile(r"\b(?:Thought|Action|Observation|format)\b")
 _MULTI_CALL_HINT = "Multiple APIs may need to be called"
