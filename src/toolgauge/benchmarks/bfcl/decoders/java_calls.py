@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from toolgauge.benchmarks.bfcl.decoders.call_types import (
-    DUPLICATE_ARGUMENTS_ERROR,
-    UNNAMED_ARGUMENT_KEY,
     BfclDecodeError,
     BfclWrongFormatError,
     DecodedCall,
@@ -18,7 +15,6 @@ from toolgauge.benchmarks.bfcl.decoders.source_tokens import (
     TokenParser,
     leaf,
     punctuation,
-    scan,
     span,
 )
 
@@ -70,13 +66,11 @@ class JavaCallDecoder(TokenParser):
     """Recursive-descent Java parser returning the call shapes BFCL's tree-sitter parser yields."""
 
     def __init__(self, source: str):
-        self.source = source
+        super().__init__(source, _JAVA_PATTERNS)
         # BFCL slices the Python string with tree-sitter's *byte* offsets; keep both to match.
         self.byte_at = [0]
         for char in source:
             self.byte_at.append(self.byte_at[-1] + len(char.encode("utf-8")))
-        self.tokens = scan(source, _JAVA_PATTERNS, lambda _: False)
-        self.position = 0
 
     def text(self, node: Node) -> str:
         return self.source[self.byte_at[node.start] : self.byte_at[node.end]]
@@ -125,19 +119,14 @@ class JavaCallDecoder(TokenParser):
         name = self.text(invocation.fields["name"])
         if "object" in invocation.fields:
             name = f"{self.text(invocation.fields['object'])}.{name}"
-        arguments: dict[str, Any] = {}
-        for child in invocation.fields["arguments"].children:
-            if child.type == "assignment_expression":
-                key = self.text(child.children[0])
-                value = self.value_text(child.children[2], nested=False)
-            elif child.type in ("identifier", "class_literal"):
-                key, value = UNNAMED_ARGUMENT_KEY, self.value_text(child, nested=False)
-            else:
-                continue
-            if key in arguments:
-                raise BfclDecodeError(DUPLICATE_ARGUMENTS_ERROR)
-            arguments[key] = value
-        return {name: arguments}
+        return {name: self.argument_dict(invocation.fields["arguments"].children, self._argument)}
+
+    def _argument(self, child: Node) -> tuple[str | None, str] | None:
+        if child.type == "assignment_expression":
+            return self.text(child.children[0]), self.value_text(child.children[2], nested=False)
+        if child.type in ("identifier", "class_literal"):
+            return None, self.value_text(child, nested=False)
+        return None
 
     def value_text(self, node: Node, nested: bool) -> str:
         """BFCL's ``traverse_node``: token texts joined without whitespace, with special cases."""

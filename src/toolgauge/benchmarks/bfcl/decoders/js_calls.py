@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
 
 from toolgauge.benchmarks.bfcl.decoders.call_types import (
-    DUPLICATE_ARGUMENTS_ERROR,
-    UNNAMED_ARGUMENT_KEY,
     BfclDecodeError,
     BfclWrongFormatError,
     DecodedCall,
@@ -20,7 +17,6 @@ from toolgauge.benchmarks.bfcl.decoders.source_tokens import (
     TokenParser,
     leaf,
     punctuation,
-    scan,
     span,
 )
 
@@ -113,9 +109,7 @@ class JsCallDecoder(TokenParser):
     """Recursive-descent JavaScript parser returning the call shapes BFCL's tree-sitter parser yields."""
 
     def __init__(self, source: str):
-        self.source = source
-        self.tokens = scan(source, _JS_PATTERNS, _js_regex_allowed)
-        self.position = 0
+        super().__init__(source, _JS_PATTERNS, _js_regex_allowed)
 
     def text(self, node: Node) -> str:
         return self.source[node.start : node.end]
@@ -139,21 +133,17 @@ class JsCallDecoder(TokenParser):
         raise BfclWrongFormatError("no call expression found", decoded_text=str(None))
 
     def _call(self, call: Node) -> DecodedCall:
-        arguments: dict[str, Any] = {}
-        for child in call.children[1].children:
-            if child.type == "assignment_expression":
-                key = self.text(child.children[0])
-                value = self.text(child.children[2])
-                if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-                    value = value[1:-1]
-            elif child.type in ("identifier", "true"):
-                key, value = UNNAMED_ARGUMENT_KEY, self.text(child)
-            else:
-                continue
-            if key in arguments:
-                raise BfclDecodeError(DUPLICATE_ARGUMENTS_ERROR)
-            arguments[key] = value
-        return {self.text(call.children[0]): arguments}
+        return {self.text(call.children[0]): self.argument_dict(call.children[1].children, self._argument)}
+
+    def _argument(self, child: Node) -> tuple[str | None, str] | None:
+        if child.type == "assignment_expression":
+            value = self.text(child.children[2])
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+                value = value[1:-1]
+            return self.text(child.children[0]), value
+        if child.type in ("identifier", "true"):
+            return None, self.text(child)
+        return None
 
     def sequence(self) -> Node:
         parts = [self.assignment()]

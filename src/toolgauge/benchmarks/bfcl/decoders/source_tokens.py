@@ -7,10 +7,15 @@ what BFCL's tree-sitter-based parsers return.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
-from toolgauge.benchmarks.bfcl.decoders.call_types import BfclDecodeError
+from toolgauge.benchmarks.bfcl.decoders.call_types import (
+    DUPLICATE_ARGUMENTS_ERROR,
+    UNNAMED_ARGUMENT_KEY,
+    BfclDecodeError,
+)
 
 IDENTIFIER = re.compile(r"[A-Za-z_$\u0080-\uffff][\w$\u0080-\uffff]*")
 """An identifier as Java and JavaScript both allow it (``$`` and non-ASCII letters included)."""
@@ -61,10 +66,17 @@ def span(node_type: str, children: list[Node], **fields: Node) -> Node:
 
 
 class TokenParser:
-    """Token cursor with the helpers both recursive-descent parsers share."""
+    """Token cursor over ``source`` with the helpers both recursive-descent parsers share."""
 
-    tokens: list[Token]
-    position: int
+    def __init__(
+        self,
+        source: str,
+        patterns: list[tuple[str, re.Pattern[str]]],
+        regex_allowed: Callable[[Token | None], bool] = lambda _: False,
+    ):
+        self.source = source
+        self.tokens = scan(source, patterns, regex_allowed)
+        self.position = 0
 
     @property
     def token(self) -> Token:
@@ -141,6 +153,26 @@ class TokenParser:
                 depth -= 1
             leaves.append(leaf(token, token.kind if token.kind != "punct" else None))
         return leaves
+
+    @staticmethod
+    def argument_dict(
+        nodes: Iterable[Node], argument: Callable[[Node], tuple[str | None, Any] | None]
+    ) -> dict[str, Any]:
+        """A call's arguments by name, ``argument`` reading each node as (name, value) or None (not an argument).
+
+        As BFCL's tree-sitter decoders: an unnamed argument has the name None (here :data:`UNNAMED_ARGUMENT_KEY`),
+        and a name given twice is an error, raised when its second node is read.
+        """
+        arguments: dict[str, Any] = {}
+        for node in nodes:
+            pair = argument(node)
+            if pair is None:
+                continue
+            key = UNNAMED_ARGUMENT_KEY if pair[0] is None else pair[0]
+            if key in arguments:
+                raise BfclDecodeError(DUPLICATE_ARGUMENTS_ERROR)
+            arguments[key] = pair[1]
+        return arguments
 
     def matching_close(self, index: int) -> int:
         """Index of the token closing the bracket at ``index`` (or the eof index)."""
