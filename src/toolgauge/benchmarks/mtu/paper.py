@@ -67,6 +67,11 @@ def _split_n(run: PaperRun, split: str, name: str) -> int | None:
     return metric.n if metric is not None else None
 
 
+def _run_row(run: PaperRun, cells: list[PaperCell]) -> PaperRow:
+    """The row of ``run`` in a block of one row per run."""
+    return PaperRow(label=run.label, cells=cells, run_ids=[run.id])
+
+
 def _variant(run: PaperRun) -> MtuVariant:
     stored = run.results.settings.get("variant") if run.results is not None else None
     return "strict" if (stored or run.option("variant", "reference")) == "strict" else "reference"
@@ -96,7 +101,7 @@ def setting_block(runs: Sequence[PaperRun], split: str, turns: dict[str, list[Ju
             cells += [PaperCell(value=m.value if m else None, n=m.n if m else None) for m in pair]
             both = [m.value for m in pair if m is not None and isinstance(m.value, float)]
             cells.append(PaperCell(value=sum(both) / 2 if len(both) == 2 else None))
-        rows.append(PaperRow(label=run.label, cells=cells, run_ids=[run.id]))
+        rows.append(_run_row(run, cells))
     notes = ["Percent, as the released scorer (MTU-Eval/cal_score.py) computes each metric; n: items or dialogues."]
     if split in SETTING_METRICS:
         notes.append("Avg: the mean of the setting's metrics, of fractions (the released scorer's scaling bug fixed).")
@@ -122,7 +127,7 @@ def average_block(runs: Sequence[PaperRun]) -> PaperBlock:
     for run in runs:
         averages = {split: setting_average(_split_values(run, split), split) for split in SETTINGS}
         cells = [PaperCell(value=averages[s]) for s in SETTINGS] + [PaperCell(value=averaged_score(averages))]
-        rows.append(PaperRow(label=run.label, cells=cells, run_ids=[run.id]))
+        rows.append(_run_row(run, cells))
     incomplete = [row.label for row in rows if row.cells[-1].value is None]
     return PaperBlock(
         paper=PAPER,
@@ -161,7 +166,7 @@ def figure5(runs: Sequence[PaperRun], turns: dict[str, list[JudgedTurn]], by: st
         if found:
             cells = [PaperCell(value=found[g].value, n=found[g].n) if g in found else PaperCell(value=None)
                      for g in groups]  # fmt: skip
-            rows.append(PaperRow(label=run.label, cells=cells, run_ids=[run.id]))
+            rows.append(_run_row(run, cells))
     what = "turn" if by == "turns" else "tools"
     return PaperBlock(
         paper=PAPER,
@@ -213,6 +218,8 @@ def first_error_block(runs: Sequence[PaperRun], turns: dict[str, list[JudgedTurn
     per_run = {run.id: error_patterns([t for t in turns[run.id] if t.dialogue is not None], _variant(run))
                for run in runs}  # fmt: skip
     longest = max((max(p.first_error_turn, default=0) for p in per_run.values()), default=0)
+    turn_columns = [f"turn {k}" for k in range(1, longest + 1)]
+    columns = ["Model", "dialogues", "error-free", "mean first-error turn", *turn_columns]
     rows = []
     for run in runs:
         found = per_run[run.id]
@@ -225,18 +232,12 @@ def first_error_block(runs: Sequence[PaperRun], turns: dict[str, list[JudgedTurn
             PaperCell(value=mean, unit="number"),
             *(PaperCell(value=found.first_error_turn[k], unit="count") for k in range(1, longest + 1)),
         ]
-        rows.append(PaperRow(label=run.label, cells=cells, run_ids=[run.id]))
+        rows.append(_run_row(run, cells))
     return PaperBlock(
         paper=PAPER,
         ref="Error turn positions (line 398)",
         title="First error position (M-S, M-M): dialogues by the turn of their first wrong turn",
-        columns=[
-            "Model",
-            "dialogues",
-            "error-free",
-            "mean first-error turn",
-            *(f"turn {k}" for k in range(1, longest + 1)),
-        ],
+        columns=columns,
         rows=rows,
         missing=None if rows else "no dialogue: eval mtu-bench ... --splits M-S,M-M",
         exact=False,
@@ -266,7 +267,7 @@ def feedback_block(runs: Sequence[PaperRun], turns: dict[str, list[JudgedTurn]])
             PaperCell(value=recovered / len(kinds) if kinds else None, n=len(kinds)),
             *(PaperCell(value=back[k] / by_kind[k] if by_kind[k] else None, n=by_kind[k]) for k in FEEDBACK_KINDS),
         ]
-        rows.append(PaperRow(label=run.label, cells=cells, run_ids=[run.id]))
+        rows.append(_run_row(run, cells))
     return PaperBlock(
         paper=PAPER,
         ref="A2",
