@@ -20,7 +20,7 @@ from toolgauge.engine import EngineConfig
 from toolgauge.models.base import ModelClient
 from toolgauge.options import EngineOptions, SamplingOptions
 from toolgauge.provenance import MODEL_OPTION_NAMES
-from toolgauge.run_labels import RunLabels, run_meta_options
+from toolgauge.run_labels import RunLabels, RunMetaOptions, run_meta_options
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -90,17 +90,7 @@ def run_options(
     return RunOptions(
         store_url=store,
         resume=engine.resume,
-        engine=EngineConfig(
-            concurrency=engine.concurrency,
-            timeout=engine.timeout,
-            max_retries=engine.max_retries,
-            use_cache=not engine.no_cache,
-            show_progress=show_progress,
-            epochs=engine.epochs,
-            seed=seed,
-            cache=meta.cache,
-            budget=meta.budget,
-        ),
+        engine=engine_config(engine, meta, show_progress=show_progress, seed=seed),
         console=console,
         headline=headline,
         model_options=model_options,
@@ -108,6 +98,14 @@ def run_options(
         labels=labels or meta.labels,
         price=meta.price,
     )
+
+
+def engine_config(engine: EngineOptions, meta: RunMetaOptions, *, show_progress: bool, seed: int) -> EngineConfig:
+    """The engine's knobs of a run with ``engine``: its cache mode and budget as checked into ``meta``."""
+    return EngineConfig(
+        concurrency=engine.concurrency, timeout=engine.timeout, max_retries=engine.max_retries, epochs=engine.epochs,
+        use_cache=not engine.no_cache, cache=meta.cache, budget=meta.budget, show_progress=show_progress, seed=seed,
+    )  # fmt: skip
 
 
 def prepare_run(
