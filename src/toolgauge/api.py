@@ -24,13 +24,13 @@ from toolgauge.benchmark import (
     rescorable,
     variants_text,
 )
-from toolgauge.bounds import OptionOutOfBounds, check_options
+from toolgauge.bounds import OptionOutOfBounds
 from toolgauge.driver import RunResult, run_benchmark
 from toolgauge.engine import stored_outcomes
 from toolgauge.errors import MissingDataPath, UsageError
 from toolgauge.models.base import ModelClient
 from toolgauge.models.spec import display_spec, resolve_model
-from toolgauge.options import EngineOptions, validated
+from toolgauge.options import EngineOptions, check_options, validated
 from toolgauge.results import EvalResults, SampleScore, ScoredRun
 from toolgauge.run_setup import PreparedRun, prepare_run, run_options
 from toolgauge.stats.epochs import aggregate_epochs

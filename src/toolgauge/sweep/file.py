@@ -35,12 +35,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from toolgauge.benchmark import BenchmarkSpec
-from toolgauge.bounds import BOUNDED, OptionOutOfBounds, check_option, problem_of
+from toolgauge.bounds import OptionOutOfBounds, problem_of
 from toolgauge.datasets.resolve import missing_official
 from toolgauge.engine.cache import CacheMode
 from toolgauge.errors import DataError, UsageError
 from toolgauge.jsonl import read_text
-from toolgauge.options import options_listing
+from toolgauge.options import BOUNDED, check_option, options_listing
 from toolgauge.unknown_fields import did_you_mean
 
 MAX_NESTING = 32
@@ -164,7 +164,7 @@ def parse_sweep(text: str, where: str) -> SweepFile:
 
 
 def _bounded(name: str, value: Any, where: str, bad: Callable[[str, str], SweepFileError]) -> Any:
-    """A bounded option's value as eval's declaration accepts it (:func:`toolgauge.bounds.check_option`)."""
+    """A bounded option's value as eval's declaration accepts it (:func:`toolgauge.options.check_option`)."""
     try:
         return check_option(name, value)
     except OptionOutOfBounds as exc:
