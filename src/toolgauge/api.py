@@ -4,6 +4,7 @@ Every function has a synchronous form and an ``_async`` twin. The synchronous fo
 running event loop too (a Jupyter notebook): the run then goes on in a worker thread with its own
 loop. Paths may be ``str`` or :class:`~pathlib.Path` everywhere. Bad input raises
 :class:`toolgauge.errors.DataError` or :class:`toolgauge.errors.UsageError` before anything is stored.
+The package exports its public names (``toolgauge.__all__``, imported on first use).
 """
 
 from __future__ import annotations
@@ -323,19 +324,3 @@ def store_url(store: str | Path | None) -> str | None:
         return None
     text = str(store)
     return text if "://" in text else f"sqlite:///{Path(text).resolve()}"
-
-
-__all__ = [
-    "Evaluation",
-    "StoredRun",
-    "benchmark_names",
-    "compare",
-    "evaluate",
-    "evaluate_async",
-    "list_runs",
-    "read_run",
-    "rescore",
-    "score",
-    "score_async",
-    "stored_units",
-]
