@@ -175,7 +175,7 @@ def _prepare_built(
     options: dict[str, Any],
 ) -> PreparedRun:
     """A run of a benchmark object built by the caller (``options``: its sampling options, for the provenance)."""
-    try:  # the bounds eval's options and a sweep file's keys have (toolgauge.bounds)
+    try:  # the bounds eval's options and a sweep file's keys have (toolgauge.options.check_options)
         check_options(options)
     except OptionOutOfBounds as exc:
         raise UsageError(f"{exc.name}: {exc.problem}") from None

@@ -58,7 +58,7 @@ class EngineOptions(BaseModel):
 
     # For a model: the most requests in flight to its endpoint across the whole sweep (every worker of a
     # cluster), and its runs' samples at once. For a benchmark: its runs' samples at once.
-    # The bounds of the numbers are eval's (toolgauge.bounds), checked before this model is made.
+    # The bounds of the numbers are eval's (toolgauge.options.check_option), checked before this model is made.
     concurrency: int | None = None
     timeout: float | None = None
     max_retries: int | None = None
