@@ -1,4 +1,8 @@
-"""What every HTTP model client shares: one-line error texts, Retry-After, status codes to our errors."""
+"""What every HTTP model client shares.
+
+One-line error texts, Retry-After, status codes and SDK failures as our errors, the merging of turns and the
+gathering of a reply's parts, and the hosted clients' base (:class:`HostedModel`).
+"""
 
 from __future__ import annotations
 
