@@ -4,6 +4,7 @@ Every function has a synchronous form and an ``_async`` twin. The synchronous fo
 running event loop too (a Jupyter notebook): the run then goes on in a worker thread with its own
 loop. Paths may be ``str`` or :class:`~pathlib.Path` everywhere. Bad input raises
 :class:`toolgauge.errors.DataError` or :class:`toolgauge.errors.UsageError` before anything is stored.
+The package exports its public names (``toolgauge.__all__``, imported on first use).
 """
 
 from __future__ import annotations
@@ -24,13 +25,13 @@ from toolgauge.benchmark import (
     rescorable,
     variants_text,
 )
-from toolgauge.bounds import OptionOutOfBounds, check_options
+from toolgauge.bounds import OptionOutOfBounds
 from toolgauge.driver import RunResult, run_benchmark
 from toolgauge.engine import stored_outcomes
 from toolgauge.errors import MissingDataPath, UsageError
 from toolgauge.models.base import ModelClient
 from toolgauge.models.spec import display_spec, resolve_model
-from toolgauge.options import EngineOptions, validated
+from toolgauge.options import EngineOptions, check_options, validated
 from toolgauge.results import EvalResults, SampleScore, ScoredRun
 from toolgauge.run_setup import PreparedRun, prepare_run, run_options
 from toolgauge.stats.epochs import aggregate_epochs
@@ -174,7 +175,7 @@ def _prepare_built(
     options: dict[str, Any],
 ) -> PreparedRun:
     """A run of a benchmark object built by the caller (``options``: its sampling options, for the provenance)."""
-    try:  # the bounds eval's options and a sweep file's keys have (toolgauge.bounds)
+    try:  # the bounds eval's options and a sweep file's keys have (toolgauge.options.check_options)
         check_options(options)
     except OptionOutOfBounds as exc:
         raise UsageError(f"{exc.name}: {exc.problem}") from None
@@ -323,19 +324,3 @@ def store_url(store: str | Path | None) -> str | None:
         return None
     text = str(store)
     return text if "://" in text else f"sqlite:///{Path(text).resolve()}"
-
-
-__all__ = [
-    "Evaluation",
-    "StoredRun",
-    "benchmark_names",
-    "compare",
-    "evaluate",
-    "evaluate_async",
-    "list_runs",
-    "read_run",
-    "rescore",
-    "score",
-    "score_async",
-    "stored_units",
-]

@@ -26,12 +26,14 @@ from toolgauge.bounds import (
     Limit,
     MaxRetries,
     MaxTokens,
+    OptionOutOfBounds,
     Seed,
     Temperature,
     ThinkingBudget,
     Timeout,
     TopP,
     problem_of,
+    range_of,
 )
 from toolgauge.engine.cache import CacheMode
 from toolgauge.errors import UsageError
@@ -161,6 +163,43 @@ class EngineOptions(OptionsModel):
     tag: Annotated[tuple[str, ...] | None, Cli(hidden=True)] = Field(
         None, description="KEY=VALUE label for the run (repeatable; runs --tag filters)."
     )
+
+
+# Each bounded option (a field with a range) of the groups every benchmark shares, by name: the one declaration
+# ``eval``'s options, the API's keywords and a sweep file's keys are checked by.
+_BOUNDED_IN: dict[str, type[OptionsModel]] = {
+    name: group
+    for group in (SamplingOptions, LimitOptions, EngineOptions)
+    for name, field in group.model_fields.items()
+    if range_of(field)
+}
+BOUNDED = frozenset(_BOUNDED_IN)
+"""The names of the bounded options."""
+
+
+def check_option(name: str, value: Any) -> Any:
+    """``value`` as the declaration of the bounded option ``name`` accepts it (a whole number is taken for a float).
+
+    Raises:
+        OptionOutOfBounds: the value breaks the declaration (wrong type, out of range, NaN or infinite).
+    """
+    group = _BOUNDED_IN[name]
+    try:
+        checked = group.model_validate({name: value})
+    except ValidationError as exc:
+        raise OptionOutOfBounds(name, problem_of(exc.errors()[0], value)) from None
+    return getattr(checked, name)
+
+
+def check_options(values: Mapping[str, Any]) -> None:
+    """Check every bounded option of ``values`` (others are left alone).
+
+    Raises:
+        OptionOutOfBounds: for the first value that breaks its declaration.
+    """
+    for name, value in values.items():
+        if name in BOUNDED:
+            check_option(name, value)
 
 
 def options_listing(model: type[BaseModel]) -> str:

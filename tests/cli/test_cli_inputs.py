@@ -25,9 +25,10 @@ import pytest
 from helpers.chat_stub import ChatStub, completion, is_probe
 from helpers.cli_helpers import invoke
 from helpers.paths import FIXTURE_ROOT, SRC
-from toolgauge.bounds import MAX_EPOCHS, check_option
+from toolgauge.bounds import MAX_EPOCHS
 from toolgauge.cli.common import resume_command
 from toolgauge.jsonl import MAX_INPUT_ENV
+from toolgauge.options import check_option
 from toolgauge.sweep.file import MAX_NESTING, SweepFileError, parse_sweep
 
 GENESIS = FIXTURE_ROOT / "genesis"

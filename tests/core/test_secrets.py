@@ -30,8 +30,8 @@ from helpers.chat_stub import ChatStub, completion, is_probe
 from helpers.episode_helpers import CachedEndpoint, Echo, echo_episode
 from helpers.secret_scan import encoded_forms, file_bytes, leaks, store_values
 from toolgauge.engine import EngineConfig, run_episodes
-from toolgauge.models.openai_compat import _short
 from toolgauge.models.spec import display_spec, resolve_model
+from toolgauge.models.wire import one_line
 from toolgauge.records import AssistantTurn, GenerateOptions, Message, ModelRequest, ToolCall
 from toolgauge.redact import MASK, SecretMasker, learn_url_credentials, redact, redact_tree, secret_forms
 from toolgauge.report.export import results_to_csv, samples_jsonl
@@ -175,10 +175,10 @@ def test_password_in_the_store_url_is_masked_in_the_error_line(tmp_path: Path) -
 def test_short_masks_the_clients_key_and_auth_headers_before_cutting() -> None:
     key = "k3y-not-in-env-0123456789"
     text = f"Error code: 401 - {{'error': {{'message': 'bad key {key}', 'authorization': 'Bearer {key}'}}}}"
-    shown = _short(text, secrets=[key])
+    shown = one_line(text, secrets=[key])
     assert key not in shown and MASK in shown
     # A key cut in half by the length limit would leak its first half: redaction comes first.
-    assert key[:10] not in _short("x" * 290 + key, secrets=[key])
+    assert key[:10] not in one_line("x" * 290 + key, secrets=[key])
 
 
 def test_display_spec_masks_only_the_password() -> None:

@@ -14,7 +14,7 @@ from toolgauge.store import migrations, schema
 from toolgauge.store.access import write_error
 from toolgauge.store.executor import StoreThread
 from toolgauge.store.leases import Leases
-from toolgauge.store.write_buffer import WriteBuffer
+from toolgauge.store.write_buffer import Batch, WriteBuffer
 
 
 def engine_at(tmp_path: Path) -> Any:
@@ -46,7 +46,7 @@ def test_a_failed_commit_puts_its_rows_back_in_front_of_those_buffered_meanwhile
     buffer.add_sample({"sample_key": "first"})
     buffer.add_cache({"key": "k", "response": "{}"})
 
-    def commit_failing(samples: list[Any], calls: list[Any], cache: dict[str, Any], blobs: dict[str, bytes]) -> None:
+    def commit_failing(batch: Batch) -> None:
         assert buffer.cached("k") is not None  # an entry being committed is still served
         buffer.add_sample({"sample_key": "meanwhile"})
         raise StoreWriteError("disk full")
@@ -57,7 +57,7 @@ def test_a_failed_commit_puts_its_rows_back_in_front_of_those_buffered_meanwhile
     assert buffer.cached("k") == {"key": "k", "response": "{}"}
 
     taken: list[list[Any]] = []
-    buffer.flush(lambda samples, calls, cache, blobs: taken.append(samples))
+    buffer.flush(lambda batch: taken.append(batch.samples))
     assert [row["sample_key"] for row in taken[0]] == ["first", "meanwhile"]
     assert buffer.samples == [] and buffer.cached("k") is None
 

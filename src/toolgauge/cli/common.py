@@ -24,7 +24,6 @@ import typer
 from rich.text import Text
 
 from toolgauge.benchmark import Benchmark
-from toolgauge.bounds import BOUNDED, check_options
 from toolgauge.cli.option_params import option_parameters
 from toolgauge.driver import RunOptions, RunResult, run_benchmark
 from toolgauge.engine.budget import BudgetReached
@@ -32,7 +31,7 @@ from toolgauge.engine.cache import CacheMode
 from toolgauge.engine.epochs import epoch_key
 from toolgauge.errors import DataError, RunInterrupted, RunStopped, UsageError
 from toolgauge.models.base import ModelClient
-from toolgauge.options import EngineOptions, LimitOptions, SamplingOptions
+from toolgauge.options import BOUNDED, EngineOptions, LimitOptions, SamplingOptions, check_options
 from toolgauge.parsing.call_rate import PROMPT_MODE_WARNING
 from toolgauge.redact import redact, redact_tree
 from toolgauge.report.console import TerminalConsole, json_for_terminal
@@ -172,7 +171,7 @@ class RunFlags:
         return CallSettings(temperature=self.temperature, max_tokens=self.max_tokens, tool_choice=tool_choice.value)
 
     def check_bounds(self) -> None:
-        """Check the bounded options against their one declaration (:mod:`toolgauge.bounds`), as a sweep file's.
+        """Check the bounded options against their one declaration (:mod:`toolgauge.options`), as a sweep file's.
 
         The CLI's ranges already hold; this catches what a range cannot (``--temperature nan``).
         """

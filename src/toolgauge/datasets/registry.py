@@ -88,17 +88,22 @@ class Dataset(BaseModel):
         return f"github.com/{self.source.repo}"
 
 
-def _mtu_bench(name: str, title: str, paths: dict[str, str], **more: Any) -> Dataset:
-    """A dataset of MTU-Bench's repository at its pinned commit: the eval splits and the published responses are two."""
+def _github(name: str, title: str, license: str, repo: str, commit: str, paths: dict[str, str], **more: Any) -> Dataset:
+    """A dataset of files of a GitHub repository at ``commit`` (its revision: the commit's first 7 hex digits)."""
     return Dataset(
         name=name,
         title=title,
-        revision="d0811f8",
-        license="Apache-2.0",
-        source=GithubSource(
-            repo="MTU-Bench-Team/MTU-Bench", commit="d0811f831954974c4543880e19b0247209d2e866", paths=paths
-        ),
+        revision=commit[:7],
+        license=license,
+        source=GithubSource(repo=repo, commit=commit, paths=paths),
         **more,
+    )
+
+
+def _mtu_bench(name: str, title: str, paths: dict[str, str], **more: Any) -> Dataset:
+    """A dataset of MTU-Bench's repository at its pinned commit: the eval splits and the published responses are two."""
+    return _github(
+        name, title, "Apache-2.0", "MTU-Bench-Team/MTU-Bench", "d0811f831954974c4543880e19b0247209d2e866", paths, **more
     )
 
 
@@ -133,32 +138,26 @@ DATASETS: tuple[Dataset, ...] = (
             for s in ("S-S", "S-M", "M-S", "M-M")
         },
     ),
-    Dataset(
-        name="wildtoolbench",
-        title="WildToolBench sessions",
-        revision="80a5f42",
-        license="none",
-        source=GithubSource(
-            repo="yupeijei1997/WildToolBench",
-            commit="80a5f427fb26c9a14eb419ccb565675671650065",
-            paths={"Wild-Tool-Bench.jsonl": "wild-tool-bench/data/Wild-Tool-Bench.jsonl"},
-        ),
+    _github(
+        "wildtoolbench",
+        "WildToolBench sessions",
+        "none",
+        "yupeijei1997/WildToolBench",
+        "80a5f427fb26c9a14eb419ccb565675671650065",
+        {"Wild-Tool-Bench.jsonl": "wild-tool-bench/data/Wild-Tool-Bench.jsonl"},
         benchmark="wildtoolbench",
         entry="Wild-Tool-Bench.jsonl",
         needs_terms=True,
         fallback="the built-in sample sessions",
         note="git blob id; sha256 recorded on first download",
     ),
-    Dataset(
-        name="tool-genesis",
-        title="Tool-Genesis servers (tool_genesis_v3.json)",
-        revision="dc44e5e",
-        license="MIT",
-        source=GithubSource(
-            repo="subway-jack/Tool-Genesis",
-            commit="dc44e5e489f4c36cb4cd6476558489c5c6941977",
-            paths={"tool_genesis_v3.json": "data/tool_genesis_v3.json", "LICENSE": "LICENSE"},
-        ),
+    _github(
+        "tool-genesis",
+        "Tool-Genesis servers (tool_genesis_v3.json)",
+        "MIT",
+        "subway-jack/Tool-Genesis",
+        "dc44e5e489f4c36cb4cd6476558489c5c6941977",
+        {"tool_genesis_v3.json": "data/tool_genesis_v3.json", "LICENSE": "LICENSE"},
         benchmark="tool-genesis",
         entry="tool_genesis_v3.json",
         note="git blob id; sha256 recorded on first download",

@@ -10,18 +10,20 @@ from __future__ import annotations
 
 import json
 import re
-from collections import OrderedDict
 from typing import Any
 
 import anthropic
 from pydantic import BaseModel
 
-from toolgauge.errors import ConnectionFailed, ModelError, TransientModelError
+from toolgauge.errors import ModelError
 from toolgauge.models.wire import (
     HostedModel,
+    ReplyParts,
     decode_body,
+    merged_turns,
     one_line,
     probe_until_answered,
+    sdk_error,
     set_options,
     status_error,
 )
@@ -55,9 +57,6 @@ UNSUPPORTED = {
     "seed": "the Messages API takes no seed",
 }
 _TOOL_ID = re.compile(r"[^a-zA-Z0-9_-]")
-# Thinking blocks remembered by the id of a tool call they came with, for protocols that rebuild the
-# assistant message from its calls alone (bounded: only the latest turn of each loop is ever needed).
-_REMEMBERED = 4096
 
 
 class _Block(BaseModel):
@@ -87,17 +86,13 @@ class WireMessage(BaseModel):
     usage: _Usage | None = None
 
 
-class AnthropicClient(HostedModel):
-    """Claude through the Messages API (or any server speaking it at ``base_url``)."""
+class AnthropicClient(HostedModel[anthropic.AsyncAnthropic, list[ThinkingBlock]]):
+    """Claude through the Messages API (or any server speaking it at ``base_url``).
+
+    The thinking blocks of a reply are kept by the id of each tool call they came with (``_keep``).
+    """
 
     provider = PROVIDER
-
-    def __init__(
-        self, model: str, *, api_key: str, base_url: str | None = None, timeout: float = 120.0, name: str | None = None
-    ):
-        super().__init__(model, api_key=api_key, base_url=base_url, timeout=timeout, name=name)
-        self._client: anthropic.AsyncAnthropic | None = None
-        self._thinking_by_call: OrderedDict[str, list[ThinkingBlock]] = OrderedDict()
 
     async def start(self) -> None:
         """Create the SDK client (retries are the engine's job, so the SDK's are off)."""
@@ -152,21 +147,22 @@ class AnthropicClient(HostedModel):
         """Send one message request and convert the reply."""
         body = self.request_body(request)
         reply, raw = await self._send(body, extra_body=request.options.extra_body)
-        texts: list[str] = []
-        calls: list[ToolCall] = []
-        thinking: list[ThinkingBlock] = []
+        got = ReplyParts()
         finish = FINISH_REASONS.get(reply.stop_reason or "", reply.stop_reason)
         for block in reply.content:
             if block.type == "text" and block.text:
-                texts.append(block.text)
+                got.texts.append(block.text)
             elif block.type == "tool_use":
-                calls.append(_tool_call(block, finish))
+                got.calls.append(_tool_call(block, finish))
             elif block.type == "thinking":
-                thinking.append(ThinkingBlock(provider=PROVIDER, text=block.thinking or "", signature=block.signature))
+                got.thinking.append(
+                    ThinkingBlock(provider=PROVIDER, text=block.thinking or "", signature=block.signature)
+                )
             elif block.type == "redacted_thinking":
-                thinking.append(ThinkingBlock(provider=PROVIDER, signature=block.data, redacted=True))
-        if thinking:
-            self._remember(calls, thinking)
+                got.thinking.append(ThinkingBlock(provider=PROVIDER, signature=block.data, redacted=True))
+        for call in got.calls:
+            if call.id and got.thinking:
+                self._keep(call.id, got.thinking)
         usage = Usage()
         if reply.usage is not None:
             u = reply.usage
@@ -175,23 +171,14 @@ class AnthropicClient(HostedModel):
         sent = {k: v for k, v in body.items() if k not in ("messages", "tools", "system")}
         if request.options.extra_body:
             sent["extra_body"] = request.options.extra_body
-        return AssistantTurn(
-            content="".join(texts) or None,
-            tool_calls=calls,
-            finish_reason=finish,
-            usage=usage,
-            model=reply.model,
-            thinking=thinking or None,
-            exchange=ProviderExchange(provider=PROVIDER, request=sent, response=raw),
-        )
+        exchange = ProviderExchange(provider=PROVIDER, request=sent, response=raw)
+        return got.turn(finish_reason=finish, usage=usage, model=reply.model, exchange=exchange)
 
     async def _send(self, body: dict[str, Any], *, extra_body: dict[str, Any] | None = None) -> tuple[WireMessage, Any]:
         """POST one request; every failure becomes a ``ModelError`` (or its transient subclasses)."""
-        if self._client is None:
-            await self.start()
-        assert self._client is not None
+        client = await self._started()
         try:
-            raw = await self._client.messages.with_raw_response.create(**body, extra_body=extra_body)
+            raw = await client.messages.with_raw_response.create(**body, extra_body=extra_body)
             content = await raw.read()
             content_type = raw.headers.get("content-type", "")
         except anthropic.APIStatusError as exc:
@@ -199,34 +186,16 @@ class AnthropicClient(HostedModel):
             status = exc.status_code
             message = str(exc.message).removeprefix(f"Error code: {status} - ").removeprefix(f"{status} ")
             raise status_error(exc.status_code, message, retry_after=exc.response.headers.get("retry-after")) from exc
-        except anthropic.APITimeoutError as exc:
-            raise TransientModelError(f"{exc.__class__.__name__}: {one_line(str(exc))}") from exc
-        except anthropic.APIConnectionError as exc:
-            raise ConnectionFailed(f"{exc.__class__.__name__}: {one_line(_with_cause(exc))}") from exc
         except anthropic.AnthropicError as exc:
-            raise ModelError(f"{exc.__class__.__name__}: {one_line(str(exc))}") from exc
+            raise sdk_error(exc, timeout=anthropic.APITimeoutError, connection=anthropic.APIConnectionError) from exc
         return decode_body(WireMessage, content, content_type)
-
-    def _remember(self, calls: list[ToolCall], thinking: list[ThinkingBlock]) -> None:
-        for call in calls:
-            if call.id:
-                self._thinking_by_call[call.id] = thinking
-        while len(self._thinking_by_call) > _REMEMBERED:
-            self._thinking_by_call.popitem(last=False)
 
     def _convert_messages(self, messages: list[Message]) -> tuple[str, list[dict[str, Any]]]:
         """System text and Messages-API turns (consecutive turns of one role merged, as the API wants)."""
-        system: list[str] = []
-        turns: list[dict[str, Any]] = []
         pending: list[str] = []  # ids of tool calls not yet answered, for results that name none
-        for index, message in enumerate(messages):
-            blocks: list[dict[str, Any]]
-            if message.role == "system":
-                if message.content:
-                    system.append(message.content)
-                continue
+
+        def blocks_of(index: int, message: Message) -> tuple[str, list[dict[str, Any]]]:
             if message.role == "assistant":
-                role = "assistant"
                 blocks = [*self._thinking_blocks(message)]
                 if message.content:
                     blocks.append({"type": "text", "text": message.content})
@@ -234,32 +203,25 @@ class AnthropicClient(HostedModel):
                     call_id = _tool_id(call.id, f"call_{index}_{i}")
                     pending.append(call_id)
                     blocks.append({"type": "tool_use", "id": call_id, "name": call.name, "input": call.arguments})
-            elif message.role == "tool":
-                role = "user"
+                return "assistant", blocks
+            if message.role == "tool":
                 wanted = _tool_id(message.tool_call_id, "") if message.tool_call_id else ""
                 call_id = wanted if wanted in pending else (pending[0] if pending else wanted or f"call_{index}")
                 if call_id in pending:
                     pending.remove(call_id)
-                blocks = [{"type": "tool_result", "tool_use_id": call_id, "content": message.content or ""}]
-            else:
-                role = "user"
-                blocks = [{"type": "text", "text": message.content}] if message.content else []
-            if not blocks:
-                continue  # the API rejects empty turns and empty text blocks
-            if turns and turns[-1]["role"] == role:
-                turns[-1]["content"].extend(blocks)
-            else:
-                turns.append({"role": role, "content": blocks})
-        for turn in turns:  # tool results must come first in a user turn
-            turn["content"].sort(key=lambda b: b["type"] != "tool_result")
-        return "\n\n".join(system), turns
+                return "user", [{"type": "tool_result", "tool_use_id": call_id, "content": message.content or ""}]
+            # No empty text block: the API rejects them.
+            return "user", [{"type": "text", "text": message.content}] if message.content else []
+
+        system, turns = merged_turns(messages, blocks_of)
+        return system, [{"role": role, "content": _results_first(blocks)} for role, blocks in turns]
 
     def _thinking_blocks(self, message: Message) -> list[dict[str, Any]]:
         """This provider's signed thinking blocks of an assistant message (remembered by call id if not on it)."""
         thinking = message.thinking
         if thinking is None:
             thinking = next(
-                (self._thinking_by_call[c.id] for c in message.tool_calls if c.id and c.id in self._thinking_by_call),
+                (self._kept[c.id] for c in message.tool_calls if c.id and c.id in self._kept),
                 None,
             )
         out: list[dict[str, Any]] = []
@@ -294,12 +256,11 @@ def _tool_call(block: _Block, finish: str | None) -> ToolCall:
     return ToolCall(name=block.name or "", id=block.id, raw=raw, parse_error=error)
 
 
+def _results_first(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A turn's blocks with its tool results first, as the API wants them in a user turn (otherwise in order)."""
+    return sorted(blocks, key=lambda b: b["type"] != "tool_result")
+
+
 def _tool_id(value: str | None, fallback: str) -> str:
     """A tool-call id the API accepts (letters, digits, ``_`` and ``-``)."""
     return _TOOL_ID.sub("_", value) if value else fallback
-
-
-def _with_cause(exc: BaseException) -> str:
-    cause = exc.__cause__
-    detail = str(cause) if cause is not None and str(cause) else ""
-    return f"{exc} ({detail})" if detail and detail not in str(exc) else str(exc)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import json
-from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,7 +21,7 @@ from pydantic import ValidationError
 
 from toolgauge.errors import ConnectionFailed, ModelError, TransientModelError
 from toolgauge.models.gemini_schema import SchemaNotExpressible, gemini_schema
-from toolgauge.models.wire import HostedModel, one_line, probe_until_answered, status_error
+from toolgauge.models.wire import HostedModel, ReplyParts, merged_turns, one_line, probe_until_answered, status_error
 from toolgauge.records import (
     AssistantTurn,
     GenerateOptions,
@@ -47,24 +46,17 @@ FINISH_REASONS = {
     "SPII": "content_filter",
     "MALFORMED_FUNCTION_CALL": "malformed_function_call",
 }
-_REMEMBERED = 4096
 # reasoning_effort in Gemini's thinking levels.
 THINKING_LEVEL = {"minimal": "MINIMAL", "low": "LOW", "medium": "MEDIUM", "high": "HIGH"}
 
 
-class GoogleClient(HostedModel):
-    """Gemini through the Gemini API (or any server speaking generateContent at ``base_url``)."""
+class GoogleClient(HostedModel[genai.Client, str]):
+    """Gemini through the Gemini API (or any server speaking generateContent at ``base_url``).
+
+    The signatures of the calls it received are kept by :func:`_call_key` (``_keep``).
+    """
 
     provider = PROVIDER
-
-    def __init__(
-        self, model: str, *, api_key: str, base_url: str | None = None, timeout: float = 120.0, name: str | None = None
-    ):
-        super().__init__(model, api_key=api_key, base_url=base_url, timeout=timeout, name=name)
-        self._client: genai.Client | None = None
-        # Signatures of the calls this client received, for protocols that rebuild a model turn from its calls
-        # alone (bounded: only the latest turns of a loop are ever sent back).
-        self._signatures: OrderedDict[str, str] = OrderedDict()
 
     async def start(self) -> None:
         """Create the SDK client with its retries off: retries are the engine's job.
@@ -107,7 +99,7 @@ class GoogleClient(HostedModel):
             ModelError: a tool's schema has no Gemini form (naming the tool and where).
         """
         opts = request.options
-        system, contents = convert_messages(request.messages, self._signatures)
+        system, contents = convert_messages(request.messages, self._kept)
         config: dict[str, Any] = {
             "automatic_function_calling": types.AutomaticFunctionCallingConfig(disable=True),
         }
@@ -167,46 +159,32 @@ class GoogleClient(HostedModel):
                 exchange=exchange,
             )
         candidate = response.candidates[0]
-        texts: list[str] = []
-        calls: list[ToolCall] = []
-        thinking: list[ThinkingBlock] = []
+        got = ReplyParts()
         for part in candidate.content.parts or [] if candidate.content else []:
             if part.function_call is not None:
                 fc = part.function_call
-                call_id = fc.id or f"call_{len(calls)}"
+                call_id = fc.id or f"call_{len(got.calls)}"
                 args = fc.args or {}
-                calls.append(ToolCall(name=fc.name or "", arguments=args, id=call_id, raw=json.dumps(args)))
+                got.calls.append(ToolCall(name=fc.name or "", arguments=args, id=call_id, raw=json.dumps(args)))
                 if part.thought_signature:
                     signature = base64.b64encode(part.thought_signature).decode()
-                    thinking.append(ThinkingBlock(provider=PROVIDER, signature=signature, call_id=call_id))
-                    self._signatures[_call_key(calls[-1])] = signature
-                    while len(self._signatures) > _REMEMBERED:
-                        self._signatures.popitem(last=False)
+                    got.thinking.append(ThinkingBlock(provider=PROVIDER, signature=signature, call_id=call_id))
+                    self._keep(_call_key(got.calls[-1]), signature)
             elif part.thought and part.text:
-                thinking.append(ThinkingBlock(provider=PROVIDER, text=part.text))
+                got.thinking.append(ThinkingBlock(provider=PROVIDER, text=part.text))
             elif part.text:
-                texts.append(part.text)
+                got.texts.append(part.text)
         reason = str(candidate.finish_reason.value) if candidate.finish_reason is not None else None
         finish = FINISH_REASONS.get(reason or "", reason.lower() if reason else None)
-        if calls and finish == "stop":
+        if got.calls and finish == "stop":
             finish = "tool_calls"
-        return AssistantTurn(
-            content="".join(texts) or None,
-            tool_calls=calls,
-            finish_reason=finish,
-            usage=usage,
-            model=response.model_version,
-            thinking=thinking or None,
-            exchange=exchange,
-        )
+        return got.turn(finish_reason=finish, usage=usage, model=response.model_version, exchange=exchange)
 
     async def _send(self, contents: list[types.Content], config: types.GenerateContentConfig) -> Any:
         """One generateContent call; every failure becomes a ``ModelError`` (or its transient subclasses)."""
-        if self._client is None:
-            await self.start()
-        assert self._client is not None
+        client = await self._started()
         try:
-            return await self._client.aio.models.generate_content(model=self.model, contents=contents, config=config)
+            return await client.aio.models.generate_content(model=self.model, contents=contents, config=config)
         except genai_errors.APIError as exc:
             headers = getattr(exc.response, "headers", None) or {}
             message = exc.message or (json.dumps(exc.details) if exc.details else str(exc))
@@ -270,17 +248,10 @@ def convert_messages(
     A call's thought signature comes from its message's thinking blocks, else from ``remembered`` (by
     :func:`_call_key`), for a model turn rebuilt without them.
     """
-    system: list[str] = []
-    turns: list[types.Content] = []
     names: dict[str, str] = {}  # tool-call id -> function name, for results that do not say it
-    for message in messages:
-        parts: list[types.Part]
-        if message.role == "system":
-            if message.content:
-                system.append(message.content)
-            continue
+
+    def parts_of(_: int, message: Message) -> tuple[str, list[types.Part]]:
         if message.role == "assistant":
-            role = "model"
             signatures = {
                 b.call_id: b.signature
                 for b in message.thinking or []
@@ -297,20 +268,15 @@ def convert_messages(
                         thought_signature=base64.b64decode(signature) if signature else None,
                     )
                 )
-        elif message.role == "tool":
-            role = "user"
+            return "model", parts
+        if message.role == "tool":
             name = message.name or names.get(message.tool_call_id or "", "") or "tool"
-            parts = [types.Part(function_response=types.FunctionResponse(name=name, response=_result(message.content)))]
-        else:
-            role = "user"
-            parts = [types.Part(text=message.content)] if message.content else []
-        if not parts:
-            continue
-        if turns and turns[-1].role == role and turns[-1].parts is not None:
-            turns[-1].parts.extend(parts)
-        else:
-            turns.append(types.Content(role=role, parts=parts))
-    return "\n\n".join(system), turns
+            response = types.FunctionResponse(name=name, response=_result(message.content))
+            return "user", [types.Part(function_response=response)]
+        return "user", [types.Part(text=message.content)] if message.content else []
+
+    system, turns = merged_turns(messages, parts_of)
+    return system, [types.Content(role=role, parts=parts) for role, parts in turns]
 
 
 def _result(content: str | None) -> dict[str, Any]:

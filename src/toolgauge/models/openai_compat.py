@@ -10,10 +10,16 @@ import openai
 from openai import AsyncOpenAI
 from pydantic import BaseModel, Field
 
-from toolgauge.errors import ConnectionFailed, ModelError, TransientModelError
+from toolgauge.errors import ModelError
 from toolgauge.models.served_identity import ServedModel, cache_id_with, models_entry
-from toolgauge.models.wire import decode_body, probe_until_answered, set_options, status_error
-from toolgauge.models.wire import one_line as _short
+from toolgauge.models.wire import (
+    decode_body,
+    learn_credentials,
+    probe_until_answered,
+    sdk_error,
+    set_options,
+    status_error,
+)
 from toolgauge.records import (
     AssistantTurn,
     GenerateOptions,
@@ -23,7 +29,7 @@ from toolgauge.records import (
     ToolCall,
     Usage,
 )
-from toolgauge.redact import learn_secret, learn_url_credentials, redact_url
+from toolgauge.redact import redact_url
 
 # Keys sent when there is no real one (no key in the environment, the embedded local server): nothing to hide.
 PLACEHOLDER_KEYS = frozenset({"sk-no-key", "sk-local"})
@@ -150,12 +156,7 @@ class OpenAICompatClient:
         self.model = model
         self.base_url = base_url
         self.name = name or model
-        # What this client sends (the key as a Bearer token, a URL's user:password as Basic) is masked
-        # wherever it is echoed back: in completions, error bodies, the store.
-        if api_key not in PLACEHOLDER_KEYS:
-            learn_secret(api_key)
-        if base_url:
-            learn_url_credentials(base_url)
+        learn_credentials(None if api_key in PLACEHOLDER_KEYS else api_key, base_url)
         self._api_key = api_key
         self._timeout = timeout
         self._client: AsyncOpenAI | None = None
@@ -286,19 +287,7 @@ async def _complete(client: AsyncOpenAI, kwargs: dict[str, Any]) -> tuple[WireCo
         # The SDK prefixes "Error code: 404 - "; the status is already in our line.
         message = exc.message.removeprefix(f"Error code: {exc.status_code} - ")
         raise status_error(exc.status_code, message, retry_after=exc.response.headers.get("retry-after")) from exc
-    except openai.APITimeoutError as exc:
-        raise TransientModelError(f"{exc.__class__.__name__}: {_short(str(exc))}") from exc
-    except openai.APIConnectionError as exc:
-        # Refused, reset, or a body cut short: nothing usable came back over the connection.
-        raise ConnectionFailed(f"{exc.__class__.__name__}: {_short(_root_cause(exc))}") from exc
     except openai.OpenAIError as exc:
-        raise ModelError(f"{exc.__class__.__name__}: {_short(str(exc))}") from exc
+        raise sdk_error(exc, timeout=openai.APITimeoutError, connection=openai.APIConnectionError) from exc
     http = raw.http_response
     return decode_body(WireCompletion, http.content, http.headers.get("content-type", ""))
-
-
-def _root_cause(exc: BaseException) -> str:
-    """The SDK says only "Connection error."; the httpx cause says refused, reset or incomplete body."""
-    cause = exc.__cause__
-    detail = str(cause) if cause is not None and str(cause) else ""
-    return f"{exc} ({detail})" if detail and detail not in str(exc) else str(exc)

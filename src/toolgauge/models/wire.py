@@ -1,16 +1,22 @@
-"""What every HTTP model client shares: one-line error texts, Retry-After, status codes to our errors."""
+"""What every HTTP model client shares.
+
+One-line error texts, Retry-After, status codes and SDK failures as our errors, the merging of turns and the
+gathering of a reply's parts, and the hosted clients' base (:class:`HostedModel`).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from toolgauge.errors import ConnectionFailed, ModelError, TransientModelError
-from toolgauge.records import GenerateOptions
+from toolgauge.records import AssistantTurn, GenerateOptions, Message, ProviderExchange, ThinkingBlock, ToolCall, Usage
 from toolgauge.redact import learn_secret, learn_url_credentials, redact, redact_url
 
 # Besides every 5xx: request timeout, conflict, too early, rate limited.
@@ -22,6 +28,9 @@ PROBE_MAX_WAIT = 2.0
 # The exception names (anywhere in the cause chain) of a connection that could not be made at all: httpx's
 # and httpx2's, and aiohttp's (google-genai uses it when it is installed).
 _REFUSED = frozenset({"ConnectError", "ConnectTimeout", "ClientConnectorError", "ClientConnectorDNSError"})
+# What a hosted client keeps of the calls it received (see ``HostedModel._keep``): only the latest turns of a
+# loop are ever sent back.
+KEPT_CALLS = 4096
 
 
 def retry_after_seconds(value: str | None) -> float | None:
@@ -92,6 +101,28 @@ def decode_body(shape: type[Body], body: bytes, content_type: str = "") -> tuple
         raise TransientModelError(f"malformed response: {where}: {first['msg']}") from None
 
 
+def with_cause(exc: BaseException) -> str:
+    """An SDK error's text with its cause's (the SDK says only "Connection error."; the cause says refused, reset)."""
+    cause = exc.__cause__
+    detail = str(cause) if cause is not None and str(cause) else ""
+    return f"{exc} ({detail})" if detail and detail not in str(exc) else str(exc)
+
+
+def sdk_error(exc: Exception, *, timeout: type[Exception], connection: type[Exception]) -> ModelError:
+    """A failure of the ``openai`` or ``anthropic`` SDK (one error hierarchy) other than an HTTP status, as ours.
+
+    ``timeout`` and ``connection`` are the SDK's ``APITimeoutError`` and ``APIConnectionError``: a timeout is
+    transient, a connection that failed (refused, reset, a body cut short) is ``ConnectionFailed``, anything else
+    a ``ModelError``.
+    """
+    name = exc.__class__.__name__
+    if isinstance(exc, timeout):
+        return TransientModelError(f"{name}: {one_line(str(exc))}")
+    if isinstance(exc, connection):
+        return ConnectionFailed(f"{name}: {one_line(with_cause(exc))}")
+    return ModelError(f"{name}: {one_line(str(exc))}")
+
+
 def refused(exc: BaseException) -> bool:
     """Whether the connection itself could not be made (as opposed to cut after connecting)."""
     seen: set[int] = set()
@@ -124,11 +155,78 @@ async def probe_until_answered(call: Callable[[], Awaitable[object]]) -> None:
             await asyncio.sleep(min(PROBE_MAX_WAIT, exc.retry_after if exc.retry_after is not None else 0.25))
 
 
-class HostedModel:
+def learn_credentials(api_key: str | None, base_url: str | None) -> None:
+    """Mask what a client sends (its key as a token, a URL's user:password) wherever it is echoed back.
+
+    In completions, error bodies, transcripts, the store.
+    """
+    learn_secret(api_key)
+    if base_url:
+        learn_url_credentials(base_url)
+
+
+Part = TypeVar("Part")
+
+
+def merged_turns(
+    messages: list[Message], parts_of: Callable[[int, Message], tuple[str, list[Part]]]
+) -> tuple[str, list[tuple[str, list[Part]]]]:
+    """The system text and the provider's turns of ``messages``, as the Messages API and Gemini want them.
+
+    System messages are joined into one text; every other message becomes ``parts_of(index, message)``, its
+    provider role and parts (asked in order), and consecutive turns of one role are merged. A message without
+    parts is left out (the APIs reject empty turns).
+    """
+    system: list[str] = []
+    turns: list[tuple[str, list[Part]]] = []
+    for index, message in enumerate(messages):
+        if message.role == "system":
+            if message.content:
+                system.append(message.content)
+            continue
+        role, parts = parts_of(index, message)
+        if not parts:
+            continue
+        if turns and turns[-1][0] == role:
+            turns[-1][1].extend(parts)
+        else:
+            turns.append((role, parts))
+    return "\n\n".join(system), turns
+
+
+@dataclass
+class ReplyParts:
+    """A provider's answer gathered part by part: its texts, tool calls and thinking, in order."""
+
+    texts: list[str] = field(default_factory=list)
+    calls: list[ToolCall] = field(default_factory=list)
+    thinking: list[ThinkingBlock] = field(default_factory=list)
+
+    def turn(
+        self, *, finish_reason: str | None, usage: Usage, model: str | None, exchange: ProviderExchange
+    ) -> AssistantTurn:
+        """The answer as our turn (no text and no thinking are None)."""
+        return AssistantTurn(
+            content="".join(self.texts) or None,
+            tool_calls=self.calls,
+            finish_reason=finish_reason,
+            usage=usage,
+            model=model,
+            thinking=self.thinking or None,
+            exchange=exchange,
+        )
+
+
+Client = TypeVar("Client")
+Kept = TypeVar("Kept")
+
+
+class HostedModel(Generic[Client, Kept]):
     """What a named provider's client holds: model, key, endpoint and the cache identity they make.
 
     The key (and a URL's password) is learned as a secret at once, so it is masked wherever a server
-    echoes it: error lines, transcripts, the store.
+    echoes it: error lines, transcripts, the store. ``Client`` is the provider SDK's client (made by
+    ``start``); ``Kept`` what the provider wants back with a call it made (see ``_keep``).
     """
 
     provider = "hosted"
@@ -140,13 +238,34 @@ class HostedModel:
         self.model = model
         self.base_url = base_url
         self.name = name or f"{self.provider}:{model}"
-        learn_secret(api_key)
-        if base_url:
-            learn_url_credentials(base_url)
+        learn_credentials(api_key, base_url)
         self._api_key = api_key
         self._timeout = timeout
+        self._client: Client | None = None
+        self._kept: OrderedDict[str, Kept] = OrderedDict()
 
     @property
     def cache_id(self) -> str:
         """Provider, model and endpoint: answers of another server never come from the cache."""
         return f"{self.provider}:{self.model}@{redact_url(self.base_url) if self.base_url else 'default'}"
+
+    async def start(self) -> None:
+        """Create the SDK client (each provider's)."""
+        raise NotImplementedError
+
+    async def _started(self) -> Client:
+        """The SDK client, created on first use."""
+        if self._client is None:
+            await self.start()
+        assert self._client is not None
+        return self._client
+
+    def _keep(self, call: str, value: Kept) -> None:
+        """Keep what the provider wants back with the call keyed ``call`` (the latest ``KEPT_CALLS`` calls').
+
+        For protocols that rebuild a model turn from its calls alone, without what came with them (Anthropic's
+        thinking blocks, Gemini's call signatures).
+        """
+        self._kept[call] = value
+        while len(self._kept) > KEPT_CALLS:
+            self._kept.popitem(last=False)

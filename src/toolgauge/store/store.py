@@ -75,7 +75,7 @@ from toolgauge.store.runs import RunInfo, Runs, new_run_id
 from toolgauge.store.samples import READ_CHUNK, SampleRecord, Samples, SampleState, sample_row
 from toolgauge.store.steps import SampleSteps
 from toolgauge.store.transcripts import MessageChain, ModelCallRecord
-from toolgauge.store.write_buffer import WriteBuffer
+from toolgauge.store.write_buffer import Batch, WriteBuffer
 
 STORE_ENV = "TOOLGAUGE_STORE"
 P = ParamSpec("P")
@@ -457,15 +457,9 @@ class Store:
         """
         self._buffer.flush(self._commit)
 
-    def _commit(
-        self,
-        samples: list[dict[str, Any]],
-        calls: list[dict[str, Any]],
-        cache: dict[str, dict[str, Any]],
-        blobs: dict[str, bytes],
-    ) -> None:
+    def _commit(self, batch: Batch) -> None:
         """Write one batch of taken rows in one transaction (see ``flush``)."""
-        self._buffer.commit(samples, calls, cache, blobs)
+        self._buffer.commit(batch)
 
 
 def open_store(url: str | None = None, *, create: bool = True) -> Store:

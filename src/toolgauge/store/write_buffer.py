@@ -29,8 +29,16 @@ from toolgauge.store.transcripts import BlobBuffer
 
 # Rows per ``IN (...)`` query: well under SQLite's bound-parameter limit.
 CHUNK = 500
-# What ``commit`` is handed: the sample rows, the model-call rows, the cache rows by key, the blobs by hash.
-Commit = Callable[[list[dict[str, Any]], list[dict[str, Any]], dict[str, dict[str, Any]], dict[str, bytes]], None]
+
+
+@dataclass(frozen=True)
+class Batch:
+    """The rows one group commit writes: sample rows, model-call rows, cache rows by key, blobs by hash."""
+
+    samples: list[dict[str, Any]]
+    calls: list[dict[str, Any]]
+    cache: dict[str, dict[str, Any]]
+    blobs: dict[str, bytes]
 
 
 @dataclass(frozen=True)
@@ -102,7 +110,7 @@ class WriteBuffer:
         pending = len(self.samples) + len(self.calls) + len(self.cache)
         return pending >= rows or time.monotonic() - self.last_flush >= seconds
 
-    def flush(self, commit: Commit) -> None:
+    def flush(self, commit: Callable[[Batch], None]) -> None:
         """Take every buffered row and hand it to ``commit`` (the store's), putting it back in front when that fails.
 
         Refreshes the store's run leases when a heartbeat is due, even with nothing buffered.
@@ -116,32 +124,27 @@ class WriteBuffer:
             if self._uncertain is not None:
                 self._settle_uncertain_batch()
             with self.lock:  # take the rows; the buffers start again empty
-                samples, calls, cache, blobs = self.samples, self.calls, self.cache, self.blobs.pending
+                batch = Batch(self.samples, self.calls, self.cache, self.blobs.pending)
                 self.samples, self.calls, self.cache, self.blobs.pending = [], [], {}, {}
-                self._inflight_cache = cache
+                self._inflight_cache = batch.cache
             try:
-                commit(samples, calls, cache, blobs)
+                commit(batch)
             except BaseException:
                 with self.lock:  # put them back in front of what was buffered meanwhile, in order
-                    self.samples[:0] = samples
-                    self.calls[:0] = calls
-                    self.cache = {**cache, **self.cache}
-                    self.blobs.pending = {**blobs, **self.blobs.pending}
+                    self.samples[:0] = batch.samples
+                    self.calls[:0] = batch.calls
+                    self.cache = {**batch.cache, **self.cache}
+                    self.blobs.pending = {**batch.blobs, **self.blobs.pending}
                     self._inflight_cache = {}
                 raise
             with self.lock:
                 self._inflight_cache = {}
-                if blobs:
-                    self.blobs.committed(list(blobs))
+                if batch.blobs:
+                    self.blobs.committed(list(batch.blobs))
 
-    def commit(
-        self,
-        samples: list[dict[str, Any]],
-        calls: list[dict[str, Any]],
-        cache: dict[str, dict[str, Any]],
-        blobs: dict[str, bytes],
-    ) -> None:
+    def commit(self, batch: Batch) -> None:
         """Write one batch of taken rows in one transaction, with the leases' heartbeat."""
+        samples, calls, cache, blobs = batch.samples, batch.calls, batch.cache, batch.blobs
         committing = False
         try:
             with self._engine.begin() as conn:

@@ -35,12 +35,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from toolgauge.benchmark import BenchmarkSpec
-from toolgauge.bounds import BOUNDED, OptionOutOfBounds, check_option, problem_of
+from toolgauge.bounds import OptionOutOfBounds, problem_of
 from toolgauge.datasets.resolve import missing_official
 from toolgauge.engine.cache import CacheMode
 from toolgauge.errors import DataError, UsageError
 from toolgauge.jsonl import read_text
-from toolgauge.options import options_listing
+from toolgauge.options import BOUNDED, check_option, options_listing
 from toolgauge.unknown_fields import did_you_mean
 
 MAX_NESTING = 32
@@ -58,7 +58,7 @@ class EngineOptions(BaseModel):
 
     # For a model: the most requests in flight to its endpoint across the whole sweep (every worker of a
     # cluster), and its runs' samples at once. For a benchmark: its runs' samples at once.
-    # The bounds of the numbers are eval's (toolgauge.bounds), checked before this model is made.
+    # The bounds of the numbers are eval's (toolgauge.options.check_option), checked before this model is made.
     concurrency: int | None = None
     timeout: float | None = None
     max_retries: int | None = None
@@ -164,7 +164,7 @@ def parse_sweep(text: str, where: str) -> SweepFile:
 
 
 def _bounded(name: str, value: Any, where: str, bad: Callable[[str, str], SweepFileError]) -> Any:
-    """A bounded option's value as eval's declaration accepts it (:func:`toolgauge.bounds.check_option`)."""
+    """A bounded option's value as eval's declaration accepts it (:func:`toolgauge.options.check_option`)."""
     try:
         return check_option(name, value)
     except OptionOutOfBounds as exc:
