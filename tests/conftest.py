@@ -37,6 +37,7 @@ TIERS: dict[str, tuple[str, ...]] = {
     "test_genesis_signals.py": ("sandbox", "embedding"),
     "test_cli_genesis.py::test_gold_end_to_end_then_evaluate_its_registry": ("embedding",),
     "test_cli_genesis.py::test_eval_generates_then_evaluates_in_one_run": ("embedding",),
+    "test_cli_genesis.py::test_eval_names_the_folder_of_its_servers_last": ("embedding",),
     "test_cli_genesis.py::test_gold_with_two_epochs_scores_each_try_from_its_own_folder": ("embedding",),
     "test_cli_genesis.py::test_linked_files_never_leak_secrets_into_store_samples_or_output": ("embedding",),
     "test_cli_genesis.py::test_a_key_printed_on_a_servers_stderr_is_masked_everywhere": ("embedding",),

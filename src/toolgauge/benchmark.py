@@ -181,6 +181,8 @@ class BenchmarkSpec:
             result files is scored again from its stored outputs, without the files); None: ``build``.
         engine_defaults: The engine options' defaults of ``eval NAME`` where they are not the usual ones.
         outputs: Files ``eval NAME`` and ``score NAME`` can write from a finished run (WildToolBench's logs), or None.
+        after_run: The lines ``eval NAME`` prints after a finished run's results (not with ``--json``), from the
+            benchmark ``build`` made: where the run wrote files of its own (Tool-Genesis's servers); None: none.
         run_panels: The viewer's extra panels of a run page (:mod:`toolgauge.panels`), or None.
         sample_panels: The viewer's extra panels of a sample page, or None.
         paper: ``paper_blocks(runs, **options)`` laying out the seed paper's tables (``toolgauge paper``), or None.
@@ -206,6 +208,7 @@ class BenchmarkSpec:
     restore: Callable[[Any], Benchmark[Any, Any]] | None = None
     engine_defaults: Mapping[str, Any] = field(default_factory=dict)
     outputs: OutputFiles | None = None
+    after_run: Callable[[Any], Sequence[str]] | None = None
     run_panels: RunPanels | None = None
     sample_panels: SamplePanels | None = None
     paper: Callable[..., Any] | None = None

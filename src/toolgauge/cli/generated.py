@@ -13,8 +13,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from rich.text import Text
+
 from toolgauge.benchmark import BenchmarkSpec, CommandGroups
-from toolgauge.cli.common import EngineDefaults, RunFlags, err, execute, run_command, warn
+from toolgauge.cli.common import EngineDefaults, RunFlags, err, execute, out, run_command, warn
 from toolgauge.cli.option_params import command_values, option_parameters
 from toolgauge.options import EngineOptions, validated
 from toolgauge.run_setup import prepare_run, run_options
@@ -61,6 +63,9 @@ def eval_command(spec: BenchmarkSpec) -> Callable[..., None]:
         )  # fmt: skip
         execute(prepared.bench, prepared.model, flags, client=prepared.client, roles=prepared.roles,
                 outputs=files, run_options=prepared.options, unit=spec.unit.removesuffix("s"))  # fmt: skip
+        if spec.after_run is not None and not flags.as_json:
+            for line in spec.after_run(prepared.bench):
+                out.print(Text(line), highlight=False)
 
     command.__doc__ = model.__doc__  # the model's docstring says what the command does
     defaults = EngineDefaults(**{k: v for k, v in spec.engine_defaults.items() if k in ("concurrency", "timeout")})

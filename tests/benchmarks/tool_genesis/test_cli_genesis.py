@@ -200,6 +200,23 @@ def test_gold_with_two_epochs_scores_each_try_from_its_own_folder(data: Path, tm
     assert sorted(json.loads((out / "registry.json").read_text())) == ["mini-calc", "mini-calc@e2"]
 
 
+@needs_bwrap
+def test_eval_names_the_folder_of_its_servers_last(data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without --out the servers go to .toolgauge/genesis/<model>-<strategy>: the last line says where."""
+    monkeypatch.chdir(tmp_path)  # the default folder is relative to the working directory
+    res = invoke("eval", "tool-genesis", "--model", "gold", "--data", str(data), "--skip-l4",
+                 "--store", f"sqlite:///{tmp_path / 'store.db'}", "-q")  # fmt: skip
+    assert res.exit_code == 0, res.output
+    last = res.stdout.strip().splitlines()[-1]
+    found = re.fullmatch(r"generated servers: (\S+) \(registry: (\S+)\)", last)
+    assert found, res.stdout
+    folder, registry = Path(found.group(1)), Path(found.group(2))
+    assert folder == tmp_path.resolve() / ".toolgauge" / "genesis" / "gold-gold"
+    assert registry == folder / "registry.json"
+    assert list(json.loads(registry.read_text())) == ["mini-calc"]
+    assert (folder / "mini-calc" / "server.py").is_file() and (folder / "mini-calc" / "tools.json").is_file()
+
+
 # -- isolation is required -------------------------------------------------------------------------
 @pytest.fixture()
 def no_bwrap(monkeypatch: pytest.MonkeyPatch) -> None:

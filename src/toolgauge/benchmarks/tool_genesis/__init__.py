@@ -27,6 +27,7 @@ SPEC = BenchmarkSpec(
     options=GenesisOptions,
     migrate=lazy("toolgauge.benchmarks.tool_genesis.build", "migrate_genesis_config"),
     restore=lazy("toolgauge.benchmarks.tool_genesis.build", "restore"),
+    after_run=lazy("toolgauge.benchmarks.tool_genesis.build", "generated_servers"),
     # Servers are slow samples: two at once, and a generation request may take minutes.
     engine_defaults={"concurrency": 2, "timeout": 600.0},
     run_panels=lazy("toolgauge.benchmarks.tool_genesis.views", "run_panels"),

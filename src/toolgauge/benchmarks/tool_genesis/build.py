@@ -76,6 +76,13 @@ def default_out_dir(model: str, strategy: str) -> Path:
     return Path(".toolgauge") / "genesis" / f"{safe}-{strategy}"
 
 
+def generated_servers(bench: GenesisBenchmark) -> list[str]:
+    """Where ``eval tool-genesis`` wrote its servers and their registry, said after the run (``after_run``)."""
+    if bench.out_dir is None:  # a registry was scored: nothing was written
+        return []
+    return [f"generated servers: {bench.out_dir} (registry: {bench.out_dir / 'registry.json'})"]
+
+
 def build(
     options: GenesisOptions | None = None, *, launcher: ServerLauncher | None = None
 ) -> GenesisBenchmark | GenesisGenerateBenchmark:

@@ -25,7 +25,6 @@ from toolgauge.cli.common import (
     resolved_model,
     run_command,
 )
-from toolgauge.tools import ServerLauncher, launch_mcp_backend
 
 if TYPE_CHECKING:
     from toolgauge.benchmarks.tool_genesis.generate import GenesisGenerateBenchmark
@@ -40,27 +39,12 @@ class StrategyChoice(StrEnum):
     code_agent = "code-agent"
 
 
-def build_generate(
-    *,
-    data: str | Path,
-    out: str | Path,
-    strategy: Strategy = "direct",
-    gold: bool = False,
-    limit: int | None = None,
-    max_steps: int = MAX_STEPS,
-    temperature: float = 0.0,
-    max_tokens: int = GENERATE_DEFAULTS.max_tokens,
-    unsafe_no_sandbox: bool = False,
-    launcher: ServerLauncher = launch_mcp_backend,
-) -> GenesisGenerateBenchmark:
-    """The generation run over the first ``limit`` servers of ``data``, writing into ``out`` (``build``'s options)."""
+def build_generate(options: GenesisOptions) -> GenesisGenerateBenchmark:
+    """The generation run of ``options`` (``generate`` set): servers written into ``out`` (``build`` makes it)."""
     from toolgauge.benchmarks.tool_genesis.build import build
     from toolgauge.benchmarks.tool_genesis.generate import GenesisGenerateBenchmark
 
-    generate = GenerateRun(gold=gold, max_steps=max_steps, temperature=temperature, max_tokens=max_tokens)
-    options = GenesisOptions(data=Path(data), out=Path(out), strategy=strategy, limit=limit, generate=generate,
-                             unsafe_no_sandbox=unsafe_no_sandbox)  # fmt: skip
-    bench = build(options, launcher=launcher)
+    bench = build(options)
     assert isinstance(bench, GenesisGenerateBenchmark)
     return bench
 
@@ -78,19 +62,15 @@ def genesis_generate(
     flags: RunFlags,
 ) -> None:
     """Generate an MCP server (schema + Python code) for each requirement of a Tool-Genesis data file."""
+    from toolgauge.benchmarks.tool_genesis.build import is_gold
+
     settings = flags.call_settings()
-    gold = flags.model_spec.strip() == "gold"
-    bench = build_generate(
-        data=data,
-        out=out,
-        strategy="code-agent" if strategy is StrategyChoice.code_agent else "direct",
-        gold=gold,
-        limit=flags.limit,
-        max_steps=max_steps,
-        temperature=settings.temperature,
-        max_tokens=settings.max_tokens,
-        unsafe_no_sandbox=unsafe_no_sandbox,
-    )
+    generate = GenerateRun(gold=is_gold(flags.model_spec), max_steps=max_steps, temperature=settings.temperature,
+                           max_tokens=settings.max_tokens)  # fmt: skip
+    chosen: Strategy = "code-agent" if strategy is StrategyChoice.code_agent else "direct"
+    options = GenesisOptions(data=data, out=out, strategy=chosen, limit=flags.limit, generate=generate,
+                             unsafe_no_sandbox=unsafe_no_sandbox)  # fmt: skip
+    bench = build_generate(options)
     shown, client = resolved_model(bench, flags.model_spec, flags.timeout)
     outputs = {"registry": (bench.registry_path, registry_writer(bench.out_dir))}
     execute(bench, shown, flags, client=client, outputs=outputs, unit="server")

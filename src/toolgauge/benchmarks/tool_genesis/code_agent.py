@@ -17,7 +17,6 @@ from types import TracebackType
 
 from toolgauge.benchmarks.tool_genesis.answer import parse_answer
 from toolgauge.benchmarks.tool_genesis.generation import GenerationResult, GenerationStep
-from toolgauge.benchmarks.tool_genesis.options import MAX_STEPS
 from toolgauge.benchmarks.tool_genesis.prompts import agent_messages
 from toolgauge.benchmarks.tool_genesis.records import GenesisServer
 from toolgauge.benchmarks.tool_genesis.server_files import CODE_FILE, check_files, server_record, write_answer_files
@@ -187,8 +186,8 @@ async def run_code_agent(
     server: GenesisServer,
     folder: Path,
     options: GenerateOptions,
-    max_steps: int = MAX_STEPS,
-    launcher: ServerLauncher = launch_mcp_backend,
+    max_steps: int,
+    launcher: ServerLauncher,
 ) -> GenerationResult:
     """Run the code agent on ``server`` in ``folder`` (at most ``max_steps`` model calls) and check the files left.
 

@@ -32,20 +32,14 @@ from toolgauge.tools import ServerLauncher, launch_mcp_backend
 
 
 async def generate_server(
-    ctx: EpisodeContext,
-    server: GenesisServer,
-    out_dir: Path,
-    strategy: Strategy,
-    *,
-    options: GenerateOptions | None = None,
-    max_steps: int = MAX_STEPS,
-    launcher: ServerLauncher = launch_mcp_backend,
+    ctx: EpisodeContext, server: GenesisServer, out_dir: Path, strategy: Strategy
 ) -> GeneratedServer:
-    """Generate one server's files with ``strategy``; failures are a ``GeneratedServer`` with ``error``."""
-    result = await generate_server_detailed(
-        ctx, server, out_dir, strategy, options=options, max_steps=max_steps, launcher=launcher
-    )
-    return result.server
+    """One server's files generated with ``strategy`` and the default options (``eval tool-genesis``'s).
+
+    Failures are a ``GeneratedServer`` with ``error``. :func:`generate_server_detailed` takes the options and
+    returns the model's steps too.
+    """
+    return (await generate_server_detailed(ctx, server, out_dir, strategy)).server
 
 
 async def generate_server_detailed(
@@ -58,10 +52,11 @@ async def generate_server_detailed(
     max_steps: int = MAX_STEPS,
     launcher: ServerLauncher = launch_mcp_backend,
 ) -> GenerationResult:
-    """Like ``generate_server``, but also return the model's steps and raw outputs.
+    """Generate one server's files with ``strategy``, with the model's steps and raw outputs.
 
-    ``launcher`` starts the code agent's server (default: the sandboxed MCP launch). The files go to the
-    folder of the context's try (``server_files.try_dir``), and the record is keyed by that try.
+    Failures are a ``GeneratedServer`` with ``error`` in the result. ``launcher`` starts the code agent's server
+    (default: the sandboxed MCP launch). The files go to the folder of the context's try (``server_files.try_dir``),
+    and the record is keyed by that try.
     """
     folder = try_dir(out_dir, server.server_slug, ctx.epoch)
     fresh_dir(folder)

@@ -22,17 +22,17 @@ from toolgauge.report.paper_tables import PaperBlock, PaperCell, PaperRow, Paper
 from toolgauge.results import SampleScore
 
 PAPER = "tool-genesis"
-# Table 2's metrics, in its column order: (metric key, column header).
-TABLE2 = (
-    ("compliance", "Compliance"),
-    ("server_execution", "Exec."),
-    ("schema_f1", "Schema-F1"),
-    ("ut_soft", "UT_soft"),
-    ("ut_hard", "UT_hard"),
-    ("sr_soft", "SR"),
-)
+# Table 2's metrics, in its column order: metric key -> column header.
+TABLE2 = {
+    "compliance": "Compliance",
+    "server_execution": "Exec.",
+    "schema_f1": "Schema-F1",
+    "ut_soft": "UT_soft",
+    "ut_hard": "UT_hard",
+    "sr_soft": "SR",
+}
 # The verification signals of App. D.1 and the downstream value they are aligned with.
-SIGNALS = (("schema_f1", "Schema-F1"), ("ut_soft", "UT_soft"), ("ut_hard", "UT_hard"))
+SIGNALS = {"schema_f1": "Schema-F1", "ut_soft": "UT_soft", "ut_hard": "UT_hard"}
 TARGET = "sr_soft"
 CASCADE = ("Start", "L1", "L2", "L3", "L4")
 STRATEGY_ORDER = {"Direct": 0, "Code-Agent": 1}
@@ -114,7 +114,7 @@ def table2(runs: Sequence[PaperRun]) -> PaperBlock:
     rows = [
         PaperRow(
             label=run.label,
-            cells=[PaperCell(value=strategy(run), unit="text"), *(_cell(run, key) for key, _ in TABLE2)],
+            cells=[PaperCell(value=strategy(run), unit="text"), *(_cell(run, key) for key in TABLE2)],
             run_ids=[run.id],
         )
         for run in runs
@@ -130,7 +130,7 @@ def table2(runs: Sequence[PaperRun]) -> PaperBlock:
         paper=PAPER,
         ref="Table 2",
         title="Direct vs Code-Agent: L1 compliance and execution, L2 Schema-F1, L3 unit tests, L4 SR",
-        columns=["Model", "Strategy", *(header for _, header in TABLE2)],
+        columns=["Model", "Strategy", *TABLE2.values()],
         rows=rows,
         notes=notes,
         chart="bar",
@@ -175,7 +175,7 @@ def signal_alignment(runs: Sequence[PaperRun]) -> PaperBlock:
         paper=PAPER,
         ref="Figure 5(a)",
         title="Signal–Validation Alignment (App. D.1): how well each signal predicts r_i (SR_soft) across servers",
-        columns=["Model · strategy", *(header for _, header in SIGNALS), "servers"],
+        columns=["Model · strategy", *SIGNALS.values(), "servers"],
         exact=False,
         notes=[
             "SVA = Pearson correlation across servers of the signal with r_i = SR_soft (the formula did not survive "
@@ -191,7 +191,7 @@ def signal_alignment(runs: Sequence[PaperRun]) -> PaperBlock:
         scores = run.scores()
         target = per_server(scores, TARGET)
         cells = []
-        for key, _ in SIGNALS:
+        for key in SIGNALS:
             signal = per_server(scores, key)
             servers = [s for s in target if s in signal]
             value = pearson([signal[s] for s in servers], [target[s] for s in servers])
@@ -331,7 +331,7 @@ def by_domain(runs: Sequence[PaperRun]) -> list[PaperBlock]:
         for domain in sorted(groups):
             scores = groups[domain]
             cells = [PaperCell(value=len({s.cluster or s.sample for s in scores}), unit="count")]
-            for key, _ in TABLE2:
+            for key in TABLE2:
                 values = [float(v) for s in scores if isinstance(v := s.scores.get(key), int | float)]
                 cells.append(PaperCell(value=sum(values) / len(values) if values else None, n=len(values)))
             rows.append(PaperRow(label=domain, cells=cells, run_ids=[run.id]))
@@ -340,7 +340,7 @@ def by_domain(runs: Sequence[PaperRun]) -> list[PaperBlock]:
                 paper=PAPER,
                 ref="§4, Figures 3–4",
                 title=f"{row_label(run)}: metrics by domain (primary_label)",
-                columns=["Domain", "servers", *(header for _, header in TABLE2)],
+                columns=["Domain", "servers", *TABLE2.values()],
                 rows=rows,
                 notes=["Means over the domain's servers (a server that failed L1 scores 0)."],
                 chart="bar",

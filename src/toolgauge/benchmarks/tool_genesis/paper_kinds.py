@@ -21,22 +21,15 @@ import json
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from toolgauge.benchmarks.tool_genesis.metrics.compliance import JSON_SCHEMA_TYPES
 from toolgauge.benchmarks.tool_genesis.metrics.unit_tests import has_error_word
 from toolgauge.benchmarks.tool_genesis.records import GenesisServer, UnitTest
+from toolgauge.jsonl import json_type
 
 # Phrases of a refused call besides the official error words (case-insensitive substrings).
 REFUSALS = ("invalid", "illegal", "not found", "unsupported", "must be", "cannot ", "not allowed", "out of range")
 UnitTestKind = Literal["standard", "boundary"]
 KINDS: tuple[UnitTestKind, ...] = ("standard", "boundary")
-_JSON_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "array": (list,),
-    "object": (dict,),
-    "null": (type(None),),
-}
 
 
 def error_shaped(text: str) -> bool:
@@ -67,15 +60,9 @@ def _types(schema: Mapping[str, Any]) -> list[str]:
 
 
 def _wrong_type(value: Any, schema: Mapping[str, Any]) -> bool:
-    allowed = [t for t in _types(schema) if t in _JSON_TYPES]
-    if not allowed:
-        return False
-    for name in allowed:
-        if isinstance(value, bool) and name in ("integer", "number"):
-            continue  # JSON booleans are not numbers
-        if isinstance(value, _JSON_TYPES[name]):
-            return False
-    return True
+    allowed = {t for t in _types(schema) if t in JSON_SCHEMA_TYPES}
+    found = json_type(value)  # a JSON boolean is not a number
+    return bool(allowed) and found not in allowed and not (found == "integer" and "number" in allowed)
 
 
 def invalid_inputs(arguments: Mapping[str, Any] | str, tool: Mapping[str, Any] | None) -> bool:

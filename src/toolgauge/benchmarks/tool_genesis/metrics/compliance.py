@@ -17,8 +17,8 @@ from jsonschema import exceptions as jsonschema_exceptions  # type: ignore[impor
 from jsonschema.validators import validator_for  # type: ignore[import-untyped]
 from pydantic import BaseModel
 
-# The JSON types the official check accepts as a schema's single `type`.
-_JSON_TYPES = frozenset({"string", "number", "integer", "boolean", "array", "object", "null"})
+# The JSON Schema type names (the official check accepts these as a schema's single `type`).
+JSON_SCHEMA_TYPES = frozenset({"string", "number", "integer", "boolean", "array", "object", "null"})
 _OBJECT_KEYS = ("properties", "required", "additionalProperties")
 
 
@@ -93,7 +93,7 @@ def check_restricted_schema(schema: Any, where: str = "schema") -> Verdict:
     if not isinstance(schema, dict):
         return _fail(f"{where}: not an object")
     kind = schema.get("type")
-    if not isinstance(kind, str) or kind not in _JSON_TYPES:
+    if not isinstance(kind, str) or kind not in JSON_SCHEMA_TYPES:
         detail = "anyOf is not allowed (no single type)" if "anyOf" in schema else f"`type` {kind!r} is not one type"
         return _fail(f"{where}: {detail}")
     if kind == "object":
@@ -237,7 +237,7 @@ def _strict_schema(raw: Any) -> dict[str, Any]:
         return {"type": "string"}
     schema: dict[str, Any] = _non_null_alternative(dict(raw))
     kind = schema.get("type")
-    if not isinstance(kind, str) or kind not in _JSON_TYPES:
+    if not isinstance(kind, str) or kind not in JSON_SCHEMA_TYPES:
         schema["type"] = kind = "string"
     if kind == "object":
         properties = schema.get("properties")
