@@ -105,7 +105,7 @@ def restore(options: ToolgateOptions) -> PoolBenchmark | ConstructionBenchmark:
         from toolgauge.benchmarks.toolgate.construction import rescore_run
 
         assert options.run is not None  # the options model checks it
-        return rescore_run(options.run.model_dump(mode="json"))
+        return rescore_run(options.run)
     if options.ids is not None:
         return _pool(options)
     if options.candidates is None:

@@ -36,7 +36,6 @@ from toolgauge.benchmarks.toolgate.options import (
     SOLVER_HELP,
     SOLVER_STEPS_HELP,
     TIME_LIMIT_HELP,
-    run_help,
 )
 from toolgauge.benchmarks.toolgate.protocol import DEFAULT_SOLVER_STEPS
 from toolgauge.benchmarks.toolgate.verify import DEFAULT_TIME_LIMIT
@@ -104,10 +103,6 @@ SeedOpt = Annotated[
     typer.Option("--seed", help=SEED_HELP),
 ]
 SolverStepsOpt = Annotated[int, typer.Option("--solver-steps", min=1, help=SOLVER_STEPS_HELP)]
-
-# gate run: the domain to build (not a filter) and a time limit that also bounds the generator's runs.
-RunDomainOpt = Annotated[str, typer.Option("--domain", help=run_help("domain"))]
-RunTimeLimitOpt = Annotated[float, typer.Option("--time-limit", min=1.0, help=run_help("time_limit"))]
 
 
 @dataclass(frozen=True)
