@@ -151,6 +151,17 @@ def _run(bench: PoolBenchmark, flags: RunFlags) -> None:
 
 # --- gate verify | screen | solve | check ------------------------------------------------------------------
 
+# gate screen and gate rescreen: the screens and how they see the candidates; they run no script.
+screen_options = gate_command(
+    "screen",
+    "domain",
+    "time_limit",
+    "fixed_order",
+    "all_screens",
+    "seed",
+    annotations={"time_limit": NoScriptTimeLimitOpt},
+)
+
 
 @gate_command("domain", "time_limit", "unsafe_no_sandbox", annotations={"time_limit": VerifyTimeLimitOpt})
 def gate_verify(
@@ -161,15 +172,7 @@ def gate_verify(
     _run(build(options), flags)
 
 
-@gate_command(
-    "screen",
-    "domain",
-    "time_limit",
-    "fixed_order",
-    "all_screens",
-    "seed",
-    annotations={"time_limit": NoScriptTimeLimitOpt},
-)
+@screen_options
 def gate_screen(candidates: CandidatesOpt, *, gate: GateFlags, flags: RunFlags) -> None:
     """Gate 2 on a pool: each screen answers three shuffled presentations; 2 of 3 right rejects as too_easy."""
     _run(build(gate_options("screen", gate, flags.limit, candidates=candidates)), flags)
@@ -286,15 +289,7 @@ PoolChoiceOpt = Annotated[
 ]
 
 
-@gate_command(
-    "screen",
-    "domain",
-    "time_limit",
-    "fixed_order",
-    "all_screens",
-    "seed",
-    annotations={"time_limit": NoScriptTimeLimitOpt},
-)
+@screen_options
 def gate_rescreen(
     run_id: Annotated[str, typer.Argument(help="The stored pool: a run id, a unique start of one, or 'latest'.")],
     pool: PoolChoiceOpt = PoolChoice.verified,

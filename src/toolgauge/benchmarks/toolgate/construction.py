@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from toolgauge.benchmark import lazy
 from toolgauge.benchmarks.toolgate.answers import CALLS_PER_SCREEN, derive_seed
-from toolgauge.benchmarks.toolgate.audit import audit
+from toolgauge.benchmarks.toolgate.audit import audit, funnel_metrics, rejection_metrics
 from toolgauge.benchmarks.toolgate.generator import ROLE as GENERATOR_ROLE
 from toolgauge.benchmarks.toolgate.generator import (
     GeneratorReport,
@@ -407,24 +407,8 @@ class ConstructionBenchmark:
         unique = steps.count("unique")
         metrics.append(Metric(name="unique", value=unique, n=attempts, kind="count"))
         metrics.append(Metric(name="round_errors", value=errors, n=len(samples), kind="count"))
-        for step in steps.steps:
-            metrics.append(
-                Metric(
-                    name="funnel_passed", value=step.passed, group=step.name, by="funnel", n=step.entered, kind="count"
-                )
-            )
-        for step in steps.steps:
-            for reason, count in step.rejected.items():
-                metrics.append(
-                    Metric(
-                        name="funnel_rejected",
-                        value=count,
-                        group=f"{step.name} {reason}",
-                        by="funnel_reason",
-                        n=step.entered,
-                        kind="count",
-                    )
-                )
+        metrics += funnel_metrics(steps)
+        metrics += rejection_metrics(steps, name="funnel_rejected", by="funnel_reason")
         results = EvalResults(
             benchmark=RUN_NAME,
             settings={**self.config(), "libraries": dict(self.versions)},
