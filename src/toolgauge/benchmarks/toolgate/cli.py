@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import sys
@@ -110,11 +111,7 @@ def gate_options(command: PoolCommand, gate: GateFlags, limit: int | None, **mor
         UsageError: a value the options model refuses (one line naming the option).
     """
     require_finite(time_limit=gate.time_limit)  # the gate commands' own wording of it
-    values = {
-        "command": command, "domain": gate.domain, "time_limit": gate.time_limit, "screen": gate.screen,
-        "solver": gate.solver, "fixed_order": gate.fixed_order, "all_screens": gate.all_screens, "seed": gate.seed,
-        "solver_steps": gate.solver_steps, "limit": limit, "unsafe_no_sandbox": gate.unsafe_no_sandbox, **more,
-    }  # fmt: skip
+    values = {"command": command, **dataclasses.asdict(gate), "limit": limit, **more}  # GateFlags: the model's fields
     return validated(ToolgateOptions, values, prefix="--")
 
 
