@@ -19,7 +19,7 @@ import pytest
 from helpers.cli_helpers import invoke
 from helpers.paths import FIXTURE_ROOT
 from toolgauge import api
-from toolgauge.benchmark import rebuild, stored_options
+from toolgauge.benchmark import rebuild, same_run, stored_options
 from toolgauge.benchmarks.toolgate import SPEC
 from toolgauge.benchmarks.toolgate.build import roles
 from toolgauge.benchmarks.toolgate.construction import ConstructionBenchmark
@@ -193,6 +193,18 @@ def test_resuming_an_old_run_with_other_options_is_refused(tmp_path: Path) -> No
                  "--store", f"sqlite:///{store}", "--resume", screened)  # fmt: skip
     assert res.exit_code == 2
     assert f"--resume {screened}: the run was started with other settings" in res.output
+
+
+def test_same_run_matches_an_old_config_by_its_migrated_options_and_count(tmp_path: Path) -> None:
+    store, (screened, _) = old_toolgate_store(tmp_path)
+    old = api.read_run(screened, store=store).config
+    options = ToolgateOptions(candidates=SEEDS, command="screen", screen=SCREENS, all_screens=True, seed=7, limit=3)
+    today = {**options.model_dump(mode="json"), "n": 3}
+    assert old != today and same_run(SPEC, old, today)
+    assert not same_run(SPEC, old, {**today, "n": 2})  # another sample count
+    assert not same_run(SPEC, old, {**today, "seed": 8})
+    assert not same_run(None, old, today)  # no benchmark, no migration: only equal configs
+    assert same_run(None, today, dict(today))
 
 
 def test_a_gate_run_config_rescores_through_the_options_model() -> None:
