@@ -1,6 +1,8 @@
 """``gate run``: the construction loop on the command line (:mod:`.construction` does the work).
 
-``toolgate/cli.py`` creates the ``gate`` group and calls :func:`add_run_command` to mount this command. Roles:
+``toolgate/cli.py`` creates the ``gate`` group and calls :func:`add_run_command` to mount this command. Its options
+are generated from :class:`~toolgauge.benchmarks.toolgate.options.GateRunOptions` (as ``eval NAME`` is from its
+model), and the validated model is what :func:`build` and the benchmark take. Roles:
 ``generator``, ``screen:<name>`` per screen and ``solver``, each a client resolved from its model spec; equal
 specs share one client (started, probed and closed once). ``--resume RUN_ID`` reads the run's finished rounds
 from the store and gives them to the generator's prompt; the engine skips them and the gate records skip the
