@@ -264,6 +264,25 @@ def stored_options(spec: BenchmarkSpec, config: Mapping[str, Any], variant: str 
     return validated(spec.options, values)
 
 
+def same_run(spec: BenchmarkSpec | None, stored: Mapping[str, Any], config: Mapping[str, Any]) -> bool:
+    """Whether a stored run's config defines the run that ``config`` defines (``--resume`` checks it: ``RunOptions``).
+
+    Equal configs do; so does a config stored before ``spec``'s options model (its shape changed) whose migrated
+    options (:func:`stored_options`) and run keys are ``config``'s: such a run resumes, its stored config kept.
+    """
+    from toolgauge.errors import UsageError
+
+    if stored == config:
+        return True
+    if spec is None or spec.migrate is None or any(stored.get(k) != config.get(k) for k in RUN_KEYS):
+        return False
+    try:
+        old, new = stored_options(spec, stored), stored_options(spec, config)
+    except (UsageError, LookupError, TypeError, ValueError):  # a config its migration cannot read matches nothing
+        return False
+    return old.model_dump(mode="json") == new.model_dump(mode="json")
+
+
 def rebuild(spec: BenchmarkSpec, config: Mapping[str, Any], variant: str | None = None) -> Benchmark[Any, Any]:
     """A stored run's benchmark made again from its config (for ``rescore``), with an optional metric variant.
 

@@ -59,6 +59,9 @@ FAILED: RunStatus = "failed"
 INTERRUPTED: RunStatus = "interrupted"
 STOPPED_BUDGET: RunStatus = "stopped_budget"
 
+SameRun = Callable[[Mapping[str, Any], Mapping[str, Any]], bool]
+"""Whether a stored run's config (first) defines the run of a config (second)."""
+
 
 @dataclass
 class RunOptions:
@@ -77,6 +80,9 @@ class RunOptions:
     # --name and --tag, stored with the run; --price (USD per million tokens in and out) of the evaluated model.
     labels: RunLabels = field(default_factory=RunLabels)
     price: Price | None = None
+    # Whether a stored run's config defines this run, for --resume (default: equal configs). The caller passes
+    # the benchmark's (``benchmark.same_run``: a config stored before its options model, migrated, matches too).
+    same_run: SameRun | None = None
 
 
 @dataclass
@@ -130,7 +136,7 @@ async def run_benchmark(
     store = open_store(options.store_url)
     run_id: str | None = None
     try:
-        run_id = _open_run(store, bench, model_spec, options.resume, options.engine.epochs)
+        run_id = _open_run(store, bench, model_spec, options.resume, options.engine.epochs, options.same_run)
         from toolgauge.store.run_meta import labels_of, save_labels
 
         save_labels(store, run_id, options.labels)
@@ -349,7 +355,14 @@ def run_config(bench: Benchmark[Any, Any], epochs: int = 1) -> dict[str, Any]:
     return config
 
 
-def _open_run(store: Store, bench: Benchmark[Any, Any], model_spec: str, resume: str | None, epochs: int = 1) -> str:
+def _open_run(
+    store: Store,
+    bench: Benchmark[Any, Any],
+    model_spec: str,
+    resume: str | None,
+    epochs: int = 1,
+    same_run: SameRun | None = None,
+) -> str:
     """Create or reopen the run, holding its lease (``RunLocked`` when another process runs it).
 
     ``store.close()`` gives the lease back when the run ends.
@@ -367,7 +380,8 @@ def _open_run(store: Store, bench: Benchmark[Any, Any], model_spec: str, resume:
             f"--resume {resume}: that run is {run.benchmark} with model {run.model!r}, "
             f"not {bench.name} with {model_spec!r}"
         )
-    if run.config != _jsonable(config):
+    given = _jsonable(config)
+    if not (same_run(run.config, given) if same_run is not None else run.config == given):
         raise UsageError(f"--resume {resume}: the run was started with other settings: {run.config}")
     # Before anything is changed: a second resumer stops here, with no model call and no write.
     store.acquire_run_lock(resume)

@@ -3,7 +3,6 @@ prompt runs without calls, gate seeds and gate run --solver-steps, machine paths
 
 from __future__ import annotations
 
-import inspect
 import json
 import re
 from importlib.metadata import PackageNotFoundError, version
@@ -15,7 +14,7 @@ import typer
 import toolgauge
 from helpers.cli_helpers import invoke, results_of
 from helpers.paths import REPO
-from toolgauge.benchmarks.toolgate.cli_run import gate_run
+from toolgauge.benchmarks.toolgate.options import SOLVER_STEPS_HELP, GateRunOptions
 from toolgauge.cli import app
 from toolgauge.store import open_store
 
@@ -257,8 +256,6 @@ def test_gate_seeds_of_an_unknown_domain_is_one_line(tmp_path: Path) -> None:
 
 
 def test_gate_run_takes_solver_steps_with_the_meaning_it_has_on_gate_check() -> None:
-    from toolgauge.benchmarks.toolgate.cli_options import SolverStepsOpt
-
     gate = typer.main.get_command(app).commands["gate"]  # type: ignore[attr-defined]
     declared = {
         name: next(p for p in gate.commands[name].params if p.name == "solver_steps") for name in ("run", "check")
@@ -266,9 +263,8 @@ def test_gate_run_takes_solver_steps_with_the_meaning_it_has_on_gate_check() -> 
     assert declared["run"].opts == declared["check"].opts == ["--solver-steps"]
     assert declared["run"].help == declared["check"].help == "The most model calls of one solve."
     assert declared["run"].default == declared["check"].default == 50
-    assert (
-        inspect.signature(gate_run, eval_str=True).parameters["solver_steps"].annotation == SolverStepsOpt
-    )  # declared once
+    # gate run's options are its model's fields (declared once, with the pool commands' help text).
+    assert GateRunOptions.model_fields["solver_steps"].description == SOLVER_STEPS_HELP
 
 
 # --- no machine's absolute path in what users read or run --------------------------------------------------------

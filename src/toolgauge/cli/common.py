@@ -7,6 +7,7 @@ and its exit code. Nothing here imports a benchmark or the app that mounts the c
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import json
@@ -23,7 +24,7 @@ from typing import Annotated, Any, NoReturn, TypeVar
 import typer
 from rich.text import Text
 
-from toolgauge.benchmark import Benchmark
+from toolgauge.benchmark import Benchmark, same_run
 from toolgauge.cli.option_params import option_parameters
 from toolgauge.driver import RunOptions, RunResult, run_benchmark
 from toolgauge.engine.budget import BudgetReached
@@ -487,6 +488,8 @@ def execute(
 
     spec = spec_for_run(bench.name)
     options = run_options or flags.run_options(spec.headline if spec is not None else ())
+    # --resume of a run stored before the benchmark's options model: its migrated config matches too.
+    options = dataclasses.replace(options, same_run=functools.partial(same_run, spec))
     from toolgauge.cli.event_loop import run_interruptible
 
     job = run_benchmark(bench, model, options, client=client, roles=roles, on_scored=write_files)

@@ -43,19 +43,30 @@ def write_file_spec(description: str = "Write (or replace) a text file in your f
     )
 
 
-WRITE_FILE = write_file_spec()
-RUN_PYTHON = ToolSpec(
-    name="run_python",
-    description=(
+def run_python_spec(
+    description: str = (
         "Run Python code in a sandbox (no network) with your folder as the working directory; returns its "
         "standard output, standard error and exit status. Files it writes are not kept."
     ),
-    parameters={
-        "type": "object",
-        "properties": {"code": {"type": "string", "description": "The Python source to run."}},
-        "required": ["code"],
-    },
-)
+    code: str = "The Python source to run.",
+) -> ToolSpec:
+    """The ``run_python`` tool (one argument, the source), as every sandboxed Python runner offers it.
+
+    ``description`` says what the run has and returns (ToolGate's solver: the libraries, ``question.json``, JSON).
+    """
+    return ToolSpec(
+        name="run_python",
+        description=description,
+        parameters={
+            "type": "object",
+            "properties": {"code": {"type": "string", "description": code}},
+            "required": ["code"],
+        },
+    )
+
+
+WRITE_FILE = write_file_spec()
+RUN_PYTHON = run_python_spec()
 
 
 class CodeWorkspace:

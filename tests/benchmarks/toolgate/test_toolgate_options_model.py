@@ -19,12 +19,13 @@ import pytest
 from helpers.cli_helpers import invoke
 from helpers.paths import FIXTURE_ROOT
 from toolgauge import api
-from toolgauge.benchmark import rebuild, stored_options
+from toolgauge.benchmark import rebuild, same_run, stored_options
 from toolgauge.benchmarks.toolgate import SPEC
 from toolgauge.benchmarks.toolgate.build import roles
 from toolgauge.benchmarks.toolgate.construction import ConstructionBenchmark
 from toolgauge.benchmarks.toolgate.options import ToolgateOptions
 from toolgauge.benchmarks.toolgate.protocol import PoolBenchmark
+from toolgauge.benchmarks.toolgate.records import RecordedCandidate
 from toolgauge.errors import UsageError
 from toolgauge.sweep.file import SweepFileError, parse_sweep
 
@@ -134,15 +135,76 @@ def test_old_toolgate_runs_rescore_to_their_stored_scores(tmp_path: Path) -> Non
         assert stored.results is not None and stored.results.metrics
         assert api.rescore(run_id, store=store).results.metrics == stored.results.metrics
     first = stored_options(SPEC, api.read_run(screened, store=store).config)
+    # The gates they stored are their commands' own, which the options leave unsaid.
     assert first == ToolgateOptions(
-        candidates=SEEDS, command="screen", gates=["screens"], screen=SCREENS, all_screens=True, seed=7, limit=3
+        candidates=SEEDS, command="screen", screen=SCREENS, all_screens=True, seed=7, limit=3
     )
     second = stored_options(SPEC, api.read_run(rescreened, store=store).config)
     assert second == ToolgateOptions(
-        command="rescreen", gates=["screens"], screen=["gold,name=again"], source_run=screened, pool="all",
+        command="rescreen", screen=["gold,name=again"], source_run=screened, pool="all",
         ids=("fem-seed-01", "fem-seed-02", "fem-seed-03"),
     )  # fmt: skip
     assert second.source() == f"run:{screened} (all)"
+
+
+def _stored_result(store: Path, run_id: str, key: str) -> dict[str, Any] | None:
+    with sqlite3.connect(store) as conn:
+        row = conn.execute("select result from samples where run_id = ? and sample_key = ?", (run_id, key)).fetchone()
+    return json.loads(row[0]) if row is not None else None
+
+
+def test_old_toolgate_runs_resume_through_the_migration(tmp_path: Path) -> None:
+    store, (screened, rescreened) = old_toolgate_store(tmp_path)
+    before = {run_id: api.read_run(run_id, store=store) for run_id in (screened, rescreened)}
+    lost = {run_id: _stored_result(store, run_id, "fem-seed-03") for run_id in (screened, rescreened)}
+    with sqlite3.connect(store) as conn:  # as if both runs had stopped before their third candidate
+        conn.execute("delete from samples where sample_key = 'fem-seed-03'")
+        conn.execute("update runs set status = 'interrupted'")
+    url = f"sqlite:///{store}"
+    screens = [arg for s in SCREENS for arg in ("--screen", s)]
+    resumed = invoke("gate", "screen", "--candidates", str(SEEDS), *screens, "--all-screens", "--seed", "7",
+                     "--limit", "3", "--no-cache", "--store", url, "--resume", screened, "--json")  # fmt: skip
+    assert resumed.exit_code == 0, resumed.output
+    rescreen = invoke("gate", "rescreen", screened, "--screen", "gold,name=again", "--pool", "all", "--no-cache",
+                      "--store", url, "--resume", rescreened, "--json")  # fmt: skip
+    assert rescreen.exit_code == 0, rescreen.output
+    assert [run.id for run in api.list_runs(store=store)] == [rescreened, screened]  # no new run
+    for run_id in (screened, rescreened):
+        after = api.read_run(run_id, store=store)
+        assert after.status == "finished" and after.config == before[run_id].config  # the stored config is kept
+        assert after.results is not None and before[run_id].results is not None
+        assert after.results.details["counts"] == before[run_id].results.details["counts"]
+        again = _stored_result(store, run_id, "fem-seed-03")
+        assert again is not None and lost[run_id] is not None
+        assert again["outcome"]["outcome"] == lost[run_id]["outcome"]["outcome"] == "rejected"
+    # The screened run's seeds derive from --seed 7: the resumed candidate's record and every score are the stored.
+    records = [
+        RecordedCandidate.model_validate(r) for r in (_stored_result(store, screened, "fem-seed-03"), lost[screened])
+    ]
+    assert records[0] == records[1]
+    assert api.read_run(screened, store=store).results.metrics == before[screened].results.metrics  # type: ignore[union-attr]
+
+
+def test_resuming_an_old_run_with_other_options_is_refused(tmp_path: Path) -> None:
+    store, (screened, _) = old_toolgate_store(tmp_path)
+    screens = [arg for s in SCREENS for arg in ("--screen", s)]
+    # As stored but for --all-screens: not the run it was.
+    res = invoke("gate", "screen", "--candidates", str(SEEDS), *screens, "--seed", "7", "--limit", "3",
+                 "--store", f"sqlite:///{store}", "--resume", screened)  # fmt: skip
+    assert res.exit_code == 2
+    assert f"--resume {screened}: the run was started with other settings" in res.output
+
+
+def test_same_run_matches_an_old_config_by_its_migrated_options_and_count(tmp_path: Path) -> None:
+    store, (screened, _) = old_toolgate_store(tmp_path)
+    old = api.read_run(screened, store=store).config
+    options = ToolgateOptions(candidates=SEEDS, command="screen", screen=SCREENS, all_screens=True, seed=7, limit=3)
+    today = {**options.model_dump(mode="json"), "n": 3}
+    assert old != today and same_run(SPEC, old, today)
+    assert not same_run(SPEC, old, {**today, "n": 2})  # another sample count
+    assert not same_run(SPEC, old, {**today, "seed": 8})
+    assert not same_run(None, old, today)  # no benchmark, no migration: only equal configs
+    assert same_run(None, today, dict(today))
 
 
 def test_a_gate_run_config_rescores_through_the_options_model() -> None:

@@ -32,7 +32,8 @@ from typer.testing import CliRunner
 
 from helpers.cli_helpers import invoke as toolgauge
 from helpers.cli_helpers import results_of
-from toolgauge.benchmarks.toolgate import cli_run
+from toolgauge.benchmark import rebuild, stored_options
+from toolgauge.benchmarks.toolgate import SPEC, cli_run
 from toolgauge.benchmarks.toolgate.answers import (
     grade_call,
     permutation_from_seed,
@@ -45,7 +46,6 @@ from toolgauge.benchmarks.toolgate.construction import (
     GateFunctions,
     RoundResult,
     prepare_resume,
-    rescore_run,
     stored_rounds,
 )
 from toolgauge.benchmarks.toolgate.domains import Domain, get_domain
@@ -56,6 +56,7 @@ from toolgauge.benchmarks.toolgate.generator import (
     repeated_failures,
     user_prompt,
 )
+from toolgauge.benchmarks.toolgate.options import GateRunOptions
 from toolgauge.benchmarks.toolgate.records import (
     Candidate,
     RecordedCandidate,
@@ -331,16 +332,16 @@ def new_session(
     real_verify: bool = False,
     time_limit: float = 30.0,
 ) -> Session:
-    bench = ConstructionBenchmark(
-        domain=FEM,
+    options = GateRunOptions(
         rounds=rounds,
         generator="scripted-generator",
-        screens=SCREENS,
+        screens=tuple(s.name for s in SCREENS),
         solver="scripted-solver",
         time_limit=time_limit,
         prompt_seeds=1,
-        history=history,
-        gates=gates.functions(real_verify=real_verify),
+    )
+    bench = ConstructionBenchmark(
+        options, domain=FEM, screens=SCREENS, history=history, gates=gates.functions(real_verify=real_verify)
     )
     return Session(bench, generator_client(plans), plans)
 
@@ -879,7 +880,7 @@ def test_score_is_pure_and_rescore_rebuilds_the_funnel_without_gates(any_store_u
     try:
         run_info = store.get_run(s.result.run_id)
         assert run_info is not None
-        bench = rescore_run(run_info.config)
+        bench = rebuild(SPEC, run_info.config)
         from toolgauge.engine import stored_outcomes
 
         outcomes = stored_outcomes(store, s.result.run_id, [k for k, _ in bench.samples()], RoundResult)
@@ -894,7 +895,7 @@ def test_score_is_pure_and_rescore_rebuilds_the_funnel_without_gates(any_store_u
     assert rows[0].explanation == "rejected by format: malformed (options: expected exactly 4 options, got 3)"
     assert rows[7].metadata["outcome"]["gates"]["solve"]["solved"] is True
     with pytest.raises(UsageError, match="no metric variants"):
-        rescore_run(run_info.config, "strict")
+        rebuild(SPEC, run_info.config, "strict")
 
 
 # --- gate 1 for real ------------------------------------------------------------------------------------
@@ -1095,7 +1096,7 @@ def test_cli_gate_run_solver_steps_reach_the_solve_gate_and_the_config(
     try:
         stored = store.get_run(run.id)
         assert stored is not None
-        assert rescore_run(stored.config).solver_steps == (given or 50)
+        assert stored_options(SPEC, stored.config).run.solver_steps == (given or 50)
     finally:
         store.close()
 

@@ -509,8 +509,21 @@ def audit_metrics(report: AuditReport) -> list[Metric]:
                     n=bias.calls,
                 )
             )
-    for step in report.funnel.steps:
-        metrics.append(
-            Metric(name="funnel_passed", value=step.passed, group=step.name, by="funnel", n=step.entered, kind="count")
-        )
-    return metrics
+    return metrics + funnel_metrics(report.funnel)
+
+
+def funnel_metrics(steps: Funnel) -> list[Metric]:
+    """Each funnel step's count of candidates that passed it: ``funnel_passed`` by ``funnel`` (group = step)."""
+    return [
+        Metric(name="funnel_passed", value=step.passed, group=step.name, by="funnel", n=step.entered, kind="count")
+        for step in steps.steps
+    ]
+
+
+def rejection_metrics(steps: Funnel, *, name: str, by: str) -> list[Metric]:
+    """Each funnel step's rejections per reason: metric ``name`` by ``by``, group ``"<step> <reason>"`` (counts)."""
+    return [
+        Metric(name=name, value=count, group=f"{step.name} {reason}", by=by, n=step.entered, kind="count")
+        for step in steps.steps
+        for reason, count in step.rejected.items()
+    ]

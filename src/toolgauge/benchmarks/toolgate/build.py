@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolgauge.benchmarks.toolgate.loader import load_candidates
-from toolgauge.benchmarks.toolgate.options import ToolgateOptions
+from toolgauge.benchmarks.toolgate.options import COMMAND_GATES, ToolgateOptions
 from toolgauge.benchmarks.toolgate.protocol import PoolBenchmark, PoolSettings
 from toolgauge.benchmarks.toolgate.records import Candidate
 from toolgauge.errors import UsageError
@@ -105,7 +105,7 @@ def restore(options: ToolgateOptions) -> PoolBenchmark | ConstructionBenchmark:
         from toolgauge.benchmarks.toolgate.construction import rescore_run
 
         assert options.run is not None  # the options model checks it
-        return rescore_run(options.run.model_dump(mode="json"))
+        return rescore_run(options.run)
     if options.ids is not None:
         return _pool(options)
     if options.candidates is None:
@@ -197,9 +197,10 @@ _STORED_POOL = re.compile(r"run:(?P<run>\S+) \((?P<pool>\w+)\)")
 def migrate_toolgate_config(config: Mapping[str, Any]) -> dict[str, Any]:
     """A ToolGate config stored before the options model (main@ffe3fb4), or a ``gate run``'s, as the model's fields.
 
-    A pool run kept ``kind: pool``, its settings (screens and solver as records with ``model``), the resolved
-    candidates file and the number ``n`` of candidates it took (the first ``n`` of its domain: ``limit``); a pool
-    taken from a stored run kept ``source_run`` and the keys ``ids``. A ``gate run`` keeps ``kind: construction``.
+    A pool run kept ``kind: pool``, its settings (screens and solver as records with ``model``; its gates even when
+    they were its command's, which the options leave unsaid), the resolved candidates file and the number ``n`` of
+    candidates it took (the first ``n`` of its domain: ``limit``); a pool taken from a stored run kept
+    ``source_run`` and the keys ``ids``. A ``gate run`` keeps ``kind: construction``.
     """
     kind = config.get("kind")
     if kind is None:
@@ -213,6 +214,8 @@ def migrate_toolgate_config(config: Mapping[str, Any]) -> dict[str, Any]:
         **{k: v for k, v in old.items() if k not in ("screens", "candidates", "ids")},
         "screen": old.get("screens") or (),
     }
+    if list(values.get("gates") or ()) == list(COMMAND_GATES.get(str(values.get("command")), ())):
+        del values["gates"]  # the command's own gates, which the options leave unsaid (so the run resumes)
     if "ids" in old:
         found = _STORED_POOL.fullmatch(str(old.get("candidates", "")))
         values.update(ids=old["ids"], pool=found["pool"] if found else None)

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import sys
@@ -110,11 +111,7 @@ def gate_options(command: PoolCommand, gate: GateFlags, limit: int | None, **mor
         UsageError: a value the options model refuses (one line naming the option).
     """
     require_finite(time_limit=gate.time_limit)  # the gate commands' own wording of it
-    values = {
-        "command": command, "domain": gate.domain, "time_limit": gate.time_limit, "screen": gate.screen,
-        "solver": gate.solver, "fixed_order": gate.fixed_order, "all_screens": gate.all_screens, "seed": gate.seed,
-        "solver_steps": gate.solver_steps, "limit": limit, "unsafe_no_sandbox": gate.unsafe_no_sandbox, **more,
-    }  # fmt: skip
+    values = {"command": command, **dataclasses.asdict(gate), "limit": limit, **more}  # GateFlags: the model's fields
     return validated(ToolgateOptions, values, prefix="--")
 
 
@@ -151,6 +148,17 @@ def _run(bench: PoolBenchmark, flags: RunFlags) -> None:
 
 # --- gate verify | screen | solve | check ------------------------------------------------------------------
 
+# gate screen and gate rescreen: the screens and how they see the candidates; they run no script.
+screen_options = gate_command(
+    "screen",
+    "domain",
+    "time_limit",
+    "fixed_order",
+    "all_screens",
+    "seed",
+    annotations={"time_limit": NoScriptTimeLimitOpt},
+)
+
 
 @gate_command("domain", "time_limit", "unsafe_no_sandbox", annotations={"time_limit": VerifyTimeLimitOpt})
 def gate_verify(
@@ -161,15 +169,7 @@ def gate_verify(
     _run(build(options), flags)
 
 
-@gate_command(
-    "screen",
-    "domain",
-    "time_limit",
-    "fixed_order",
-    "all_screens",
-    "seed",
-    annotations={"time_limit": NoScriptTimeLimitOpt},
-)
+@screen_options
 def gate_screen(candidates: CandidatesOpt, *, gate: GateFlags, flags: RunFlags) -> None:
     """Gate 2 on a pool: each screen answers three shuffled presentations; 2 of 3 right rejects as too_easy."""
     _run(build(gate_options("screen", gate, flags.limit, candidates=candidates)), flags)
@@ -286,15 +286,7 @@ PoolChoiceOpt = Annotated[
 ]
 
 
-@gate_command(
-    "screen",
-    "domain",
-    "time_limit",
-    "fixed_order",
-    "all_screens",
-    "seed",
-    annotations={"time_limit": NoScriptTimeLimitOpt},
-)
+@screen_options
 def gate_rescreen(
     run_id: Annotated[str, typer.Argument(help="The stored pool: a run id, a unique start of one, or 'latest'.")],
     pool: PoolChoiceOpt = PoolChoice.verified,

@@ -8,8 +8,10 @@ commands that read a stored pool without running anything (``audit``, ``export``
 :func:`gate_command` with ``offline=True``. The gate options proper (``--domain``, ``--time-limit``, the screens,
 the solver...) are :class:`GateFlags`, added by :func:`gate_command` from :data:`GATE_OPTIONS` by name, so each
 option has one declaration and one meaning: the fields of the pool run's options model
-(:class:`~toolgauge.benchmarks.toolgate.options.ToolgateOptions`, which ``eval toolgate`` is generated from), with
-its help texts; a command turns them into that model (``cli.gate_options``) and builds its run from it.
+(:class:`~toolgauge.benchmarks.toolgate.options.ToolgateOptions`, which ``eval toolgate`` is generated from), made
+typer options as ``eval toolgate``'s are (:func:`toolgauge.cli.option_params.option_parameters`); a command turns
+them into that model (``cli.gate_options``) and builds its run from it. ``gate run``'s options are generated from
+its own model (:mod:`.cli_run`).
 
 What the shared options mean where a command runs no script or no sample is said in their help: ``--time-limit``
 has no effect on ``screen``, ``rescreen``, ``audit`` and ``export``; ``--concurrency`` has none on ``audit`` and
@@ -27,38 +29,14 @@ from typing import Annotated, Any
 
 import typer
 
-from toolgauge.benchmarks.toolgate.options import (
-    ALL_SCREENS_HELP,
-    DOMAIN_HELP,
-    FIXED_ORDER_HELP,
-    SCREEN_HELP,
-    SEED_HELP,
-    SOLVER_HELP,
-    SOLVER_STEPS_HELP,
-    TIME_LIMIT_HELP,
-    run_help,
-)
+from toolgauge.benchmarks.toolgate.options import ToolgateOptions
 from toolgauge.benchmarks.toolgate.protocol import DEFAULT_SOLVER_STEPS
 from toolgauge.benchmarks.toolgate.verify import DEFAULT_TIME_LIMIT
-from toolgauge.cli.common import JsonOpt, RunFlags, StoreOpt, UnsafeNoSandboxOpt, guarded
+from toolgauge.cli.common import JsonOpt, RunFlags, StoreOpt, guarded
+from toolgauge.cli.option_params import option_parameters
 
 NO_SCRIPT = "Accepted by every gate command; this one runs no script, so it has no effect here."
 
-DomainOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--domain",
-        help=DOMAIN_HELP,
-    ),
-]
-TimeLimitOpt = Annotated[
-    float,
-    typer.Option(
-        "--time-limit",
-        min=0.1,
-        help=TIME_LIMIT_HELP,
-    ),
-]
 VerifyTimeLimitOpt = Annotated[
     float,
     typer.Option(
@@ -83,31 +61,6 @@ OfflineConcurrencyOpt = Annotated[
         help="Accepted by every gate command; this one reads the store and runs no sample, so it has no effect here.",
     ),
 ]
-ScreenOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--screen",
-        help=SCREEN_HELP,
-    ),
-]
-SolverOpt = Annotated[
-    str | None,
-    typer.Option("--solver", help=SOLVER_HELP),
-]
-FixedOrderOpt = Annotated[bool, typer.Option("--fixed-order", help=FIXED_ORDER_HELP)]
-AllScreensOpt = Annotated[
-    bool,
-    typer.Option("--all-screens", help=ALL_SCREENS_HELP),
-]
-SeedOpt = Annotated[
-    int | None,
-    typer.Option("--seed", help=SEED_HELP),
-]
-SolverStepsOpt = Annotated[int, typer.Option("--solver-steps", min=1, help=SOLVER_STEPS_HELP)]
-
-# gate run: the domain to build (not a filter) and a time limit that also bounds the generator's runs.
-RunDomainOpt = Annotated[str, typer.Option("--domain", help=run_help("domain"))]
-RunTimeLimitOpt = Annotated[float, typer.Option("--time-limit", min=1.0, help=run_help("time_limit"))]
 
 
 @dataclass(frozen=True)
@@ -137,18 +90,14 @@ class GateFlags:
     unsafe_no_sandbox: bool = False
 
 
+def _model_options() -> dict[str, tuple[Any, Any]]:
+    """Each gate option's typer declaration and default: its field of the pool run's options model."""
+    declared = {p.name: p for p in option_parameters(ToolgateOptions)}
+    return {f.name: (declared[f.name].annotation, declared[f.name].default) for f in fields(GateFlags)}
+
+
 # Each gate option: its annotation (the typer declaration) and default. The field names of GateFlags.
-GATE_OPTIONS: dict[str, tuple[Any, Any]] = {
-    "screen": (ScreenOpt, None),
-    "solver": (SolverOpt, None),
-    "domain": (DomainOpt, None),
-    "time_limit": (TimeLimitOpt, DEFAULT_TIME_LIMIT),
-    "fixed_order": (FixedOrderOpt, False),
-    "all_screens": (AllScreensOpt, False),
-    "seed": (SeedOpt, None),
-    "solver_steps": (SolverStepsOpt, DEFAULT_SOLVER_STEPS),
-    "unsafe_no_sandbox": (UnsafeNoSandboxOpt, False),
-}
+GATE_OPTIONS: dict[str, tuple[Any, Any]] = _model_options()
 # What audit and export take in place of run_command's options (into a RunFlags).
 OFFLINE_OPTIONS: dict[str, tuple[Any, Any]] = {
     "store": (StoreOpt, None),

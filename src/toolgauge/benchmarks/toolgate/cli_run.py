@@ -1,6 +1,8 @@
 """``gate run``: the construction loop on the command line (:mod:`.construction` does the work).
 
-``toolgate/cli.py`` creates the ``gate`` group and calls :func:`add_run_command` to mount this command. Roles:
+``toolgate/cli.py`` creates the ``gate`` group and calls :func:`add_run_command` to mount this command. Its options
+are generated from :class:`~toolgauge.benchmarks.toolgate.options.GateRunOptions` (as ``eval NAME`` is from its
+model), and the validated model is what :func:`build` and the benchmark take. Roles:
 ``generator``, ``screen:<name>`` per screen and ``solver``, each a client resolved from its model spec; equal
 specs share one client (started, probed and closed once). ``--resume RUN_ID`` reads the run's finished rounds
 from the store and gives them to the generator's prompt; the engine skips them and the gate records skip the
@@ -10,12 +12,11 @@ gates that finished in an unfinished round.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
 from toolgauge.benchmark import lazy
-from toolgauge.benchmarks.toolgate.cli_options import RunDomainOpt, RunTimeLimitOpt, SolverStepsOpt
 from toolgauge.benchmarks.toolgate.construction import (
     DEFAULT_MAX_TOKENS,
     SOLVER_ROLE,
@@ -27,14 +28,15 @@ from toolgauge.benchmarks.toolgate.construction import (
     real_gates,
     screen_role,
 )
-from toolgauge.benchmarks.toolgate.generator import DEFAULT_MAX_STEPS
 from toolgauge.benchmarks.toolgate.generator import ROLE as GENERATOR_ROLE
-from toolgauge.benchmarks.toolgate.options import run_help
-from toolgauge.benchmarks.toolgate.protocol import DEFAULT_SOLVER_STEPS
-from toolgauge.benchmarks.toolgate.verify import DEFAULT_TIME_LIMIT
-from toolgauge.cli.common import EngineDefaults, RunFlags, UnsafeNoSandboxOpt, check_isolation, execute, run_command
+from toolgauge.benchmarks.toolgate.options import GateRunOptions
+from toolgauge.benchmarks.toolgate.screens import ScreenSpec
+from toolgauge.cli.common import EngineDefaults, RunFlags, check_isolation, execute, run_command
+from toolgauge.cli.generated import _with_signature
+from toolgauge.cli.option_params import command_values, option_parameters
 from toolgauge.errors import UsageError
 from toolgauge.models.base import ModelClient
+from toolgauge.options import validated
 
 # Seams for tests (and the merge): how a --screen SPEC is parsed, and the gates a round calls.
 parse_screen_spec: Callable[[str], Any] = lazy("toolgauge.benchmarks.toolgate.screens", "parse_screen_spec")
@@ -46,49 +48,23 @@ ENGINE = EngineDefaults(concurrency=2, timeout=600.0, max_tokens=DEFAULT_MAX_TOK
 
 
 def build(
-    *,
-    domain: str = "fem",
-    generator: str,
-    screens: Sequence[str | ScreenLike],
-    solver: str,
-    rounds: int,
-    time_limit: float = DEFAULT_TIME_LIMIT,
-    generator_steps: int = DEFAULT_MAX_STEPS,
-    solver_steps: int = DEFAULT_SOLVER_STEPS,
-    prompt_seeds: int | None = None,
-    temperature: float = 0.0,
-    max_tokens: int = DEFAULT_MAX_TOKENS,
-    history: Sequence[RoundResult] = (),
-    gates: GateFunctions | None = None,
+    options: GateRunOptions, *, history: Sequence[RoundResult] = (), gates: GateFunctions | None = None
 ) -> ConstructionBenchmark:
-    """The construction run for the CLI and the API (screens as ``--screen`` texts or parsed specs).
+    """The construction run of ``options`` for the CLI and the API (its screens parsed from their ``--screen`` texts).
 
     Raises:
-        UsageError: an unknown domain, a domain whose libraries are not installed (the pip hint), bad numbers.
+        UsageError: an unknown domain, a domain whose libraries are not installed (the pip hint), no screen.
     """
     from toolgauge.benchmarks.toolgate.domains import get_domain
-    from toolgauge.models.spec import display_spec
 
-    found = get_domain(domain)
+    found = get_domain(options.domain)
     found.require_installed()
-    parsed = [parse_screen_spec(s) if isinstance(s, str) else s for s in screens]
+    # A --screen text through the parser; a screen's record (the API, a stored config) as a screen.
+    parsed = [parse_screen_spec(s) if isinstance(s, str) else validated(ScreenSpec, s, prefix="screen ")
+              for s in options.screens]  # fmt: skip
     if not parsed:
         raise UsageError("give at least one --screen")
-    return ConstructionBenchmark(
-        domain=found,
-        rounds=rounds,
-        generator=display_spec(generator),
-        screens=parsed,
-        solver=display_spec(solver),
-        time_limit=time_limit,
-        generator_steps=generator_steps,
-        solver_steps=solver_steps,
-        prompt_seeds=prompt_seeds,
-        temperature=temperature,
-        max_tokens=max_tokens,
-        history=history,
-        gates=gates,
-    )
+    return ConstructionBenchmark(options, domain=found, screens=parsed, history=history, gates=gates)
 
 
 def run_label(generator: str, screens: Sequence[ScreenLike], solver: str) -> str:
@@ -133,28 +109,7 @@ def resumed_history(store_url: str | None, run_id: str) -> list[RoundResult]:
         store.close()
 
 
-def gate_run(
-    generator: Annotated[str, typer.Option("--generator", help=run_help("generator"))],
-    screen: Annotated[
-        list[str],
-        typer.Option("--screen", help=run_help("screens")),
-    ],
-    solver: Annotated[str, typer.Option("--solver", help=run_help("solver"))],
-    rounds: Annotated[int, typer.Option("--rounds", min=1, help=run_help("rounds"))],
-    domain: RunDomainOpt = "fem",
-    time_limit: RunTimeLimitOpt = DEFAULT_TIME_LIMIT,
-    generator_steps: Annotated[
-        int, typer.Option("--generator-steps", min=1, help=run_help("generator_steps"))
-    ] = DEFAULT_MAX_STEPS,
-    solver_steps: SolverStepsOpt = DEFAULT_SOLVER_STEPS,
-    prompt_seeds: Annotated[
-        int | None,
-        typer.Option("--prompt-seeds", min=0, help=run_help("prompt_seeds")),
-    ] = None,
-    unsafe_no_sandbox: UnsafeNoSandboxOpt = False,
-    *,
-    flags: RunFlags,
-) -> None:
+def gate_run(*, flags: RunFlags, **values: Any) -> None:
     """Run the construction loop: each round the generator proposes a candidate and the gates decide.
 
     Gates, cheapest first: local verification in the sandbox, each no-tool screen, the tool-enabled solve. Every
@@ -165,31 +120,21 @@ def gate_run(
     from toolgauge.models.offline import NoModel
     from toolgauge.models.spec import resolve_model
 
-    get_domain(domain).require_installed()  # before anything else: one line with the pip hint
-    check_isolation(unsafe_no_sandbox)  # solutions and the agents' code run only under bubblewrap
-    screens = [parse_screen_spec(s) for s in screen]
-    history = resumed_history(flags.store, flags.resume) if flags.resume else []
     settings = flags.call_settings()
-    bench = build(
-        domain=domain,
-        generator=generator,
-        screens=screens,
-        solver=solver,
-        rounds=rounds,
-        time_limit=time_limit,
-        generator_steps=generator_steps,
-        solver_steps=solver_steps,
-        prompt_seeds=prompt_seeds,
-        temperature=settings.temperature,
-        max_tokens=settings.max_tokens,
-        history=history,
-        gates=gate_functions(),
-    )
-    roles = role_clients(generator, screens, solver, lambda spec: resolve_model(spec, timeout=flags.timeout))
-    label = run_label(generator, screens, solver)
+    given = {**command_values(GateRunOptions, values), "temperature": settings.temperature,
+             "max_tokens": settings.max_tokens}  # fmt: skip
+    options = validated(GateRunOptions, given, prefix="--")
+    get_domain(options.domain).require_installed()  # before anything else: one line with the pip hint
+    check_isolation(options.unsafe_no_sandbox)  # solutions and the agents' code run only under bubblewrap
+    history = resumed_history(flags.store, flags.resume) if flags.resume else []
+    bench = build(options, history=history, gates=gate_functions())
+    roles = role_clients(options.generator, bench.screens, options.solver,
+                         lambda spec: resolve_model(spec, timeout=flags.timeout))  # fmt: skip
+    label = run_label(options.generator, bench.screens, options.solver)
     execute(bench, label, flags, client=NoModel(label), roles=roles, unit="round")
 
 
 def add_run_command(gate_app: typer.Typer) -> None:
     """Mount ``gate run`` on the ``gate`` group."""
-    gate_app.command("run")(run_command(model=False, engine=ENGINE, limit=False, epochs=False)(gate_run))
+    command = _with_signature(gate_run, option_parameters(GateRunOptions))
+    gate_app.command("run")(run_command(model=False, engine=ENGINE, limit=False, epochs=False)(command))

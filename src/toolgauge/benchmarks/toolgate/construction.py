@@ -34,15 +34,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from toolgauge.benchmark import lazy
 from toolgauge.benchmarks.toolgate.answers import CALLS_PER_SCREEN, derive_seed
-from toolgauge.benchmarks.toolgate.audit import audit
+from toolgauge.benchmarks.toolgate.audit import audit, funnel_metrics, rejection_metrics
+from toolgauge.benchmarks.toolgate.generator import ROLE as GENERATOR_ROLE
 from toolgauge.benchmarks.toolgate.generator import (
-    DEFAULT_MAX_STEPS,
     GeneratorReport,
     Proposal,
     generator_messages,
     run_generator,
 )
-from toolgauge.benchmarks.toolgate.generator import ROLE as GENERATOR_ROLE
+from toolgauge.benchmarks.toolgate.options import GateRunOptions
 from toolgauge.benchmarks.toolgate.protocol import DEFAULT_SOLVER_STEPS
 from toolgauge.benchmarks.toolgate.records import (
     Candidate,
@@ -54,7 +54,7 @@ from toolgauge.benchmarks.toolgate.records import (
     decide,
     outcome_counts,
 )
-from toolgauge.benchmarks.toolgate.verify import DEFAULT_TIME_LIMIT, verify_candidate
+from toolgauge.benchmarks.toolgate.verify import verify_candidate
 from toolgauge.errors import UsageError
 from toolgauge.records import AssistantTurn, GenerateOptions
 from toolgauge.results import EvalResults, Metric, SampleScore, ScoredRun
@@ -222,20 +222,13 @@ def _screen_config(screen: ScreenLike) -> dict[str, Any]:
 
 
 class ConstructionBenchmark:
-    """``gate run``: ``rounds`` rounds of generator -> candidate -> gate 1 -> each screen -> solve.
+    """``gate run``: ``options.rounds`` rounds of generator -> candidate -> gate 1 -> each screen -> solve.
 
     Args:
-        domain: the domain (its guide and seed items go into the generator's prompt).
-        rounds: how many rounds (samples ``round-0001`` ..).
-        generator: the generator's model spec as shown and stored (recorded in the config).
-        screens: the screens, in the order they run (names must be distinct).
-        solver: the solver's model spec as shown and stored.
-        time_limit: wall clock of one solution run, of each generator ``run_python`` and of the whole solve.
-        generator_steps: at most this many generator model calls per round.
-        solver_steps: at most this many solver model calls per solve (``--solver-steps``, as on ``gate check``).
-        prompt_seeds: how many of the domain's seed items the prompt shows (None: all).
-        temperature: the generator's sampling temperature.
-        max_tokens: the generator's reply length.
+        options: what defines the run (its model specs are shown and stored with any password masked; the
+            generator's ``max_tokens`` is :data:`DEFAULT_MAX_TOKENS` when not given).
+        domain: the domain of ``options.domain`` (its guide and seed items go into the generator's prompt).
+        screens: the screens of ``options.screens``, in the order they run (names must be distinct).
         history: rounds of this run finished in earlier sessions (``--resume``), oldest first.
         gates: the gate functions (default :func:`real_gates`).
     """
@@ -245,45 +238,34 @@ class ConstructionBenchmark:
 
     def __init__(
         self,
+        options: GateRunOptions,
         *,
         domain: Domain,
-        rounds: int,
-        generator: str,
         screens: Sequence[ScreenLike],
-        solver: str,
-        time_limit: float = DEFAULT_TIME_LIMIT,
-        generator_steps: int = DEFAULT_MAX_STEPS,
-        solver_steps: int = DEFAULT_SOLVER_STEPS,
-        prompt_seeds: int | None = None,
-        temperature: float = 0.0,
-        max_tokens: int = DEFAULT_MAX_TOKENS,
         history: Sequence[RoundResult] = (),
         gates: GateFunctions | None = None,
     ):
-        if rounds < 1:
-            raise UsageError(f"--rounds must be at least 1, got {rounds}")
+        from toolgauge.models.spec import display_spec
+
         names = [s.name for s in screens]
         repeated = sorted({n for n in names if names.count(n) > 1})
         if repeated:
             raise UsageError(f"two screens are called {repeated[0]!r}: give each screen its own name")
-        if time_limit <= 0:
-            raise UsageError(f"--time-limit must be positive, got {time_limit:g}")
-        if solver_steps < 1:
-            raise UsageError(f"--solver-steps must be at least 1, got {solver_steps}")
         self.domain = domain
-        self.rounds = rounds
-        self.generator = generator
+        self.rounds = options.rounds
+        self.generator = display_spec(options.generator)
         self.screens = list(screens)
-        self.solver = solver
-        self.time_limit = float(time_limit)
-        self.generator_steps = generator_steps
-        self.solver_steps = solver_steps
-        self.prompt_seeds = prompt_seeds
-        self.generator_options = GenerateOptions(temperature=temperature, max_tokens=max_tokens)
+        self.solver = display_spec(options.solver)
+        self.time_limit = float(options.time_limit)
+        self.generator_steps = options.generator_steps
+        self.solver_steps = options.solver_steps
+        self.prompt_seeds = options.prompt_seeds
+        max_tokens = DEFAULT_MAX_TOKENS if options.max_tokens is None else options.max_tokens
+        self.generator_options = GenerateOptions(temperature=options.temperature, max_tokens=max_tokens)
         self.gates = gates or real_gates()
         self.guide = domain.guide()
         seeds = domain.seeds()
-        self.seeds = seeds if prompt_seeds is None else seeds[:prompt_seeds]
+        self.seeds = seeds if options.prompt_seeds is None else seeds[: options.prompt_seeds]
         self.versions = domain.versions()
         # What later prompts see: earlier sessions' rounds, then this session's in completion order.
         self.history: list[RecordedCandidate] = [r.recorded() for r in history]
@@ -425,24 +407,8 @@ class ConstructionBenchmark:
         unique = steps.count("unique")
         metrics.append(Metric(name="unique", value=unique, n=attempts, kind="count"))
         metrics.append(Metric(name="round_errors", value=errors, n=len(samples), kind="count"))
-        for step in steps.steps:
-            metrics.append(
-                Metric(
-                    name="funnel_passed", value=step.passed, group=step.name, by="funnel", n=step.entered, kind="count"
-                )
-            )
-        for step in steps.steps:
-            for reason, count in step.rejected.items():
-                metrics.append(
-                    Metric(
-                        name="funnel_rejected",
-                        value=count,
-                        group=f"{step.name} {reason}",
-                        by="funnel_reason",
-                        n=step.entered,
-                        kind="count",
-                    )
-                )
+        metrics += funnel_metrics(steps)
+        metrics += rejection_metrics(steps, name="funnel_rejected", by="funnel_reason")
         results = EvalResults(
             benchmark=RUN_NAME,
             settings={**self.config(), "libraries": dict(self.versions)},
@@ -493,24 +459,12 @@ def round_score(key: str, result: RoundResult | None, error: str | None) -> Samp
     )
 
 
-def rescore_run(config: Mapping[str, Any], variant: str | None = None) -> ConstructionBenchmark:
-    """Rebuild a stored ``gate run`` from its config, to score its stored rounds again (it runs no gate)."""
+def rescore_run(options: GateRunOptions) -> ConstructionBenchmark:
+    """Rebuild a stored ``gate run`` from its options (its stored config), to score its stored rounds again.
+
+    The rebuilt run runs no gate (``rescore`` through ``toolgate.build.restore``).
+    """
     from toolgauge.benchmarks.toolgate.domains import get_domain
 
-    if variant is not None:
-        raise UsageError("gate run has no metric variants")
-    prompt_seeds = config.get("prompt_seeds")
-    return ConstructionBenchmark(
-        domain=get_domain(str(config["domain"])),
-        rounds=int(config["rounds"]),
-        generator=str(config["generator"]),
-        screens=[StoredScreen.model_validate(s) for s in config.get("screens", [])],
-        solver=str(config["solver"]),
-        time_limit=float(config.get("time_limit", DEFAULT_TIME_LIMIT)),
-        generator_steps=int(config.get("generator_steps", DEFAULT_MAX_STEPS)),
-        solver_steps=int(config.get("solver_steps", DEFAULT_SOLVER_STEPS)),
-        prompt_seeds=int(prompt_seeds) if prompt_seeds is not None else None,
-        temperature=float(config.get("temperature", 0.0)),
-        max_tokens=int(config.get("max_tokens", DEFAULT_MAX_TOKENS)),
-        gates=NO_GATES,
-    )
+    screens = [StoredScreen.model_validate(s) for s in options.screens]
+    return ConstructionBenchmark(options, domain=get_domain(options.domain), screens=screens, gates=NO_GATES)

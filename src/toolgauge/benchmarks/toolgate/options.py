@@ -4,8 +4,9 @@
 their settings, the gates' limits. ``eval toolgate`` is generated from it; the ``gate verify|screen|solve|check|
 rescreen`` commands build their runs from it (their options are its fields, declared in :mod:`.cli_options` with
 these descriptions); a run is stored as ``options.model_dump(mode="json")`` (model specs with passwords masked) and
-``rescore`` validates that back. A ``gate run`` (the construction loop) is stored as :class:`GateRunOptions` under
-``run`` (``command="run"``). No typer here.
+``rescore`` validates that back. A ``gate run`` (the construction loop) is defined by :class:`GateRunOptions`, which
+``gate run``'s options are generated from; ``rescore`` reads its stored config under ``run`` (``command="run"``).
+No typer here.
 """
 
 from __future__ import annotations
@@ -44,6 +45,10 @@ DOMAIN_CHECKS_HELP = (
     "answer must move by less than the options' spacing). Failing items are rejected; undecided ones flagged."
 )
 CANDIDATES_HELP = "A candidates JSONL file (one candidate per line; see docs/toolgate.md)."
+UNSAFE_NO_SANDBOX_HELP = (
+    "DANGEROUS: run generated code even without bubblewrap (it can then read and write your files and secrets). "
+    "Without it, generated code runs only under bubblewrap. See docs/sandbox.md."
+)
 
 COMMAND_GATES: dict[str, tuple[Gate, ...]] = {
     "verify": ("verify",),
@@ -99,15 +104,20 @@ Steps = Annotated[int, Field(ge=1)]
 
 
 class GateRunOptions(OptionsModel):
-    """What defines a ``gate run`` (the construction loop), as it is stored; ``gate run``'s options say it."""
+    """What defines a ``gate run`` (the construction loop): ``gate run``'s own options, and what a run stores.
 
-    domain: str = Field("fem", description="The domain to build items in (a folder of toolgate/domains).")
-    rounds: Steps = Field(description="How many rounds (candidates) to run.")
+    ``gate run``'s options are generated from these fields (:func:`toolgauge.cli.option_params.option_parameters`);
+    the generator's sampling comes from the shared ``--temperature`` and ``--max-tokens``. A screen is given as its
+    ``--screen`` text and stored as its record (name, model spec and setting).
+    """
+
     generator: str = Field(description="Model spec of the generator (role generator).")
-    screens: tuple[dict[str, Any], ...] = Field(
-        description="A no-tool screen (model spec and setting); repeat for several, cheapest first."
+    screens: Annotated[tuple[str | dict[str, Any], ...], Cli(names=("--screen",), repeatable=True, metavar="SPEC")] = (
+        Field(description="A no-tool screen (model spec and setting); repeat for several, cheapest first.")
     )
     solver: str = Field(description="Model spec of the tool-enabled solver (role solver).")
+    rounds: Steps = Field(description="How many rounds (candidates) to run.")
+    domain: str = Field("fem", description="The domain to build items in (a folder of toolgate/domains).")
     time_limit: Annotated[float, Field(ge=1.0, allow_inf_nan=False)] = Field(
         DEFAULT_TIME_LIMIT,
         description="Seconds of wall clock for one solution run (imports included), each generator run_python, "
@@ -118,13 +128,10 @@ class GateRunOptions(OptionsModel):
     prompt_seeds: int | None = Field(
         None, ge=0, description="Show only the first N seed items in the prompt (default: all)."
     )
-    temperature: float = Field(0.0, description="The generator's sampling temperature.")
-    max_tokens: int | None = Field(None, description="The generator's reply length.")
-
-
-def run_help(field: str) -> str:
-    """The help of ``gate run``'s option for ``field``: its description in :class:`GateRunOptions`."""
-    return GateRunOptions.model_fields[field].description or ""
+    temperature: Annotated[float, Cli(hidden=True)] = Field(0.0, description="The generator's sampling temperature.")
+    max_tokens: Annotated[int | None, Cli(hidden=True)] = Field(None, description="The generator's reply length.")
+    # How the run may run its code, not what defines it: not stored with the run.
+    unsafe_no_sandbox: bool = Field(False, exclude=True, description=UNSAFE_NO_SANDBOX_HELP)
 
 
 class ToolgateOptions(LimitOptions):
@@ -150,12 +157,7 @@ class ToolgateOptions(LimitOptions):
     solver_steps: Steps = Field(DEFAULT_SOLVER_STEPS, description=SOLVER_STEPS_HELP)
     domain_checks: bool = Field(False, description=DOMAIN_CHECKS_HELP)
     # How the run may run its code, not what defines it: not stored with the run.
-    unsafe_no_sandbox: bool = Field(
-        False,
-        exclude=True,
-        description="DANGEROUS: run generated code even without bubblewrap (it can then read and write your "
-        "files and secrets). Without it, generated code runs only under bubblewrap. See docs/sandbox.md.",
-    )
+    unsafe_no_sandbox: bool = Field(False, exclude=True, description=UNSAFE_NO_SANDBOX_HELP)
     # A pool taken from a stored run (gate rescreen, gate solve --run): the run, which of its candidates, their keys.
     source_run: Annotated[str | None, Cli(hidden=True)] = Field(
         None, description="The stored run whose candidates the pool is (gate rescreen, gate solve --run)."

@@ -4,8 +4,8 @@ Everything here is plain data (pydantic), serialised as issue 10 fixes it:
 
 - :class:`Candidate` is one JSONL line of a pool and what ``gate export`` writes.
 - :class:`VerifyResult`, :class:`ScreenResult` (with its :class:`ScreenCall` list) and :class:`SolveResult`
-  are the gate records; each carries ``reason`` as a bare name from the lists below and a separate
-  free-text ``detail``.
+  are the gate records (:class:`GateRecord`); each carries ``reason`` as a bare name from the lists below, exactly
+  when the gate did not pass, and a separate free-text ``detail``.
 - :class:`CandidateOutcome` is one entry of ``--json`` (``{"id", "outcome", "rejected_by", "gates"}``) and
   :class:`GateReport` the whole document (``{"candidates": [...], "counts": {...}}``).
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -135,7 +135,26 @@ def options_problem(options: Sequence[object]) -> str | None:
 # --- gate records ----------------------------------------------------------------------------------------
 
 
-class VerifyResult(BaseModel):
+class GateRecord(BaseModel):
+    """What every gate record holds to: a ``reason`` exactly when the gate did not pass.
+
+    A record says whether it passed by its field :attr:`passed_field` (``solved`` for the solve).
+    """
+
+    record_name: ClassVar[str]
+    passed_field: ClassVar[str] = "passed"
+    if TYPE_CHECKING:  # each record declares its own reasons (a field of the subclass, in its place)
+        reason: str | None
+
+    @model_validator(mode="after")
+    def _reason_iff_failed(self) -> Self:
+        if getattr(self, self.passed_field) == (self.reason is not None):
+            failed = "was not solved" if self.passed_field == "solved" else "did not pass"
+            raise ValueError(f"a {self.record_name} has a reason exactly when it {failed}")
+        return self
+
+
+class VerifyResult(GateRecord):
     """Gate 1: the solution run in the sandbox.
 
     Attributes:
@@ -151,6 +170,7 @@ class VerifyResult(BaseModel):
         stderr_tail: the end of its standard error.
     """
 
+    record_name: ClassVar[str] = "verify result"
     passed: bool
     reason: VerifyReason | None = None
     detail: str | None = None
@@ -161,12 +181,6 @@ class VerifyResult(BaseModel):
     time_limit: float | None = None
     stdout_tail: str = ""
     stderr_tail: str = ""
-
-    @model_validator(mode="after")
-    def _reason_iff_failed(self) -> VerifyResult:
-        if self.passed == (self.reason is not None):
-            raise ValueError("a verify result has a reason exactly when it did not pass")
-        return self
 
 
 class ScreenCall(BaseModel):
@@ -201,7 +215,7 @@ class ScreenCall(BaseModel):
         return permutation
 
 
-class ScreenResult(BaseModel):
+class ScreenResult(GateRecord):
     """Gate 2 under one screen (one model at one setting): three calls, rejected when at least two are correct.
 
     Attributes:
@@ -215,6 +229,7 @@ class ScreenResult(BaseModel):
         settings: the screen's recorded settings (model, temperature, reasoning effort...).
     """
 
+    record_name: ClassVar[str] = "screen result"
     screen: str
     passed: bool
     correct: int
@@ -224,14 +239,8 @@ class ScreenResult(BaseModel):
     fixed_order: bool = False
     settings: dict[str, Any] = Field(default_factory=dict)
 
-    @model_validator(mode="after")
-    def _reason_iff_failed(self) -> ScreenResult:
-        if self.passed == (self.reason is not None):
-            raise ValueError("a screen result has a reason exactly when it did not pass")
-        return self
 
-
-class SolveResult(BaseModel):
+class SolveResult(GateRecord):
     """Gate 3: the tool-enabled solver's episode.
 
     Attributes:
@@ -245,6 +254,8 @@ class SolveResult(BaseModel):
             kept for review; stored and exported, left out of ``--json``.
     """
 
+    record_name: ClassVar[str] = "solve result"
+    passed_field: ClassVar[str] = "solved"
     solved: bool
     answer: Letter | None = None
     reason: SolveReason | None = None
@@ -253,14 +264,8 @@ class SolveResult(BaseModel):
     time_limit: float | None = None
     transcript: dict[str, Any] | None = None
 
-    @model_validator(mode="after")
-    def _reason_iff_failed(self) -> SolveResult:
-        if self.solved == (self.reason is not None):
-            raise ValueError("a solve result has a reason exactly when it was not solved")
-        return self
 
-
-class SemanticResult(BaseModel):
+class SemanticResult(GateRecord):
     """A domain's executable semantic check, run after gate 1 passed (:mod:`toolgate.semantic`).
 
     Attributes:
@@ -274,6 +279,7 @@ class SemanticResult(BaseModel):
         seconds: wall time of the check run.
     """
 
+    record_name: ClassVar[str] = "semantic check result"
     check: str
     passed: bool
     reason: SemanticReason | None = None
@@ -281,12 +287,6 @@ class SemanticResult(BaseModel):
     flags: list[str] = Field(default_factory=list)
     answer: str | None = None
     seconds: float | None = None
-
-    @model_validator(mode="after")
-    def _reason_iff_failed(self) -> SemanticResult:
-        if self.passed == (self.reason is not None):
-            raise ValueError("a semantic check result has a reason exactly when it did not pass")
-        return self
 
 
 class Gates(BaseModel):

@@ -37,6 +37,7 @@ from toolgauge.records import AssistantTurn, GenerateOptions, Message, ToolCall,
 from toolgauge.sandbox import SandboxKind, require_isolation, run_sandboxed, sandbox_python
 from toolgauge.tools import MAX_TOOL_OUTPUT_CHARS, ToolCallOutcome, run_tool_loop
 from toolgauge.tools.backend import unknown_tool
+from toolgauge.tools.workspace import run_python_spec
 
 if TYPE_CHECKING:
     from toolgauge.engine import EpisodeContext
@@ -46,18 +47,11 @@ QUESTION_FILE = "question.json"
 DEFAULT_MAX_STEPS = 50
 TIME_UP = "the solve's time limit"
 
-RUN_PYTHON = ToolSpec(
-    name="run_python",
-    description=(
-        "Run Python code as a script in a sandbox (no network) with the scientific libraries installed and your "
-        "workspace (holding question.json) as the working directory. Returns JSON with stdout, stderr and "
-        "exit_code. Files it writes are not kept between calls."
-    ),
-    parameters={
-        "type": "object",
-        "properties": {"code": {"type": "string", "description": "The Python source to run as a script."}},
-        "required": ["code"],
-    },
+RUN_PYTHON = run_python_spec(
+    "Run Python code as a script in a sandbox (no network) with the scientific libraries installed and your "
+    "workspace (holding question.json) as the working directory. Returns JSON with stdout, stderr and "
+    "exit_code. Files it writes are not kept between calls.",
+    code="The Python source to run as a script.",
 )
 SUBMIT_ANSWER = ToolSpec(
     name="submit_answer",
