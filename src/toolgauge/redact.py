@@ -319,5 +319,7 @@ class SecretMasker:
 # No shorter text can hold a secret (8 characters) or a pattern (``sk-`` and 16 more, ``x://u:p@``, ``bearer ``+8).
 _SHORTEST_MASKED = _MIN_SECRET_LEN
 # Values up to this length are remembered with their masked form, up to this many (then forgotten all at once).
-_SHORT_VALUE = 128
+# 256 holds a short model answer's JSON (an AssistantTurn with a one-word reply is 142 characters), which a
+# gold, scripted or cached run stores again and again (docs/benchmarks.md, the overhead section).
+_SHORT_VALUE = 256
 _SHORT_VALUES_KEPT = 4096

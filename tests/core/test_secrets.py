@@ -29,6 +29,7 @@ from sqlalchemy import func, select
 from helpers.chat_stub import ChatStub, completion, is_probe
 from helpers.episode_helpers import CachedEndpoint, Echo, echo_episode
 from helpers.secret_scan import encoded_forms, file_bytes, leaks, store_values
+from toolgauge import redact as redact_module
 from toolgauge.engine import EngineConfig, run_episodes
 from toolgauge.models.spec import display_spec, resolve_model
 from toolgauge.models.wire import one_line
@@ -265,6 +266,19 @@ def test_the_masker_keeps_json_as_written_unless_it_masks_something() -> None:
         "short", 3, b"planted-json-tok-1234", MASK,
     )  # fmt: skip
     assert masker.parameters({"k": "a planted-json-tok-1234"}) == {"k": f"a {MASK}"}
+
+
+def test_the_masker_looks_at_a_short_answers_json_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A gold, scripted or cached run stores the same short answer in every row: it is masked from memory."""
+    looked_at: list[str] = []
+    needs = redact_module.needs_redaction
+    monkeypatch.setattr(redact_module, "needs_redaction", lambda text, s: looked_at.append(text) or needs(text, s))
+    masker = SecretMasker(environ={"SOME_TOKEN": "planted-json-tok-1234"})
+    answer = AssistantTurn(content="2").model_dump_json()
+    assert [masker.value(answer) for _ in range(3)] == [answer] * 3
+    leaky = AssistantTurn(content="planted-json-tok-1234").model_dump_json()
+    assert [masker.value(leaky) for _ in range(2)] == [leaky.replace("planted-json-tok-1234", MASK)] * 2
+    assert [text for text in looked_at if text in (answer, leaky)] == [answer, leaky]  # each whole JSON once
 
 
 # --- every write path of the store, every table scanned -------------------------------------------
