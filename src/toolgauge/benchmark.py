@@ -11,7 +11,7 @@ import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 
@@ -30,25 +30,27 @@ if TYPE_CHECKING:
 
 S = TypeVar("S")
 R = TypeVar("R", bound=BaseModel)
+OptionsT = TypeVar("OptionsT", bound=BaseModel)
 
 
 class Benchmark(Protocol[S, R]):
-    """The pieces a protocol provides; the engine and the driver do the rest."""
+    """The pieces a protocol provides; the engine and the driver do the rest.
+
+    ``options`` are what the run was built from (an instance of ``BenchmarkSpec.options``): the engine stores them
+    as the run's config (:func:`stored_config`), ``--resume`` checks them and ``rescore`` validates them back into
+    the model to rebuild the run. :class:`BenchmarkBase` holds them and the samples for a benchmark that wants it.
+    """
 
     name: str
     result_type: type[R]
 
-    def samples(self) -> list[tuple[str, S]]:
-        """Return (unique key, sample) pairs in a stable order."""
+    @property
+    def options(self) -> BaseModel:
+        """The options the run was built from (its stored config, with the sample count)."""
         ...
 
-    def config(self) -> dict[str, Any]:
-        """Return the settings that define the run (stored, checked on resume, used by ``rescore``).
-
-        A benchmark with an options model (``BenchmarkSpec.options``) returns ``options.model_dump(mode="json")``
-        of the options it was built from: the stored config is then those options, which ``rescore`` validates
-        back into the model.
-        """
+    def samples(self) -> list[tuple[str, S]]:
+        """Return (unique key, sample) pairs in a stable order."""
         ...
 
     async def episode(self, sample: S, ctx: EpisodeContext) -> R:
@@ -62,6 +64,35 @@ class Benchmark(Protocol[S, R]):
     def replay_table(self, path: Path) -> Mapping[str, Sequence[AssistantTurn]]:
         """Read recorded outputs at ``path`` into (sample key -> turns by step). Pure: returns the table."""
         ...
+
+
+class BenchmarkBase(Generic[S, OptionsT]):
+    """What most benchmarks keep, for their protocol class to build on (a :class:`Benchmark` need not).
+
+    The samples (``items``, keyed by ``keys`` in the same order), where they came from as the results name it
+    (``data_label``), the options the run was built from (``options``, stored as its config) and the warnings said
+    with its results. A subclass declares ``name``, ``result_type`` and what is its own: the mode, the variant,
+    the call settings, the episode and the scoring.
+    """
+
+    def __init__(
+        self,
+        items: Sequence[S],
+        *,
+        keys: Sequence[str],
+        data_label: str,
+        options: OptionsT,
+        warnings: Sequence[str] = (),
+    ) -> None:
+        self.items = list(items)
+        self.keys = list(keys)
+        self.data_label = data_label
+        self.options = options
+        self.warnings = list(warnings)
+
+    def samples(self) -> list[tuple[str, S]]:
+        """The items with their keys, in order."""
+        return list(zip(self.keys, self.items, strict=True))
 
 
 @dataclass(frozen=True)
@@ -239,12 +270,13 @@ RUN_KEYS = ("n", "epochs")
 """What a stored config holds besides the options: the run's sample count and (more than one) its epochs."""
 
 
-def options_config(options: BaseModel, samples: int) -> dict[str, Any]:
-    """The config a run of a benchmark with an options model is stored with: its options and its sample count.
+def stored_config(bench: Benchmark[Any, Any]) -> dict[str, Any]:
+    """The config a run is stored with: the options it was built from and its sample count.
 
-    The count lets ``rescore`` tell that the data changed since (:func:`rebuild`).
+    ``rescore`` validates the options back into the model (:func:`stored_options`); the count lets it tell that the
+    data changed since (:func:`rebuild`).
     """
-    return {**options.model_dump(mode="json"), "n": samples}
+    return {**bench.options.model_dump(mode="json"), "n": len(bench.samples())}
 
 
 def stored_options(spec: BenchmarkSpec, config: Mapping[str, Any], variant: str | None = None) -> BaseModel:
