@@ -178,6 +178,11 @@ class Exporter:
     write: ExportWriter
 
 
+def no_commands(groups: CommandGroups) -> None:
+    """``add_commands`` of a benchmark whose commands are all generated from its options models."""
+    del groups
+
+
 @dataclass(frozen=True)
 class BenchmarkSpec:
     """One benchmark as the registry knows it.
@@ -185,12 +190,15 @@ class BenchmarkSpec:
     Attributes:
         name: The benchmark's CLI name (``toolgauge eval NAME``).
         title: A one-line description.
-        run_names: The ``Benchmark.name`` values of its runs (what the store records).
-        add_commands: Adds the commands truly the benchmark's own to the CLI groups (:func:`no_commands`: none;
-            ``eval NAME`` and ``score NAME`` are generated from ``options`` and ``score``).
-        build: Makes the benchmark: from an instance of ``options`` where the benchmark has an options model,
-            else from keyword options named as the ``eval`` command's own options with ``-`` as ``_``. The CLI
-            command, the Python API and sweeps all call it (:func:`build_from`).
+        options: The options model of ``eval NAME`` (:mod:`toolgauge.options`): the command, the API's keywords,
+            a sweep entry's keys and the stored config all come from it.
+        build: Not given: by convention ``build(options)`` of the ``build`` module beside ``options``' module
+            (``toolgauge.benchmarks.suite.build.build`` for ``suite.options.SuiteOptions``), imported when first
+            called (:func:`lazy`). It makes the benchmark from an instance of ``options``; the CLI command, the
+            Python API, sweeps (:func:`build_from`) and ``rescore`` (:func:`rebuild`) call it.
+        run_names: The ``Benchmark.name`` values of its runs (what the store records); default ``(name,)``.
+        add_commands: Adds the commands truly the benchmark's own to the CLI groups (default :func:`no_commands`:
+            none; ``eval NAME`` and ``score NAME`` are generated from ``options`` and ``score``).
         render: Prints one run's results in the terminal (None: the generic table).
         headline: The names of the metrics a leaderboard shows.
         extras: The optional dependency groups (``pip install 'toolgauge[X]'``) it needs.
@@ -202,8 +210,6 @@ class BenchmarkSpec:
             its ``build`` options and the evaluated model's spec, as the benchmark's ``eval`` command decides
             them (Tool-Genesis's ``--agent-model`` and ``--judge-model``); None: it asks for none. A sweep
             cell gives its run these clients.
-        options: The options model of ``eval NAME`` (:mod:`toolgauge.options`): the command, the API's keywords,
-            a sweep entry's keys and the stored config all come from it.
         score: How ``score NAME`` scores recorded outputs, generated like ``eval`` (None: no generated ``score``).
         client: Makes the model a run asks, where the benchmark pairs it with its samples itself (MTU-Bench's
             ``replay:PATH``); None: the model spec resolved as usual.
@@ -220,10 +226,10 @@ class BenchmarkSpec:
 
     name: str
     title: str
-    run_names: tuple[str, ...]
-    add_commands: Callable[[CommandGroups], None]
-    build: Callable[..., Benchmark[Any, Any]]
     options: type[BaseModel]
+    build: Callable[[Any], Benchmark[Any, Any]] = field(init=False)
+    run_names: tuple[str, ...] = ()
+    add_commands: Callable[[CommandGroups], None] = no_commands
     render: Renderer | None = None
     headline: tuple[str, ...] = ()
     extras: tuple[str, ...] = ()
@@ -242,17 +248,18 @@ class BenchmarkSpec:
     paper: Callable[..., Any] | None = None
     exports: Mapping[str, Exporter] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        package = self.options.__module__.rpartition(".")[0]
+        object.__setattr__(self, "build", lazy(f"{package}.build", "build"))
+        if not self.run_names:
+            object.__setattr__(self, "run_names", (self.name,))
+
 
 def variants_text(spec: BenchmarkSpec) -> str:
     """``NAME has the variants a, b`` or ``NAME has no metric variants``, for error messages."""
     if not spec.variants:
         return f"{spec.name} has no metric variants"
     return f"{spec.name} has the variants {', '.join(spec.variants)}"
-
-
-def no_commands(groups: CommandGroups) -> None:
-    """``add_commands`` of a benchmark whose commands are all generated from its options models."""
-    del groups
 
 
 def build_from(spec: BenchmarkSpec, values: Mapping[str, Any]) -> Benchmark[Any, Any]:

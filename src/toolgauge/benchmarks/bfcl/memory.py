@@ -46,7 +46,7 @@ from toolgauge.benchmarks.bfcl.multi_turn import (
 )
 from toolgauge.benchmarks.bfcl.multi_turn_check import MultiTurnEntry
 from toolgauge.benchmarks.bfcl.options import BfclOptions
-from toolgauge.benchmarks.bfcl.protocol import BfclRun, missing_predictions_warning
+from toolgauge.benchmarks.bfcl.protocol import BfclRunBase, missing_predictions_warning
 from toolgauge.engine import EpisodeContext, SampleOutcome, in_step
 from toolgauge.errors import DataError, UsageError
 from toolgauge.jsonl import read_jsonl_objects
@@ -269,7 +269,7 @@ def check_memory(entry: MemoryEntry, result: BfclMultiTurnResult | None) -> Memo
     return verdict
 
 
-class BfclMemoryBenchmark(BfclRun[MemoryEntry]):
+class BfclMemoryBenchmark(BfclRunBase[MemoryEntry]):
     """BFCL's memory categories on the wheel's memory backends, in ``native`` or ``prompt`` mode.
 
     ``snapshot_root`` holds each run's memory snapshots (``<snapshot_root>/<run id>/epoch<k>``).

@@ -26,7 +26,7 @@ from toolgauge.benchmarks.bfcl.io import bfcl_prompt_messages, bfcl_tools
 from toolgauge.benchmarks.bfcl.loader import BfclEntry
 from toolgauge.benchmarks.bfcl.metrics import BfclTally, entry_weight, tally_verdict
 from toolgauge.benchmarks.bfcl.multi_turn_check import Call, MultiTurnEntry, MultiTurnVerdict, check_multi_turn
-from toolgauge.benchmarks.bfcl.protocol import BfclRun, missing_predictions_warning
+from toolgauge.benchmarks.bfcl.protocol import BfclRunBase, missing_predictions_warning
 from toolgauge.engine import EpisodeContext, SampleOutcome, in_step
 from toolgauge.errors import UsageError
 from toolgauge.records import AssistantTurn, Message, ToolCall, ToolSpec
@@ -70,7 +70,7 @@ class BfclMultiTurnResult(BaseModel):
         return [[[(c.name, c.arguments) for c in step] for step in turn] for turn in self.turns]
 
 
-class BfclMultiTurnBenchmark(BfclRun[MultiTurnEntry]):
+class BfclMultiTurnBenchmark(BfclRunBase[MultiTurnEntry]):
     """BFCL's four multi-turn categories, in function-calling (``native``) or prompting (``prompt``) mode."""
 
     result_type = BfclMultiTurnResult

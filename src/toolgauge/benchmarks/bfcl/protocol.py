@@ -158,12 +158,13 @@ def recorded_turns(results: Mapping[str, BfclOutput]) -> dict[str, list[Assistan
     return {rid: [_recorded_turn(result)] for rid, result in results.items()}
 
 
-class BfclRun(BenchmarkBase[E, BfclOptions]):
+class BfclRunBase(BenchmarkBase[E, BfclOptions]):
     """What BFCL's three kinds of run (AST, multi-turn, memory) keep besides their entries, keyed by BFCL id.
 
     ``mode``: how the model is asked (``replay``: ``recorded``, entry id -> BFCL result, is what the episodes
     return); ``limit``: ``--limit``, as stored; ``notes``: said with the results (categories left out of the run,
-    web search without SerpAPI). A run made by hand (not by ``build``) is stored with the options its pieces make.
+    web search without SerpAPI). A run made by hand (not by ``build``) is stored with the options its pieces and
+    ``fields`` (options of the run's own: ``underscore_to_dot``, ``memory_dir``) make.
     """
 
     name = "bfcl"
@@ -193,36 +194,21 @@ class BfclRun(BenchmarkBase[E, BfclOptions]):
         return ids_without_result(self.mode, self.keys, self.recorded)
 
 
-class BfclBenchmark(BfclRun[BfclEntry]):
+class BfclBenchmark(BfclRunBase[BfclEntry]):
     """BFCL's AST categories.
 
     ``mode`` ``native`` and ``prompt`` ask the model, as BFCL's function-calling and prompting
     handlers do. ``replay`` scores recorded BFCL results: ``recorded`` (entry id -> result) is
-    what the episodes return, checked untouched, so odd shapes fail exactly as they fail in BFCL.
+    what the episodes return, checked untouched, so odd shapes fail exactly as they fail in BFCL. The options'
+    ``underscore_to_dot`` (a run made by hand: ``underscore_to_dot=``) overrides the choice by output style.
     """
 
     result_type = BfclResult
 
-    def __init__(
-        self,
-        entries: Sequence[BfclEntry],
-        *,
-        data_label: str,
-        mode: BfclMode = "native",
-        underscore_to_dot: bool | None = None,
-        settings: CallSettings | None = None,
-        limit: int | None = None,
-        recorded: Mapping[str, BfclOutput] | None = None,
-        options: BfclOptions | None = None,
-    ):
-        self.underscore_to_dot_override = underscore_to_dot
-        super().__init__(entries, data_label=data_label, mode=mode, settings=settings, limit=limit, recorded=recorded,
-                         options=options, underscore_to_dot=underscore_to_dot)  # fmt: skip
-
     def _underscore_to_dot(self, output: BfclOutput | None = None) -> bool:
         # BFCL decides by the model's registry entry; we decide by the output style unless told.
-        if self.underscore_to_dot_override is not None:
-            return self.underscore_to_dot_override
+        if self.options.underscore_to_dot is not None:
+            return self.options.underscore_to_dot
         if self.mode == "replay":
             return isinstance(output, list)
         return self.mode == "native"
@@ -275,7 +261,7 @@ class BfclBenchmark(BfclRun[BfclEntry]):
             if judged.sample_error is None and judged.gold != []:  # irrelevance entries need no call
                 replies += 1
                 with_call += bool(judged.verdict.decoded)
-        by_output_style = self.mode == "replay" and self.underscore_to_dot_override is None
+        by_output_style = self.mode == "replay" and self.options.underscore_to_dot is None
         warnings = [missing_predictions_warning(missing, len(samples))]
         if self.mode == "prompt":
             warnings.append(few_calls_warning(with_call, replies))
