@@ -192,10 +192,10 @@ class BenchmarkSpec:
         title: A one-line description.
         options: The options model of ``eval NAME`` (:mod:`toolgauge.options`): the command, the API's keywords,
             a sweep entry's keys and the stored config all come from it.
-        build: Not given: by convention ``build(options)`` of the ``build`` module beside ``options``' module
-            (``toolgauge.benchmarks.suite.build.build`` for ``suite.options.SuiteOptions``), imported when first
-            called (:func:`lazy`). It makes the benchmark from an instance of ``options``; the CLI command, the
-            Python API, sweeps (:func:`build_from`) and ``rescore`` (:func:`rebuild`) call it.
+        build: Makes the benchmark from an instance of ``options``; the CLI command, the Python API, sweeps
+            (:func:`build_from`) and ``rescore`` (:func:`rebuild`) call it. By convention (a spec does not give
+            it): ``build`` of the ``build`` module beside ``options``' module (``toolgauge.benchmarks.suite.build``
+            for ``toolgauge.benchmarks.suite.options.SuiteOptions``), imported when first called (:func:`lazy`).
         run_names: The ``Benchmark.name`` values of its runs (what the store records); default ``(name,)``.
         add_commands: Adds the commands truly the benchmark's own to the CLI groups (default :func:`no_commands`:
             none; ``eval NAME`` and ``score NAME`` are generated from ``options`` and ``score``).
