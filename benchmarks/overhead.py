@@ -39,18 +39,21 @@ class Answer(BaseModel):
     text: str | None
 
 
+class NoOptions(BaseModel):
+    """A benchmark without options."""
+
+
 class TrivialBenchmark:
     name = "overhead"
     result_type = Answer
+
+    options = NoOptions()  # the stored config is the sample count alone
 
     def __init__(self, n: int):
         self.n = n
 
     def samples(self) -> list[tuple[str, str]]:
         return [(f"s{i}", "What is 1 + 1?") for i in range(self.n)]
-
-    def config(self) -> dict[str, Any]:
-        return {"n": self.n}
 
     async def episode(self, sample: str, ctx: EpisodeContext) -> Answer:
         turn = await ctx.generate([Message(role="user", content=sample)])

@@ -11,7 +11,7 @@ import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 
@@ -30,25 +30,27 @@ if TYPE_CHECKING:
 
 S = TypeVar("S")
 R = TypeVar("R", bound=BaseModel)
+OptionsT = TypeVar("OptionsT", bound=BaseModel)
 
 
 class Benchmark(Protocol[S, R]):
-    """The pieces a protocol provides; the engine and the driver do the rest."""
+    """The pieces a protocol provides; the engine and the driver do the rest.
+
+    ``options`` are what the run was built from (an instance of ``BenchmarkSpec.options``): the engine stores them
+    as the run's config (:func:`stored_config`), ``--resume`` checks them and ``rescore`` validates them back into
+    the model to rebuild the run. :class:`BenchmarkBase` holds them and the samples for a benchmark that wants it.
+    """
 
     name: str
     result_type: type[R]
 
-    def samples(self) -> list[tuple[str, S]]:
-        """Return (unique key, sample) pairs in a stable order."""
+    @property
+    def options(self) -> BaseModel:
+        """The options the run was built from (its stored config, with the sample count)."""
         ...
 
-    def config(self) -> dict[str, Any]:
-        """Return the settings that define the run (stored, checked on resume, used by ``rescore``).
-
-        A benchmark with an options model (``BenchmarkSpec.options``) returns ``options.model_dump(mode="json")``
-        of the options it was built from: the stored config is then those options, which ``rescore`` validates
-        back into the model.
-        """
+    def samples(self) -> list[tuple[str, S]]:
+        """Return (unique key, sample) pairs in a stable order."""
         ...
 
     async def episode(self, sample: S, ctx: EpisodeContext) -> R:
@@ -62,6 +64,35 @@ class Benchmark(Protocol[S, R]):
     def replay_table(self, path: Path) -> Mapping[str, Sequence[AssistantTurn]]:
         """Read recorded outputs at ``path`` into (sample key -> turns by step). Pure: returns the table."""
         ...
+
+
+class BenchmarkBase(Generic[S, OptionsT]):
+    """What most benchmarks keep, for their protocol class to build on (a :class:`Benchmark` need not).
+
+    The samples (``items``, keyed by ``keys`` in the same order), where they came from as the results name it
+    (``data_label``), the options the run was built from (``options``, stored as its config) and the warnings said
+    with its results. A subclass declares ``name``, ``result_type`` and what is its own: the mode, the variant,
+    the call settings, the episode and the scoring.
+    """
+
+    def __init__(
+        self,
+        items: Sequence[S],
+        *,
+        keys: Sequence[str],
+        data_label: str,
+        options: OptionsT,
+        warnings: Sequence[str] = (),
+    ) -> None:
+        self.items = list(items)
+        self.keys = list(keys)
+        self.data_label = data_label
+        self.options = options
+        self.warnings = list(warnings)
+
+    def samples(self) -> list[tuple[str, S]]:
+        """The items with their keys, in order."""
+        return list(zip(self.keys, self.items, strict=True))
 
 
 @dataclass(frozen=True)
@@ -147,6 +178,11 @@ class Exporter:
     write: ExportWriter
 
 
+def no_commands(groups: CommandGroups) -> None:
+    """``add_commands`` of a benchmark whose commands are all generated from its options models."""
+    del groups
+
+
 @dataclass(frozen=True)
 class BenchmarkSpec:
     """One benchmark as the registry knows it.
@@ -154,12 +190,15 @@ class BenchmarkSpec:
     Attributes:
         name: The benchmark's CLI name (``toolgauge eval NAME``).
         title: A one-line description.
-        run_names: The ``Benchmark.name`` values of its runs (what the store records).
-        add_commands: Adds the commands truly the benchmark's own to the CLI groups (:func:`no_commands`: none;
-            ``eval NAME`` and ``score NAME`` are generated from ``options`` and ``score``).
-        build: Makes the benchmark: from an instance of ``options`` where the benchmark has an options model,
-            else from keyword options named as the ``eval`` command's own options with ``-`` as ``_``. The CLI
-            command, the Python API and sweeps all call it (:func:`build_from`).
+        options: The options model of ``eval NAME`` (:mod:`toolgauge.options`): the command, the API's keywords,
+            a sweep entry's keys and the stored config all come from it.
+        build: Makes the benchmark from an instance of ``options``; the CLI command, the Python API, sweeps
+            (:func:`build_from`) and ``rescore`` (:func:`rebuild`) call it. By convention (a spec does not give
+            it): ``build`` of the ``build`` module beside ``options``' module (``toolgauge.benchmarks.suite.build``
+            for ``toolgauge.benchmarks.suite.options.SuiteOptions``), imported when first called (:func:`lazy`).
+        run_names: The ``Benchmark.name`` values of its runs (what the store records); default ``(name,)``.
+        add_commands: Adds the commands truly the benchmark's own to the CLI groups (default :func:`no_commands`:
+            none; ``eval NAME`` and ``score NAME`` are generated from ``options`` and ``score``).
         render: Prints one run's results in the terminal (None: the generic table).
         headline: The names of the metrics a leaderboard shows.
         extras: The optional dependency groups (``pip install 'toolgauge[X]'``) it needs.
@@ -171,8 +210,6 @@ class BenchmarkSpec:
             its ``build`` options and the evaluated model's spec, as the benchmark's ``eval`` command decides
             them (Tool-Genesis's ``--agent-model`` and ``--judge-model``); None: it asks for none. A sweep
             cell gives its run these clients.
-        options: The options model of ``eval NAME`` (:mod:`toolgauge.options`): the command, the API's keywords,
-            a sweep entry's keys and the stored config all come from it.
         score: How ``score NAME`` scores recorded outputs, generated like ``eval`` (None: no generated ``score``).
         client: Makes the model a run asks, where the benchmark pairs it with its samples itself (MTU-Bench's
             ``replay:PATH``); None: the model spec resolved as usual.
@@ -191,10 +228,10 @@ class BenchmarkSpec:
 
     name: str
     title: str
-    run_names: tuple[str, ...]
-    add_commands: Callable[[CommandGroups], None]
-    build: Callable[..., Benchmark[Any, Any]]
     options: type[BaseModel]
+    build: Callable[[Any], Benchmark[Any, Any]] = field(init=False)
+    run_names: tuple[str, ...] = ()
+    add_commands: Callable[[CommandGroups], None] = no_commands
     render: Renderer | None = None
     headline: tuple[str, ...] = ()
     extras: tuple[str, ...] = ()
@@ -214,17 +251,18 @@ class BenchmarkSpec:
     paper: Callable[..., Any] | None = None
     exports: Mapping[str, Exporter] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        package = self.options.__module__.rpartition(".")[0]
+        object.__setattr__(self, "build", lazy(f"{package}.build", "build"))
+        if not self.run_names:
+            object.__setattr__(self, "run_names", (self.name,))
+
 
 def variants_text(spec: BenchmarkSpec) -> str:
     """``NAME has the variants a, b`` or ``NAME has no metric variants``, for error messages."""
     if not spec.variants:
         return f"{spec.name} has no metric variants"
     return f"{spec.name} has the variants {', '.join(spec.variants)}"
-
-
-def no_commands(groups: CommandGroups) -> None:
-    """``add_commands`` of a benchmark whose commands are all generated from its options models."""
-    del groups
 
 
 def build_from(spec: BenchmarkSpec, values: Mapping[str, Any]) -> Benchmark[Any, Any]:
@@ -242,12 +280,13 @@ RUN_KEYS = ("n", "epochs")
 """What a stored config holds besides the options: the run's sample count and (more than one) its epochs."""
 
 
-def options_config(options: BaseModel, samples: int) -> dict[str, Any]:
-    """The config a run of a benchmark with an options model is stored with: its options and its sample count.
+def stored_config(bench: Benchmark[Any, Any]) -> dict[str, Any]:
+    """The config a run is stored with: the options it was built from and its sample count.
 
-    The count lets ``rescore`` tell that the data changed since (:func:`rebuild`).
+    ``rescore`` validates the options back into the model (:func:`stored_options`); the count lets it tell that the
+    data changed since (:func:`rebuild`).
     """
-    return {**options.model_dump(mode="json"), "n": samples}
+    return {**bench.options.model_dump(mode="json"), "n": len(bench.samples())}
 
 
 def stored_options(spec: BenchmarkSpec, config: Mapping[str, Any], variant: str | None = None) -> BaseModel:

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from toolgauge.benchmark import Benchmark
+from toolgauge.benchmark import Benchmark, stored_config
 from toolgauge.cost import Price
 from toolgauge.engine import EngineConfig, run_episodes
 from toolgauge.engine.budget import BudgetReached
@@ -315,7 +315,7 @@ def _effective_options(bench: Benchmark[Any, Any], options: RunOptions) -> Gener
 
     from toolgauge.settings import CallSettings
 
-    config = bench.config()
+    config = stored_config(bench)
     given = {k: v for k, v in config.items() if k in CallSettings.model_fields}
     given.update({k: v for k, v in options.model_options.items() if k in CallSettings.model_fields and v is not None})
     try:
@@ -331,7 +331,7 @@ def _provenance(bench: Benchmark[Any, Any], model_spec: str, options: RunOptions
     return make_provenance(
         version=toolgauge.__version__,
         model=model_spec,
-        benchmark_options=_jsonable(bench.config()),
+        benchmark_options=_jsonable(stored_config(bench)),
         model_options=options.model_options,
         limit=options.limit,
         seed=options.engine.seed,
@@ -344,12 +344,12 @@ def _price_text(price: Price | None) -> str:
 
 
 def run_config(bench: Benchmark[Any, Any], epochs: int = 1) -> dict[str, Any]:
-    """The config a run is stored with: the benchmark's, plus ``epochs`` when there is more than one.
+    """The config a run is stored with: :func:`~toolgauge.benchmark.stored_config`, plus ``epochs`` when more than one.
 
     One epoch adds nothing, so runs of one epoch keep the config they always had (``--resume`` of an
     older run still matches); ``rescore`` reads ``epochs`` back from it.
     """
-    config = dict(bench.config())
+    config = stored_config(bench)
     if epochs != 1:
         config["epochs"] = epochs
     return config

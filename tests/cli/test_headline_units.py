@@ -86,8 +86,8 @@ def test_suite_headline_from_turns(variant: MtuVariant) -> None:
     assert_headline_reproduced(run.results, rows, [m.name for m in run.results.overall() if m.kind == "rate"])
     assert all(r.cluster == r.sample for r in rows)
     carriers = [r for r in rows if "success_rate" in r.scores]
-    assert [r.sample for r in carriers] == [d.id for d in bench.dialogues]
-    assert all(r.metadata["turn"] == len(d.turns) - 1 for r, d in zip(carriers, bench.dialogues, strict=True))
+    assert [r.sample for r in carriers] == [d.id for d in bench.items]
+    assert all(r.metadata["turn"] == len(d.turns) - 1 for r, d in zip(carriers, bench.items, strict=True))
 
 
 # -- MTU-Bench: items; M-S and M-M items clustered by dialogue -----------------------------------------

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from helpers.cli_helpers import invoke
+from toolgauge.benchmark import stored_config
 from toolgauge.sweep.file import SweepFileError, parse_sweep
 from toolgauge.sweep.plan import plan_cells
 
@@ -45,7 +46,7 @@ def test_cells_take_the_options_of_their_model_and_benchmark():
     assert gold.options == {"limit": 2, "variant": "reference"} and gold.endpoint is None
     assert http.options == {"limit": 2, "variant": "reference", "temperature": 0.7}
     assert (http.endpoint, http.endpoint_limit, http.concurrency) == ("http://127.0.0.1:9", 3, 3)
-    assert cells[1].bench.config()["temperature"] == 0.7
+    assert stored_config(cells[1].bench)["temperature"] == 0.7
     assert len(cells[0].sample_keys) == 2
 
 

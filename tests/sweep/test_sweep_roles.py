@@ -13,7 +13,6 @@ import json
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import pytest
 from pydantic import BaseModel
@@ -124,6 +123,12 @@ class Asked(BaseModel):
     answers: dict[str, str | None]
 
 
+class AskRolesOptions(BaseModel):
+    """What the run is stored with."""
+
+    roles: list[str]
+
+
 class AskRoles:
     """A benchmark of two samples whose episode asks the evaluated model (a gold-like answer) and each role."""
 
@@ -132,12 +137,10 @@ class AskRoles:
 
     def __init__(self, roles: Sequence[str]):
         self.roles = list(roles)
+        self.options = AskRolesOptions(roles=self.roles)
 
     def samples(self) -> list[tuple[str, str]]:
         return [("a", "first"), ("b", "second")]
-
-    def config(self) -> dict[str, Any]:
-        return {"roles": self.roles}
 
     async def episode(self, sample: str, ctx: EpisodeContext) -> Asked:
         answers = {}

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from helpers.cli_helpers import SAMPLE_FIELDS, invoke, results_of, sample_rows
-from toolgauge.benchmark import build_from, rebuild
+from toolgauge.benchmark import build_from, rebuild, stored_config
 from toolgauge.benchmarks.bfcl import SPEC
 from toolgauge.benchmarks.bfcl.io import assistant_turn_to_bfcl_output, bfcl_gold_turn
 from toolgauge.benchmarks.bfcl.loader import load_bfcl
@@ -253,7 +253,7 @@ def test_rescore_of_a_scored_result_file_needs_the_file_no_more(bfcl_dir, store,
 def test_build_takes_str_or_path_and_replay_table_is_pure(bfcl_dir, tmp_path):
     native = build(data=str(bfcl_dir), categories="simple_python,multiple", limit=2)
     assert [k for k, _ in native.samples()] == ["simple_python_0", "simple_python_1", "multiple_0", "multiple_1"]
-    assert native.config()["categories"] == ["multiple", "simple_python"] and native.config()["limit"] == 2
+    assert stored_config(native)["categories"] == ["multiple", "simple_python"] and stored_config(native)["limit"] == 2
     path = write_results(tmp_path, "simple_python", [{"id": "simple_python_0", "result": [{"f": '{"x": 1}'}]}])
     before = dict(vars(native))
     table = native.replay_table(path)
@@ -269,4 +269,4 @@ def test_build_takes_str_or_path_and_replay_table_is_pure(bfcl_dir, tmp_path):
     with pytest.raises(UsageError, match="categories"):
         build(data=bfcl_dir)
     with pytest.raises(UsageError, match="no metric variants"):
-        rescore(native.config(), "strict")
+        rescore(stored_config(native), "strict")

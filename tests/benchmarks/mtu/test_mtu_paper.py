@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from toolgauge import api
+from toolgauge.benchmark import stored_config
 from toolgauge.benchmarks.mtu.analyses import (
     averaged_score,
     error_patterns,
@@ -198,7 +199,7 @@ def test_no_feedback_keeps_the_released_protocol(tmp_path: Path) -> None:
     assert client.request_count == 3
     assert done.results.metric("recovery_rate") is None
     # Stored as the options model's field (issue 23), "none" when off: the protocol is the released one.
-    assert MtuBenchmark(SS_ITEMS, data_label="hand").config()["feedback"] == "none"
+    assert stored_config(MtuBenchmark(SS_ITEMS, data_label="hand"))["feedback"] == "none"
 
 
 def paper_run(done: api.Evaluation, results: EvalResults | None = None, **config: Any) -> PaperRun:

@@ -179,7 +179,7 @@ def outcome(key: str, *turns: list[ToolCall], error: str | None = None) -> Sampl
 def test_score_pairs_outcomes_in_order_and_marks_missing_ones(tmp_path: Path) -> None:
     text = "\n".join(line(i) for i in ("a", "b", "c")) + "\n"
     bench = SuiteBenchmark(load_suite(write(tmp_path, text)), data_label="t")
-    gold_a = [t.expected_calls for t in bench.dialogues[0].turns]
+    gold_a = [t.expected_calls for t in bench.items[0].turns]
     scored = bench.score(bench.samples(), [outcome("a", *gold_a), outcome("c", error="model_error: boom")])
     by_dialogue = {row.sample: row for row in scored.samples if row.metadata["turn"] == 0}
     assert by_dialogue["a"].scores["turn_correct"] is True and by_dialogue["a"].error is None

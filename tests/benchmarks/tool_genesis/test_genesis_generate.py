@@ -577,7 +577,7 @@ def test_the_generate_table_names_each_failed_server_and_why():
 
 
 def test_a_stored_generate_config_rebuilds_the_same_run(tmp_path):
-    from toolgauge.benchmark import rebuild
+    from toolgauge.benchmark import rebuild, stored_config
     from toolgauge.benchmarks.tool_genesis import SPEC
     from toolgauge.benchmarks.tool_genesis.cli_generate import build_generate
     from toolgauge.benchmarks.tool_genesis.options import GenerateRun, GenesisOptions
@@ -585,6 +585,6 @@ def test_a_stored_generate_config_rebuilds_the_same_run(tmp_path):
     data = write_data(tmp_path / "data.json")
     generate = GenerateRun(max_steps=4, temperature=0.5, max_tokens=100)
     bench = build_generate(GenesisOptions(data=data, out=tmp_path / "out", strategy="code-agent", generate=generate))
-    again = rebuild(SPEC, json.loads(json.dumps(bench.config())))
-    assert again.config() == bench.config() and again.samples() == bench.samples()
+    again = rebuild(SPEC, json.loads(json.dumps(stored_config(bench))))
+    assert stored_config(again) == stored_config(bench) and again.samples() == bench.samples()
     assert not (tmp_path / "out").exists()  # building a run writes nothing

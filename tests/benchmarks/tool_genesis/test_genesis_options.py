@@ -15,7 +15,7 @@ import pytest
 
 from helpers.cli_helpers import app, runner
 from helpers.paths import FIXTURE_ROOT
-from toolgauge.benchmark import rebuild, stored_options
+from toolgauge.benchmark import rebuild, stored_config, stored_options
 from toolgauge.benchmarks.tool_genesis import SPEC
 from toolgauge.benchmarks.tool_genesis import build as genesis_build
 from toolgauge.benchmarks.tool_genesis.build import role_specs
@@ -60,14 +60,14 @@ def test_genesis_options_round_trip_through_the_stored_config(data: Path, tmp_pa
     options = GenesisOptions(data=data, out=tmp_path / "out", **values)
     bench = genesis_build.build(options)
     assert isinstance(bench, GenesisBenchmark)
-    config = json.loads(json.dumps(bench.config()))  # as the store keeps it
+    config = json.loads(json.dumps(stored_config(bench)))  # as the store keeps it
     assert config["n"] == 1 and "source" not in config and "l4" not in config  # the options, not the run's facts
     read_back = stored_options(SPEC, config)
     assert read_back == bench.options
     assert read_back == options.model_copy(update={"data": data, "out": (tmp_path / "out").resolve()})
     again = rebuild(SPEC, config)
     assert isinstance(again, GenesisBenchmark)
-    assert again.config() == bench.config() and again.samples() == bench.samples()
+    assert stored_config(again) == stored_config(bench) and again.samples() == bench.samples()
     assert (again.source, again.l4, again.call_timeout) == (bench.source, bench.l4, bench.call_timeout)
     variant = str(values.get("variant", "reference"))
     assert scored(again, variant) == scored(bench, variant)
@@ -89,7 +89,7 @@ def test_the_roles_and_l4_come_from_the_same_options(data: Path, tmp_path: Path)
 def test_rescoring_another_variant_says_the_servers_must_run_again(data: Path, tmp_path: Path) -> None:
     bench = genesis_build.build(GenesisOptions(data=data, out=tmp_path / "out", model="gold"))
     assert isinstance(bench, GenesisBenchmark)
-    other = rebuild(SPEC, json.loads(json.dumps(bench.config())), "strict")
+    other = rebuild(SPEC, json.loads(json.dumps(stored_config(bench))), "strict")
     assert isinstance(other, GenesisBenchmark)
     with pytest.raises(UsageError, match=r"evaluated with --variant reference; the strict variant .* run again"):
         scored_with_reference_results(other)

@@ -20,6 +20,7 @@ import pytest
 
 from helpers.episode_helpers import in_episode
 from toolgauge.benchmarks.toolgate.answers import permutation_from_seed
+from toolgauge.benchmarks.toolgate.options import ToolgateOptions
 from toolgauge.benchmarks.toolgate.protocol import (
     PoolBenchmark,
     PoolSettings,
@@ -589,7 +590,14 @@ def solver_policy(request: ModelRequest) -> AssistantTurn:
 
 async def run_pool(tmp_path: Path, settings: PoolSettings, candidates: list[Candidate]) -> dict[str, Any]:
     tmp_path.mkdir(parents=True, exist_ok=True)  # toolgauge makes no folder for a named store
-    bench = PoolBenchmark.of(candidates, settings, source="test")
+    # The options the run is stored with (not validated: these tests' solver answers as "gold", which --solver refuses).
+    options = ToolgateOptions.model_construct(
+        candidates=Path("test"), command=settings.command, gates=list(settings.gates), screen=settings.screens,
+        solver=settings.solver, time_limit=settings.time_limit, fixed_order=settings.fixed_order,
+        all_screens=settings.all_screens, seed=settings.seed, solver_steps=settings.solver_steps,
+        domain_checks=settings.domain_checks,
+    )  # fmt: skip
+    bench = PoolBenchmark.of(candidates, settings, source="test", options=options)
     roles: dict[str, Any] = {s.role: reply(knows_easy if s.name == "s1" else "Z") for s in settings.screens}
     roles["solver"] = ScriptedClient(policy=solver_policy)
     result = await run_benchmark(

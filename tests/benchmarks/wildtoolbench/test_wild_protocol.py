@@ -559,7 +559,7 @@ def test_tool_choice_expected_forces_the_gold_tool_and_none_for_text_steps():
 
 
 def test_build_takes_str_paths_and_a_result_file_and_rescore_rebuilds_the_same_sessions(tmp_path):
-    from toolgauge.benchmark import build_from, rebuild
+    from toolgauge.benchmark import build_from, rebuild, stored_config
     from toolgauge.benchmarks.registry import spec_named
     from toolgauge.benchmarks.wildtoolbench.build import build, score_run
     from toolgauge.benchmarks.wildtoolbench.options import BUILTIN, WildOptions, WildScoreOptions
@@ -579,7 +579,7 @@ def test_build_takes_str_paths_and_a_result_file_and_rescore_rebuilds_the_same_s
     official = official_run(OFFICIAL)
     # Only the sessions of the result file, named in the config so that rescore can find them again.
     assert [key for key, _ in official.samples()] == ["wild_tool_bench_0", "wild_tool_bench_1"]
-    config = official.config()
+    config = stored_config(official)
     assert official.recorded is not None and config["sessions"] == ["wild_tool_bench_0", "wild_tool_bench_1"]
     again = rebuild(spec, config, "strict")
     assert isinstance(again, WildBenchmark)
@@ -587,10 +587,10 @@ def test_build_takes_str_paths_and_a_result_file_and_rescore_rebuilds_the_same_s
     assert again.variant == "strict" and again.recorded is None  # the logs come from the store
     # Without a result file: the first --limit sessions, and rescore keeps the number.
     first = build_from(spec, {"data": str(SESSIONS), "language": "zh", "limit": 2, "tool_choice": "expected"})
-    assert first.config()["sessions"] is None and first.config()["n"] == 2
-    rebuilt = rebuild(spec, first.config())
-    assert rebuilt.config() == first.config()
-    assert build().data_label == BUILTIN and rebuild(spec, build().config()).data_label == BUILTIN  # type: ignore[attr-defined]
+    assert stored_config(first)["sessions"] is None and stored_config(first)["n"] == 2
+    rebuilt = rebuild(spec, stored_config(first))
+    assert stored_config(rebuilt) == stored_config(first)
+    assert build().data_label == BUILTIN and rebuild(spec, stored_config(build())).data_label == BUILTIN  # type: ignore[attr-defined]
     with pytest.raises(UsageError, match="variant: input should be 'reference' or 'strict'"):
         build_from(spec, {"variant": "loose"})
     with pytest.raises(DataError, match=r"steps_scenario\.jsonl:1: id: missing or not a string"):

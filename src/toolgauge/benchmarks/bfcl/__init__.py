@@ -8,19 +8,15 @@ on every verdict and error type (docs/metrics/bfcl.md, docs/benchmarks/bfcl-agre
 (``lazy``): importing the loader or the checker imports no command line, engine or store.
 """
 
-from toolgauge.benchmark import BenchmarkSpec, Exporter, ScoreSpec, lazy, no_commands
+from toolgauge.benchmark import BenchmarkSpec, Exporter, ScoreSpec, lazy
 from toolgauge.benchmarks.bfcl.options import BfclOptions, BfclScoreOptions
 from toolgauge.benchmarks.bfcl.report import render_bfcl
 
 SPEC = BenchmarkSpec(
     name="bfcl",
     title="BFCL (Berkeley Function Calling Leaderboard) AST categories, with BFCL's checker rules",
-    run_names=("bfcl",),
-    add_commands=no_commands,
-    build=lazy("toolgauge.benchmarks.bfcl.build", "build"),
     render=render_bfcl,
     headline=("accuracy",),
-    variants=(),
     options=BfclOptions,
     score=ScoreSpec(BfclScoreOptions, lazy("toolgauge.benchmarks.bfcl.build", "score_run")),
     migrate=lazy("toolgauge.benchmarks.bfcl.build", "migrate_bfcl_config"),

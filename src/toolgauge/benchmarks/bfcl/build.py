@@ -156,7 +156,7 @@ def score_run(options: BfclScoreOptions) -> RecordedRun:
             underscore_to_dot=options.underscore_to_dot,
         )
     )
-    missing = missing_predictions_warning(bench.missing_predictions(), len(bench.entries))
+    missing = missing_predictions_warning(bench.missing_predictions(), len(bench.items))
     model = f"replay:{options.predictions}"
     # Multi-turn episodes decode the recorded turns themselves: no model is asked.
     client = (

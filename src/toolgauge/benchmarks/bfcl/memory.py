@@ -35,7 +35,6 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from toolgauge.benchmark import options_config
 from toolgauge.benchmarks.bfcl.backends import BFCL_EVAL_HINT, BfclBackends, bfcl_module
 from toolgauge.benchmarks.bfcl.metrics import BfclTally, entry_weight, tally_verdict
 from toolgauge.benchmarks.bfcl.multi_turn import (
@@ -46,7 +45,8 @@ from toolgauge.benchmarks.bfcl.multi_turn import (
     decode_step,
 )
 from toolgauge.benchmarks.bfcl.multi_turn_check import MultiTurnEntry
-from toolgauge.benchmarks.bfcl.protocol import ids_without_result, missing_predictions_warning
+from toolgauge.benchmarks.bfcl.options import BfclOptions
+from toolgauge.benchmarks.bfcl.protocol import BfclRunBase, missing_predictions_warning
 from toolgauge.engine import EpisodeContext, SampleOutcome, in_step
 from toolgauge.errors import DataError, UsageError
 from toolgauge.jsonl import read_jsonl_objects
@@ -269,13 +269,12 @@ def check_memory(entry: MemoryEntry, result: BfclMultiTurnResult | None) -> Memo
     return verdict
 
 
-class BfclMemoryBenchmark:
+class BfclMemoryBenchmark(BfclRunBase[MemoryEntry]):
     """BFCL's memory categories on the wheel's memory backends, in ``native`` or ``prompt`` mode.
 
     ``snapshot_root`` holds each run's memory snapshots (``<snapshot_root>/<run id>/epoch<k>``).
     """
 
-    name = "bfcl"
     result_type = BfclMultiTurnResult
 
     def __init__(
@@ -288,49 +287,21 @@ class BfclMemoryBenchmark:
         settings: CallSettings | None = None,
         limit: int | None = None,
         recorded: Mapping[str, Any] | None = None,
+        options: BfclOptions | None = None,
     ):
         if (mode == "replay") != (recorded is not None):
             raise UsageError("mode replay scores BFCL result files: give predictions (and only in that mode)")
-        self.recorded = recorded
         self.data = list(data)
-        self.entries = [e for d in self.data for e in d.entries]
-        self.data_label = data_label
         self.snapshot_root = snapshot_root
-        self.mode: BfclMultiTurnMode = mode
-        self.settings = settings or CallSettings()
-        self.limit = limit
-        # What the run is stored with (``build`` sets it; None: a run made by hand, stored as its pieces).
-        self.options: BaseModel | None = None
-        # Said with the results: categories left out of the run (web search, without SerpAPI).
-        self.notes: list[str] = []
+        entries = [e for d in self.data for e in d.entries]
+        super().__init__(entries, data_label=data_label, mode=mode, settings=settings, limit=limit, recorded=recorded,
+                         options=options, memory_dir=snapshot_root)  # fmt: skip
         self._prerequisites = {d.entries[0].category: d.prerequisites for d in self.data if d.entries}
         self._locks: defaultdict[tuple[str, str, str, int], asyncio.Lock] = defaultdict(asyncio.Lock)
-
-    def missing_predictions(self) -> list[str]:
-        """In replay mode, the ids of the questions ``recorded`` has no result for, in order."""
-        return ids_without_result(self.mode, [e.id for e in self.entries], self.recorded)
 
     def replay_table(self, path: Path) -> dict[str, list[AssistantTurn]]:
         """Memory runs ask a model: they replay no recorded turns."""
         raise UsageError(f"{path}: BFCL memory runs ask a model; they do not replay recorded turns")
-
-    def samples(self) -> list[tuple[str, MemoryEntry]]:
-        """Questions keyed by BFCL id."""
-        return [(e.id, e) for e in self.entries]
-
-    def config(self) -> dict[str, Any]:
-        """The options the run was built from and its sample count (a run made by hand: its settings)."""
-        if self.options is not None:
-            return options_config(self.options, len(self.entries))
-        return {
-            "data": self.data_label,
-            "mode": self.mode,
-            "categories": sorted({e.category for e in self.entries}),
-            "limit": self.limit,
-            "n": len(self.entries),
-            "snapshot_root": str(self.snapshot_root),
-            **self.settings.model_dump(),
-        }
 
     def _folder(self, ctx: EpisodeContext) -> Path:
         return self.snapshot_root / ctx.run_id / f"epoch{ctx.epoch}"

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from toolgauge.benchmark import options_config
 from toolgauge.benchmarks.bfcl.backends import BfclBackends
 from toolgauge.benchmarks.bfcl.decoders.call_types import BfclDecodeError
 from toolgauge.benchmarks.bfcl.decoders.python_calls import decode_python_calls, render_python_calls
@@ -27,8 +26,7 @@ from toolgauge.benchmarks.bfcl.io import bfcl_prompt_messages, bfcl_tools
 from toolgauge.benchmarks.bfcl.loader import BfclEntry
 from toolgauge.benchmarks.bfcl.metrics import BfclTally, entry_weight, tally_verdict
 from toolgauge.benchmarks.bfcl.multi_turn_check import Call, MultiTurnEntry, MultiTurnVerdict, check_multi_turn
-from toolgauge.benchmarks.bfcl.options import BfclOptions
-from toolgauge.benchmarks.bfcl.protocol import ids_without_result, missing_predictions_warning, stored_options
+from toolgauge.benchmarks.bfcl.protocol import BfclRunBase, missing_predictions_warning
 from toolgauge.engine import EpisodeContext, SampleOutcome, in_step
 from toolgauge.errors import UsageError
 from toolgauge.records import AssistantTurn, Message, ToolCall, ToolSpec
@@ -72,45 +70,10 @@ class BfclMultiTurnResult(BaseModel):
         return [[[(c.name, c.arguments) for c in step] for step in turn] for turn in self.turns]
 
 
-class BfclMultiTurnBenchmark:
+class BfclMultiTurnBenchmark(BfclRunBase[MultiTurnEntry]):
     """BFCL's four multi-turn categories, in function-calling (``native``) or prompting (``prompt``) mode."""
 
-    name = "bfcl"
     result_type = BfclMultiTurnResult
-
-    def __init__(
-        self,
-        entries: Sequence[MultiTurnEntry],
-        *,
-        data_label: str,
-        mode: BfclMultiTurnMode = "native",
-        settings: CallSettings | None = None,
-        limit: int | None = None,
-        recorded: Mapping[str, Any] | None = None,
-        options: BfclOptions | None = None,
-    ):
-        self.entries = list(entries)
-        self.data_label = data_label
-        self.mode: BfclMultiTurnMode = mode
-        self.settings = settings or CallSettings()
-        self.limit = limit
-        self.recorded = recorded
-        # What the run is stored with: the options it was built from (a benchmark made by hand: its pieces').
-        self.options = options or stored_options(self.entries, data_label, mode, self.settings, limit)
-        # Said with the results: categories left out of the run (web search, without SerpAPI).
-        self.notes: list[str] = []
-
-    def missing_predictions(self) -> list[str]:
-        """In replay mode, the ids of the entries ``recorded`` has no result for, in entry order."""
-        return ids_without_result(self.mode, [e.id for e in self.entries], self.recorded)
-
-    def samples(self) -> list[tuple[str, MultiTurnEntry]]:
-        """Entries keyed by BFCL id."""
-        return [(e.id, e) for e in self.entries]
-
-    def config(self) -> dict[str, Any]:
-        """The options the run was built from and its sample count, as stored (``rescore`` reads the options back)."""
-        return options_config(self.options, len(self.entries))
 
     async def episode(self, sample: MultiTurnEntry, ctx: EpisodeContext) -> BfclMultiTurnResult:
         """Run the conversation on fresh backend instances of this sample (and this epoch).

@@ -7,11 +7,11 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, Field
 
-from toolgauge.benchmark import options_config
+from toolgauge.benchmark import BenchmarkBase
 from toolgauge.benchmarks.bfcl.io import (
     assistant_turn_to_bfcl_output,
     bfcl_gold_turn,
@@ -110,20 +110,32 @@ def gold_calls(entry: BfclEntry) -> list[dict[str, Any]] | None:
     return calls
 
 
+class BfclEntryLike(Protocol):
+    """What the runs read of an entry of any kind (AST, multi-turn, memory): its BFCL id and category."""
+
+    @property
+    def id(self) -> str: ...  # noqa: D102 - a field of the entry models
+
+    @property
+    def category(self) -> str: ...  # noqa: D102 - a field of the entry models
+
+
+E = TypeVar("E", bound=BfclEntryLike)
+
+
 def stored_options(
-    entries: Sequence[BfclEntry | Any],
+    entries: Sequence[BfclEntryLike],
     data_label: str,
     mode: str,
     settings: CallSettings,
     limit: int | None,
-    *,
-    underscore_to_dot: bool | None = None,
+    **fields: Any,
 ) -> BfclOptions:
-    """The options of a BFCL run made by hand (not by ``build``): its pieces, as ``build`` would store them."""
+    """The options of a BFCL run made by hand (not by ``build``): its pieces and ``fields``, as ``build`` keeps them."""
     sampling = settings.model_dump(exclude={"tool_choice"})
     return BfclOptions.model_validate(
-        {"data": data_label, "categories": sorted({e.category for e in entries}), "mode": mode,
-         "underscore_to_dot": underscore_to_dot, "limit": limit, **sampling}
+        {"data": data_label, "categories": sorted({e.category for e in entries}), "mode": mode, "limit": limit,
+         **sampling, **fields}
     )  # fmt: skip
 
 
@@ -146,61 +158,60 @@ def recorded_turns(results: Mapping[str, BfclOutput]) -> dict[str, list[Assistan
     return {rid: [_recorded_turn(result)] for rid, result in results.items()}
 
 
-class BfclBenchmark:
+class BfclRunBase(BenchmarkBase[E, BfclOptions]):
+    """What BFCL's three kinds of run (AST, multi-turn, memory) keep besides their entries, keyed by BFCL id.
+
+    ``mode``: how the model is asked (``replay``: ``recorded``, entry id -> BFCL result, is what the episodes
+    return); ``limit``: ``--limit``, as stored; ``notes``: said with the results (categories left out of the run,
+    web search without SerpAPI). A run made by hand (not by ``build``) is stored with the options its pieces and
+    ``fields`` (options of the run's own: ``underscore_to_dot``, ``memory_dir``) make.
+    """
+
+    name = "bfcl"
+
+    def __init__(
+        self,
+        entries: Sequence[E],
+        *,
+        data_label: str,
+        mode: BfclMode = "native",
+        settings: CallSettings | None = None,
+        limit: int | None = None,
+        recorded: Mapping[str, Any] | None = None,
+        options: BfclOptions | None = None,
+        **fields: Any,
+    ):
+        self.mode: BfclMode = mode
+        self.settings = settings or CallSettings()
+        self.limit = limit
+        self.recorded = recorded
+        self.notes: list[str] = []
+        options = options or stored_options(entries, data_label, mode, self.settings, limit, **fields)
+        super().__init__(entries, keys=[e.id for e in entries], data_label=data_label, options=options)
+
+    def missing_predictions(self) -> list[str]:
+        """In replay mode, the ids of the entries ``recorded`` has no result for, in entry order."""
+        return ids_without_result(self.mode, self.keys, self.recorded)
+
+
+class BfclBenchmark(BfclRunBase[BfclEntry]):
     """BFCL's AST categories.
 
     ``mode`` ``native`` and ``prompt`` ask the model, as BFCL's function-calling and prompting
     handlers do. ``replay`` scores recorded BFCL results: ``recorded`` (entry id -> result) is
-    what the episodes return, checked untouched, so odd shapes fail exactly as they fail in BFCL.
+    what the episodes return, checked untouched, so odd shapes fail exactly as they fail in BFCL. The options'
+    ``underscore_to_dot`` (a run made by hand: ``underscore_to_dot=``) overrides the choice by output style.
     """
 
-    name = "bfcl"
     result_type = BfclResult
-
-    def __init__(
-        self,
-        entries: Sequence[BfclEntry],
-        *,
-        data_label: str,
-        mode: BfclMode = "native",
-        underscore_to_dot: bool | None = None,
-        settings: CallSettings | None = None,
-        limit: int | None = None,
-        recorded: Mapping[str, BfclOutput] | None = None,
-        options: BfclOptions | None = None,
-    ):
-        self.entries = list(entries)
-        self.data_label = data_label
-        self.mode: BfclMode = mode
-        self.underscore_to_dot_override = underscore_to_dot
-        self.settings = settings or CallSettings()
-        self.limit = limit
-        self.recorded = recorded
-        # What the run is stored with: the options it was built from (a benchmark made by hand: its pieces').
-        self.options = options or stored_options(self.entries, data_label, mode, self.settings, limit,
-                                                 underscore_to_dot=underscore_to_dot)  # fmt: skip
-        # Said with the results: categories left out of the run (web search, without SerpAPI).
-        self.notes: list[str] = []
 
     def _underscore_to_dot(self, output: BfclOutput | None = None) -> bool:
         # BFCL decides by the model's registry entry; we decide by the output style unless told.
-        if self.underscore_to_dot_override is not None:
-            return self.underscore_to_dot_override
+        if self.options.underscore_to_dot is not None:
+            return self.options.underscore_to_dot
         if self.mode == "replay":
             return isinstance(output, list)
         return self.mode == "native"
-
-    def samples(self) -> list[tuple[str, BfclEntry]]:
-        """Entries keyed by BFCL id."""
-        return [(e.id, e) for e in self.entries]
-
-    def config(self) -> dict[str, Any]:
-        """The options the run was built from and its sample count, as stored (``rescore`` reads the options back)."""
-        return options_config(self.options, len(self.entries))
-
-    def missing_predictions(self) -> list[str]:
-        """In replay mode, the ids of the entries ``recorded`` has no result for, in entry order."""
-        return ids_without_result(self.mode, [e.id for e in self.entries], self.recorded)
 
     async def episode(self, sample: BfclEntry, ctx: EpisodeContext) -> BfclResult:
         """Ask once, as BFCL's FC or prompting handlers would (replay: return the recorded result)."""
@@ -250,7 +261,7 @@ class BfclBenchmark:
             if judged.sample_error is None and judged.gold != []:  # irrelevance entries need no call
                 replies += 1
                 with_call += bool(judged.verdict.decoded)
-        by_output_style = self.mode == "replay" and self.underscore_to_dot_override is None
+        by_output_style = self.mode == "replay" and self.options.underscore_to_dot is None
         warnings = [missing_predictions_warning(missing, len(samples))]
         if self.mode == "prompt":
             warnings.append(few_calls_warning(with_call, replies))

@@ -6,16 +6,13 @@ reference metrics or the ``strict`` variant (``docs/metrics/mtu-bench.md``). ``s
 rescores recorded replies such as the published GPT-4 responses.
 """
 
-from toolgauge.benchmark import BenchmarkSpec, ScoreSpec, lazy, no_commands
+from toolgauge.benchmark import BenchmarkSpec, ScoreSpec, lazy
 from toolgauge.benchmarks.mtu.options import MtuOptions, MtuScoreOptions
 from toolgauge.report.call_metrics import render_call_metrics
 
 SPEC = BenchmarkSpec(
     name="mtu-bench",
     title="MTU-Bench: single- and multi-turn, single- and multi-tool calls (S-S, S-M, M-S, M-M, OOD)",
-    run_names=("mtu-bench",),
-    add_commands=no_commands,
-    build=lazy("toolgauge.benchmarks.mtu.build", "build"),
     render=render_call_metrics,
     headline=(
         "tool_accuracy",

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from toolgauge.benchmark import options_config
+from toolgauge.benchmark import BenchmarkBase
 from toolgauge.benchmarks.mtu.analyses import paper_metrics
 from toolgauge.benchmarks.mtu.feedback import FEEDBACK_TEXT, FeedbackKind, MtuFeedback, feedback_kind, recovery_metrics
 from toolgauge.benchmarks.mtu.loader import load_mtu_predictions, pair_predictions, prediction_split
@@ -144,8 +144,11 @@ def _turn_entry(key: str, item: MtuItem, verdict: MtuItemVerdict) -> dict[str, A
             "error_type": verdict.error_type}  # fmt: skip
 
 
-class MtuBenchmark:
-    """MTU-Bench's eval split, scored by the reference (or strict) metrics."""
+class MtuBenchmark(BenchmarkBase[MtuItem, MtuOptions]):
+    """MTU-Bench's eval split, scored by the reference (or strict) metrics; items keyed by id (repeats get ``~k``).
+
+    ``warnings`` are said with the results: e.g. how recorded predictions paired with the items (``replay_turns``).
+    """
 
     name = "mtu-bench"
     result_type = MtuResult
@@ -162,33 +165,15 @@ class MtuBenchmark:
         feedback: MtuFeedback = "none",
         options: MtuOptions | None = None,
     ):
-        self.items = list(items)
-        self.keys = item_keys(self.items)
-        self.data_label = data_label
         self.mode: MtuMode = mode
         self.variant: MtuVariant = variant
         self.settings = settings or CallSettings()
         # Recovery from feedback (A2; see toolgauge.benchmarks.mtu.feedback): which kinds of error get a second try.
         self.feedback: MtuFeedback = feedback
-        # Said with the results: e.g. how recorded predictions paired with the items (see ``replay_turns``).
-        self.warnings = list(warnings)
-        # What the run is stored with: the options it was built from (a benchmark made by hand: its pieces').
-        self.options = options or MtuOptions(
-            data=Path(data_label),
-            mode=mode,
-            variant=variant,
-            feedback=feedback,
-            **self.settings.model_dump(exclude={"tool_choice"}),
-            tool_choice=self.settings.tool_choice,
-        )
-
-    def samples(self) -> list[tuple[str, MtuItem]]:
-        """Items keyed by id (repeats get ``~k``)."""
-        return list(zip(self.keys, self.items, strict=True))
-
-    def config(self) -> dict[str, Any]:
-        """The options the run was built from and its sample count, as stored (``rescore`` reads the options back)."""
-        return options_config(self.options, len(self.items))
+        # A benchmark made by hand (not by ``build``) is stored with the options its pieces make.
+        options = options or MtuOptions(data=Path(data_label), mode=mode, variant=variant, feedback=feedback,
+                                        **self.settings.model_dump())  # fmt: skip
+        super().__init__(items, keys=item_keys(items), data_label=data_label, options=options, warnings=warnings)
 
     async def episode(self, sample: MtuItem, ctx: EpisodeContext) -> MtuResult:
         """Ask once: the item's question as the prompt, or the native conversion of it.

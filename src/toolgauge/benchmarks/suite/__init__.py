@@ -6,16 +6,13 @@ described in ``docs/datasets.md``. Scored with MTU-Bench's call metrics (:mod:`t
 strict variant by default): the package imports no other benchmark.
 """
 
-from toolgauge.benchmark import BenchmarkSpec, lazy, no_commands
+from toolgauge.benchmark import BenchmarkSpec
 from toolgauge.benchmarks.suite.options import SuiteOptions, migrate_suite_config
 from toolgauge.report.call_metrics import render_call_metrics
 
 SPEC = BenchmarkSpec(
     name="suite",
     title="toolgauge's own multi-turn format (built-in sample suite by default)",
-    run_names=("suite",),
-    add_commands=no_commands,
-    build=lazy("toolgauge.benchmarks.suite.build", "build"),
     render=render_call_metrics,
     headline=("tool_accuracy", "parameter_accuracy", "success_rate"),
     variants=("reference", "strict"),

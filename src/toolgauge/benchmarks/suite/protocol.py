@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, Field
 
-from toolgauge.benchmark import options_config
+from toolgauge.benchmark import BenchmarkBase
 from toolgauge.benchmarks.suite.loader import SuiteDialogue, turn_histories
 from toolgauge.benchmarks.suite.options import BUILTIN, SuiteOptions
 from toolgauge.engine import EpisodeContext, SampleOutcome, in_step
@@ -75,8 +74,8 @@ class JudgedTurn:
         )  # fmt: skip
 
 
-class SuiteBenchmark:
-    """Runs dialogues in toolgauge's JSONL format."""
+class SuiteBenchmark(BenchmarkBase[SuiteDialogue, SuiteOptions]):
+    """Runs dialogues in toolgauge's JSONL format, keyed by id (ids are unique in a valid file)."""
 
     name = "suite"
     result_type = SuiteResult
@@ -90,25 +89,12 @@ class SuiteBenchmark:
         variant: MtuVariant = "strict",
         options: SuiteOptions | None = None,
     ):
-        self.dialogues = list(dialogues)
-        self.data_label = data_label
         self.settings = settings or CallSettings()
         self.variant: MtuVariant = variant
-        # What the run is stored with: the options it was built from (a benchmark made by hand: its pieces').
-        self.options = options or SuiteOptions(
-            data=None if data_label == BUILTIN else data_label,
-            variant=variant,
-            **self.settings.model_dump(exclude={"tool_choice"}),
-            tool_choice=self.settings.tool_choice,
-        )
-
-    def samples(self) -> list[tuple[str, SuiteDialogue]]:
-        """Dialogues keyed by id (ids are unique in a valid file)."""
-        return [(d.id, d) for d in self.dialogues]
-
-    def config(self) -> dict[str, Any]:
-        """The options the run was built from and its sample count, as stored (``rescore`` reads the options back)."""
-        return options_config(self.options, len(self.dialogues))
+        # A benchmark made by hand (not by ``build``) is stored with the options its pieces make.
+        data = None if data_label == BUILTIN else data_label
+        options = options or SuiteOptions(data=data, variant=variant, **self.settings.model_dump())
+        super().__init__(dialogues, keys=[d.id for d in dialogues], data_label=data_label, options=options)
 
     async def episode(self, sample: SuiteDialogue, ctx: EpisodeContext) -> SuiteResult:
         """Ask the model once per turn, on the gold history."""

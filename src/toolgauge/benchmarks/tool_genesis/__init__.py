@@ -18,7 +18,6 @@ SPEC = BenchmarkSpec(
     title="Tool-Genesis: MCP servers built from requirements, scored on L1–L4",
     run_names=("tool-genesis", "tool-genesis-generate"),
     add_commands=lazy("toolgauge.benchmarks.tool_genesis.cli", "add_commands"),
-    build=lazy("toolgauge.benchmarks.tool_genesis.build", "build"),
     render=render_genesis,
     roles=lazy("toolgauge.benchmarks.tool_genesis.build", "role_specs"),
     headline=("compliance", "server_execution", "schema_f1", "ut_soft", "ut_hard", "sr_soft"),

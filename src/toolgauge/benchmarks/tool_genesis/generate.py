@@ -12,9 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
-from toolgauge.benchmark import options_config
 from toolgauge.benchmarks.tool_genesis.code_agent import run_code_agent
 from toolgauge.benchmarks.tool_genesis.direct import run_direct
 from toolgauge.benchmarks.tool_genesis.generation import GenerationResult, Strategy
@@ -97,14 +95,14 @@ class GenesisGenerateBenchmark:
         self.strategy: Strategy = strategy
         self.data_label = data_label
         self.gold = gold
-        self.options = options or GenerateOptions(temperature=0.0, max_tokens=4096)
+        self.request_options = options or GenerateOptions(temperature=0.0, max_tokens=4096)
         self.max_steps = max_steps
         self.launcher = launcher
         # What the run is stored with: the Tool-Genesis options it was built from (made by hand: its pieces').
-        self.run_options = run_options or GenesisOptions(
+        self.options = run_options or GenesisOptions(
             data=Path(data_label), out=self.out_dir.resolve(), strategy=strategy, limit=len(self.servers),
-            generate=GenerateRun(gold=gold, max_steps=max_steps, temperature=self.options.temperature,
-                                 max_tokens=self.options.max_tokens),
+            generate=GenerateRun(gold=gold, max_steps=max_steps, temperature=self.request_options.temperature,
+                                 max_tokens=self.request_options.max_tokens),
         )  # fmt: skip
         self.registry = RegistryFile(self.out_dir)  # read on first use, kept current by the episodes
 
@@ -116,10 +114,6 @@ class GenesisGenerateBenchmark:
     def samples(self) -> list[tuple[str, GenesisServer]]:
         """Servers keyed by slug (slugs are unique in a valid data file)."""
         return [(s.server_slug, s) for s in self.servers]
-
-    def config(self) -> dict[str, Any]:
-        """The options the run was built from and its server count, as stored (``rescore`` reads them back)."""
-        return options_config(self.run_options, len(self.servers))
 
     async def episode(self, sample: GenesisServer, ctx: EpisodeContext) -> GenerationResult:
         """Generate one try of a server into its own folder, then update the registry (its entry only)."""
@@ -137,7 +131,7 @@ class GenesisGenerateBenchmark:
                 sample,
                 self.out_dir,
                 self.strategy,
-                options=self.options,
+                options=self.request_options,
                 max_steps=self.max_steps,
                 launcher=self.launcher,
             )

@@ -33,7 +33,7 @@ from typing import Any, Literal, TypeVar, TypeVarTuple
 
 from pydantic import BaseModel, Field
 
-from toolgauge.benchmark import options_config
+from toolgauge.benchmark import BenchmarkBase
 from toolgauge.benchmarks.tool_genesis.loader import UNSAFE_PATH, load_registry, write_registry
 from toolgauge.benchmarks.tool_genesis.metrics import (
     METRIC_LEVELS,
@@ -235,7 +235,7 @@ class L4Settings:
     max_steps: int = 10
 
 
-class GenesisBenchmark:
+class GenesisBenchmark(BenchmarkBase[GenesisSample, GenesisOptions]):
     """Tool-Genesis evaluation (``genesis evaluate`` and ``eval tool-genesis``)."""
 
     name = "tool-genesis"
@@ -259,8 +259,6 @@ class GenesisBenchmark:
         warnings: Sequence[str] = (),
         options: GenesisOptions | None = None,
     ):
-        self._samples = list(samples)
-        self.data_label = data_label
         self.variant: GenesisVariant = variant
         self.source: Source = source
         self.out_dir = Path(out_dir) if out_dir is not None else None
@@ -271,16 +269,17 @@ class GenesisBenchmark:
         self.call_timeout = call_timeout
         self.startup_timeout = startup_timeout
         self.launch_attempts = launch_attempts
-        self.warnings = list(warnings)
         if source != "registry" and self.out_dir is None:
             raise ValueError("generating servers needs an out_dir")
         self._registry: dict[str, GeneratedServer] | None = None  # read on the first generated server
-        # What the run is stored with: the options it was built from (a benchmark made by hand: its pieces').
-        self.options = options or GenesisOptions(
+        # A benchmark made by hand (not by ``build``) is stored with the options its pieces make.
+        options = options or GenesisOptions(
             data=Path(data_label), variant=variant, out=self.out_dir, strategy=strategy, call_timeout=call_timeout,
             pred=Path("registry") if source == "registry" else None, model="gold" if source == "gold" else None,
             skip_l4=self.l4.skip_reason is not None,
         )  # fmt: skip
+        keys = [s.sample_key for s in samples]
+        super().__init__(samples, keys=keys, data_label=data_label, options=options, warnings=warnings)
 
     def _existing_registry(self) -> dict[str, GeneratedServer]:
         """Entries of an earlier (resumed) run in ``out_dir``, so the rewritten registry keeps them."""
@@ -292,14 +291,6 @@ class GenesisBenchmark:
             return {}  # an unreadable old registry is replaced
 
     # -- Benchmark protocol -------------------------------------------------------------------
-    def samples(self) -> list[tuple[str, GenesisSample]]:
-        """Servers keyed by slug (a registry's later tries of a server by their entry, ``<slug>@e<e>``)."""
-        return [(s.sample_key, s) for s in self._samples]
-
-    def config(self) -> dict[str, Any]:
-        """The options the run was built from and its sample count, as stored (``rescore`` reads them back)."""
-        return options_config(self.options, len(self._samples))
-
     @property
     def embedder(self) -> Embedder:
         """The run's embedder, loaded on first use and shared by every episode."""

@@ -21,7 +21,6 @@ SPEC = BenchmarkSpec(
     run_names=("toolgate", "toolgate-run"),
     # eval toolgate is generated from ToolgateOptions; the gate commands are ToolGate's own.
     add_commands=lazy("toolgauge.benchmarks.toolgate.cli", "add_commands"),
-    build=lazy("toolgauge.benchmarks.toolgate.build", "build"),
     render=render_toolgate,
     headline=("acceptance_rate",),
     roles=lazy("toolgauge.benchmarks.toolgate.build", "roles"),

@@ -28,9 +28,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError, model_serializer
 
 from toolgauge.benchmark import lazy
 from toolgauge.benchmarks.toolgate.answers import CALLS_PER_SCREEN, derive_seed
@@ -221,6 +221,24 @@ def _screen_config(screen: ScreenLike) -> dict[str, Any]:
     return {"name": screen.name}
 
 
+class StoredGateRun(GateRunOptions):
+    """A gate run's options as its config stores them (kept from before the options model, so older runs resume).
+
+    ``kind`` and ``command`` mark it a gate run (``build.migrate_toolgate_config`` reads it into ``ToolgateOptions``
+    under ``run``); ``solver_steps`` is kept only when it is not the default.
+    """
+
+    kind: Literal["construction"] = "construction"
+    command: Literal["run"] = "run"
+
+    @model_serializer(mode="wrap")
+    def _stored_shape(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        steps = data.pop("solver_steps")
+        return {"kind": data.pop("kind"), "command": data.pop("command"), **data,
+                **({"solver_steps": steps} if steps != DEFAULT_SOLVER_STEPS else {})}  # fmt: skip
+
+
 class ConstructionBenchmark:
     """``gate run``: ``options.rounds`` rounds of generator -> candidate -> gate 1 -> each screen -> solve.
 
@@ -274,24 +292,15 @@ class ConstructionBenchmark:
         """``round-0001`` .. ``round-<rounds>``."""
         return [(round_key(i), i) for i in range(1, self.rounds + 1)]
 
-    def config(self) -> dict[str, Any]:
-        """What defines the run (a ``--resume`` must give the same)."""
-        return {
-            "kind": KIND,
-            "command": "run",
-            "domain": self.domain.name,
-            "rounds": self.rounds,
-            "generator": self.generator,
-            "screens": [_screen_config(s) for s in self.screens],
-            "solver": self.solver,
-            "time_limit": self.time_limit,
-            "generator_steps": self.generator_steps,
-            "prompt_seeds": self.prompt_seeds,
-            "temperature": self.generator_options.temperature,
-            "max_tokens": self.generator_options.max_tokens,
-            # Recorded when not the default, so that runs started before the option resume as they were.
-            **({"solver_steps": self.solver_steps} if self.solver_steps != DEFAULT_SOLVER_STEPS else {}),
-        }
+    @property
+    def options(self) -> StoredGateRun:
+        """What defines the run, as stored (a ``--resume`` must give the same); checked when the run was made."""
+        return StoredGateRun.model_construct(
+            domain=self.domain.name, rounds=self.rounds, generator=self.generator,
+            screens=tuple(_screen_config(s) for s in self.screens), solver=self.solver, time_limit=self.time_limit,
+            generator_steps=self.generator_steps, solver_steps=self.solver_steps, prompt_seeds=self.prompt_seeds,
+            temperature=self.generator_options.temperature or 0.0, max_tokens=self.generator_options.max_tokens,
+        )  # fmt: skip
 
     def replay_table(self, path: Path) -> Mapping[str, Sequence[AssistantTurn]]:
         """``gate run`` has no recorded-output mode."""
@@ -411,7 +420,7 @@ class ConstructionBenchmark:
         metrics += rejection_metrics(steps, name="funnel_rejected", by="funnel_reason")
         results = EvalResults(
             benchmark=RUN_NAME,
-            settings={**self.config(), "libraries": dict(self.versions)},
+            settings={**self.options.model_dump(mode="json"), "libraries": dict(self.versions)},
             metrics=metrics,
             details={
                 "funnel": steps.model_dump(mode="json"),

@@ -95,7 +95,7 @@ class PoolSettings:
             raise ValueError("the solve gate needs a solver")
 
     def config(self) -> dict[str, Any]:
-        """The settings as a run's config stores them (models with passwords masked)."""
+        """The settings as the run's results show them (models with passwords masked)."""
         return {
             "command": self.command,
             "gates": [g for g in GATES if g in self.gates],
@@ -106,7 +106,7 @@ class PoolSettings:
             "all_screens": self.all_screens,
             "seed": self.seed,
             "solver_steps": self.solver_steps,
-            # Only when on: runs without domain checks keep the config they always had (and resume as they were).
+            # Only when on: runs without domain checks keep the results they always had.
             **({"domain_checks": True} if self.domain_checks and "verify" in self.gates else {}),
         }
 
@@ -117,15 +117,16 @@ class PoolBenchmark:
 
     ``pairs`` are (sample key, candidate): the candidate's id for a file; ``id~2``... for a repeated id of a
     stored run; a None candidate in a benchmark rebuilt only to score stored results (its episode must not run).
-    ``options``: the options it was built from (:mod:`.build`), which its config stores.
+    ``options``: the options it was built from (:mod:`.build`; ``settings`` are made from them), stored as its
+    config.
     """
 
     settings: PoolSettings
     source: str
     pairs: Sequence[tuple[str, Candidate | None]]
+    options: ToolgateOptions
     domain: str | None = None
     source_run: str | None = None
-    options: ToolgateOptions | None = None
     name: str = RUN_NAME
     result_type: type[RecordedCandidate] = field(default=RecordedCandidate)
 
@@ -137,25 +138,6 @@ class PoolBenchmark:
     def samples(self) -> list[tuple[str, Candidate | None]]:
         """The (key, candidate) pairs in pool order."""
         return list(self.pairs)
-
-    def config(self) -> dict[str, Any]:
-        """Settings that define the run (stored, checked on resume, used by ``rescore``): its options and count."""
-        if self.options is not None:
-            from toolgauge.benchmark import options_config
-
-            return options_config(self.options, len(self.pairs))
-        ids = [key for key, _ in self.pairs]
-        config: dict[str, Any] = {
-            "kind": "pool",
-            "candidates": self.source,
-            "domain": self.domain,
-            "n": len(ids),
-            **self.settings.config(),
-        }
-        if self.source_run is not None:  # the candidates come from a stored run: keep their keys
-            config["source_run"] = self.source_run
-            config["ids"] = ids
-        return config
 
     async def episode(self, sample: Candidate | None, ctx: EpisodeContext) -> RecordedCandidate:
         """Run the gates asked for on one candidate, cheapest first, stopping at the first rejection."""

@@ -10,16 +10,13 @@ gives every formula and the ``reference`` / ``strict`` differences.
 first used (``lazy``).
 """
 
-from toolgauge.benchmark import BenchmarkSpec, OutputFiles, ScoreSpec, lazy, no_commands
+from toolgauge.benchmark import BenchmarkSpec, OutputFiles, ScoreSpec, lazy
 from toolgauge.benchmarks.wildtoolbench.options import WildLogFiles, WildOptions, WildScoreOptions
 from toolgauge.benchmarks.wildtoolbench.report import render_wild
 
 SPEC = BenchmarkSpec(
     name="wildtoolbench",
     title="WildToolBench: multi-task sessions through the official online loop (built-in sample sessions by default)",
-    run_names=("wildtoolbench",),
-    add_commands=no_commands,
-    build=lazy("toolgauge.benchmarks.wildtoolbench.build", "build"),
     render=render_wild,
     headline=("task_accuracy", "session_accuracy", "optimal_path_rate", "accomplish_progress_rate"),
     variants=("reference", "strict"),

@@ -146,5 +146,5 @@ def migrate_wild_config(config: Mapping[str, Any]) -> dict[str, Any]:
     n = old.pop("n", None)
     if old.get("sessions") is None and isinstance(n, int):
         options = WildOptions.model_validate({k: v for k, v in old.items() if k in ("data", "language")})
-        old["limit"] = None if n == len(build(options).sessions) else n
+        old["limit"] = None if n == len(build(options).items) else n
     return old

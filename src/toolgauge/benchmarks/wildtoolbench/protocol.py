@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from toolgauge.benchmark import options_config
+from toolgauge.benchmark import BenchmarkBase
 from toolgauge.benchmarks.wildtoolbench.graph import (
     PSEUDO_ANSWER,
     PSEUDO_CLARIFY,
@@ -397,8 +397,8 @@ class WildScoredRun(ScoredRun):
         return self._session_logs()
 
 
-class WildBenchmark:
-    """WildToolBench sessions run through the official online loop, scored by ``.metrics``.
+class WildBenchmark(BenchmarkBase[WildSession, WildOptions]):
+    """WildToolBench sessions run through the official online loop, scored by ``.metrics``; keyed by session id.
 
     With ``recorded`` (an official result file, by session id) the episode returns the recorded log
     instead of asking the model: the official logs already are the run. A session recorded as a text
@@ -421,27 +421,14 @@ class WildBenchmark:
         recorded: Mapping[str, WildSessionResult | str] | None = None,
         options: WildOptions | None = None,
     ):
-        self.sessions = list(sessions)
-        self.data_label = data_label
         self.language = language
         self.variant: WildVariant = variant
         self.settings = settings or CallSettings()
         self.recorded = recorded
-        # What the run is stored with: the options it was built from (a benchmark made by hand: its pieces').
-        self.options = options or WildOptions(
-            data=Path(data_label),
-            language="zh" if language == "zh" else "en",
-            variant=variant,
-            **self.settings.model_dump(),
-        )
-
-    def samples(self) -> list[tuple[str, WildSession]]:
-        """Sessions keyed by id (unique in a valid file)."""
-        return [(s.id, s) for s in self.sessions]
-
-    def config(self) -> dict[str, Any]:
-        """The options the run was built from and its session count, as stored (``rescore`` reads them back)."""
-        return options_config(self.options, len(self.sessions))
+        # A benchmark made by hand (not by ``build``) is stored with the options its pieces make.
+        options = options or WildOptions(data=Path(data_label), language="zh" if language == "zh" else "en",
+                                         variant=variant, **self.settings.model_dump())  # fmt: skip
+        super().__init__(sessions, keys=[s.id for s in sessions], data_label=data_label, options=options)
 
     def _options(self, gold: AssistantTurn) -> GenerateOptions:
         return self.settings.options_for(list(gold.tool_calls))
@@ -482,7 +469,7 @@ class WildBenchmark:
                 with the data.
         """
         table: StepTable = read_steps(path)
-        by_id = {s.id: s for s in self.sessions}
+        by_id = {s.id: s for s in self.items}
         if not set(table) & set(by_id):
             raise DataError(
                 str(path), f"none of its {len(table)} sessions is in the data (first: {next(iter(table))!r})"
@@ -495,7 +482,7 @@ class WildBenchmark:
                     str(path), f"session {session_id!r} has {len(session.tasks)} tasks; no task {bad[0]}", field="task"
                 )
         out: dict[str, list[AssistantTurn]] = {}
-        for session in self.sessions:
+        for session in self.items:
             recorded = table.get(session.id, {})
             graphs = task_graphs(session)
             turns: list[AssistantTurn] = []
