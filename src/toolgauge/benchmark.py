@@ -313,7 +313,9 @@ def same_run(spec: BenchmarkSpec | None, stored: Mapping[str, Any], config: Mapp
 
     if stored == config:
         return True
-    if spec is None or spec.migrate is None or any(stored.get(k) != config.get(k) for k in RUN_KEYS):
+    # A key the stored config lacks is not checked: a ``gate run`` stored before configs kept ``n`` (its rounds,
+    # which its options hold anyway) resumes too.
+    if spec is None or spec.migrate is None or any(k in stored and stored[k] != config.get(k) for k in RUN_KEYS):
         return False
     try:
         old, new = stored_options(spec, stored), stored_options(spec, config)

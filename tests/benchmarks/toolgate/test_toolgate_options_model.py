@@ -207,6 +207,21 @@ def test_same_run_matches_an_old_config_by_its_migrated_options_and_count(tmp_pa
     assert same_run(None, today, dict(today))
 
 
+def test_a_gate_run_stored_without_its_sample_count_resumes_on_its_options() -> None:
+    config = {
+        "kind": "construction", "command": "run", "domain": "fem", "rounds": 2, "generator": "scripted:/g.jsonl",
+        "screens": [{"name": "gold", "spec": "gold", "temperature": None, "max_tokens": None,
+                     "reasoning_effort": None}],
+        "solver": "scripted:/s.jsonl", "time_limit": 60.0, "generator_steps": 5, "prompt_seeds": 1,
+        "temperature": 0.0, "max_tokens": 4096,
+    }  # fmt: skip
+    today = stored_config(rebuild(SPEC, {**config, "n": 2}))
+    assert "n" not in config and today["n"] == 2
+    assert same_run(SPEC, config, today)  # stored before gate runs kept ``n``: their options decide
+    assert not same_run(SPEC, config, {**today, "rounds": 3, "n": 3})
+    assert not same_run(SPEC, {**config, "n": 1}, today)  # a stored count still has to match
+
+
 def test_a_gate_run_config_rescores_through_the_options_model() -> None:
     config = {
         "kind": "construction", "command": "run", "domain": "fem", "rounds": 2, "generator": "scripted:/g.jsonl",
