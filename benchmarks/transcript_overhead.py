@@ -62,21 +62,23 @@ class Workload:
 
 def suite_workload(copies: int) -> Workload:
     from toolgauge.benchmarks.suite.loader import builtin_suite_path, load_suite
+    from toolgauge.benchmarks.suite.options import SuiteOptions
     from toolgauge.benchmarks.suite.protocol import SuiteBenchmark, SuiteResult
 
     dialogues = load_suite(builtin_suite_path())
     copied = [d.replace(id=f"{d.id}~{k}") for k in range(copies) for d in dialogues]
-    bench = SuiteBenchmark(copied, data_label="builtin:sample x" + str(copies))
+    bench = SuiteBenchmark(copied, options=SuiteOptions(), data_label="builtin:sample x" + str(copies))
     return Workload("suite", bench.samples(), bench.episode, SuiteResult, GoldClient)  # type: ignore[arg-type]
 
 
 def mtu_workload(data: Path) -> Workload | None:
     from toolgauge.benchmarks.mtu.loader import load_mtu
+    from toolgauge.benchmarks.mtu.options import MtuOptions
     from toolgauge.benchmarks.mtu.protocol import MtuBenchmark, MtuResult
 
     if not (data / "mtu-bench").is_dir():
         return None
-    bench = MtuBenchmark(load_mtu(data / "mtu-bench"), data_label=str(data), mode="native")
+    bench = MtuBenchmark(load_mtu(data / "mtu-bench"), options=MtuOptions(mode="native"), data_label=str(data))
     return Workload("mtu-native", bench.samples(), bench.episode, MtuResult, GoldClient)  # type: ignore[arg-type]
 
 

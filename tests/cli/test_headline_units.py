@@ -25,11 +25,13 @@ from toolgauge.benchmarks.bfcl.protocol import BfclBenchmark, BfclResult
 from toolgauge.benchmarks.mtu import SPEC as MTU
 from toolgauge.benchmarks.mtu.loader import load_mtu, load_mtu_predictions, pair_predictions
 from toolgauge.benchmarks.mtu.metrics import MtuVariant
+from toolgauge.benchmarks.mtu.options import MtuOptions
 from toolgauge.benchmarks.mtu.protocol import MtuBenchmark, MtuResult, item_keys
 from toolgauge.benchmarks.mtu.records import MULTI_TURN_SPLITS
 from toolgauge.benchmarks.registry import specs
 from toolgauge.benchmarks.suite import SPEC as SUITE
 from toolgauge.benchmarks.suite.loader import BUILTIN_SUITE, load_suite
+from toolgauge.benchmarks.suite.options import SuiteOptions
 from toolgauge.benchmarks.suite.protocol import SuiteBenchmark, SuiteResult, SuiteTurnResult
 from toolgauge.benchmarks.tool_genesis import SPEC as GENESIS
 from toolgauge.benchmarks.tool_genesis.metrics import genesis_metrics
@@ -77,7 +79,7 @@ def suite_outcomes(bench: SuiteBenchmark) -> list[SampleOutcome[SuiteResult]]:
 
 @pytest.mark.parametrize("variant", ["strict", "reference"])
 def test_suite_headline_from_turns(variant: MtuVariant) -> None:
-    bench = SuiteBenchmark(load_suite(BUILTIN_SUITE), data_label="builtin", variant=variant)
+    bench = SuiteBenchmark(load_suite(BUILTIN_SUITE), options=SuiteOptions(variant=variant), data_label="builtin")
     run = bench.score(bench.samples(), suite_outcomes(bench))
     rows = run.samples
     assert 0 < run.results.value("success_rate") < 1  # type: ignore[operator]
@@ -98,7 +100,7 @@ def test_suite_headline_from_turns(variant: MtuVariant) -> None:
 def test_mtu_headline_from_items_on_gpt4_replies(mtu_dir: Path, variant: MtuVariant) -> None:
     items = load_mtu(mtu_dir)  # every split; OOD has no published reply and scores as empty replies
     responses, _ = pair_predictions(items, load_mtu_predictions(mtu_dir / "responses"))
-    bench = MtuBenchmark(items, data_label="d", variant=variant)
+    bench = MtuBenchmark(items, options=MtuOptions(variant=variant), data_label="d")
     outcomes = [
         SampleOutcome(key, MtuResult(content=r) if r is not None else None, None, 0.0)
         for key, r in zip(item_keys(items), responses, strict=True)

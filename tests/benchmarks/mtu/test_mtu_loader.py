@@ -13,6 +13,7 @@ import pytest
 import toolgauge.benchmarks.mtu
 from toolgauge.benchmarks.mtu.loader import load_mtu, load_mtu_predictions, pair_predictions
 from toolgauge.benchmarks.mtu.native import NO_RESULT, mtu_native_request, read_literal
+from toolgauge.benchmarks.mtu.options import MtuOptions
 from toolgauge.benchmarks.mtu.protocol import MtuBenchmark, replay_turns
 from toolgauge.benchmarks.mtu.records import MTU_SPLITS, MtuItem, MtuPrediction
 from toolgauge.errors import DataError
@@ -176,7 +177,7 @@ def test_replay_table_pairs_kth_with_kth_and_keeps_nothing(tmp_path: Path) -> No
             {"id": "M-M_9_0", "response": "x"},
         ],
     )
-    bench = MtuBenchmark(items, data_label="d")
+    bench = MtuBenchmark(items, options=MtuOptions(), data_label="d")
     table = bench.replay_table(path)
     # Repeated ids get sample keys of their own; the item with no prediction has no entry (an empty reply).
     assert table == {

@@ -19,6 +19,7 @@ from toolgauge.benchmarks.mtu.analyses import (
 )
 from toolgauge.benchmarks.mtu.feedback import FEEDBACK_TEXT, feedback_kind
 from toolgauge.benchmarks.mtu.metrics import judge_mtu_item
+from toolgauge.benchmarks.mtu.options import MtuOptions
 from toolgauge.benchmarks.mtu.paper import paper_blocks
 from toolgauge.benchmarks.mtu.protocol import MtuBenchmark
 from toolgauge.benchmarks.mtu.react import render_react
@@ -157,7 +158,7 @@ def scripted(request: ModelRequest) -> AssistantTurn:
 
 
 def run_with_feedback(tmp_path: Path, feedback: str) -> tuple[api.Evaluation, ScriptedClient]:
-    bench = MtuBenchmark(SS_ITEMS, data_label="hand", feedback=feedback)  # type: ignore[arg-type]
+    bench = MtuBenchmark(SS_ITEMS, options=MtuOptions(feedback=feedback), data_label="hand")
     client = ScriptedClient(policy=scripted, record_requests=True)
     done = api.evaluate(bench, client, store=tmp_path / "store.db", use_cache=False, keep_samples=True, concurrency=1)
     return done, client
@@ -199,7 +200,7 @@ def test_no_feedback_keeps_the_released_protocol(tmp_path: Path) -> None:
     assert client.request_count == 3
     assert done.results.metric("recovery_rate") is None
     # Stored as the options model's field (issue 23), "none" when off: the protocol is the released one.
-    assert stored_config(MtuBenchmark(SS_ITEMS, data_label="hand"))["feedback"] == "none"
+    assert stored_config(MtuBenchmark(SS_ITEMS, options=MtuOptions(), data_label="hand"))["feedback"] == "none"
 
 
 def paper_run(done: api.Evaluation, results: EvalResults | None = None, **config: Any) -> PaperRun:
@@ -221,7 +222,7 @@ def test_paper_blocks_from_stored_verdicts(tmp_path: Path) -> None:
             return AssistantTurn(content=render_react(wrong[request.sample_key]))
         return AssistantTurn(content=request.gold.content)
 
-    done = api.evaluate(MtuBenchmark(items, data_label="hand"), ScriptedClient(policy=policy),
+    done = api.evaluate(MtuBenchmark(items, options=MtuOptions(), data_label="hand"), ScriptedClient(policy=policy),
                         store=tmp_path / "store.db", use_cache=False, keep_samples=True)  # fmt: skip
     # A run stored before the hard set existed: its stored results lack it, its verdicts give it.
     old = done.results.model_copy(update={"metrics": [m for m in done.results.metrics if m.by in (None, "split")]})
@@ -275,7 +276,7 @@ def test_feedback_messages_answer_every_native_call_or_follow_a_text_reply() -> 
 
 def test_a_second_attempt_that_fails_keeps_the_first_reply(tmp_path: Path) -> None:
     # A replay has one recorded reply per item: the retry fails for good, the first attempt's verdict stands.
-    bench = MtuBenchmark(SS_ITEMS[:1], data_label="hand", feedback="all")
+    bench = MtuBenchmark(SS_ITEMS[:1], options=MtuOptions(feedback="all"), data_label="hand")
     recorded = {"S-S_1": [AssistantTurn(content=render_react([call("Find", x="1")]))]}
     from toolgauge.models.offline import ReplayClient
 

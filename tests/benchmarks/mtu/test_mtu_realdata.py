@@ -18,6 +18,7 @@ import pytest
 from toolgauge.benchmarks.mtu.loader import load_mtu, load_mtu_predictions, pair_predictions
 from toolgauge.benchmarks.mtu.metrics import MtuScore, MtuVariant, score_mtu
 from toolgauge.benchmarks.mtu.native import API_LIST_MARKER, mtu_native_request
+from toolgauge.benchmarks.mtu.options import MtuOptions
 from toolgauge.benchmarks.mtu.protocol import MtuBenchmark, MtuResult, item_keys
 from toolgauge.benchmarks.mtu.react import parse_mtu_response, render_react
 from toolgauge.benchmarks.mtu.records import MTU_SPLITS, MtuItem
@@ -167,7 +168,7 @@ def test_gpt4_figures(
     assert percentages(score) == expected
     assert all(0 <= v <= 1 for split in score.splits.values() for k, v in split.items() if not k.startswith("n"))
     # The benchmark's own score() (replies as a run stores them) reports the same figures.
-    bench = MtuBenchmark(scored, data_label="d", variant=variant)
+    bench = MtuBenchmark(scored, options=MtuOptions(variant=variant), data_label="d")
     outcomes = [
         SampleOutcome(key, MtuResult(content=r) if r is not None else None, None, 0.0)
         for key, r in zip(item_keys(scored), responses, strict=True)

@@ -20,6 +20,7 @@ from helpers.view_runs import skip_or_fail_without, view_missing
 from toolgauge.benchmarks.mtu import SPEC as MTU
 from toolgauge.benchmarks.mtu.loader import load_mtu, load_mtu_predictions, pair_predictions
 from toolgauge.benchmarks.mtu.metrics import score_mtu
+from toolgauge.benchmarks.mtu.options import MtuOptions
 from toolgauge.benchmarks.mtu.protocol import MtuBenchmark, MtuResult, item_keys
 from toolgauge.benchmarks.mtu.react import parse_mtu_response
 from toolgauge.benchmarks.mtu.records import MtuItem
@@ -37,7 +38,7 @@ class Gpt4:
     def __init__(self, mtu_dir: Path):
         self.items = load_mtu(mtu_dir)
         self.replies, _ = pair_predictions(self.items, load_mtu_predictions(mtu_dir / "responses"))
-        bench = MtuBenchmark(self.items, data_label="d")
+        bench = MtuBenchmark(self.items, options=MtuOptions(), data_label="d")
         outcomes = [
             SampleOutcome(key, MtuResult(content=r) if r is not None else None, None, 0.0)
             for key, r in zip(item_keys(self.items), self.replies, strict=True)

@@ -17,6 +17,7 @@ from toolgauge.benchmarks.mtu.metrics import (
     score_dialogue_turns,
 )
 from toolgauge.benchmarks.suite.loader import SuiteDialogue, SuiteTurn, load_suite, turn_histories, turn_history
+from toolgauge.benchmarks.suite.options import SuiteOptions
 from toolgauge.benchmarks.suite.protocol import SuiteBenchmark, SuiteResult, SuiteTurnResult
 from toolgauge.engine import SampleOutcome
 from toolgauge.errors import DataError
@@ -178,7 +179,7 @@ def outcome(key: str, *turns: list[ToolCall], error: str | None = None) -> Sampl
 
 def test_score_pairs_outcomes_in_order_and_marks_missing_ones(tmp_path: Path) -> None:
     text = "\n".join(line(i) for i in ("a", "b", "c")) + "\n"
-    bench = SuiteBenchmark(load_suite(write(tmp_path, text)), data_label="t")
+    bench = SuiteBenchmark(load_suite(write(tmp_path, text)), options=SuiteOptions(), data_label="t")
     gold_a = [t.expected_calls for t in bench.items[0].turns]
     scored = bench.score(bench.samples(), [outcome("a", *gold_a), outcome("c", error="model_error: boom")])
     by_dialogue = {row.sample: row for row in scored.samples if row.metadata["turn"] == 0}
@@ -190,7 +191,9 @@ def test_score_pairs_outcomes_in_order_and_marks_missing_ones(tmp_path: Path) ->
 
 
 def test_score_rejects_outcomes_out_of_order(tmp_path: Path) -> None:
-    bench = SuiteBenchmark(load_suite(write(tmp_path, line("a") + "\n" + line("b") + "\n")), data_label="t")
+    bench = SuiteBenchmark(
+        load_suite(write(tmp_path, line("a") + "\n" + line("b") + "\n")), options=SuiteOptions(), data_label="t"
+    )
     with pytest.raises(ValueError, match="'a' is not in sample order"):
         bench.score(bench.samples(), [outcome("b"), outcome("a")])
 

@@ -31,12 +31,8 @@ def build(options: MtuOptions | None = None) -> MtuBenchmark:
     path = existing_data(data_or_official("mtu-bench", options.data))
     return MtuBenchmark(
         limit_items(load_mtu(path, options.splits), options.limit, group=lambda item: item.split),
-        data_label=str(path),
-        mode=options.mode,
-        variant=options.variant,
-        settings=options.call_settings(options.tool_choice),
-        feedback=options.feedback,
         options=options.model_copy(update={"data": path}),
+        data_label=str(path),
     )
 
 

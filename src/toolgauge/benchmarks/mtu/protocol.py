@@ -30,7 +30,6 @@ from toolgauge.errors import ModelError
 from toolgauge.parsing.call_rate import few_calls_warning
 from toolgauge.records import AssistantTurn, Message, ToolCall
 from toolgauge.results import EvalResults, SampleScore, ScoredRun
-from toolgauge.settings import CallSettings
 
 MtuMode = Literal["prompt", "native"]
 
@@ -147,32 +146,20 @@ def _turn_entry(key: str, item: MtuItem, verdict: MtuItemVerdict) -> dict[str, A
 class MtuBenchmark(BenchmarkBase[MtuItem, MtuOptions]):
     """MTU-Bench's eval split, scored by the reference (or strict) metrics; items keyed by id (repeats get ``~k``).
 
+    The mode, the metric variant, the call settings and the feedback are read from ``options`` (stored as the config).
+
     ``warnings`` are said with the results: e.g. how recorded predictions paired with the items (``replay_turns``).
     """
 
     name = "mtu-bench"
     result_type = MtuResult
 
-    def __init__(
-        self,
-        items: Sequence[MtuItem],
-        *,
-        data_label: str,
-        mode: MtuMode = "prompt",
-        variant: MtuVariant = "reference",
-        settings: CallSettings | None = None,
-        warnings: Sequence[str] = (),
-        feedback: MtuFeedback = "none",
-        options: MtuOptions | None = None,
-    ):
-        self.mode: MtuMode = mode
-        self.variant: MtuVariant = variant
-        self.settings = settings or CallSettings()
+    def __init__(self, items: Sequence[MtuItem], *, options: MtuOptions, data_label: str, warnings: Sequence[str] = ()):
+        self.mode: MtuMode = options.mode
+        self.variant: MtuVariant = options.variant
+        self.settings = options.call_settings(options.tool_choice)
         # Recovery from feedback (A2; see toolgauge.benchmarks.mtu.feedback): which kinds of error get a second try.
-        self.feedback: MtuFeedback = feedback
-        # A benchmark made by hand (not by ``build``) is stored with the options its pieces make.
-        options = options or MtuOptions(data=Path(data_label), mode=mode, variant=variant, feedback=feedback,
-                                        **self.settings.model_dump())  # fmt: skip
+        self.feedback: MtuFeedback = options.feedback
         super().__init__(items, keys=item_keys(items), data_label=data_label, options=options, warnings=warnings)
 
     async def episode(self, sample: MtuItem, ctx: EpisodeContext) -> MtuResult:

@@ -20,8 +20,6 @@ def build(options: SuiteOptions | None = None) -> SuiteBenchmark:
     path = existing_data(options.data) if options.data is not None else builtin_suite_path()
     return SuiteBenchmark(
         limit_items(load_suite(path), options.limit),
-        data_label=BUILTIN if options.data is None else str(path),
-        settings=options.call_settings(options.tool_choice),
-        variant=options.variant,
         options=options,
+        data_label=BUILTIN if options.data is None else str(path),
     )

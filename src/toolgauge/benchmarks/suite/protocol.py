@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from toolgauge.benchmark import BenchmarkBase
 from toolgauge.benchmarks.suite.loader import SuiteDialogue, turn_histories
-from toolgauge.benchmarks.suite.options import BUILTIN, SuiteOptions
+from toolgauge.benchmarks.suite.options import SuiteOptions
 from toolgauge.engine import EpisodeContext, SampleOutcome, in_step
 from toolgauge.metrics.calls import (
     DialogueTurnTally,
@@ -25,7 +25,6 @@ from toolgauge.metrics.calls import (
 from toolgauge.recordings import read_recorded_turns
 from toolgauge.records import AssistantTurn, ToolCall
 from toolgauge.results import EvalResults, SampleScore, ScoredRun
-from toolgauge.settings import CallSettings
 
 
 class SuiteTurnResult(BaseModel):
@@ -75,25 +74,17 @@ class JudgedTurn:
 
 
 class SuiteBenchmark(BenchmarkBase[SuiteDialogue, SuiteOptions]):
-    """Runs dialogues in toolgauge's JSONL format, keyed by id (ids are unique in a valid file)."""
+    """Runs dialogues in toolgauge's JSONL format, keyed by id (ids are unique in a valid file).
+
+    The call settings and the metric variant are read from ``options`` (stored as the run's config).
+    """
 
     name = "suite"
     result_type = SuiteResult
 
-    def __init__(
-        self,
-        dialogues: Sequence[SuiteDialogue],
-        *,
-        data_label: str,
-        settings: CallSettings | None = None,
-        variant: MtuVariant = "strict",
-        options: SuiteOptions | None = None,
-    ):
-        self.settings = settings or CallSettings()
-        self.variant: MtuVariant = variant
-        # A benchmark made by hand (not by ``build``) is stored with the options its pieces make.
-        data = None if data_label == BUILTIN else data_label
-        options = options or SuiteOptions(data=data, variant=variant, **self.settings.model_dump())
+    def __init__(self, dialogues: Sequence[SuiteDialogue], *, options: SuiteOptions, data_label: str):
+        self.settings = options.call_settings(options.tool_choice)
+        self.variant: MtuVariant = options.variant
         super().__init__(dialogues, keys=[d.id for d in dialogues], data_label=data_label, options=options)
 
     async def episode(self, sample: SuiteDialogue, ctx: EpisodeContext) -> SuiteResult:
