@@ -65,7 +65,6 @@ from toolgauge.tools.staging import UnsafeFile, read_untrusted_file
 from toolgauge.worker_threads import start_worker_thread
 
 LAUNCH_ATTEMPTS = 3
-CALL_TIMEOUT = 30.0
 STARTUP_TIMEOUT = 30.0
 _KEEP_CHARS = 2000  # outputs stored per unit test / trajectory are cut to this many characters
 
