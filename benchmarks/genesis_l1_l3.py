@@ -32,13 +32,8 @@ import numpy as np
 from toolgauge.benchmarks.tool_genesis.loader import load_genesis, load_registry
 from toolgauge.benchmarks.tool_genesis.metrics.schema import match_schemas
 from toolgauge.benchmarks.tool_genesis.metrics.unit_tests import compared_texts
-from toolgauge.benchmarks.tool_genesis.protocol import (
-    GenesisBenchmark,
-    GenesisEvalResult,
-    GenesisSample,
-    L4Settings,
-    pair_registry,
-)
+from toolgauge.benchmarks.tool_genesis.options import GenesisOptions
+from toolgauge.benchmarks.tool_genesis.protocol import GenesisBenchmark, GenesisEvalResult, GenesisSample, pair_registry
 from toolgauge.benchmarks.tool_genesis.records import GenesisServer
 from toolgauge.driver import RunOptions, RunResult, run_benchmark
 from toolgauge.embeddings.base import Vectors
@@ -111,25 +106,16 @@ async def main() -> None:
             embedder = MiniLMEmbedder(cache_dir=args.cache_dir)
         else:
             embedder = MiniLMEmbedder(cache_dir=Path(tmp) / "cache")
+        # L1-L3 only: L4 is skipped.
         if args.pred:
             samples, _ = pair_registry(servers, load_registry(args.pred))
-            bench = GenesisBenchmark(
-                samples,
-                data_label=str(args.data),
-                variant=args.variant,
-                l4=L4Settings(skip_reason="benchmark: L1-L3 only"),
-                embedder=embedder,
-            )
+            options = GenesisOptions(data=args.data, variant=args.variant, pred=args.pred, skip_l4=True)
         else:
-            bench = GenesisBenchmark(
-                [GenesisSample(server=s) for s in servers],
-                data_label=str(args.data),
-                variant=args.variant,
-                source="gold",
-                out_dir=Path(tmp) / "gold",
-                l4=L4Settings(skip_reason="benchmark: L1-L3 only"),
-                embedder=embedder,
+            samples = [GenesisSample(server=s) for s in servers]
+            options = GenesisOptions(
+                data=args.data, variant=args.variant, model="gold", out=Path(tmp) / "gold", skip_l4=True
             )
+        bench = GenesisBenchmark(samples, options, data_label=str(args.data), embedder=embedder)
         warm = time.perf_counter()
         bench.embedder.embed(["warm up"])  # model load is a one-off per process; reported separately
         load_s = time.perf_counter() - warm

@@ -26,7 +26,8 @@ from helpers.headline_units import assert_headline_reproduced
 from helpers.paths import FIXTURE_ROOT
 from toolgauge.benchmarks.tool_genesis import SPEC as GENESIS
 from toolgauge.benchmarks.tool_genesis.loader import load_genesis, load_registry, write_registry
-from toolgauge.benchmarks.tool_genesis.protocol import GenesisBenchmark, GenesisSample, L4Settings, pair_registry
+from toolgauge.benchmarks.tool_genesis.options import GenesisOptions
+from toolgauge.benchmarks.tool_genesis.protocol import GenesisBenchmark, GenesisSample, pair_registry
 from toolgauge.benchmarks.tool_genesis.records import GeneratedServer
 from toolgauge.driver import RunOptions, RunResult, run_benchmark
 from toolgauge.engine import EngineConfig
@@ -124,11 +125,16 @@ def run(
     return asyncio.run(run_async(bench, tmp / "store.db", client=client, roles=roles, concurrency=concurrency))
 
 
-def bench_for(data: Path, registry: Path, variant: str, **kwargs: Any) -> GenesisBenchmark:
+def bench_for(
+    data: Path, registry: Path, variant: str, *, l4: bool = False, call_timeout: float = 30.0, **kwargs: Any
+) -> GenesisBenchmark:
+    """``registry`` scored on ``data``; ``l4``: L4 runs (with the ``agent`` and ``judge`` roles the run is given)."""
     servers = load_genesis(data)
     samples, warnings = pair_registry(servers, load_registry(registry))
+    roles = {"agent_model": "agent", "judge_model": "judge"} if l4 else {}
+    options = GenesisOptions(data=data, pred=registry, variant=variant, call_timeout=call_timeout, **roles)
     return GenesisBenchmark(
-        samples, data_label=str(data), variant=variant, embedder=OneHotEmbedder(), warnings=warnings, **kwargs
+        samples, options, data_label=str(data), embedder=OneHotEmbedder(), warnings=warnings, **kwargs
     )
 
 
@@ -338,7 +344,7 @@ def test_l4_agent_and_judge_on_generated_and_reference_servers(tmp_path: Path) -
         ],
         name="judge",
     )
-    bench = bench_for(data, registry, "reference", l4=L4Settings())
+    bench = bench_for(data, registry, "reference", l4=True)
     scored = run(bench, tmp_path, roles={"agent": agent, "judge": judge}, concurrency=1)
     row = metrics(scored, "correct")
     # Generated: "mostly complete" = 4 -> soft 4/5, hard (>= 3) 1. Oracle: the reference got 5 (score 1),
@@ -366,13 +372,9 @@ def test_gold_on_the_shared_subset(data_dir: Path, tmp_path: Path) -> None:
     servers = load_genesis(path)
 
     async def one(variant: str) -> Scored:
+        options = GenesisOptions(data=path, variant=variant, model="gold", out=tmp_path / f"gold-{variant}")
         bench = GenesisBenchmark(
-            [GenesisSample(server=s) for s in servers],
-            data_label=str(path),
-            variant=variant,  # type: ignore[arg-type]
-            source="gold",
-            out_dir=tmp_path / f"gold-{variant}",
-            embedder=OneHotEmbedder(),
+            [GenesisSample(server=s) for s in servers], options, data_label=str(path), embedder=OneHotEmbedder()
         )
         return await run_async(bench, tmp_path / f"{variant}.db", model="gold", concurrency=3)
 
@@ -453,7 +455,8 @@ def test_model_output_failures_are_scored_not_raised(tmp_path: Path) -> None:
                                                   code_path=tmp_path / "y.py", error="parse failure: no code")),
         GenesisSample(servers[2], None),
     ]  # fmt: skip
-    bench = GenesisBenchmark(samples, data_label="t", variant="reference", embedder=OneHotEmbedder())
+    options = GenesisOptions(data=data_path, pred=tmp_path)
+    bench = GenesisBenchmark(samples, options, data_label="t", embedder=OneHotEmbedder())
     scored = run(bench, tmp_path)
     assert scored.results.run is not None and scored.results.run.sample_errors == 0
     failures = {slug: s.metadata["failures"]["L1"] for slug, s in scored.servers.items()}

@@ -31,6 +31,7 @@ from helpers.cli_helpers import invoke
 from helpers.view_runs import skip_or_fail_without, view_missing
 from toolgauge.benchmarks.wildtoolbench.io import read_official
 from toolgauge.benchmarks.wildtoolbench.loader import builtin_wild_path, load_wild
+from toolgauge.benchmarks.wildtoolbench.options import WildOptions
 from toolgauge.benchmarks.wildtoolbench.protocol import (
     ERROR_EMPTY,
     ERROR_NO_MATCH,
@@ -63,7 +64,7 @@ def statuses(row: SampleScore) -> dict[str, str]:
 @pytest.mark.parametrize("path", [SESSIONS, builtin_wild_path()], ids=["fixtures", "builtin"])
 def test_gold_walks_every_node_once_on_a_shortest_path(path: Path):
     sessions = load_wild(path)
-    rows = run(WildBenchmark(sessions, data_label="gold")).samples
+    rows = run(WildBenchmark(sessions, WildOptions(), data_label="gold")).samples
     assert rows
     for row in rows:
         graph = row.metadata["gold_graph"]
@@ -79,7 +80,7 @@ def test_gold_walks_every_node_once_on_a_shortest_path(path: Path):
 
 def test_gold_graph_lists_nodes_names_arguments_and_dependencies():
     s = session(1)
-    row = rows_by_id(run(WildBenchmark([s], data_label="gold")))[f"{s.id}#1"]
+    row = rows_by_id(run(WildBenchmark([s], WildOptions(), data_label="gold")))[f"{s.id}#1"]
     graph = row.metadata["gold_graph"]
     nodes = s.tasks[1].nodes
     assert [(n["name"], n["after"]) for n in graph["nodes"]] == [(n.action.name, n.dependency_list) for n in nodes]
@@ -188,7 +189,9 @@ def test_an_official_result_file_gives_the_paths_of_the_replay_it_came_from():
     # The path is replayed from the logged action names, so a log written by the official harness gives it too.
     recorded = read_official(OFFICIAL)
     sessions = [s for s in load_wild(SESSIONS) if s.id in recorded]
-    official = rows_by_id(run(WildBenchmark(sessions, data_label="t", recorded=recorded), "official", NoModel("o")))
+    official = rows_by_id(
+        run(WildBenchmark(sessions, WildOptions(), data_label="t", recorded=recorded), "official", NoModel("o"))
+    )
     replayed = rows_by_id(scenario("reference")[0])
     assert set(official) == {k for k in EXPECTED_SCENARIO if not k.startswith("wild_tool_bench_2")}
     for key, row in official.items():
@@ -247,7 +250,7 @@ def test_run_panels_say_where_and_how_failed_tasks_left_the_graph():
 
 
 def test_a_run_where_every_task_passes_has_no_run_panel():
-    scored = run(WildBenchmark(load_wild(SESSIONS), data_label="gold"))
+    scored = run(WildBenchmark(load_wild(SESSIONS), WildOptions(), data_label="gold"))
     assert run_panels(scored.results, scored.samples) == []
 
 

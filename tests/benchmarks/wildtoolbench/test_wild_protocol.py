@@ -19,6 +19,7 @@ from toolgauge.benchmarks.wildtoolbench.io import read_official, read_steps, ste
 from toolgauge.benchmarks.wildtoolbench.loader import builtin_wild_path, load_wild
 from toolgauge.benchmarks.wildtoolbench.log import WildSessionResult
 from toolgauge.benchmarks.wildtoolbench.metrics import BY_ERROR_CLASS, BY_TASK_TYPE
+from toolgauge.benchmarks.wildtoolbench.options import WildOptions
 from toolgauge.benchmarks.wildtoolbench.protocol import WildBenchmark, WildScoredRun, history_messages, task_graphs
 from toolgauge.benchmarks.wildtoolbench.records import WildSession
 from toolgauge.driver import RunOptions, RunResult, run_benchmark
@@ -27,7 +28,6 @@ from toolgauge.errors import DataError, ModelError
 from toolgauge.models.offline import NoModel, ScriptedClient
 from toolgauge.records import AssistantTurn, ModelRequest
 from toolgauge.results import EvalResults, RunStats, SampleScore
-from toolgauge.settings import CallSettings
 
 FIXTURES = FIXTURE_ROOT / "wildtoolbench"
 SESSIONS = FIXTURES / "sessions.jsonl"
@@ -73,7 +73,7 @@ def session(k: int, language: str = "en") -> WildSession:
 def replay(tmp_path: Path, sessions: list[WildSession], lines: list[dict[str, Any]], variant: str = "reference"):
     path = tmp_path / "steps.jsonl"
     path.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
-    bench = WildBenchmark(sessions, data_label="test", variant=variant)  # type: ignore[arg-type]
+    bench = WildBenchmark(sessions, WildOptions(variant=variant), data_label="test")  # type: ignore[arg-type]
     return run(bench, f"replay:{path}"), bench
 
 
@@ -96,7 +96,7 @@ def step(sid: str, task: int, k: int, content: str | None = None, *calls: dict[s
 @pytest.mark.parametrize("variant", ["reference", "strict"])
 def test_gold_scores_every_task_and_session(path, language, variant):
     sessions = load_wild(path, language)
-    scored = run(WildBenchmark(sessions, data_label="gold", language=language, variant=variant))
+    scored = run(WildBenchmark(sessions, WildOptions(language=language, variant=variant), data_label="gold"))
     results = scored.results
     assert results.value("task_accuracy") == 1.0
     assert results.value("session_accuracy") == 1.0
@@ -114,7 +114,7 @@ def test_gold_accomplish_progress_follows_the_official_pooled_step_count():
     # Reference AP = sum(steps logged) / sum(gold nodes) over Sequential and Mixed tasks. Gold on the
     # fixture: session 0 task 3 (Sequential) takes 3 steps for 3 nodes; session 1 task 1 (Mixed: two
     # same-name lookups together, the reservation, the answer) takes 3 steps for 4 nodes -> 6/7.
-    scored = run(WildBenchmark(load_wild(SESSIONS), data_label="gold"))
+    scored = run(WildBenchmark(load_wild(SESSIONS), WildOptions(), data_label="gold"))
     assert (scored.results.value("complete_steps"), scored.results.value("total_steps")) == (6, 7)
     assert scored.results.value("accomplish_progress_rate") == pytest.approx(6 / 7)
 
@@ -150,7 +150,7 @@ def test_the_model_gets_live_observations_and_never_sees_the_pseudo_tools():
         return request.gold
 
     s = session(0)
-    scored = run(WildBenchmark([s], data_label="t"), "scripted", ScriptedClient(policy=gold_policy))
+    scored = run(WildBenchmark([s], WildOptions(), data_label="t"), "scripted", ScriptedClient(policy=gold_policy))
     assert scored.results.value("task_accuracy") == 1.0
     for request in requests:
         assert {t.name for t in request.tools} == {"get_weather", "get_air_quality", "book_taxi"}
@@ -379,7 +379,7 @@ EXPECTED_SCENARIO = {
 
 
 def scenario(variant: str) -> tuple[Ran, WildBenchmark]:
-    bench = WildBenchmark(load_wild(SESSIONS), data_label="scenario", variant=variant)  # type: ignore[arg-type]
+    bench = WildBenchmark(load_wild(SESSIONS), WildOptions(variant=variant), data_label="scenario")  # type: ignore[arg-type]
     return run(bench, f"replay:{SCENARIO}"), bench
 
 
@@ -417,7 +417,7 @@ def test_scenario_strict_counts_completed_gold_nodes():
 
 
 def test_replay_lays_each_task_out_where_the_previous_one_stopped():
-    bench = WildBenchmark(load_wild(SESSIONS), data_label="t")
+    bench = WildBenchmark(load_wild(SESSIONS), WildOptions(), data_label="t")
     table = bench.replay_table(SCENARIO)
     recorded = read_steps(SCENARIO)["wild_tool_bench_0"]
     # Session 0 tasks take 3, 3, 1 and 3 steps, so task 2's step 0 is the 7th model call (index 6) and
@@ -433,7 +433,7 @@ def test_replay_lays_each_task_out_where_the_previous_one_stopped():
 
 
 def test_replay_rejects_files_that_do_not_fit_the_data(tmp_path):
-    bench = WildBenchmark(load_wild(SESSIONS), data_label="t")
+    bench = WildBenchmark(load_wild(SESSIONS), WildOptions(), data_label="t")
     other = tmp_path / "other.jsonl"
     other.write_text(json.dumps(step("elsewhere", 0, 0, "hi")) + "\n")
     with pytest.raises(DataError, match="none of its 1 sessions is in the data"):
@@ -457,7 +457,9 @@ def test_official_result_file_scores_like_the_replay_it_came_from():
     # (no replay) it gives the same task verdicts as replaying the steps.
     recorded = read_official(OFFICIAL)
     sessions = [s for s in load_wild(SESSIONS) if s.id in recorded]
-    scored = run(WildBenchmark(sessions, data_label="t", recorded=recorded), "official", NoModel("official"))
+    scored = run(
+        WildBenchmark(sessions, WildOptions(), data_label="t", recorded=recorded), "official", NoModel("official")
+    )
     assert scenario_rows(scored) == {
         k: v for k, v in EXPECTED_SCENARIO.items() if not k.startswith("wild_tool_bench_2")
     }
@@ -484,7 +486,7 @@ def test_written_results_round_trip_and_replay_to_the_same_verdicts(tmp_path):
     assert [r.id for r in scored.logs] == ["wild_tool_bench_0", "wild_tool_bench_1", "wild_tool_bench_2"]
     steps = tmp_path / "steps.jsonl"
     steps.write_text("".join(json.dumps(line) + "\n" for line in steps_from_results(scored.logs)))
-    replayed = run(WildBenchmark(load_wild(SESSIONS), data_label="t"), f"replay:{steps}")
+    replayed = run(WildBenchmark(load_wild(SESSIONS), WildOptions(), data_label="t"), f"replay:{steps}")
     assert scenario_rows(replayed) == scenario_rows(scored)
 
 
@@ -495,7 +497,9 @@ def test_a_session_whose_model_fails_is_recorded_and_scored_as_empty_replies():
         assert request.gold is not None
         return request.gold
 
-    scored = run(WildBenchmark(load_wild(SESSIONS), data_label="t"), "scripted", ScriptedClient(policy=policy))
+    scored = run(
+        WildBenchmark(load_wild(SESSIONS), WildOptions(), data_label="t"), "scripted", ScriptedClient(policy=policy)
+    )
     assert scored.run.sample_errors == 1
     rows = rows_by_id(scored)
     assert all(rows[f"wild_tool_bench_1#{t}"].scores["failure_class"] == "call_error" for t in range(4))
@@ -518,7 +522,9 @@ def test_official_error_lines_fail_their_session_and_malformed_lines_are_rejecte
     recorded = read_official(path)
     assert recorded["wild_tool_bench_1"] == "Error during inference: context length exceeded"
     sessions = [s for s in load_wild(SESSIONS) if s.id in recorded]
-    scored = run(WildBenchmark(sessions, data_label="t", recorded=recorded), "official", NoModel("official"))
+    scored = run(
+        WildBenchmark(sessions, WildOptions(), data_label="t", recorded=recorded), "official", NoModel("official")
+    )
     assert scored.run.sample_errors == 1
     rows = rows_by_id(scored)
     assert [rows[f"wild_tool_bench_1#{t}"].scores["failure_class"] for t in range(4)] == ["call_error"] * 4
@@ -547,7 +553,7 @@ def test_tool_choice_expected_forces_the_gold_tool_and_none_for_text_steps():
         seen.append((request.options.tool_choice, first))
         return request.gold
 
-    bench = WildBenchmark([session(0)], data_label="t", settings=CallSettings(tool_choice="expected"))
+    bench = WildBenchmark([session(0)], WildOptions(tool_choice="expected"), data_label="t")
     scored = run(bench, "scripted", ScriptedClient(policy=gold_policy))
     assert scored.results.value("task_accuracy") == 1.0
     # Every call step forces the first gold call's tool; every text step (clarify, answer) forces none.
@@ -562,7 +568,7 @@ def test_build_takes_str_paths_and_a_result_file_and_rescore_rebuilds_the_same_s
     from toolgauge.benchmark import build_from, rebuild, stored_config
     from toolgauge.benchmarks.registry import spec_named
     from toolgauge.benchmarks.wildtoolbench.build import build, score_run
-    from toolgauge.benchmarks.wildtoolbench.options import BUILTIN, WildOptions, WildScoreOptions
+    from toolgauge.benchmarks.wildtoolbench.options import BUILTIN, WildScoreOptions
     from toolgauge.errors import UsageError
 
     spec = spec_named("wildtoolbench")

@@ -153,19 +153,7 @@ def source_of(options: GenesisOptions) -> Source:
 def _benchmark(options: GenesisOptions, samples: Sequence[GenesisSample], warnings: list[str]) -> GenesisBenchmark:
     from toolgauge.benchmarks.tool_genesis.protocol import GenesisBenchmark
 
-    source = source_of(options)
-    return GenesisBenchmark(
-        samples,
-        data_label=str(options.data),
-        variant=options.variant,
-        source=source,
-        out_dir=options.out if source != "registry" else None,
-        strategy=options.strategy,
-        l4=l4_plan(options).settings,
-        call_timeout=options.call_timeout,
-        warnings=warnings,
-        options=options,
-    )
+    return GenesisBenchmark(samples, options, data_label=str(options.data), warnings=warnings)
 
 
 def _generate_run(options: GenesisOptions, data: Path, launcher: ServerLauncher | None) -> GenesisGenerateBenchmark:

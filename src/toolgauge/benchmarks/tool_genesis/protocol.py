@@ -34,6 +34,7 @@ from typing import Any, Literal, TypeVar, TypeVarTuple
 from pydantic import BaseModel, Field
 
 from toolgauge.benchmark import BenchmarkBase
+from toolgauge.benchmarks.tool_genesis.build import l4_plan, source_of
 from toolgauge.benchmarks.tool_genesis.loader import UNSAFE_PATH, load_registry, write_registry
 from toolgauge.benchmarks.tool_genesis.metrics import (
     METRIC_LEVELS,
@@ -64,7 +65,6 @@ from toolgauge.tools.staging import UnsafeFile, read_untrusted_file
 from toolgauge.worker_threads import start_worker_thread
 
 LAUNCH_ATTEMPTS = 3
-CALL_TIMEOUT = 30.0
 STARTUP_TIMEOUT = 30.0
 _KEEP_CHARS = 2000  # outputs stored per unit test / trajectory are cut to this many characters
 
@@ -236,7 +236,13 @@ class L4Settings:
 
 
 class GenesisBenchmark(BenchmarkBase[GenesisSample, GenesisOptions]):
-    """Tool-Genesis evaluation (``genesis evaluate`` and ``eval tool-genesis``)."""
+    """Tool-Genesis evaluation (``genesis evaluate`` and ``eval tool-genesis``).
+
+    ``options`` decide the run and are stored as its config: the variant, where the servers come from
+    (:func:`.build.source_of`: a registry, the gold servers, or the model generating them into ``out``), the
+    strategy, whether L4 runs (:func:`.build.l4_plan`) and the tool-call timeout. The rest is no option: the
+    embedder (None: MiniLM), the sandbox limits, the server start-up timeout and launch attempts.
+    """
 
     name = "tool-genesis"
     result_type = GenesisEvalResult
@@ -244,40 +250,29 @@ class GenesisBenchmark(BenchmarkBase[GenesisSample, GenesisOptions]):
     def __init__(
         self,
         samples: Sequence[GenesisSample],
+        options: GenesisOptions,
         *,
         data_label: str,
-        variant: GenesisVariant = "reference",
-        source: Source = "registry",
-        out_dir: Path | None = None,
-        strategy: Literal["direct", "code-agent"] = "direct",
-        l4: L4Settings | None = None,
         embedder: Embedder | None = None,
         limits: SandboxLimits | None = None,
-        call_timeout: float = CALL_TIMEOUT,
         startup_timeout: float = STARTUP_TIMEOUT,
         launch_attempts: int = LAUNCH_ATTEMPTS,
         warnings: Sequence[str] = (),
-        options: GenesisOptions | None = None,
     ):
-        self.variant: GenesisVariant = variant
-        self.source: Source = source
-        self.out_dir = Path(out_dir) if out_dir is not None else None
-        self.strategy: Literal["direct", "code-agent"] = strategy
-        self.l4 = l4 or L4Settings(skip_reason="L4 not requested")
+        self.variant: GenesisVariant = options.variant
+        self.source: Source = source_of(options)
+        # A registry was written elsewhere; generated servers go into ``out``.
+        self.out_dir = options.out if self.source != "registry" else None
+        self.strategy: Literal["direct", "code-agent"] = options.strategy
+        self.l4 = l4_plan(options).settings
         self._embedder = embedder
         self.limits = limits
-        self.call_timeout = call_timeout
+        self.call_timeout = options.call_timeout
         self.startup_timeout = startup_timeout
         self.launch_attempts = launch_attempts
-        if source != "registry" and self.out_dir is None:
-            raise ValueError("generating servers needs an out_dir")
+        if self.source != "registry" and self.out_dir is None:
+            raise ValueError("generating servers needs the folder to write them into (options.out)")
         self._registry: dict[str, GeneratedServer] | None = None  # read on the first generated server
-        # A benchmark made by hand (not by ``build``) is stored with the options its pieces make.
-        options = options or GenesisOptions(
-            data=Path(data_label), variant=variant, out=self.out_dir, strategy=strategy, call_timeout=call_timeout,
-            pred=Path("registry") if source == "registry" else None, model="gold" if source == "gold" else None,
-            skip_l4=self.l4.skip_reason is not None,
-        )  # fmt: skip
         keys = [s.sample_key for s in samples]
         super().__init__(samples, keys=keys, data_label=data_label, options=options, warnings=warnings)
 

@@ -61,15 +61,8 @@ def _made(options: WildOptions, recorded: Path | None) -> WildBenchmark:
         wanted = set(sessions)
         loaded = [s for s in loaded if s.id in wanted]
     label = BUILTIN if builtin else str(path)
-    return WildBenchmark(
-        limit_items(loaded, options.limit),
-        data_label=label,
-        language=options.language,
-        variant=options.variant,
-        settings=options.call_settings(options.tool_choice),
-        recorded=table,
-        options=options.model_copy(update={"data": Path(label), "sessions": sessions}),
-    )
+    stored = options.model_copy(update={"data": Path(label), "sessions": sessions})
+    return WildBenchmark(limit_items(loaded, options.limit), stored, data_label=label, recorded=table)
 
 
 def score_run(options: WildScoreOptions) -> RecordedRun:

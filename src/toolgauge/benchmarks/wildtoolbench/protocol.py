@@ -73,7 +73,6 @@ from toolgauge.engine import EpisodeContext, SampleOutcome, in_step
 from toolgauge.errors import DataError
 from toolgauge.records import AssistantTurn, GenerateOptions, Message, ToolCall
 from toolgauge.results import EvalResults, SampleScore, ScoredRun
-from toolgauge.settings import CallSettings
 
 __all__ = [
     "STEP_SLACK",
@@ -403,8 +402,8 @@ class WildBenchmark(BenchmarkBase[WildSession, WildOptions]):
     With ``recorded`` (an official result file, by session id) the episode returns the recorded log
     instead of asking the model: the official logs already are the run. A session recorded as a text
     (the official ``"Error during inference: ..."``) fails, and is scored as empty replies. ``options``: what
-    the run was built from (``build.build``), stored as its config so that ``rescore`` rebuilds the same run (the
-    session ids of a result file's run among them).
+    the run is made of (language, variant, tool choice and sampling), stored as its config so that ``rescore``
+    rebuilds the same run (``build.build`` stores the data it read and the session ids of a result file's run).
     """
 
     name = "wildtoolbench"
@@ -413,21 +412,15 @@ class WildBenchmark(BenchmarkBase[WildSession, WildOptions]):
     def __init__(
         self,
         sessions: Sequence[WildSession],
+        options: WildOptions,
         *,
         data_label: str,
-        language: str = "en",
-        variant: WildVariant = "reference",
-        settings: CallSettings | None = None,
         recorded: Mapping[str, WildSessionResult | str] | None = None,
-        options: WildOptions | None = None,
     ):
-        self.language = language
-        self.variant: WildVariant = variant
-        self.settings = settings or CallSettings()
+        self.language = options.language
+        self.variant: WildVariant = options.variant
+        self.settings = options.call_settings(options.tool_choice)
         self.recorded = recorded
-        # A benchmark made by hand (not by ``build``) is stored with the options its pieces make.
-        options = options or WildOptions(data=Path(data_label), language="zh" if language == "zh" else "en",
-                                         variant=variant, **self.settings.model_dump())  # fmt: skip
         super().__init__(sessions, keys=[s.id for s in sessions], data_label=data_label, options=options)
 
     def _options(self, gold: AssistantTurn) -> GenerateOptions:
