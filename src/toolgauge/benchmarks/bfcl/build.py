@@ -14,7 +14,7 @@ from toolgauge.benchmark import RecordedRun
 from toolgauge.benchmarks.bfcl.backends import bfcl_module
 from toolgauge.benchmarks.bfcl.loader import BfclEntry, categories_with_results, load_bfcl, load_bfcl_results
 from toolgauge.benchmarks.bfcl.memory import BFCL_MEMORY_CATEGORIES, BfclMemoryBenchmark
-from toolgauge.benchmarks.bfcl.memory_build import build_memory, default_snapshot_root, skip_web_search
+from toolgauge.benchmarks.bfcl.memory_build import build_memory, skip_web_search
 from toolgauge.benchmarks.bfcl.multi_turn import BfclMultiTurnBenchmark
 from toolgauge.benchmarks.bfcl.multi_turn_check import (
     BFCL_MULTI_TURN_CATEGORIES,
@@ -64,11 +64,14 @@ def _made(options: BfclOptions, predictions: Path | None, *, check_replay: bool)
     chosen, skipped = skip_web_search(chosen)
     if not chosen:
         raise UsageError("give the BFCL categories to run, e.g. simple_python,multiple")
+    warnings = [skipped] if skipped else []
     memory = [c for c in chosen if c in BFCL_MEMORY_CATEGORIES]
     if memory:
         if len(memory) != len(chosen):
             raise UsageError("run BFCL's memory categories as a run of their own")
-        return _memory_run(options, data, memory, predictions, check_replay=check_replay, note=skipped)
+        # A stored run (``check_replay`` False) asks no model: its memory backends are not imported.
+        found_in = options.model_copy(update={"data": data})
+        return build_memory(found_in, memory, predictions, check_backends=check_replay, warnings=warnings)
     multi = [c for c in chosen if c in BFCL_MULTI_TURN_CATEGORIES]
     if multi and len(multi) != len(chosen):
         raise UsageError("run BFCL's multi-turn categories and its single-turn categories as separate runs")
@@ -78,64 +81,11 @@ def _made(options: BfclOptions, predictions: Path | None, *, check_replay: bool)
         bfcl_module("constants.executable_backend_config")  # no bfcl-eval: one line now, not a failure per sample
         turns = _multi_turn_entries(data, multi, options.limit)
         found = load_multi_turn_results(predictions, multi) if predictions is not None else None
-        multi_run = BfclMultiTurnBenchmark(
-            turns,
-            data_label=str(data),
-            mode=options.mode,
-            settings=options.call_settings(),
-            limit=options.limit,
-            recorded=_of(found, {e.id for e in turns}),
-            options=stored,
-        )
-        multi_run.notes.extend([skipped] if skipped else [])
-        return multi_run
+        return BfclMultiTurnBenchmark(turns, stored, recorded=_of(found, {e.id for e in turns}), warnings=warnings)
     entries = _entries(data, chosen, options.limit)
     lines = load_bfcl_results(predictions) if predictions is not None else None
     results = {rid: line.result for rid, line in lines.items()} if lines is not None else None
-    ast_run = BfclBenchmark(
-        entries,
-        data_label=str(data),
-        mode=options.mode,
-        underscore_to_dot=options.underscore_to_dot,
-        settings=options.call_settings(),
-        limit=options.limit,
-        recorded=_of(results, {e.id for e in entries}),
-        options=stored,
-    )
-    ast_run.notes.extend([skipped] if skipped else [])
-    return ast_run
-
-
-def _memory_run(
-    options: BfclOptions,
-    data: Path,
-    categories: list[str],
-    predictions: Path | None,
-    *,
-    check_replay: bool,
-    note: str | None,
-) -> BfclMemoryBenchmark:
-    """The memory run over ``categories``; a stored one (``check_replay`` False) rescores from its stored answers."""
-    root = options.memory_dir or default_snapshot_root()
-    replayed = options.mode == "replay"
-    bench = build_memory(
-        data=data,
-        categories=categories,
-        mode="native" if replayed and not check_replay else options.mode,
-        predictions=predictions,
-        temperature=options.temperature,
-        max_tokens=options.max_tokens,
-        limit=options.limit,
-        snapshot_root=root,
-        check_backends=check_replay,
-    )
-    if replayed and not check_replay:
-        # A replayed run rescores from its stored results: the result files are not needed again.
-        bench.mode, bench.recorded = "replay", {}
-    bench.options = options.model_copy(update={"data": data, "categories": sorted(categories), "memory_dir": root})
-    if note:
-        bench.notes.append(note)
-    return bench
+    return BfclBenchmark(entries, stored, recorded=_of(results, {e.id for e in entries}), warnings=warnings)
 
 
 def _of(found: Mapping[str, Any] | None, wanted: set[str]) -> dict[str, Any] | None:

@@ -36,9 +36,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from toolgauge.benchmarks.bfcl.backends import BFCL_EVAL_HINT, BfclBackends, bfcl_module
-from toolgauge.benchmarks.bfcl.metrics import BfclTally, entry_weight, tally_verdict
+from toolgauge.benchmarks.bfcl.metrics import BfclTally, tally_verdict
 from toolgauge.benchmarks.bfcl.multi_turn import (
-    BfclMultiTurnMode,
     BfclMultiTurnResult,
     converse,
     decode_recorded,
@@ -46,13 +45,12 @@ from toolgauge.benchmarks.bfcl.multi_turn import (
 )
 from toolgauge.benchmarks.bfcl.multi_turn_check import MultiTurnEntry
 from toolgauge.benchmarks.bfcl.options import BfclOptions
-from toolgauge.benchmarks.bfcl.protocol import BfclRunBase, missing_predictions_warning
+from toolgauge.benchmarks.bfcl.protocol import BfclRunBase, entry_score, missing_predictions_warning
 from toolgauge.engine import EpisodeContext, SampleOutcome, in_step
 from toolgauge.errors import DataError, UsageError
 from toolgauge.jsonl import read_jsonl_objects
 from toolgauge.records import AssistantTurn
 from toolgauge.results import EvalResults, SampleScore, ScoredRun
-from toolgauge.settings import CallSettings
 
 BFCL_MEMORY_CATEGORIES: tuple[str, ...] = ("memory_kv", "memory_vector", "memory_rec_sum")
 """BFCL's memory categories (its ``MEMORY_CATEGORY``), each the same 155 questions on another backend."""
@@ -272,7 +270,8 @@ def check_memory(entry: MemoryEntry, result: BfclMultiTurnResult | None) -> Memo
 class BfclMemoryBenchmark(BfclRunBase[MemoryEntry]):
     """BFCL's memory categories on the wheel's memory backends, in ``native`` or ``prompt`` mode.
 
-    ``snapshot_root`` holds each run's memory snapshots (``<snapshot_root>/<run id>/epoch<k>``).
+    ``snapshot_root``, the options' ``memory_dir``, holds each run's memory snapshots
+    (``<snapshot_root>/<run id>/epoch<k>``).
     """
 
     result_type = BfclMultiTurnResult
@@ -280,22 +279,18 @@ class BfclMemoryBenchmark(BfclRunBase[MemoryEntry]):
     def __init__(
         self,
         data: Sequence[MemoryData],
+        options: BfclOptions,
         *,
-        data_label: str,
-        snapshot_root: Path,
-        mode: BfclMultiTurnMode = "native",
-        settings: CallSettings | None = None,
-        limit: int | None = None,
         recorded: Mapping[str, Any] | None = None,
-        options: BfclOptions | None = None,
+        warnings: Sequence[str] = (),
     ):
-        if (mode == "replay") != (recorded is not None):
+        if (options.mode == "replay") != (recorded is not None):
             raise UsageError("mode replay scores BFCL result files: give predictions (and only in that mode)")
+        if options.memory_dir is None:
+            raise ValueError("a memory run keeps its snapshots under the options' memory_dir: give one")
         self.data = list(data)
-        self.snapshot_root = snapshot_root
-        entries = [e for d in self.data for e in d.entries]
-        super().__init__(entries, data_label=data_label, mode=mode, settings=settings, limit=limit, recorded=recorded,
-                         options=options, memory_dir=snapshot_root)  # fmt: skip
+        self.snapshot_root = options.memory_dir
+        super().__init__([e for d in self.data for e in d.entries], options, recorded=recorded, warnings=warnings)
         self._prerequisites = {d.entries[0].category: d.prerequisites for d in self.data if d.entries}
         self._locks: defaultdict[tuple[str, str, str, int], asyncio.Lock] = defaultdict(asyncio.Lock)
 
@@ -371,7 +366,7 @@ class BfclMemoryBenchmark(BfclRunBase[MemoryEntry]):
             settings={"mode": self.mode, "data": self.data_label},
             metrics=tally.metrics(),
             details=tally.details(),
-            warnings=[*self.notes, *([warning] if warning else [])],
+            warnings=[*self.warnings, *([warning] if warning else [])],
         )
         sizes = Counter(entry.category for _, entry in samples)
         return ScoredRun(results, lambda: (_sample_score(v, e, r, sizes[v.category]) for v, e, r in judged))
@@ -401,12 +396,11 @@ def _as_entry(entry_id: str, entry: MemoryEntry, question: list[list[dict[str, A
 
 
 def _sample_score(v: MemoryVerdict, error: str | None, result: BfclMultiTurnResult | None, size: int) -> SampleScore:
-    return SampleScore(
-        id=v.id,
-        sample=v.id,
-        value=1.0 if v.valid else 0.0,
-        scores={"valid": v.valid, "error_type": v.error_type, "accuracy": 1.0 if v.valid else 0.0},
-        weights={"accuracy": entry_weight(size)},
+    return entry_score(
+        v.id,
+        v.valid,
+        v.error_type,
+        size,
         explanation=None if v.valid else f"{v.error_type}: {v.error_message}",
         error=error,
         metadata={

@@ -24,9 +24,9 @@ from toolgauge.benchmarks.bfcl.decoders.call_types import BfclDecodeError
 from toolgauge.benchmarks.bfcl.decoders.python_calls import decode_python_calls, render_python_calls
 from toolgauge.benchmarks.bfcl.io import bfcl_prompt_messages, bfcl_tools
 from toolgauge.benchmarks.bfcl.loader import BfclEntry
-from toolgauge.benchmarks.bfcl.metrics import BfclTally, entry_weight, tally_verdict
+from toolgauge.benchmarks.bfcl.metrics import BfclTally, tally_verdict
 from toolgauge.benchmarks.bfcl.multi_turn_check import Call, MultiTurnEntry, MultiTurnVerdict, check_multi_turn
-from toolgauge.benchmarks.bfcl.protocol import BfclRunBase, missing_predictions_warning
+from toolgauge.benchmarks.bfcl.protocol import BfclRunBase, entry_score, missing_predictions_warning
 from toolgauge.engine import EpisodeContext, SampleOutcome, in_step
 from toolgauge.errors import UsageError
 from toolgauge.records import AssistantTurn, Message, ToolCall, ToolSpec
@@ -116,7 +116,7 @@ class BfclMultiTurnBenchmark(BfclRunBase[MultiTurnEntry]):
             settings={"mode": self.mode, "data": self.data_label},
             metrics=metrics,
             details=tally.details(),
-            warnings=[*self.notes, *([warning] if warning else [])],
+            warnings=[*self.warnings, *([warning] if warning else [])],
         )
         sizes = Counter(entry.category for _, entry in samples)
         # The verdicts are kept: judging re-runs every call on the backends, too slow to do twice.
@@ -343,17 +343,12 @@ def _sample_score(v: MultiTurnVerdict, result: BfclMultiTurnResult | None, error
         **({"missing_prediction": True} if result is not None and result.missing else {}),
         "errors": [v.error_message] if v.error_message else [],
     }
-    return SampleScore(
-        id=v.id,
-        sample=v.id,
-        value=1.0 if v.valid else 0.0,
-        scores={
-            "valid": v.valid,
-            "error_type": v.error_type,
-            "accuracy": 1.0 if v.valid else 0.0,
-            "turn_credit": v.turn_credit,
-        },
-        weights={"accuracy": entry_weight(size)},
+    return entry_score(
+        v.id,
+        v.valid,
+        v.error_type,
+        size,
+        turn_credit=v.turn_credit,
         explanation=None if v.valid else f"{v.error_type}: {v.error_message}",
         error=error,
         metadata=metadata,

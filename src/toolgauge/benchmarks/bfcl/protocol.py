@@ -27,7 +27,6 @@ from toolgauge.errors import UsageError
 from toolgauge.parsing.call_rate import few_calls_warning
 from toolgauge.records import AssistantTurn, ToolCall
 from toolgauge.results import EvalResults, SampleScore, ScoredRun
-from toolgauge.settings import CallSettings
 
 BfclMode = Literal["prompt", "native", "replay"]
 
@@ -75,22 +74,49 @@ class JudgedEntry:
             metadata["gold"] = self.gold
         if self.missing:
             metadata["missing_prediction"] = True
-        return SampleScore(
-            id=v.id,
-            sample=v.id,
-            value=1.0 if v.valid else 0.0,
-            scores={
-                "valid": v.valid,
-                "error_type": v.error_type,
-                "unsatisfiable": v.unsatisfiable,
-                "unparsable": v.unparsable,
-                "accuracy": 1.0 if v.valid else 0.0,
-            },
-            weights={"accuracy": entry_weight(self.category_size)},
+        return entry_score(
+            v.id,
+            v.valid,
+            v.error_type,
+            self.category_size,
+            checks={"unsatisfiable": v.unsatisfiable, "unparsable": v.unparsable},
             explanation=explanation,
             error=self.sample_error,
             metadata=metadata,
         )
+
+
+def entry_score(
+    entry_id: str,
+    valid: bool,
+    error_type: str | None,
+    category_size: int,
+    *,
+    explanation: str | None,
+    error: str | None,
+    metadata: dict[str, Any],
+    checks: Mapping[str, bool] | None = None,
+    turn_credit: float | None = None,
+) -> SampleScore:
+    """One entry's row, of any kind of run: 1.0 when BFCL accepts it, weighing 1 / its category's size in accuracy.
+
+    Its scores, in this order: ``valid``, ``error_type``, the AST checker's ``checks`` (``unsatisfiable``,
+    ``unparsable``), ``accuracy`` and a multi-turn entry's ``turn_credit``.
+    """
+    accuracy = 1.0 if valid else 0.0
+    scores: dict[str, Any] = {"valid": valid, "error_type": error_type, **(checks or {}), "accuracy": accuracy}
+    if turn_credit is not None:
+        scores["turn_credit"] = turn_credit
+    return SampleScore(
+        id=entry_id,
+        sample=entry_id,
+        value=accuracy,
+        scores=scores,
+        weights={"accuracy": entry_weight(category_size)},
+        explanation=explanation,
+        error=error,
+        metadata=metadata,
+    )
 
 
 def gold_calls(entry: BfclEntry) -> list[dict[str, Any]] | None:
@@ -123,22 +149,6 @@ class BfclEntryLike(Protocol):
 E = TypeVar("E", bound=BfclEntryLike)
 
 
-def stored_options(
-    entries: Sequence[BfclEntryLike],
-    data_label: str,
-    mode: str,
-    settings: CallSettings,
-    limit: int | None,
-    **fields: Any,
-) -> BfclOptions:
-    """The options of a BFCL run made by hand (not by ``build``): its pieces and ``fields``, as ``build`` keeps them."""
-    sampling = settings.model_dump(exclude={"tool_choice"})
-    return BfclOptions.model_validate(
-        {"data": data_label, "categories": sorted({e.category for e in entries}), "mode": mode, "limit": limit,
-         **sampling, **fields}
-    )  # fmt: skip
-
-
 def missing_predictions_warning(missing: Sequence[str], total: int) -> str | None:
     """The warning for a replay where ``missing`` of ``total`` entries have no recorded result (None if none)."""
     if not missing:
@@ -161,10 +171,10 @@ def recorded_turns(results: Mapping[str, BfclOutput]) -> dict[str, list[Assistan
 class BfclRunBase(BenchmarkBase[E, BfclOptions]):
     """What BFCL's three kinds of run (AST, multi-turn, memory) keep besides their entries, keyed by BFCL id.
 
-    ``mode``: how the model is asked (``replay``: ``recorded``, entry id -> BFCL result, is what the episodes
-    return); ``limit``: ``--limit``, as stored; ``notes``: said with the results (categories left out of the run,
-    web search without SerpAPI). A run made by hand (not by ``build``) is stored with the options its pieces and
-    ``fields`` (options of the run's own: ``underscore_to_dot``, ``memory_dir``) make.
+    The run is made from its options, as stored: ``mode`` (how the model is asked; ``replay``: ``recorded``, entry
+    id -> BFCL result, is what the episodes return), the call settings of its sampling options and the data folder,
+    which the results name. ``warnings``: said with the results (categories left out of the run, web search without
+    SerpAPI).
     """
 
     name = "bfcl"
@@ -172,22 +182,16 @@ class BfclRunBase(BenchmarkBase[E, BfclOptions]):
     def __init__(
         self,
         entries: Sequence[E],
+        options: BfclOptions,
         *,
-        data_label: str,
-        mode: BfclMode = "native",
-        settings: CallSettings | None = None,
-        limit: int | None = None,
         recorded: Mapping[str, Any] | None = None,
-        options: BfclOptions | None = None,
-        **fields: Any,
+        warnings: Sequence[str] = (),
     ):
-        self.mode: BfclMode = mode
-        self.settings = settings or CallSettings()
-        self.limit = limit
+        self.mode: BfclMode = options.mode
+        self.settings = options.call_settings()
         self.recorded = recorded
-        self.notes: list[str] = []
-        options = options or stored_options(entries, data_label, mode, self.settings, limit, **fields)
-        super().__init__(entries, keys=[e.id for e in entries], data_label=data_label, options=options)
+        keys = [e.id for e in entries]
+        super().__init__(entries, keys=keys, data_label=str(options.data), options=options, warnings=warnings)
 
     def missing_predictions(self) -> list[str]:
         """In replay mode, the ids of the entries ``recorded`` has no result for, in entry order."""
@@ -200,7 +204,7 @@ class BfclBenchmark(BfclRunBase[BfclEntry]):
     ``mode`` ``native`` and ``prompt`` ask the model, as BFCL's function-calling and prompting
     handlers do. ``replay`` scores recorded BFCL results: ``recorded`` (entry id -> result) is
     what the episodes return, checked untouched, so odd shapes fail exactly as they fail in BFCL. The options'
-    ``underscore_to_dot`` (a run made by hand: ``underscore_to_dot=``) overrides the choice by output style.
+    ``underscore_to_dot`` overrides the choice by output style.
     """
 
     result_type = BfclResult
@@ -274,7 +278,7 @@ class BfclBenchmark(BfclRunBase[BfclEntry]):
             },
             metrics=tally.metrics(),
             details=tally.details(),
-            warnings=[*self.notes, *(warning for warning in warnings if warning)],
+            warnings=[*self.warnings, *(warning for warning in warnings if warning)],
         )
         return ScoredRun(results, lambda: (j.sample_score() for j in self.judged_entries(samples, outcomes)))
 
