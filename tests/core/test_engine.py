@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 
 import pytest
 from sqlalchemy import select
@@ -317,3 +318,42 @@ async def test_unknown_role_fails_the_sample_with_a_clear_error(tmp_path):
         [("s1", "hi")], episode, Echo, client=ScriptedClient(outputs=[]), store=store, run_id=run_id
     )
     assert out.outcomes[0].error is not None and "no model client for role 'judge'" in out.outcomes[0].error
+
+
+class TimeUp(ModelError):
+    """The error the test's deadlines end model calls with."""
+
+
+async def test_a_deadline_ends_the_episodes_model_calls_with_its_error(tmp_path):
+    model = ScriptedClient(policy=lambda r: AssistantTurn(content=f"step {r.step}"))
+    silent = ScriptedClient(policy=lambda r: AssistantTurn(content="never sent back"), delay=600.0)
+    ask = [Message(role="user", content="hi")]
+
+    async def reply(ctx: EpisodeContext, role: str = "model") -> str:
+        try:
+            return (await ctx.generate(ask, role=role)).content or ""
+        except TimeUp as exc:
+            return f"raised {exc}"
+
+    async def episode(sample: str, ctx: EpisodeContext) -> Echo:
+        texts = []
+        with ctx.deadline(time.monotonic() + 600, lambda: TimeUp("far")):
+            texts.append(await reply(ctx))  # answered before the deadline: as without one
+        with ctx.deadline(time.monotonic() + 0.05, lambda: TimeUp("cut")):
+            texts.append(await reply(ctx, "silent"))  # a reply that never comes is cut at the deadline
+        with ctx.deadline(time.monotonic() - 1, lambda: TimeUp("past")):
+            texts.append(await reply(ctx))  # asked after the deadline: never sent, no step taken
+        texts.append(await reply(ctx))  # out of the block: no deadline
+        return Echo(text="|".join(texts))
+
+    store = store_at(tmp_path)
+    run_id = store.create_run("deadline", "scripted", {})
+    out = await run_episodes(
+        [("s1", "hi")], episode, Echo, client=model, store=store, run_id=run_id, roles={"silent": silent}, config=FAST
+    )
+    assert out.outcomes[0].result == Echo(text="step 0|raised cut|raised past|step 1")
+    assert (model.request_count, silent.request_count) == (2, 1)
+    store.flush()
+    with store.engine.connect() as conn:
+        logged = [row[0] for row in conn.execute(select(schema.model_calls.c.sample_key))]
+    assert logged == ["s1", "s1"]  # the call cut short is not recorded
