@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 
 import pytest
 from sqlalchemy import select
@@ -282,6 +283,21 @@ def test_many_processes_can_open_a_new_store_at_once(tmp_path):
     assert len(open_store(url).list_runs()) == 6
 
 
+async def one_sample_and_its_calls(
+    tmp_path, episode, model: ScriptedClient, **roles: ScriptedClient
+) -> tuple[Echo | None, list[str]]:
+    """Run ``episode`` on sample ``s1``; its result and the sample keys of the model calls logged, in order."""
+    store = store_at(tmp_path)
+    run_id = store.create_run("t", "scripted", {})
+    out = await run_episodes(
+        [("s1", "hi")], episode, Echo, client=model, store=store, run_id=run_id, roles=roles, config=FAST
+    )
+    store.flush()
+    with store.engine.connect() as conn:
+        logged = [row[0] for row in conn.execute(select(schema.model_calls.c.sample_key))]
+    return out.outcomes[0].result, logged
+
+
 async def test_roles_reach_their_own_client_and_count_their_own_steps(tmp_path):
     model = ScriptedClient(policy=lambda r: AssistantTurn(content=f"model step {r.step}"))
     judge = ScriptedClient(policy=lambda r: AssistantTurn(content=f"judge step {r.step}"))
@@ -293,16 +309,9 @@ async def test_roles_reach_their_own_client_and_count_their_own_steps(tmp_path):
             texts.append(turn.content)
         return Echo(text="|".join(texts))
 
-    store = store_at(tmp_path)
-    run_id = store.create_run("roles", "scripted", {})
-    out = await run_episodes(
-        [("s1", "hi")], episode, Echo, client=model, store=store, run_id=run_id, roles={"judge": judge}, config=FAST
-    )
+    result, logged = await one_sample_and_its_calls(tmp_path, episode, model, judge=judge)
     # Interleaved roles must not shift the evaluated model's step numbers (replay tables key on them).
-    assert out.outcomes[0].result == Echo(text="model step 0|judge step 0|model step 1|judge step 1|judge step 2")
-    store.flush()
-    with store.engine.connect() as conn:
-        logged = [row[0] for row in conn.execute(select(schema.model_calls.c.sample_key))]
+    assert result == Echo(text="model step 0|judge step 0|model step 1|judge step 1|judge step 2")
     assert sorted(logged) == ["s1", "s1", "s1#judge", "s1#judge", "s1#judge"]
 
 
@@ -317,3 +326,35 @@ async def test_unknown_role_fails_the_sample_with_a_clear_error(tmp_path):
         [("s1", "hi")], episode, Echo, client=ScriptedClient(outputs=[]), store=store, run_id=run_id
     )
     assert out.outcomes[0].error is not None and "no model client for role 'judge'" in out.outcomes[0].error
+
+
+class TimeUp(ModelError):
+    """The error the test's deadlines end model calls with."""
+
+
+async def test_a_deadline_ends_the_episodes_model_calls_with_its_error(tmp_path):
+    model = ScriptedClient(policy=lambda r: AssistantTurn(content=f"step {r.step}"))
+    silent = ScriptedClient(policy=lambda r: AssistantTurn(content="never sent back"), delay=600.0)
+    ask = [Message(role="user", content="hi")]
+
+    async def reply(ctx: EpisodeContext, role: str = "model") -> str:
+        try:
+            return (await ctx.generate(ask, role=role)).content or ""
+        except TimeUp as exc:
+            return f"raised {exc}"
+
+    async def episode(sample: str, ctx: EpisodeContext) -> Echo:
+        texts = []
+        with ctx.deadline(time.monotonic() + 600, lambda: TimeUp("far")):
+            texts.append(await reply(ctx))  # answered before the deadline: as without one
+        with ctx.deadline(time.monotonic() + 0.05, lambda: TimeUp("cut")):
+            texts.append(await reply(ctx, "silent"))  # a reply that never comes is cut at the deadline
+        with ctx.deadline(time.monotonic() - 1, lambda: TimeUp("past")):
+            texts.append(await reply(ctx))  # asked after the deadline: never sent, no step taken
+        texts.append(await reply(ctx))  # out of the block: no deadline
+        return Echo(text="|".join(texts))
+
+    result, logged = await one_sample_and_its_calls(tmp_path, episode, model, silent=silent)
+    assert result == Echo(text="step 0|raised cut|raised past|step 1")
+    assert (model.request_count, silent.request_count) == (2, 1)
+    assert logged == ["s1", "s1"]  # the call cut short is not recorded

@@ -18,7 +18,7 @@ import random
 import time
 from abc import abstractmethod
 from array import array
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
@@ -348,6 +348,8 @@ class EpisodeContext:
         self._saved: dict[str, Any] | None = None
         # A call of this try was refused by the budget: the try is not finished and runs again on resume.
         self.budget_hit = False
+        # Set by ``deadline``: when (``time.monotonic()``) model calls end, and the error they end with.
+        self._deadline: tuple[float, Callable[[], ModelError]] | None = None
 
     @property
     def run_id(self) -> str:
@@ -386,6 +388,40 @@ class EpisodeContext:
         st = self._state
         await st.store.run_io(st.store.save_step, st.run_id, self.sample_key, name, value)
 
+    @contextlib.contextmanager
+    def deadline(self, at: float, time_up: Callable[[], ModelError]) -> Iterator[None]:
+        """Within the block, this episode's model calls end by ``at`` (a ``time.monotonic()`` time).
+
+        A call asked for at or after ``at``, or still running then (retries and backoff included), raises
+        ``time_up()`` instead; a call cut short is not recorded. On leaving the block the previous deadline (if
+        any) applies again.
+        """
+        outer = self._deadline
+        self._deadline = (at, time_up)
+        try:
+            yield
+        finally:
+            self._deadline = outer
+
+    @contextlib.asynccontextmanager
+    async def _until_deadline(self) -> AsyncIterator[None]:
+        """Bound what runs inside by the ``deadline`` in effect (nothing without one)."""
+        if self._deadline is None:
+            yield
+            return
+        at, time_up = self._deadline
+        left = at - time.monotonic()
+        if left <= 0:
+            raise time_up()
+        scope = asyncio.timeout(left)
+        try:
+            async with scope:
+                yield
+        except TimeoutError:
+            if not scope.expired():
+                raise
+            raise time_up() from None
+
     async def generate(
         self,
         messages: list[Message],
@@ -403,45 +439,47 @@ class EpisodeContext:
         ``role`` picks the client: ``"model"`` (the evaluated model) or a named extra client
         given to ``run_episodes(roles=...)``, such as ``"agent"`` or ``"judge"``. Each role counts
         its own steps, so scripted and replayed outputs of the evaluated model keep their step numbers.
+        Inside a ``deadline`` block the call ends at its deadline with its error.
         """
-        st = self._state
-        if st.fatal is not None:
-            raise st.fatal
-        client = st.client_for(role)
-        step = self._steps.get(role, 0)
-        self._steps[role] = step + 1
-        request = ModelRequest(
-            messages=messages,
-            tools=tools or [],
-            options=options or GenerateOptions(),
-            sample_key=self.sample,
-            step=step,
-            gold=gold,
-        )
-        key = request_hash(client.cache_id, request, epoch=self.epoch) if client.cacheable else None
-        mode = st.config.cache_mode
-        if key is not None and mode in ("on", "read"):
-            # Known in memory (buffered, or read ahead): no wait. Else a look-up on the store's thread.
-            hit = st.store.cache_known(key)
-            if hit is None:
-                hit = await st.store.cache_get_async(key)  # off the event loop
+        async with self._until_deadline():
+            st = self._state
+            if st.fatal is not None:
+                raise st.fatal
+            client = st.client_for(role)
+            step = self._steps.get(role, 0)
+            self._steps[role] = step + 1
+            request = ModelRequest(
+                messages=messages,
+                tools=tools or [],
+                options=options or GenerateOptions(),
+                sample_key=self.sample,
+                step=step,
+                gold=gold,
+            )
+            key = request_hash(client.cache_id, request, epoch=self.epoch) if client.cacheable else None
+            mode = st.config.cache_mode
+            if key is not None and mode in ("on", "read"):
+                # Known in memory (buffered, or read ahead): no wait. Else a look-up on the store's thread.
+                hit = st.store.cache_known(key)
+                if hit is None:
+                    hit = await st.store.cache_get_async(key)  # off the event loop
+                    if hit is not None:
+                        st.hit_in_store(client)
                 if hit is not None:
-                    st.hit_in_store(client)
-            if hit is not None:
-                turn = AssistantTurn.model_validate(hit)
-                st.cached += 1
-                self._record(request, key, turn, None, 0.0, 0, cached=True, role=role)
-                return turn
-        refused = st.spend.admit() if st.budget_stop is None else st.budget_stop.reason
-        if refused is not None:
-            self.budget_hit = True
-            if st.budget_stop is None:
-                st.budget_stop = BudgetReached(st.run_id, f"budget reached: {refused}")
-            raise st.budget_stop
-        try:
-            return await self._call(client, request, key, role)
-        finally:
-            st.spend.release()
+                    turn = AssistantTurn.model_validate(hit)
+                    st.cached += 1
+                    self._record(request, key, turn, None, 0.0, 0, cached=True, role=role)
+                    return turn
+            refused = st.spend.admit() if st.budget_stop is None else st.budget_stop.reason
+            if refused is not None:
+                self.budget_hit = True
+                if st.budget_stop is None:
+                    st.budget_stop = BudgetReached(st.run_id, f"budget reached: {refused}")
+                raise st.budget_stop
+            try:
+                return await self._call(client, request, key, role)
+            finally:
+                st.spend.release()
 
     async def _call(self, client: ModelClient, request: ModelRequest, key: str | None, role: str) -> AssistantTurn:
         """The model call itself, with retries (admitted by the budget, not found in the cache)."""

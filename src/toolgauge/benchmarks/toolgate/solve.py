@@ -23,7 +23,6 @@ raises).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import tempfile
 import time
@@ -33,7 +32,7 @@ from typing import TYPE_CHECKING, Any, cast
 from toolgauge.benchmarks.toolgate.records import LETTERS, Candidate, Letter, SolveResult
 from toolgauge.benchmarks.toolgate.verify import DEFAULT_MEMORY_MB, SandboxSetupError, verify_limits
 from toolgauge.errors import ModelError
-from toolgauge.records import AssistantTurn, GenerateOptions, Message, ToolCall, ToolSpec
+from toolgauge.records import GenerateOptions, Message, ToolCall, ToolSpec
 from toolgauge.sandbox import SandboxKind, require_isolation, run_sandboxed, sandbox_python
 from toolgauge.tools import MAX_TOOL_OUTPUT_CHARS, ToolCallOutcome, run_tool_loop
 from toolgauge.tools.backend import unknown_tool
@@ -186,35 +185,6 @@ class SolverWorkspace:
         return ToolCallOutcome(text=run_reply(run.stdout, stderr, exit_code), seconds=run.seconds)
 
 
-class _DeadlineContext:
-    """An episode context whose model calls end at the solve's deadline (then :class:`SolveTimeUp`)."""
-
-    def __init__(self, ctx: EpisodeContext, deadline: float, time_limit: float):
-        self._ctx = ctx
-        self._deadline = deadline
-        self._time_limit = time_limit
-        self.sample_key = ctx.sample_key
-
-    async def generate(
-        self,
-        messages: list[Message],
-        tools: list[ToolSpec] | None = None,
-        options: GenerateOptions | None = None,
-        *,
-        gold: AssistantTurn | None = None,
-        role: str = "model",
-    ) -> AssistantTurn:
-        left = self._deadline - time.monotonic()
-        message = f"{TIME_UP} of {self._time_limit:g} s was reached"
-        if left <= 0:
-            raise SolveTimeUp(message)
-        try:
-            async with asyncio.timeout(left):
-                return await self._ctx.generate(messages, tools, options, gold=gold, role=role)
-        except TimeoutError:
-            raise SolveTimeUp(message) from None
-
-
 def solver_messages(candidate: Candidate, *, time_limit: float, call_time_limit: float) -> list[Message]:
     """The solver's opening messages: what it has, the rules, then the question and the options."""
     libraries = _libraries(candidate.domain)
@@ -300,8 +270,9 @@ async def solve_candidate(
         _stage(folder, candidate)
         backend = SolverWorkspace(folder, deadline=deadline, call_time_limit=per_call, kind=kind)
         messages = solver_messages(candidate, time_limit=time_limit, call_time_limit=per_call)
-        bounded = cast("EpisodeContext", _DeadlineContext(ctx, deadline, time_limit))
-        transcript = await run_tool_loop(bounded, messages, backend, max_steps, role=role, options=opts)
+        time_up = f"{TIME_UP} of {time_limit:g} s was reached"
+        with ctx.deadline(deadline, lambda: SolveTimeUp(time_up)):
+            transcript = await run_tool_loop(ctx, messages, backend, max_steps, role=role, options=opts)
         answer_file = folder / ANSWER_FILE
         submitted = answer_file.read_text(encoding="utf-8").strip() if answer_file.exists() else None
     seconds = round(time.monotonic() - started, 3)
