@@ -96,6 +96,7 @@ StoreOpt = Annotated[
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the results as JSON on stdout.")]
+RunArg = Annotated[str, typer.Argument(help="Run id, a unique start of one, or 'latest' (see: toolgauge runs).")]
 ToolChoiceOpt = Annotated[
     ToolChoice, typer.Option("--tool-choice", help="auto | none | expected (force the reference tool by name).")
 ]

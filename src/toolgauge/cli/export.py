@@ -9,7 +9,7 @@ import typer
 from rich.text import Text
 
 from toolgauge.benchmark import rescorable
-from toolgauge.cli.common import StoreOpt, guarded, out, warn
+from toolgauge.cli.common import RunArg, StoreOpt, guarded, out, warn
 from toolgauge.errors import DataError
 from toolgauge.results import SampleScore
 
@@ -36,7 +36,7 @@ def stored_verdicts(run: RunInfo, store_url: str | None) -> tuple[list[SampleSco
 
 
 def export_cmd(
-    run_id: Annotated[str, typer.Argument(help="Run id, a unique start of one, or 'latest' (see: toolgauge runs).")],
+    run_id: RunArg,
     fmt: Annotated[str, typer.Option("--format", help="inspect | bfcl | csv | jsonl | parquet")],
     out_dir: Annotated[Path, typer.Option("--out", help="Folder to write (must not exist or be empty).")],
     store: StoreOpt = None,

@@ -12,15 +12,13 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from toolgauge.cli.common import JsonOpt, StoreOpt, fail, guarded, out, print_results, sample_row
+from toolgauge.cli.common import JsonOpt, RunArg, StoreOpt, fail, guarded, out, print_results, sample_row
 from toolgauge.errors import UsageError
 from toolgauge.redact import redact
 from toolgauge.report.export import check_output_file, results_to_csv, sample_lines, write_lines_atomic
 
 if TYPE_CHECKING:
     from toolgauge.store.store import RunInfo, Store
-
-RunArg = Annotated[str, typer.Argument(help="Run id, a unique start of one, or 'latest' (see: toolgauge runs).")]
 
 
 def runs_cmd(

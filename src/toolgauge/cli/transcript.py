@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from toolgauge.cli.common import StoreOpt, guarded, out
+from toolgauge.cli.common import RunArg, StoreOpt, guarded, out
 from toolgauge.cost import Price, format_usd
 from toolgauge.errors import UsageError
 from toolgauge.records import AssistantTurn, Message, ToolCall
@@ -22,7 +22,7 @@ SHOWN_KEYS = 5
 
 
 def transcript_cmd(
-    run_id: Annotated[str, typer.Argument(help="Run id, a unique start of one, or 'latest' (see: toolgauge runs).")],
+    run_id: RunArg,
     sample_key: Annotated[str, typer.Argument(help="The sample's key: the 'sample' field of its --samples rows.")],
     store: StoreOpt = None,
     as_json: Annotated[
