@@ -10,14 +10,17 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from toolgauge.store.lease import LockHolder
+from toolgauge.store.role_calls import NO_CALLS, RoleCalls
 from toolgauge.store.transcripts import ModelCallRecord
 
 if TYPE_CHECKING:
     from toolgauge.store.store import RunInfo, SampleRecord, SampleState, Store, default_store_url, open_store
 
 __all__ = [
+    "NO_CALLS",
     "LockHolder",
     "ModelCallRecord",
+    "RoleCalls",
     "RunInfo",
     "SampleRecord",
     "SampleState",

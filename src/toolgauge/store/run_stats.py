@@ -5,6 +5,7 @@ from __future__ import annotations
 from sqlalchemy import Engine, func, select
 
 from toolgauge.store import schema
+from toolgauge.store.role_calls import RoleCalls
 
 
 def call_stats(engine: Engine, run_id: str) -> dict[str, float]:
@@ -38,7 +39,7 @@ def call_stats(engine: Engine, run_id: str) -> dict[str, float]:
     }
 
 
-def call_stats_by_role(engine: Engine, run_id: str) -> dict[str, dict[str, float]]:
+def call_stats_by_role(engine: Engine, run_id: str) -> dict[str, RoleCalls]:
     """Per role (model, agent, judge, screen, solver...): call count, tokens in and out, latency total.
 
     Cached calls count, with their tokens (the caller flushes first).
@@ -57,7 +58,4 @@ def call_stats_by_role(engine: Engine, run_id: str) -> dict[str, dict[str, float
     )
     with engine.connect() as conn:
         rows = conn.execute(query).all()
-    return {
-        str(role): {"calls": float(n), "input_tokens": float(i), "output_tokens": float(o), "latency_s": float(s)}
-        for role, n, i, o, s in rows
-    }
+    return {str(role): RoleCalls(int(n), int(i), int(o), float(s)) for role, n, i, o, s in rows}

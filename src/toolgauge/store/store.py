@@ -70,6 +70,7 @@ from toolgauge.store.leases import Leases
 from toolgauge.store.model_calls import ModelCalls, sample_of
 from toolgauge.store.reader import CacheReader
 from toolgauge.store.response_cache import ResponseCache
+from toolgauge.store.role_calls import RoleCalls
 from toolgauge.store.run_stats import call_stats, call_stats_by_role
 from toolgauge.store.runs import RunInfo, Runs, new_run_id
 from toolgauge.store.samples import READ_CHUNK, SampleRecord, Samples, SampleState, sample_row
@@ -425,7 +426,7 @@ class Store:
         self.flush()
         return call_stats(self.engine, run_id)
 
-    def call_stats_by_role(self, run_id: str) -> dict[str, dict[str, float]]:
+    def call_stats_by_role(self, run_id: str) -> dict[str, RoleCalls]:
         """Per role of a run: call count, tokens in and out and latency total (cached calls included)."""
         self.flush()
         return call_stats_by_role(self.engine, run_id)

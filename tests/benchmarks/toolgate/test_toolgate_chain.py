@@ -32,9 +32,10 @@ from toolgauge.benchmarks.toolgate.records import (
     VerifyResult,
     decide,
 )
-from toolgauge.benchmarks.toolgate.resources import RoleUsage, role_resources
+from toolgauge.benchmarks.toolgate.resources import role_resources
 from toolgauge.report.paper_tables import PaperRun
 from toolgauge.sandbox import detect_sandbox
+from toolgauge.store import RoleCalls
 
 needs_bwrap = pytest.mark.skipif(detect_sandbox() != "bwrap", reason="bubblewrap sandbox not available here")
 SEEDS = get_domain("fem").seeds()
@@ -69,13 +70,13 @@ def test_chained_records_join_gates_and_decide_again() -> None:
     # b: every gate passed, solved in the last run: accepted, with the first run's verification kept.
     assert joined[1].outcome.outcome == "accepted" and joined[1].outcome.gates.verify == verified
     # Resources per role: two verifications of 2 s, s1 twice, s2 twice, one solve of 30 s (agent time).
-    roles = role_resources(joined, [100.0, 80.0], {"solver": RoleUsage(3, 300, 30, 12.0)})
+    roles = role_resources(joined, [100.0, 80.0], {"solver": RoleCalls(3, 300, 30, 12.0)})
     assert [(r.role, r.episodes, r.wall_seconds) for r in roles] == [
         ("generator", 2, 180.0), ("verify", 2, 4.0), ("screen:s1", 2, None), ("screen:s2", 2, None),
         ("solver", 1, 30.0),
     ]  # fmt: skip
     assert roles[0].agent_hours == 180.0 / 3600 and roles[1].agent_hours is None
-    assert roles[-1].usage == RoleUsage(3, 300, 30, 12.0)
+    assert roles[-1].usage == RoleCalls(3, 300, 30, 12.0)
 
 
 def test_release_duplicates_keep_the_first_copy() -> None:

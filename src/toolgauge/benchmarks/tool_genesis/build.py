@@ -9,52 +9,23 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolgauge.benchmarks.tool_genesis.options import MAX_STEPS, GenerateRun, GenesisOptions
+from toolgauge.benchmarks.tool_genesis.plan import is_gold, l4_plan
 from toolgauge.datasets.resolve import data_or_official
 from toolgauge.errors import UsageError
 from toolgauge.selection import existing_data, limit_items
 
 if TYPE_CHECKING:
     from toolgauge.benchmarks.tool_genesis.generate import GenesisGenerateBenchmark
-    from toolgauge.benchmarks.tool_genesis.protocol import GenesisBenchmark, GenesisSample, L4Settings, Source
+    from toolgauge.benchmarks.tool_genesis.protocol import GenesisBenchmark, GenesisSample
     from toolgauge.tools import ServerLauncher
 
 # A config stored before the options model kept whether L4 ran and the run's source, not the model specs that
 # decided them: a migrated run names those models so, and they decide nothing else (rescore asks no model).
 UNRECORDED = "unrecorded"
-
-
-@dataclass(frozen=True)
-class L4Plan:
-    """Whether L4 runs, and the model specs of its agent and judge (None when it does not run)."""
-
-    settings: L4Settings
-    agent: str | None = None
-    judge: str | None = None
-
-
-def is_gold(model: str | None) -> bool:
-    """Whether ``model`` is the gold model (the reference servers, nothing generated)."""
-    return model is not None and model.strip() == "gold"
-
-
-def l4_plan(options: GenesisOptions) -> L4Plan:
-    """L4 runs unless skipped when an agent (``agent_model``, else a generating model) and a judge are known."""
-    from toolgauge.benchmarks.tool_genesis.protocol import L4Settings
-
-    generating = options.pred is None and options.model is not None and not is_gold(options.model)
-    agent = options.agent_model or (options.model if generating else None)
-    if options.skip_l4:
-        return L4Plan(L4Settings(skip_reason="--skip-l4 given"))
-    if agent is None:
-        return L4Plan(L4Settings(skip_reason="no agent model (give --agent-model)"))
-    if options.judge_model is None:
-        return L4Plan(L4Settings(skip_reason="no judge model (give --judge-model)"))
-    return L4Plan(L4Settings(), agent, options.judge_model)
 
 
 def role_specs(options: Mapping[str, Any], model: str) -> dict[str, str]:
@@ -143,11 +114,6 @@ def restore(options: GenesisOptions) -> GenesisBenchmark | GenesisGenerateBenchm
             for key, slug in options.registry_tries
         ]
     return _benchmark(options, samples, [])
-
-
-def source_of(options: GenesisOptions) -> Source:
-    """Where a run's servers come from: a registry, the gold servers, or the evaluated model."""
-    return "registry" if options.pred is not None else ("gold" if is_gold(options.model) else "generate")
 
 
 def _benchmark(options: GenesisOptions, samples: Sequence[GenesisSample], warnings: list[str]) -> GenesisBenchmark:

@@ -62,7 +62,7 @@ def genesis_generate(
     flags: RunFlags,
 ) -> None:
     """Generate an MCP server (schema + Python code) for each requirement of a Tool-Genesis data file."""
-    from toolgauge.benchmarks.tool_genesis.build import is_gold
+    from toolgauge.benchmarks.tool_genesis.plan import is_gold
 
     settings = flags.call_settings()
     generate = GenerateRun(gold=is_gold(flags.model_spec), max_steps=max_steps, temperature=settings.temperature,

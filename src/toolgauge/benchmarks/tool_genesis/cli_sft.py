@@ -73,8 +73,8 @@ def build_export(
     from toolgauge.api import stored_scores
     from toolgauge.benchmark import rebuild, stored_options
     from toolgauge.benchmarks.tool_genesis import SPEC
-    from toolgauge.benchmarks.tool_genesis.build import source_of
     from toolgauge.benchmarks.tool_genesis.options import GenesisOptions
+    from toolgauge.benchmarks.tool_genesis.plan import source_of
     from toolgauge.benchmarks.tool_genesis.protocol import GenesisSample
     from toolgauge.benchmarks.tool_genesis.sft import ModelStep, examples_of, keep_reason, split_of
 

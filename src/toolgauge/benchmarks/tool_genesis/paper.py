@@ -81,8 +81,8 @@ def row_label(run: PaperRun) -> str:
 
 def _facts(run: PaperRun) -> tuple[str, bool]:
     """Where the run's servers came from, and whether L4 ran (a config stored before issue 23 says them itself)."""
-    from toolgauge.benchmarks.tool_genesis.build import l4_plan, source_of
     from toolgauge.benchmarks.tool_genesis.options import GenesisOptions
+    from toolgauge.benchmarks.tool_genesis.plan import l4_plan, source_of
 
     if run.option("source") is not None:
         return str(run.option("source")), bool(run.option("l4", False))

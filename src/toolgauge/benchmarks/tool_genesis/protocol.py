@@ -34,7 +34,6 @@ from typing import Any, Literal, TypeVar, TypeVarTuple
 from pydantic import BaseModel, Field
 
 from toolgauge.benchmark import BenchmarkBase
-from toolgauge.benchmarks.tool_genesis.build import l4_plan, source_of
 from toolgauge.benchmarks.tool_genesis.loader import UNSAFE_PATH, load_registry, write_registry
 from toolgauge.benchmarks.tool_genesis.metrics import (
     METRIC_LEVELS,
@@ -52,6 +51,7 @@ from toolgauge.benchmarks.tool_genesis.metrics.unit_tests import (
     summarise_unit_tests,
 )
 from toolgauge.benchmarks.tool_genesis.options import GenesisOptions
+from toolgauge.benchmarks.tool_genesis.plan import Source, l4_plan, source_of
 from toolgauge.benchmarks.tool_genesis.records import GeneratedServer, GenesisServer
 from toolgauge.embeddings.base import Embedder
 from toolgauge.engine import EpisodeContext, SampleOutcome
@@ -68,7 +68,6 @@ LAUNCH_ATTEMPTS = 3
 STARTUP_TIMEOUT = 30.0
 _KEEP_CHARS = 2000  # outputs stored per unit test / trajectory are cut to this many characters
 
-Source = Literal["registry", "generate", "gold"]
 T = TypeVar("T")
 Ts = TypeVarTuple("Ts")
 # A schema file larger than this is not read (a generated one is a few kilobytes).
@@ -227,20 +226,12 @@ class _LiveServer:
         await self._stack.aclose()
 
 
-@dataclass
-class L4Settings:
-    """Whether and how L4 runs: ``skip_reason`` set means it does not."""
-
-    skip_reason: str | None = None
-    max_steps: int = 10
-
-
 class GenesisBenchmark(BenchmarkBase[GenesisSample, GenesisOptions]):
     """Tool-Genesis evaluation (``genesis evaluate`` and ``eval tool-genesis``).
 
     ``options`` decide the run and are stored as its config: the variant, where the servers come from
-    (:func:`.build.source_of`: a registry, the gold servers, or the model generating them into ``out``), the
-    strategy, whether L4 runs (:func:`.build.l4_plan`) and the tool-call timeout. The rest is no option: the
+    (:func:`.plan.source_of`: a registry, the gold servers, or the model generating them into ``out``), the
+    strategy, whether L4 runs (:func:`.plan.l4_plan`) and the tool-call timeout. The rest is no option: the
     embedder (None: MiniLM), the sandbox limits, the server start-up timeout and launch attempts.
     """
 

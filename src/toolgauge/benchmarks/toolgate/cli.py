@@ -61,7 +61,7 @@ from toolgauge.benchmarks.toolgate.protocol import (
 )
 from toolgauge.benchmarks.toolgate.records import Candidate, RecordedCandidate, decide
 from toolgauge.benchmarks.toolgate.report import bias_table, funnel_table
-from toolgauge.benchmarks.toolgate.resources import RoleUsage, role_resources, role_usage
+from toolgauge.benchmarks.toolgate.resources import role_resources, role_usage
 from toolgauge.cli.common import (
     EngineDefaults,
     RunFlags,
@@ -79,6 +79,7 @@ from toolgauge.report.console import json_for_terminal
 from toolgauge.report.export import write_atomic, write_lines_atomic
 from toolgauge.report.terminal import esc, pct
 from toolgauge.selection import existing_data, limit_items
+from toolgauge.store import NO_CALLS
 
 GATE_ENGINE = EngineDefaults(concurrency=4, timeout=120.0)
 
@@ -427,7 +428,7 @@ def _resources(store_url: str | None, chain: Sequence[StoredPool]) -> list[dict[
         for stored in chain:
             usage = role_usage(st, stored.run_id)
             for role in role_resources((r for _, r in stored.records), (), usage):
-                used = role.usage or RoleUsage()
+                used = role.usage or NO_CALLS
                 rows.append({"run": stored.run_id, "role": role.role, "episodes": role.episodes,
                              "wall_seconds": role.wall_seconds, "agent_hours": role.agent_hours,
                              "calls": used.calls, "input_tokens": used.input_tokens,

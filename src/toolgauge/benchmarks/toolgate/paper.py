@@ -22,9 +22,10 @@ from pydantic import ValidationError
 from toolgauge.benchmarks.toolgate.audit import funnel, screen_agreement
 from toolgauge.benchmarks.toolgate.chain import chained_records
 from toolgauge.benchmarks.toolgate.records import Candidate, CandidateOutcome, RecordedCandidate
-from toolgauge.benchmarks.toolgate.resources import RoleUsage, role_resources, role_usage
+from toolgauge.benchmarks.toolgate.resources import role_resources, role_usage
 from toolgauge.report.paper_tables import PaperBlock, PaperCell, PaperRow, PaperRun
 from toolgauge.results import SampleScore
+from toolgauge.store import RoleCalls
 
 if TYPE_CHECKING:
     from toolgauge.store import Store
@@ -32,11 +33,11 @@ if TYPE_CHECKING:
 PAPER = "toolgate"
 # Table 4's step names, as the paper words them.
 STEP_TITLES = {"verified": "local verification", "solved": "tool-enabled solve", "unique": "exact deduplication"}
-RoleUsageOf = Callable[[str], Mapping[str, RoleUsage]]
+RoleCallsOf = Callable[[str], Mapping[str, RoleCalls]]
 
 
 def paper_blocks(
-    runs: Sequence[PaperRun], *, store: Store | None = None, usage: RoleUsageOf | None = None
+    runs: Sequence[PaperRun], *, store: Store | None = None, usage: RoleCallsOf | None = None
 ) -> list[PaperBlock]:
     """Every ToolGate block for ``runs`` (a chain, in chain order).
 
@@ -132,7 +133,7 @@ def table4(runs: Sequence[PaperRun], records: Mapping[str, list[RecordedCandidat
 
 # -- Table 2 -----------------------------------------------------------------------------------------------
 def table2(
-    runs: Sequence[PaperRun], records: Mapping[str, list[RecordedCandidate]], usage: RoleUsageOf | None
+    runs: Sequence[PaperRun], records: Mapping[str, list[RecordedCandidate]], usage: RoleCallsOf | None
 ) -> PaperBlock:
     """Table 2: per run and role, episodes, wall time, agent-hours, model calls and tokens."""
     rows = []

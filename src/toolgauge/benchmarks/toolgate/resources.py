@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from toolgauge.benchmarks.toolgate.records import RecordedCandidate
+from toolgauge.store import RoleCalls
 
 if TYPE_CHECKING:
     from toolgauge.store import Store
@@ -25,16 +26,6 @@ SOLVER = "solver"
 AGENT_ROLES = frozenset({GENERATOR, SOLVER})
 
 
-@dataclass(frozen=True)
-class RoleUsage:
-    """One role's model calls in a run: how many, their tokens and their summed latency (seconds)."""
-
-    calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    model_seconds: float = 0.0
-
-
 @dataclass
 class RoleResources:
     """One role's resource use: episodes (items it worked on), their wall time, and its model calls."""
@@ -42,7 +33,7 @@ class RoleResources:
     role: str
     episodes: int = 0
     wall_seconds: float | None = None
-    usage: RoleUsage | None = None
+    usage: RoleCalls | None = None
 
     @property
     def agent_hours(self) -> float | None:
@@ -52,18 +43,15 @@ class RoleResources:
         return self.wall_seconds / 3600
 
 
-def role_usage(store: Store, run_id: str) -> dict[str, RoleUsage]:
+def role_usage(store: Store, run_id: str) -> dict[str, RoleCalls]:
     """Each role's model calls in a stored run, from the call log (a cached call counts, with its tokens)."""
-    return {
-        role: RoleUsage(int(row["calls"]), int(row["input_tokens"]), int(row["output_tokens"]), row["latency_s"])
-        for role, row in store.call_stats_by_role(run_id).items()
-    }
+    return store.call_stats_by_role(run_id)
 
 
 def role_resources(
     records: Iterable[RecordedCandidate],
     generator_seconds: Iterable[float] = (),
-    usage: Mapping[str, RoleUsage] | None = None,
+    usage: Mapping[str, RoleCalls] | None = None,
 ) -> list[RoleResources]:
     """Resource use per role, in pipeline order: generator, verify, each screen (first-seen order), solver.
 
