@@ -55,6 +55,9 @@ class TrivialBenchmark:
     def samples(self) -> list[tuple[str, str]]:
         return [(f"s{i}", "What is 1 + 1?") for i in range(self.n)]
 
+    def config(self) -> dict[str, Any]:  # what a tree before the options seam (issue 23) stores instead
+        return {"n": self.n}
+
     async def episode(self, sample: str, ctx: EpisodeContext) -> Answer:
         turn = await ctx.generate([Message(role="user", content=sample)])
         return Answer(text=turn.content)
