@@ -28,7 +28,7 @@ def engine_of(flags: RunFlags) -> EngineOptions:
     return validated(EngineOptions, values, prefix="--")
 
 
-def _with_signature(fn: Callable[..., None], params: list[inspect.Parameter]) -> Callable[..., None]:
+def with_signature(fn: Callable[..., None], params: list[inspect.Parameter]) -> Callable[..., None]:
     """``fn`` with the parameters typer reads (``params``, then ``flags``), for :func:`run_command` to extend."""
     flags = inspect.Parameter("flags", inspect.Parameter.KEYWORD_ONLY, annotation=RunFlags)
     fn.__signature__ = inspect.Signature([*params, flags])  # type: ignore[attr-defined]
@@ -69,7 +69,7 @@ def eval_command(spec: BenchmarkSpec) -> Callable[..., None]:
 
     command.__doc__ = model.__doc__  # the model's docstring says what the command does
     defaults = EngineDefaults(**{k: v for k, v in spec.engine_defaults.items() if k in ("concurrency", "timeout")})
-    fn = _with_signature(command, option_parameters(model, spec.engine_defaults) + _file_parameters(spec))
+    fn = with_signature(command, option_parameters(model, spec.engine_defaults) + _file_parameters(spec))
     # A benchmark whose tries of one sample would share files offers no --epochs (BenchmarkSpec.repeatable).
     return run_command(engine=defaults, sampling=False, limit=False, epochs=spec.repeatable)(fn)
 
@@ -92,7 +92,7 @@ def score_command(spec: BenchmarkSpec) -> Callable[..., None]:
                 unit=spec.unit.removesuffix("s"))  # fmt: skip
 
     command.__doc__ = scoring.options.__doc__
-    fn = _with_signature(command, option_parameters(scoring.options) + _file_parameters(spec))
+    fn = with_signature(command, option_parameters(scoring.options) + _file_parameters(spec))
     return run_command(engine=None, limit=False)(fn)
 
 

@@ -16,7 +16,7 @@ from toolgauge.benchmarks.tool_genesis.cli_generate import add_generate_command
 from toolgauge.benchmarks.tool_genesis.cli_sft import add_sft_command
 from toolgauge.benchmarks.tool_genesis.options import GenesisEvaluateOptions, GenesisOptions
 from toolgauge.cli.common import EngineDefaults, RunFlags, err, execute, run_command
-from toolgauge.cli.generated import _with_signature, engine_of
+from toolgauge.cli.generated import engine_of, with_signature
 from toolgauge.cli.option_params import command_values, option_parameters
 from toolgauge.options import validated
 
@@ -57,7 +57,7 @@ def add_commands(groups: CommandGroups) -> None:
     groups.root.add_typer(genesis_app, name="genesis")
     add_generate_command(genesis_app)
     add_sft_command(genesis_app)
-    evaluate = _with_signature(genesis_evaluate, option_parameters(GenesisEvaluateOptions))
+    evaluate = with_signature(genesis_evaluate, option_parameters(GenesisEvaluateOptions))
     genesis_app.command("evaluate")(
         run_command(model=False, engine=EVALUATE_ENGINE, sampling=False, epochs=False, limit=False)(evaluate)
     )

@@ -32,7 +32,7 @@ from toolgauge.benchmarks.toolgate.generator import ROLE as GENERATOR_ROLE
 from toolgauge.benchmarks.toolgate.options import GateRunOptions
 from toolgauge.benchmarks.toolgate.screens import ScreenSpec
 from toolgauge.cli.common import EngineDefaults, RunFlags, check_isolation, execute, run_command
-from toolgauge.cli.generated import _with_signature
+from toolgauge.cli.generated import with_signature
 from toolgauge.cli.option_params import command_values, option_parameters
 from toolgauge.errors import UsageError
 from toolgauge.models.base import ModelClient
@@ -136,5 +136,5 @@ def gate_run(*, flags: RunFlags, **values: Any) -> None:
 
 def add_run_command(gate_app: typer.Typer) -> None:
     """Mount ``gate run`` on the ``gate`` group."""
-    command = _with_signature(gate_run, option_parameters(GateRunOptions))
+    command = with_signature(gate_run, option_parameters(GateRunOptions))
     gate_app.command("run")(run_command(model=False, engine=ENGINE, limit=False, epochs=False)(command))
