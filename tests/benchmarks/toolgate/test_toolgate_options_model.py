@@ -207,14 +207,17 @@ def test_same_run_matches_an_old_config_by_its_migrated_options_and_count(tmp_pa
     assert same_run(None, today, dict(today))
 
 
+# A ``gate run``'s config as the code before the options model stored it (no ``n``; solver_steps only when not 8).
+GATE_RUN_CONFIG = {
+    "kind": "construction", "command": "run", "domain": "fem", "rounds": 2, "generator": "scripted:/g.jsonl",
+    "screens": [{"name": "gold", "spec": "gold", "temperature": None, "max_tokens": None, "reasoning_effort": None}],
+    "solver": "scripted:/s.jsonl", "time_limit": 60.0, "generator_steps": 5, "prompt_seeds": 1,
+    "temperature": 0.0, "max_tokens": 4096,
+}  # fmt: skip
+
+
 def test_a_gate_run_stored_without_its_sample_count_resumes_on_its_options() -> None:
-    config = {
-        "kind": "construction", "command": "run", "domain": "fem", "rounds": 2, "generator": "scripted:/g.jsonl",
-        "screens": [{"name": "gold", "spec": "gold", "temperature": None, "max_tokens": None,
-                     "reasoning_effort": None}],
-        "solver": "scripted:/s.jsonl", "time_limit": 60.0, "generator_steps": 5, "prompt_seeds": 1,
-        "temperature": 0.0, "max_tokens": 4096,
-    }  # fmt: skip
+    config = GATE_RUN_CONFIG
     today = stored_config(rebuild(SPEC, {**config, "n": 2}))
     assert "n" not in config and today["n"] == 2
     assert same_run(SPEC, config, today)  # stored before gate runs kept ``n``: their options decide
@@ -223,13 +226,7 @@ def test_a_gate_run_stored_without_its_sample_count_resumes_on_its_options() -> 
 
 
 def test_a_gate_run_config_rescores_through_the_options_model() -> None:
-    config = {
-        "kind": "construction", "command": "run", "domain": "fem", "rounds": 2, "generator": "scripted:/g.jsonl",
-        "screens": [{"name": "gold", "spec": "gold", "temperature": None, "max_tokens": None,
-                     "reasoning_effort": None}],
-        "solver": "scripted:/s.jsonl", "time_limit": 60.0, "generator_steps": 5, "prompt_seeds": 1,
-        "temperature": 0.0, "max_tokens": 4096, "solver_steps": 9,
-    }  # fmt: skip
+    config = {**GATE_RUN_CONFIG, "solver_steps": 9}
     options = stored_options(SPEC, {**config, "n": 2})
     assert options.model_dump()["command"] == "run"
     bench = rebuild(SPEC, {**config, "n": 2})
