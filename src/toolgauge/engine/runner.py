@@ -65,6 +65,8 @@ T = TypeVar("T")
 
 # Finished samples that may wait for a commit before the workers wait for the store (memory stays bounded).
 COMMIT_BACKLOG = 1024
+# A model call outside any ``EpisodeContext.deadline`` block is bounded by nothing (one shared no-op context).
+_NO_DEADLINE: contextlib.AbstractAsyncContextManager[None] = contextlib.nullcontext()
 
 
 @dataclass(frozen=True)
@@ -403,13 +405,16 @@ class EpisodeContext:
         finally:
             self._deadline = outer
 
+    def _until_deadline(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """Bound what runs inside by the ``deadline`` in effect; without one, a context that costs nothing.
+
+        Every model call enters it: an async generator per call (``_bounded``) would cost more than the rest of
+        the engine's per-call bookkeeping, so it is made only inside a ``deadline`` block.
+        """
+        return _NO_DEADLINE if self._deadline is None else self._bounded(*self._deadline)
+
     @contextlib.asynccontextmanager
-    async def _until_deadline(self) -> AsyncIterator[None]:
-        """Bound what runs inside by the ``deadline`` in effect (nothing without one)."""
-        if self._deadline is None:
-            yield
-            return
-        at, time_up = self._deadline
+    async def _bounded(self, at: float, time_up: Callable[[], ModelError]) -> AsyncIterator[None]:
         left = at - time.monotonic()
         if left <= 0:
             raise time_up()
