@@ -408,8 +408,8 @@ class EpisodeContext:
     def _until_deadline(self) -> contextlib.AbstractAsyncContextManager[None]:
         """Bound what runs inside by the ``deadline`` in effect; without one, a context that costs nothing.
 
-        Every model call enters it: an async generator per call (``_bounded``) would cost more than the rest of
-        the engine's per-call bookkeeping, so it is made only inside a ``deadline`` block.
+        Every model call enters it, so the async generator of ``_bounded`` (about ten Python calls and a weakref
+        registration per call) is made only inside a ``deadline`` block.
         """
         return _NO_DEADLINE if self._deadline is None else self._bounded(*self._deadline)
 
