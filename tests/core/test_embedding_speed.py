@@ -191,3 +191,57 @@ def test_the_cache_dir_follows_the_environment(monkeypatch: pytest.MonkeyPatch, 
     assert default_cache_dir() == tmp_path / "xdg" / "toolgauge"
     monkeypatch.setenv("TOOLGAUGE_EMBEDDING_CACHE", "off")
     assert default_cache_dir() is None
+
+
+class _RacedConnection:
+    """A cache connection that lets "another process" create the schema row right after its first look at it.
+
+    Before the fix the cache read the row, found none, and inserted it; another process opening the new cache at
+    the same moment inserted it in between, and the loser took the clash for a damaged file and moved the cache
+    (with the other processes' vectors) aside. This replays that interleaving deterministically.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, path: Path):
+        self._conn, self._path, self._raced = conn, path, False
+
+    def execute(self, sql: str, *args: object) -> sqlite3.Cursor:
+        cursor = self._conn.execute(sql, *args)
+        if not self._raced and sql.startswith("SELECT value FROM meta"):
+            self._raced = True
+            other = sqlite3.connect(self._path, timeout=0)
+            try:
+                with other:
+                    other.execute("INSERT OR IGNORE INTO meta VALUES ('schema', '1')")
+            except sqlite3.OperationalError:
+                pass  # our connection holds the write lock: the other process would wait for it, not clash
+            finally:
+                other.close()
+        return cursor
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._conn, name)
+
+    def __enter__(self) -> _RacedConnection:
+        self._conn.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._conn.__exit__(*exc)  # type: ignore[arg-type]
+
+
+def test_two_processes_creating_the_cache_at_once_keep_it(tmp_path: Path, monkeypatch, caplog):
+    import toolgauge.embeddings.disk_cache as disk_cache
+
+    real_connect = sqlite3.connect
+
+    def raced(path: Path, *args: object, **kwargs: object) -> _RacedConnection:
+        return _RacedConnection(real_connect(path, *args, **kwargs), Path(path))  # type: ignore[arg-type]
+
+    monkeypatch.setattr(disk_cache.sqlite3, "connect", raced)
+    cache = _cache(tmp_path)
+    with caplog.at_level(logging.WARNING):
+        cache.put_many([("text 1", np.full(DIM, 1, dtype=np.float32))])
+    monkeypatch.setattr(disk_cache.sqlite3, "connect", real_connect)
+    assert "not readable" not in caplog.text
+    assert not list(tmp_path.glob("*.unreadable-*"))
+    assert list(_cache(tmp_path).get_many(["text 1"])) == ["text 1"]

@@ -116,10 +116,11 @@ class VectorCache:
         try:
             with conn:
                 conn.executescript(_SCHEMA)
+                # One statement, not a read then an insert: processes opening a new cache at once would race
+                # between the two, and the loser would take the other's row for a damaged file.
+                conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(_SCHEMA_VERSION),))
                 row = conn.execute("SELECT value FROM meta WHERE name = 'schema'").fetchone()
-                if row is None:
-                    conn.execute("INSERT INTO meta VALUES ('schema', ?)", (str(_SCHEMA_VERSION),))
-                elif row[0] != str(_SCHEMA_VERSION):
+                if row[0] != str(_SCHEMA_VERSION):
                     raise sqlite3.DatabaseError(f"schema version {row[0]}, expected {_SCHEMA_VERSION}")
                 conn.execute(
                     "INSERT OR IGNORE INTO namespaces (namespace, description) VALUES (?, ?)",
