@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -221,7 +222,7 @@ Client = TypeVar("Client")
 Kept = TypeVar("Kept")
 
 
-class HostedModel(Generic[Client, Kept]):
+class HostedModel(ABC, Generic[Client, Kept]):
     """What a named provider's client holds: model, key, endpoint and the cache identity they make.
 
     The key (and a URL's password) is learned as a secret at once, so it is masked wherever a server
@@ -249,9 +250,9 @@ class HostedModel(Generic[Client, Kept]):
         """Provider, model and endpoint: answers of another server never come from the cache."""
         return f"{self.provider}:{self.model}@{redact_url(self.base_url) if self.base_url else 'default'}"
 
+    @abstractmethod
     async def start(self) -> None:
         """Create the SDK client (each provider's)."""
-        raise NotImplementedError
 
     async def _started(self) -> Client:
         """The SDK client, created on first use."""
