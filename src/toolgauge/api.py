@@ -175,6 +175,8 @@ def _prepare_built(
     options: dict[str, Any],
 ) -> PreparedRun:
     """A run of a benchmark object built by the caller (``options``: its sampling options, for the provenance)."""
+    from toolgauge.benchmarks.registry import spec_for_run
+
     try:  # the bounds eval's options and a sweep file's keys have (toolgauge.options.check_options)
         check_options(options)
     except OptionOutOfBounds as exc:
@@ -184,7 +186,7 @@ def _prepare_built(
         client = resolve_model(model, replay_loader=bench.replay_table, timeout=engine.timeout)
     else:
         shown, client = model.name, model
-    run = run_options(headline_of(bench.name), options, engine, store=store_url(store))
+    run = run_options(spec_for_run(bench.name), options, engine, store=store_url(store))
     return PreparedRun(bench, shown, client, dict(roles or {}), run)
 
 

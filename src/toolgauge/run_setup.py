@@ -8,13 +8,14 @@ and roles with one spec share one client.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
-from toolgauge.benchmark import Benchmark, BenchmarkSpec
+from toolgauge.benchmark import Benchmark, BenchmarkSpec, same_run
 from toolgauge.driver import RunOptions
 from toolgauge.engine import EngineConfig
 from toolgauge.models.base import ModelClient
@@ -59,7 +60,7 @@ def role_clients(roles: Mapping[str, str], model: str, client: C, make: Callable
 
 
 def run_options(
-    headline: tuple[str, ...],
+    spec: BenchmarkSpec | None,
     options: BaseModel | Mapping[str, Any] | None,
     engine: EngineOptions,
     *,
@@ -71,7 +72,8 @@ def run_options(
 ) -> RunOptions:
     """The driver's options of a run with ``options`` (its sampling options go into the provenance).
 
-    ``headline``: the benchmark's headline metrics (``BenchmarkSpec.headline``), summarised with their spread.
+    ``spec``: the benchmark (None: one without a spec). Its headline metrics are summarised with their spread, and
+    ``--resume`` takes a run it stored before its options model, whose migrated config matches (``same_run``).
 
     ``options`` as a mapping: the keyword options of a benchmark still without an options model. ``labels``: the
     run's name and tags where they come from elsewhere than ``engine`` (a sweep cell's model name and tags).
@@ -92,11 +94,12 @@ def run_options(
         resume=engine.resume,
         engine=engine_config(engine, meta, show_progress=show_progress, seed=seed),
         console=console,
-        headline=headline,
+        headline=spec.headline if spec is not None else (),
         model_options=model_options,
         limit=limit,
         labels=labels or meta.labels,
         price=meta.price,
+        same_run=functools.partial(same_run, spec) if spec is not None else None,
     )
 
 
@@ -151,5 +154,5 @@ def prepare_run(
         model=shown,
         client=client,
         roles=dict(roles),
-        options=run_options(spec.headline, options, engine, store=store, show_progress=show_progress, console=console),
+        options=run_options(spec, options, engine, store=store, show_progress=show_progress, console=console),
     )

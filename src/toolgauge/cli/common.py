@@ -7,7 +7,6 @@ and its exit code. Nothing here imports a benchmark or the app that mounts the c
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import inspect
 import json
@@ -24,7 +23,7 @@ from typing import Annotated, Any, NoReturn, TypeVar
 import typer
 from rich.text import Text
 
-from toolgauge.benchmark import Benchmark, same_run
+from toolgauge.benchmark import Benchmark, BenchmarkSpec
 from toolgauge.cli.option_params import option_parameters
 from toolgauge.driver import RunOptions, RunResult, run_benchmark
 from toolgauge.engine.budget import BudgetReached
@@ -153,8 +152,8 @@ class RunFlags:
     price: str | None = None
     cache: CacheMode | None = None
 
-    def run_options(self, headline: tuple[str, ...] = ()) -> RunOptions:
-        """The driver's options (``headline``: the benchmark's headline metrics, summarised with their spread)."""
+    def run_options(self, spec: BenchmarkSpec | None = None) -> RunOptions:
+        """The driver's options of a run of ``spec``'s benchmark (:func:`toolgauge.run_setup.run_options`)."""
         from toolgauge.run_setup import run_options
 
         self.check_bounds()
@@ -164,7 +163,7 @@ class RunFlags:
             max_tokens_total=self.max_tokens_total, price=self.price, name=self.name, tag=self.tag,
         )  # fmt: skip
         sampling = {"temperature": self.temperature, "max_tokens": self.max_tokens} if self.model else {}
-        return run_options(headline, {**sampling, "limit": self.limit}, engine, store=self.store,
+        return run_options(spec, {**sampling, "limit": self.limit}, engine, store=self.store,
                            show_progress=not self.quiet, console=err)  # fmt: skip
 
     def call_settings(self, tool_choice: ToolChoice = ToolChoice.auto) -> CallSettings:
@@ -488,9 +487,7 @@ def execute(
     from toolgauge.benchmarks.registry import spec_for_run
 
     spec = spec_for_run(bench.name)
-    options = run_options or flags.run_options(spec.headline if spec is not None else ())
-    # --resume of a run stored before the benchmark's options model: its migrated config matches too.
-    options = dataclasses.replace(options, same_run=functools.partial(same_run, spec))
+    options = run_options or flags.run_options(spec)
     from toolgauge.cli.event_loop import run_interruptible
 
     job = run_benchmark(bench, model, options, client=client, roles=roles, on_scored=write_files)

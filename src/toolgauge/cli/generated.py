@@ -87,7 +87,7 @@ def score_command(spec: BenchmarkSpec) -> Callable[..., None]:
             warn(note)
         engine = EngineOptions(concurrency=flags.concurrency, timeout=flags.timeout, max_retries=flags.max_retries,
                                no_cache=flags.no_cache, name=flags.name, tag=flags.tag)  # fmt: skip
-        prepared = run_options(spec.headline, options, engine, store=flags.store, console=err)
+        prepared = run_options(spec, options, engine, store=flags.store, console=err)
         execute(recorded.bench, recorded.model, flags, client=recorded.client, outputs=files, run_options=prepared,
                 unit=spec.unit.removesuffix("s"))  # fmt: skip
 

@@ -68,7 +68,7 @@ async def run_cell(
                            cache=task.cache, resume=run_id, epochs=task.epochs,
                            price=task.price)  # fmt: skip
     options = run_options(
-        spec.headline if spec else (),
+        spec,
         typed,
         engine,
         store=store_url,

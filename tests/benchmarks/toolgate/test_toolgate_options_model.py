@@ -225,6 +225,17 @@ def test_a_gate_run_stored_without_its_sample_count_resumes_on_its_options() -> 
     assert not same_run(SPEC, {**config, "n": 1}, today)  # a stored count still has to match
 
 
+def test_every_route_to_a_run_resumes_an_old_config_alike() -> None:
+    # The CLI, api.evaluate and sweep cells all make their driver options with run_setup.run_options.
+    from toolgauge.options import EngineOptions
+    from toolgauge.run_setup import run_options
+
+    today = stored_config(rebuild(SPEC, {**GATE_RUN_CONFIG, "n": 2}))
+    made = run_options(SPEC, None, EngineOptions(), store=None)
+    assert made.same_run is not None and made.same_run(GATE_RUN_CONFIG, today)
+    assert run_options(None, None, EngineOptions(), store=None).same_run is None
+
+
 def test_a_gate_run_config_rescores_through_the_options_model() -> None:
     config = {**GATE_RUN_CONFIG, "solver_steps": 9}
     options = stored_options(SPEC, {**config, "n": 2})
